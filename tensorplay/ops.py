@@ -1,0 +1,406 @@
+"""The ``Ops`` protocol: the closed set of primitives every interpreter implements.
+
+Conventions shared by every primitive
+-------------------------------------
+* Tensor inputs are positional; static parameters are keyword-only. An
+  interpreter method for primitive ``p`` is called as
+  ``ops.p(*inputs, **params)``; :func:`interpreters.graph.evaluate` relies on it.
+* Elementwise binary primitives broadcast like numpy and accept Python
+  scalars on either side. Scalars are *weak*: ``f32 * 2.0`` stays float32,
+  an int tensor with a float scalar gives float32, float32 with float64 gives
+  float64. Nothing silently upcasts to float64.
+* ``axes`` accept negative values; duplicate or out-of-range axes raise
+  :class:`~tensorplay.errors.AxisError`.
+* Spatial primitives (``conv``, pooling) take ``x[N, C, *spatial]`` with 1, 2
+  or 3 spatial dims; the prefix-polymorphic versions in
+  :mod:`tensorplay.program` flatten any leading shape into ``N``.
+* Zero-size dims are valid everywhere: the result has the shape the rule gives.
+* Shape rules live in :mod:`spec`; invalid geometry raises
+  :class:`~tensorplay.errors.ShapeError` naming the primitive and the shapes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, TypeVarTuple
+
+if TYPE_CHECKING:
+    from tensorplay.tensor import Tensor
+
+S = TypeVarTuple("S")
+Scalar = bool | int | float
+
+
+class Ops(Protocol):
+    """An interpreter of tensor programs. See the module docstring for conventions."""
+
+    name: str
+
+    # ---- elementwise unary: x[*S] -> [*S] ---------------------------------------------------
+    def neg(self, x: Tensor[*S]) -> Tensor[*S]:
+        """``-x``; bool is refused."""
+        ...
+
+    def abs(self, x: Tensor[*S]) -> Tensor[*S]:
+        """``|x|``; gradient at 0 is 0 (``sign(0) = 0``)."""
+        ...
+
+    def sign(self, x: Tensor[*S]) -> Tensor[*S]:
+        """-1, 0 or 1 (NaN stays NaN); gradient is 0 everywhere."""
+        ...
+
+    def exp(self, x: Tensor[*S]) -> Tensor[*S]:
+        """``e**x``; integer inputs give float32."""
+        ...
+
+    def log(self, x: Tensor[*S]) -> Tensor[*S]:
+        """Natural log; ``log(0) = -inf``, negative gives NaN (no exception)."""
+        ...
+
+    def log1p(self, x: Tensor[*S]) -> Tensor[*S]:
+        """``log(1 + x)``, accurate near 0."""
+        ...
+
+    def expm1(self, x: Tensor[*S]) -> Tensor[*S]:
+        """``exp(x) - 1``, accurate near 0."""
+        ...
+
+    def sqrt(self, x: Tensor[*S]) -> Tensor[*S]:
+        """Square root; the gradient at 0 is ``+inf`` (as PyTorch), masked to 0 where the cotangent is 0."""
+        ...
+
+    def rsqrt(self, x: Tensor[*S]) -> Tensor[*S]:
+        """``1 / sqrt(x)``."""
+        ...
+
+    def sin(self, x: Tensor[*S]) -> Tensor[*S]:
+        """Sine (radians)."""
+        ...
+
+    def cos(self, x: Tensor[*S]) -> Tensor[*S]:
+        """Cosine (radians)."""
+        ...
+
+    def tanh(self, x: Tensor[*S]) -> Tensor[*S]:
+        """Hyperbolic tangent."""
+        ...
+
+    def sigmoid(self, x: Tensor[*S]) -> Tensor[*S]:
+        """``1 / (1 + exp(-x))``, computed without overflow for large ``|x|``."""
+        ...
+
+    def relu(self, x: Tensor[*S]) -> Tensor[*S]:
+        """``max(x, 0)``; the gradient at exactly 0 is 0 (as PyTorch)."""
+        ...
+
+    def gelu(self, x: Tensor[*S], *, approximate: str = "none") -> Tensor[*S]:
+        """GELU: ``x * Phi(x)`` (``approximate="none"``, erf form) or the tanh form (``"tanh"``)."""
+        ...
+
+    def erf(self, x: Tensor[*S]) -> Tensor[*S]:
+        """The error function."""
+        ...
+
+    def floor(self, x: Tensor[*S]) -> Tensor[*S]:
+        """Round down; gradient 0. Integer inputs are returned unchanged."""
+        ...
+
+    def ceil(self, x: Tensor[*S]) -> Tensor[*S]:
+        """Round up; gradient 0. Integer inputs are returned unchanged."""
+        ...
+
+    def logical_not(self, x: Tensor[*S]) -> Tensor[*S]:
+        """Boolean not; any dtype, result bool (non-zero is true)."""
+        ...
+
+    # ---- elementwise binary, numpy broadcasting ----------------------------------------------
+    def add(self, x: Any, y: Any) -> Any:
+        """``x + y``; bool + bool is logical or."""
+        ...
+
+    def sub(self, x: Any, y: Any) -> Any:
+        """``x - y``; bool is refused."""
+        ...
+
+    def mul(self, x: Any, y: Any) -> Any:
+        """``x * y``."""
+        ...
+
+    def div(self, x: Any, y: Any) -> Any:
+        """True division; integer inputs give float32. ``x / 0`` is ``inf`` or NaN, no exception."""
+        ...
+
+    def pow(self, x: Any, y: Any) -> Any:
+        """``x ** y``. The gradient w.r.t. ``y`` uses ``log(x)`` and is 0 where ``x == 0`` and ``y > 0``."""
+        ...
+
+    def maximum(self, x: Any, y: Any) -> Any:
+        """Elementwise max; NaN propagates; ties split the gradient equally."""
+        ...
+
+    def minimum(self, x: Any, y: Any) -> Any:
+        """Elementwise min; NaN propagates; ties split the gradient equally."""
+        ...
+
+    # ---- comparisons and logic: result bool ---------------------------------------------------
+    def eq(self, x: Any, y: Any) -> Any:
+        """``x == y`` (bool)."""
+        ...
+
+    def ne(self, x: Any, y: Any) -> Any:
+        """``x != y`` (bool)."""
+        ...
+
+    def lt(self, x: Any, y: Any) -> Any:
+        """``x < y`` (bool)."""
+        ...
+
+    def le(self, x: Any, y: Any) -> Any:
+        """``x <= y`` (bool)."""
+        ...
+
+    def gt(self, x: Any, y: Any) -> Any:
+        """``x > y`` (bool)."""
+        ...
+
+    def ge(self, x: Any, y: Any) -> Any:
+        """``x >= y`` (bool)."""
+        ...
+
+    def logical_and(self, x: Any, y: Any) -> Any:
+        """Boolean and (non-zero is true)."""
+        ...
+
+    def logical_or(self, x: Any, y: Any) -> Any:
+        """Boolean or (non-zero is true)."""
+        ...
+
+    def where(self, cond: Any, x: Any, y: Any) -> Any:
+        """``x`` where ``cond`` (bool) else ``y``; all three broadcast. Gradients flow only to the chosen side."""
+        ...
+
+    # ---- reductions ----------------------------------------------------------------------------
+    def reduce_sum(self, x: Tensor[*tuple[Any, ...]], *, axes: tuple[int, ...],
+                   keepdims: bool = False) -> Tensor[*tuple[Any, ...]]:
+        """Sum over ``axes`` (empty tuple: no reduction). Bool and int32 sum to int64. Empty sums are 0."""
+        ...
+
+    def reduce_max(self, x: Tensor[*tuple[Any, ...]], *, axes: tuple[int, ...],
+                   keepdims: bool = False) -> Tensor[*tuple[Any, ...]]:
+        """Max over ``axes``; NaN propagates; ties split the gradient equally; an empty axis is an error."""
+        ...
+
+    def reduce_min(self, x: Tensor[*tuple[Any, ...]], *, axes: tuple[int, ...],
+                   keepdims: bool = False) -> Tensor[*tuple[Any, ...]]:
+        """Min over ``axes``; NaN propagates; ties split the gradient equally; an empty axis is an error."""
+        ...
+
+    def argmax(self, x: Tensor[*tuple[Any, ...]], *, axis: int,
+               keepdims: bool = False) -> Tensor[*tuple[Any, ...]]:
+        """Index (int64) of the first maximum along ``axis``; NaN counts as the maximum."""
+        ...
+
+    def argmin(self, x: Tensor[*tuple[Any, ...]], *, axis: int,
+               keepdims: bool = False) -> Tensor[*tuple[Any, ...]]:
+        """Index (int64) of the first minimum along ``axis``; NaN counts as the minimum."""
+        ...
+
+    # ---- structure -----------------------------------------------------------------------------
+    def reshape(self, x: Tensor[*tuple[Any, ...]], *, shape: tuple[int, ...]) -> Tensor[*tuple[Any, ...]]:
+        """Same elements in row-major order, new shape (no ``-1``: derived ops resolve it)."""
+        ...
+
+    def permute(self, x: Tensor[*tuple[Any, ...]], *, perm: tuple[int, ...]) -> Tensor[*tuple[Any, ...]]:
+        """Axes reordered: result axis ``i`` is input axis ``perm[i]``."""
+        ...
+
+    def broadcast_to(self, x: Tensor[*tuple[Any, ...]], *, shape: tuple[int, ...]) -> Tensor[*tuple[Any, ...]]:
+        """numpy broadcasting to ``shape`` (leading axes added, size-1 axes stretched)."""
+        ...
+
+    def slice(self, x: Tensor[*tuple[Any, ...]], *, starts: tuple[int, ...], stops: tuple[int, ...],
+              steps: tuple[int, ...]) -> Tensor[*tuple[Any, ...]]:
+        """Basic slicing, one (start, stop, step) per axis, already normalised
+        (``0 <= start``; a negative step walks backwards and ``stop`` may be -1).
+        The result has ``len(range(start, stop, step))`` entries on each axis."""
+        ...
+
+    def pad(self, x: Tensor[*tuple[Any, ...]], *, pads: tuple[tuple[int, int], ...],
+            value: float = 0.0) -> Tensor[*tuple[Any, ...]]:
+        """Constant padding, one non-negative ``(before, after)`` pair per axis."""
+        ...
+
+    def concat(self, *xs: Tensor[*tuple[Any, ...]], axis: int) -> Tensor[*tuple[Any, ...]]:
+        """Join along ``axis``; every other axis must agree; dtypes promote."""
+        ...
+
+    def gather(self, x: Tensor[*tuple[Any, ...]], indices: Tensor[*tuple[Any, ...]], *,
+               axis: int) -> Tensor[*tuple[Any, ...]]:
+        """``numpy.take(x, indices, axis)``: result shape
+        ``x.shape[:axis] + indices.shape + x.shape[axis+1:]``. Indices are integers in
+        ``[-n, n)``; out of range is an ``IndexError`` naming the offending index."""
+        ...
+
+    def scatter_add(self, base: Tensor[*tuple[Any, ...]], indices: Tensor[*tuple[Any, ...]],
+                    updates: Tensor[*tuple[Any, ...]], *, axis: int) -> Tensor[*tuple[Any, ...]]:
+        """The adjoint of ``gather``: a copy of ``base`` with ``updates`` added at ``indices``
+        along ``axis`` (repeated indices accumulate). ``updates`` has the shape ``gather`` gives."""
+        ...
+
+    def cast(self, x: Tensor[*S], *, dtype: str) -> Tensor[*S]:
+        """Convert to ``dtype`` (float to int truncates toward zero)."""
+        ...
+
+    def stop_gradient(self, x: Tensor[*S]) -> Tensor[*S]:
+        """Identity whose derivative is zero."""
+        ...
+
+    # ---- creation ------------------------------------------------------------------------------
+    def full(self, *, shape: tuple[int, ...], value: float, dtype: str) -> Tensor[*tuple[Any, ...]]:
+        """A tensor of ``shape`` filled with ``value``."""
+        ...
+
+    def iota(self, *, length: int, dtype: str) -> Tensor[*tuple[Any, ...]]:
+        """``[0, 1, ..., length - 1]``."""
+        ...
+
+    # ---- linear algebra ------------------------------------------------------------------------
+    def matmul(self, a: Tensor[*tuple[Any, ...]], b: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
+        """Batched matrix product: ``a[*B1, M, K] @ b[*B2, K, N] -> [*broadcast(B1, B2), M, N]``.
+        Both inputs have rank >= 2 (derived ``tensor @ tensor`` handles vectors)."""
+        ...
+
+    # ---- convolution ---------------------------------------------------------------------------
+    def conv(self, x: Tensor[*tuple[Any, ...]], w: Tensor[*tuple[Any, ...]], *, stride: tuple[int, ...],
+             padding: tuple[int, ...], dilation: tuple[int, ...], groups: int) -> Tensor[*tuple[Any, ...]]:
+        """Cross-correlation ``x[N, C, *in] * w[O, C/groups, *k] -> [N, O, *out]`` with
+        ``out = (in + 2p - d(k-1) - 1)//s + 1`` per spatial dim (zero padding). No bias."""
+        ...
+
+    def conv_transpose(self, x: Tensor[*tuple[Any, ...]], w: Tensor[*tuple[Any, ...]], *,
+                       stride: tuple[int, ...], padding: tuple[int, ...], output_padding: tuple[int, ...],
+                       dilation: tuple[int, ...], groups: int) -> Tensor[*tuple[Any, ...]]:
+        """Transposed convolution ``x[N, C, *in] , w[C, O/groups, *k] -> [N, O, *out]`` with
+        ``out = (in-1)s - 2p + d(k-1) + output_padding + 1``; ``output_padding < max(s, d)``.
+        It is the adjoint (w.r.t. the input) of ``conv`` with the same weight."""
+        ...
+
+    def conv_weight_grad(self, x: Tensor[*tuple[Any, ...]], g: Tensor[*tuple[Any, ...]], *,
+                         kernel_size: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...],
+                         dilation: tuple[int, ...], groups: int) -> Tensor[*tuple[Any, ...]]:
+        """The adjoint of ``conv`` w.r.t. its weight: ``x[N, C, *in], g[N, O, *out] -> [O, C/groups, *k]``,
+        ``sum_n,p g[n,o,p] * x[n, c, p*s + k*d - pad]``."""
+        ...
+
+    # ---- pooling (padding entries are at most k//2) -------------------------------------------
+    def max_pool(self, x: Tensor[*tuple[Any, ...]], *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
+                 padding: tuple[int, ...]) -> Tensor[*tuple[Any, ...]]:
+        """Window max over ``x[N, C, *in]``; padding is ``-inf``; ``out = (in + 2p - k)//s + 1``.
+        The gradient goes to the first maximal position of each window (row-major)."""
+        ...
+
+    def max_pool_backward(self, x: Tensor[*tuple[Any, ...]], g: Tensor[*tuple[Any, ...]], *,
+                          kernel_size: tuple[int, ...], stride: tuple[int, ...],
+                          padding: tuple[int, ...]) -> Tensor[*tuple[Any, ...]]:
+        """Routes ``g[N, C, *out]`` to the first argmax of each window of ``x``; result like ``x``."""
+        ...
+
+    def max_pool_select(self, x: Tensor[*tuple[Any, ...]], h: Tensor[*tuple[Any, ...]], *,
+                        kernel_size: tuple[int, ...], stride: tuple[int, ...],
+                        padding: tuple[int, ...]) -> Tensor[*tuple[Any, ...]]:
+        """Reads ``h`` (shaped like ``x``) at the first argmax of each window of ``x``:
+        the adjoint of ``max_pool_backward`` w.r.t. ``g``; result shaped like ``max_pool(x)``."""
+        ...
+
+    def avg_pool(self, x: Tensor[*tuple[Any, ...]], *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
+                 padding: tuple[int, ...]) -> Tensor[*tuple[Any, ...]]:
+        """Window mean; padded positions count as zeros (divisor is always ``prod(k)``)."""
+        ...
+
+    def avg_pool_backward(self, g: Tensor[*tuple[Any, ...]], *, input_shape: tuple[int, ...],
+                          kernel_size: tuple[int, ...], stride: tuple[int, ...],
+                          padding: tuple[int, ...]) -> Tensor[*tuple[Any, ...]]:
+        """The adjoint of ``avg_pool``: spreads ``g[N, C, *out]`` evenly over each window;
+        result has spatial shape ``input_shape``."""
+        ...
+
+    def smooth_max_pool(self, x: Tensor[*tuple[Any, ...]], *, kernel_size: tuple[int, ...],
+                        stride: tuple[int, ...], padding: tuple[int, ...], beta: float) -> Tensor[*tuple[Any, ...]]:
+        """Window log-sum-exp ``(1/beta) * log(sum(exp(beta * x)))`` (padding ``-inf``); tends to
+        max-pool as ``beta`` grows. Computed stably (shifted by the window max)."""
+        ...
+
+    def smooth_max_pool_backward(self, x: Tensor[*tuple[Any, ...]], g: Tensor[*tuple[Any, ...]], *,
+                                 kernel_size: tuple[int, ...], stride: tuple[int, ...],
+                                 padding: tuple[int, ...], beta: float) -> Tensor[*tuple[Any, ...]]:
+        """Spreads ``g[N, C, *out]`` over each window with the window's softmax(beta * x) weights."""
+        ...
+
+    # ---- normalisation and attention -----------------------------------------------------------
+    def layer_norm(self, x: Tensor[*S], gamma: Tensor[*tuple[Any, ...]], beta: Tensor[*tuple[Any, ...]], *,
+                   eps: float) -> Tensor[*S]:
+        """Normalise the last axis of ``x[..., D]`` (biased variance), then ``* gamma[D] + beta[D]``."""
+        ...
+
+    def batch_norm(self, x: Tensor[*S], mean: Tensor[*tuple[Any, ...]], var: Tensor[*tuple[Any, ...]],
+                   weight: Tensor[*tuple[Any, ...]], bias: Tensor[*tuple[Any, ...]], *,
+                   eps: float) -> Tensor[*S]:
+        """``(x - mean) / sqrt(var + eps) * weight + bias`` with all four of shape ``[C]`` applied
+        along axis 1 of ``x[N, C, *rest]``. Training mode passes the batch statistics."""
+        ...
+
+    def softmax(self, x: Tensor[*S], *, axis: int) -> Tensor[*S]:
+        """``exp(x - max) / sum(exp(x - max))`` along ``axis``; a row of ``-inf`` gives NaN."""
+        ...
+
+    def log_softmax(self, x: Tensor[*S], *, axis: int) -> Tensor[*S]:
+        """``x - logsumexp(x)`` along ``axis``."""
+        ...
+
+    def attention(self, q: Tensor[*tuple[Any, ...]], k: Tensor[*tuple[Any, ...]], v: Tensor[*tuple[Any, ...]],
+                  mask: Tensor[*tuple[Any, ...]] | None, *, scale: float) -> Tensor[*tuple[Any, ...]]:
+        """Scaled dot-product attention ``softmax(scale * q k^T + mask) v``:
+        ``q[*B, n, d], k[*B, m, d], v[*B, m, dv] -> [*B, n, dv]``. ``mask`` is ``None`` or bool,
+        broadcastable to ``[*B, n, m]``; ``True`` means *may attend*. A fully masked row gives 0."""
+        ...
+
+    # ---- randomness (counter based: the key is an input value) -------------------------------
+    def random_uniform(self, key: Tensor[*tuple[Any, ...]], *, shape: tuple[int, ...],
+                       dtype: str) -> Tensor[*tuple[Any, ...]]:
+        """Uniform in ``[0, 1)`` from ``key`` (int64 ``[2]``: seed, counter) via Philox."""
+        ...
+
+    def random_normal(self, key: Tensor[*tuple[Any, ...]], *, shape: tuple[int, ...],
+                      dtype: str) -> Tensor[*tuple[Any, ...]]:
+        """Standard normal from ``key`` (int64 ``[2]``: seed, counter) via Philox."""
+        ...
+
+    def random_randint(self, key: Tensor[*tuple[Any, ...]], *, shape: tuple[int, ...], low: int, high: int,
+                       dtype: str) -> Tensor[*tuple[Any, ...]]:
+        """Integers uniform in ``[low, high)`` from ``key``."""
+        ...
+
+
+class Interpreter(Ops, Protocol):
+    """An ``Ops`` plus the services a :class:`~tensorplay.tensor.Tensor` needs from its interpreter.
+
+    ``level`` orders interpreters when tensors of several meet in one operation
+    (the eager interpreter is 0; each graph recorder is above the interpreters
+    alive when it was made): the highest level handles the operation.
+    """
+
+    level: int
+
+    def concrete(self, x: Tensor[*tuple[Any, ...]]) -> Any:
+        """The value of ``x`` as a numpy array; a symbolic recorder raises ``GraphCaptureError``."""
+        ...
+
+    def constant(self, value: Any) -> Tensor[*tuple[Any, ...]]:
+        """Lift a numpy array (or a tensor of a lower-level interpreter) into this interpreter."""
+        ...
+
+
+PRIMITIVE_NAMES: tuple[str, ...] = tuple(
+    name for name, value in vars(Ops).items()
+    if callable(value) and not name.startswith("_")
+)
+"""Every primitive of the protocol, in declaration order."""
