@@ -1,0 +1,393 @@
+"""The eager interpreter: every primitive runs at once on numpy arrays.
+
+Hot path: an elementwise op on same-dtype float tensors goes straight to the
+numpy ufunc; shape and dtype rules from :mod:`spec` run only when the fast
+path does not apply (mixed dtypes, non-float inputs) or when numpy refuses
+the input, so errors are the rules' clear errors while the common case
+costs one ufunc call plus a wrapper. Heavy primitives (conv, pooling, norms,
+attention) always run their rule first: its cost is negligible next to the
+kernel. An op whose inputs require grad appends a node to the tape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from interpreters.eager import kernels as K
+from interpreters.eager import tape
+from interpreters.eager.special import erf
+from spec import SPECS
+from spec.aval import Aval
+from spec.dtypes import weak_kind
+from spec.errors import DTypeError, ShapeError
+from tensorplay.formatting import format_array
+from tensorplay.tensor import Tensor
+
+Array = np.ndarray[Any, Any]
+_FLOAT_KINDS = "f"
+_NUMPY_DTYPES = {name: np.dtype(name) for name in ("float32", "float64", "int32", "int64", "bool")}
+_WARNS = frozenset({"log", "log1p", "sqrt", "rsqrt", "div", "pow", "exp", "expm1"})
+
+
+def aval_of(x: Any) -> Aval:
+    """The abstract value of an eager tensor or a Python scalar (weak)."""
+    if isinstance(x, Tensor):
+        return Aval(tuple(x._data.shape), x._data.dtype.name)
+    return Aval((), weak_kind(x))
+
+
+def _rule(name: str, inputs: tuple[Any, ...], params: dict[str, Any]) -> Aval:
+    return SPECS[name].rule(*(None if x is None else aval_of(x) for x in inputs), **params)
+
+
+def _payload(x: Any) -> Any:
+    return x._data if isinstance(x, Tensor) else x
+
+
+def _array(value: Any, dtype: str) -> Array:
+    """An ndarray of ``dtype`` (numpy returns scalars for 0-d results; we never do)."""
+    if type(value) is not np.ndarray:
+        return np.asarray(value, dtype=_NUMPY_DTYPES[dtype])
+    if value.dtype.name != dtype:
+        return value.astype(_NUMPY_DTYPES[dtype])
+    return value
+
+
+def _rsqrt(x: Array) -> Array:
+    out = np.sqrt(x)
+    return np.divide(1, out, out=out) if out.dtype.kind == "f" else 1 / out
+
+
+def _sigmoid(x: Array) -> Array:
+    out = np.multiply(x, 0.5)
+    np.tanh(out, out=out)
+    out *= 0.5
+    out += 0.5
+    return out
+
+
+def _relu(x: Array) -> Array:
+    return np.maximum(x, 0) if x.dtype.kind != "b" else x.copy()
+
+
+UNARY: dict[str, Callable[[Array], Any]] = {
+    "neg": np.negative, "abs": np.abs, "sign": np.sign, "exp": np.exp, "log": np.log,
+    "log1p": np.log1p, "expm1": np.expm1, "sqrt": np.sqrt, "rsqrt": _rsqrt, "sin": np.sin,
+    "cos": np.cos, "tanh": np.tanh, "sigmoid": _sigmoid, "relu": _relu, "floor": np.floor,
+    "ceil": np.ceil, "logical_not": np.logical_not, "erf": erf,
+}
+BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide, "pow": np.power,
+    "maximum": np.maximum, "minimum": np.minimum, "eq": np.equal, "ne": np.not_equal, "lt": np.less,
+    "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
+}
+# primitives computed by one kernel function of the same name, after the shape rule
+KERNEL_PRIMS = ("gelu", "gather", "scatter_add", "conv", "conv_transpose", "conv_weight_grad", "max_pool",
+                "max_pool_backward", "max_pool_select", "avg_pool", "avg_pool_backward", "smooth_max_pool",
+                "smooth_max_pool_backward", "layer_norm", "softmax", "log_softmax", "attention",
+                "random_uniform", "random_normal", "random_randint")
+
+
+class EagerInterpreter:
+    """Runs each primitive immediately; see the module docstring."""
+
+    name = "eager"
+    level = 0
+
+    # ---- wrapping and the tape ----------------------------------------------------------------
+    def wrap(self, array: Array) -> Tensor[*tuple[Any, ...]]:
+        """A new eager tensor holding ``array`` (not copied)."""
+        return Tensor(self, array)
+
+    def _finish(self, name: str, inputs: tuple[Any, ...], params: dict[str, Any], out: Array) -> Any:
+        result = Tensor(self, out)
+        if tape.grad_enabled() and any(isinstance(x, Tensor) and x._requires_grad for x in inputs):
+            tape.record(name, inputs, params, result)
+        return result
+
+    # ---- Interpreter services ------------------------------------------------------------------
+    def concrete(self, x: Tensor[*tuple[Any, ...]]) -> Array:
+        """The numpy payload (not copied)."""
+        return x._data  # type: ignore[no-any-return]
+
+    def constant(self, value: Any) -> Tensor[*tuple[Any, ...]]:
+        """Wrap a numpy array (or a lower-level tensor's value) as an eager tensor."""
+        if isinstance(value, Tensor):
+            return value
+        array = np.asarray(value)
+        if array.dtype.name not in _NUMPY_DTYPES:
+            raise DTypeError(f"unsupported dtype {array.dtype} for a tensor constant")
+        return Tensor(self, array)
+
+    def format(self, x: Tensor[*tuple[Any, ...]]) -> str:
+        """``tensor([...])`` in PyTorch's style."""
+        suffixes = []
+        if x._node is not None:
+            suffixes.append(f"grad_fn=<{x._node.name}>")
+        elif x._requires_grad:
+            suffixes.append("requires_grad=True")
+        return format_array(x._data, suffixes)
+
+    def set_requires_grad(self, x: Tensor[*tuple[Any, ...]], flag: bool) -> None:
+        """Mark a leaf as requiring grad (float tensors only)."""
+        tape.set_requires_grad(x, flag)
+
+    def detach(self, x: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
+        """The same array, without tape history."""
+        out = Tensor(self, x._data)
+        out._version = _share_version(x)
+        return out
+
+    def backward(self, x: Tensor[*tuple[Any, ...]], gradient: Any, retain_graph: bool, create_graph: bool) -> None:
+        """Run the tape backwards from ``x`` (see :mod:`interpreters.eager.tape`)."""
+        tape.backward([x], None if gradient is None else [gradient], retain_graph, create_graph)
+
+    def contiguous(self, x: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
+        """``x`` itself when row-major, else a recorded copy."""
+        if x._data.flags.c_contiguous:
+            return x
+        return self.clone(x)
+
+    def clone(self, x: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
+        """A recorded copy (the gradient passes straight through)."""
+        return self._finish("clone", (x,), {}, np.array(x._data, copy=True, order="C"))
+
+    def inplace(self, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tensor[*tuple[Any, ...]]:
+        """``x op= other`` in place; bumps the version counter (see :mod:`interpreters.eager.tape`)."""
+        return tape.inplace(self, x, op, other)
+
+    def setitem(self, x: Tensor[*tuple[Any, ...]], key: Any, value: Any) -> None:
+        """``x[key] = value`` in place."""
+        tape.setitem(self, x, key, value)
+
+    # ---- generic dispatch ------------------------------------------------------------------------
+    def _unary(self, name: str, x: Any, **params: Any) -> Any:
+        if not isinstance(x, Tensor):
+            raise DTypeError(f"{name}: expected a Tensor for argument x, got {type(x).__name__}")
+        data = x._data
+        if data.dtype.kind != "f":
+            out_dtype = _rule(name, (x,), params).dtype
+            if out_dtype != data.dtype.name and name not in ("logical_not",):
+                data = data.astype(out_dtype)
+        if name in _WARNS:
+            with np.errstate(all="ignore"):
+                out = UNARY[name](data)
+        else:
+            out = UNARY[name](data)
+        if type(out) is not np.ndarray:
+            out = np.asarray(out)
+        return self._finish(name, (x,), params, out)
+
+    def _binary(self, name: str, x: Any, y: Any) -> Any:
+        xd = x._data if isinstance(x, Tensor) else x
+        yd = y._data if isinstance(y, Tensor) else y
+        fast = (type(xd) is np.ndarray and xd.dtype.kind == "f"
+                and (type(yd) is float or type(yd) is np.ndarray and yd.dtype is xd.dtype))
+        if not fast:
+            if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+                raise DTypeError(f"{name}: expected at least one Tensor operand, got "
+                                 f"{type(x).__name__} and {type(y).__name__}")
+            out_aval = _rule(name, (x, y), {})
+            compute = _rule_compute_dtype(name, out_aval.dtype, x, y)
+            xd = xd.astype(compute) if isinstance(xd, np.ndarray) and xd.dtype.name != compute else xd
+            yd = yd.astype(compute) if isinstance(yd, np.ndarray) and yd.dtype.name != compute else yd
+        try:
+            if name in _WARNS:
+                with np.errstate(all="ignore"):
+                    out = BINARY[name](xd, yd)
+            else:
+                out = BINARY[name](xd, yd)
+        except ValueError:
+            _rule(name, (x, y), {})  # raises the rule's ShapeError
+            raise
+        if not fast:
+            out = _array(out, out_aval.dtype)
+        elif type(out) is not np.ndarray:
+            out = np.asarray(out)
+        return self._finish(name, (x, y), {}, out)
+
+    def _kernel(self, name: str, inputs: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        aval = _rule(name, inputs, params)
+        out = getattr(K, name)(*(_payload(x) for x in inputs), **params)
+        return self._finish(name, inputs, params, _array(out, aval.dtype))
+
+    # ---- primitives with bespoke eager code -----------------------------------------------------
+    def where(self, cond: Any, x: Any, y: Any) -> Any:
+        """See :meth:`tensorplay.ops.Ops.where`."""
+        aval = _rule("where", (cond, x, y), {})
+        out = np.where(_payload(cond), _payload(x), _payload(y))
+        return self._finish("where", (cond, x, y), {}, _array(out, aval.dtype))
+
+    def _reduce(self, name: str, fn: Callable[..., Any], x: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
+        aval = _rule(name, (x,), {"axes": axes, "keepdims": keepdims})
+        out = fn(x._data, axis=tuple(axes), keepdims=keepdims) if axes else x._data.copy()
+        return self._finish(name, (x,), {"axes": axes, "keepdims": keepdims}, _array(out, aval.dtype))
+
+    def reduce_sum(self, x: Any, *, axes: tuple[int, ...], keepdims: bool = False) -> Any:
+        """See :meth:`tensorplay.ops.Ops.reduce_sum`."""
+        return self._reduce("reduce_sum", np.sum, x, axes, keepdims)
+
+    def reduce_max(self, x: Any, *, axes: tuple[int, ...], keepdims: bool = False) -> Any:
+        """See :meth:`tensorplay.ops.Ops.reduce_max`."""
+        return self._reduce("reduce_max", np.max, x, axes, keepdims)
+
+    def reduce_min(self, x: Any, *, axes: tuple[int, ...], keepdims: bool = False) -> Any:
+        """See :meth:`tensorplay.ops.Ops.reduce_min`."""
+        return self._reduce("reduce_min", np.min, x, axes, keepdims)
+
+    def _arg(self, name: str, fn: Callable[..., Any], x: Any, axis: int, keepdims: bool) -> Any:
+        aval = _rule(name, (x,), {"axis": axis, "keepdims": keepdims})
+        out = fn(x._data, axis=axis, keepdims=keepdims)
+        return self._finish(name, (x,), {"axis": axis, "keepdims": keepdims}, _array(out, aval.dtype))
+
+    def argmax(self, x: Any, *, axis: int, keepdims: bool = False) -> Any:
+        """See :meth:`tensorplay.ops.Ops.argmax`."""
+        return self._arg("argmax", np.argmax, x, axis, keepdims)
+
+    def argmin(self, x: Any, *, axis: int, keepdims: bool = False) -> Any:
+        """See :meth:`tensorplay.ops.Ops.argmin`."""
+        return self._arg("argmin", np.argmin, x, axis, keepdims)
+
+    def _view(self, name: str, x: Any, params: dict[str, Any], out: Array) -> Any:
+        result = self._finish(name, (x,), params, out)
+        result._version = _share_version(x)
+        return result
+
+    def reshape(self, x: Any, *, shape: tuple[int, ...]) -> Any:
+        """See :meth:`tensorplay.ops.Ops.reshape`."""
+        try:
+            out = x._data.reshape(shape)
+        except (ValueError, TypeError, AttributeError):
+            _rule("reshape", (x,), {"shape": shape})
+            raise
+        return self._view("reshape", x, {"shape": tuple(shape)}, out)
+
+    def permute(self, x: Any, *, perm: tuple[int, ...]) -> Any:
+        """See :meth:`tensorplay.ops.Ops.permute`."""
+        _rule("permute", (x,), {"perm": perm})
+        return self._view("permute", x, {"perm": tuple(perm)}, x._data.transpose(perm))
+
+    def broadcast_to(self, x: Any, *, shape: tuple[int, ...]) -> Any:
+        """See :meth:`tensorplay.ops.Ops.broadcast_to`."""
+        _rule("broadcast_to", (x,), {"shape": shape})
+        return self._view("broadcast_to", x, {"shape": tuple(shape)}, np.broadcast_to(x._data, shape))
+
+    def slice(self, x: Any, *, starts: tuple[int, ...], stops: tuple[int, ...], steps: tuple[int, ...]) -> Any:
+        """See :meth:`tensorplay.ops.Ops.slice`."""
+        params = {"starts": tuple(starts), "stops": tuple(stops), "steps": tuple(steps)}
+        _rule("slice", (x,), params)
+        index = tuple(slice(a, None if (b < 0 and c < 0) else b, c) for a, b, c in zip(starts, stops, steps))
+        return self._view("slice", x, params, x._data[index])
+
+    def pad(self, x: Any, *, pads: tuple[tuple[int, int], ...], value: float = 0.0) -> Any:
+        """See :meth:`tensorplay.ops.Ops.pad`."""
+        params = {"pads": tuple(tuple(p) for p in pads), "value": value}
+        aval = _rule("pad", (x,), params)
+        out = np.pad(x._data, params["pads"], mode="constant", constant_values=value)
+        return self._finish("pad", (x,), params, _array(out, aval.dtype))
+
+    def concat(self, *xs: Any, axis: int) -> Any:
+        """See :meth:`tensorplay.ops.Ops.concat`."""
+        aval = _rule("concat", xs, {"axis": axis})
+        out = np.concatenate([x._data.astype(aval.dtype, copy=False) for x in xs], axis=axis)
+        return self._finish("concat", xs, {"axis": axis}, _array(out, aval.dtype))
+
+    def cast(self, x: Any, *, dtype: str) -> Any:
+        """See :meth:`tensorplay.ops.Ops.cast`."""
+        _rule("cast", (x,), {"dtype": dtype})
+        with np.errstate(all="ignore"):
+            out = x._data.astype(_NUMPY_DTYPES[dtype])
+        return self._finish("cast", (x,), {"dtype": dtype}, out)
+
+    def stop_gradient(self, x: Any) -> Any:
+        """See :meth:`tensorplay.ops.Ops.stop_gradient`."""
+        return Tensor(self, x._data)
+
+    def full(self, *, shape: tuple[int, ...], value: float, dtype: str) -> Any:
+        """See :meth:`tensorplay.ops.Ops.full`."""
+        _rule("full", (), {"shape": shape, "value": value, "dtype": dtype})
+        return Tensor(self, np.full(shape, value, dtype=_NUMPY_DTYPES[dtype]))
+
+    def iota(self, *, length: int, dtype: str) -> Any:
+        """See :meth:`tensorplay.ops.Ops.iota`."""
+        _rule("iota", (), {"length": length, "dtype": dtype})
+        return Tensor(self, np.arange(length, dtype=_NUMPY_DTYPES[dtype]))
+
+    def matmul(self, a: Any, b: Any) -> Any:
+        """See :meth:`tensorplay.ops.Ops.matmul` (one BLAS call)."""
+        ad, bd = a._data, b._data
+        if ad.dtype is not bd.dtype or ad.dtype.kind != "f" or ad.ndim < 2 or bd.ndim < 2:
+            aval = _rule("matmul", (a, b), {})
+            ad, bd = ad.astype(aval.dtype, copy=False), bd.astype(aval.dtype, copy=False)
+        try:
+            out = np.matmul(ad, bd)
+        except ValueError:
+            _rule("matmul", (a, b), {})
+            raise
+        return self._finish("matmul", (a, b), {}, out)
+
+    def batch_norm(self, x: Any, mean: Any, var: Any, weight: Any, bias: Any, *, eps: float) -> Any:
+        """See :meth:`tensorplay.ops.Ops.batch_norm` (composed numpy: scale and shift per channel)."""
+        inputs = (x, mean, var, weight, bias)
+        aval = _rule("batch_norm", inputs, {"eps": eps})
+        shape = (1, -1) + (1,) * (x.ndim - 2)
+        scale = weight._data / np.sqrt(var._data + eps)
+        shift = bias._data - mean._data * scale
+        out = x._data * scale.reshape(shape) + shift.reshape(shape)
+        return self._finish("batch_norm", inputs, {"eps": eps}, _array(out, aval.dtype))
+
+
+def _rule_compute_dtype(name: str, out_dtype: str, x: Any, y: Any) -> str:
+    """The dtype both operands are converted to before a binary ufunc runs."""
+    if out_dtype != "bool":
+        return out_dtype
+    dtypes = [v._data.dtype.name for v in (x, y) if isinstance(v, Tensor)]
+    from spec.dtypes import result_type
+    return result_type(dtypes + [weak_kind(v) for v in (x, y) if not isinstance(v, Tensor)])
+
+
+def _share_version(x: Tensor[*tuple[Any, ...]]) -> list[int]:
+    """The version box of ``x`` (created on first use), shared by every view of it."""
+    box = x._version
+    if box is None:
+        box = x._version = [0]
+    return box
+
+
+def _make_unary(name: str) -> Callable[..., Any]:
+    def method(self: EagerInterpreter, x: Any, **params: Any) -> Any:
+        return self._unary(name, x, **params)
+    method.__name__ = name
+    method.__doc__ = f"See :meth:`tensorplay.ops.Ops.{name}`."
+    return method
+
+
+def _make_binary(name: str) -> Callable[..., Any]:
+    def method(self: EagerInterpreter, x: Any, y: Any) -> Any:
+        return self._binary(name, x, y)
+    method.__name__ = name
+    method.__doc__ = f"See :meth:`tensorplay.ops.Ops.{name}`."
+    return method
+
+
+def _make_kernel(name: str) -> Callable[..., Any]:
+    def method(self: EagerInterpreter, *inputs: Any, **params: Any) -> Any:
+        return self._kernel(name, inputs, params)
+    method.__name__ = name
+    method.__doc__ = f"See :meth:`tensorplay.ops.Ops.{name}` (kernel in :mod:`interpreters.eager.kernels`)."
+    return method
+
+
+for _name in UNARY:
+    setattr(EagerInterpreter, _name, _make_unary(_name))
+for _name in BINARY:
+    setattr(EagerInterpreter, _name, _make_binary(_name))
+for _name in KERNEL_PRIMS:
+    setattr(EagerInterpreter, _name, _make_kernel(_name))
+
+eager = EagerInterpreter()
+"""The eager interpreter (``tp.eager``)."""

@@ -1,0 +1,371 @@
+"""The eager tape: grad mode, recording, ``backward``/``grad`` and in-place ops.
+
+Each recorded operation is a :class:`Node` holding the primitive, its input
+tensors (values for the vjp rule), the *edges* to the inputs' producers taken
+at record time (a node, or the leaf tensor itself), the inputs' version
+numbers and a weak reference to its output. Cotangents are keyed by node, so
+an in-place op that rebinds a tensor to a new node affects only later uses.
+The vjp rules (:mod:`tensorplay.rules.vjp`) run on the eager interpreter, so
+with ``create_graph=True`` the backward pass is itself recorded.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from spec.errors import AutogradError, DTypeError
+from tensorplay.tensor import Tensor
+
+_state = threading.local()
+
+
+def grad_enabled() -> bool:
+    """Whether operations are recorded on the tape (thread-local, on by default)."""
+    return getattr(_state, "enabled", True)
+
+
+def set_grad_enabled(mode: bool) -> None:
+    """Turn recording on or off for this thread."""
+    _state.enabled = bool(mode)
+
+
+class _GradMode:
+    """Context manager and decorator that sets grad mode and restores the previous one."""
+
+    def __init__(self, mode: bool) -> None:
+        self.mode = mode
+        self.previous: list[bool] = []
+
+    def __enter__(self) -> None:
+        self.previous.append(grad_enabled())
+        set_grad_enabled(self.mode)
+
+    def __exit__(self, *exc: object) -> None:
+        set_grad_enabled(self.previous.pop())
+
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        mode = self.mode
+
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            with _GradMode(mode):
+                return fn(*args, **kwargs)
+        wrapped.__name__ = getattr(fn, "__name__", "wrapped")
+        wrapped.__doc__ = fn.__doc__
+        return wrapped
+
+
+def no_grad() -> _GradMode:
+    """``with tp.no_grad():`` (or ``@tp.no_grad()``): nothing inside is recorded."""
+    return _GradMode(False)
+
+
+def enable_grad() -> _GradMode:
+    """``with tp.enable_grad():`` turns recording back on inside ``no_grad``."""
+    return _GradMode(True)
+
+
+class Node:
+    """One recorded operation. ``name`` is the primitive (``grad_fn`` prints it)."""
+
+    __slots__ = ("name", "inputs", "params", "edges", "versions", "output", "freed")
+
+    def __init__(self, name: str, inputs: tuple[Any, ...], params: dict[str, Any], output: Tensor[*tuple[Any, ...]]):
+        self.name = name
+        self.inputs: tuple[Any, ...] | None = inputs
+        self.params = params
+        self.edges = tuple(_edge(x) for x in inputs)
+        self.versions = tuple(_version(x) for x in inputs)
+        self.output = weakref.ref(output)
+        self.freed = False
+
+    def __repr__(self) -> str:
+        return f"<{self.name}Backward>"
+
+
+def _edge(x: Any) -> Any:
+    if isinstance(x, Tensor) and x._requires_grad:
+        return x._node if x._node is not None else x
+    return None
+
+
+def _version(x: Any) -> int:
+    return x._version[0] if isinstance(x, Tensor) and x._version is not None else 0
+
+
+def record(name: str, inputs: tuple[Any, ...], params: dict[str, Any], output: Tensor[*tuple[Any, ...]]) -> None:
+    """Attach a node for ``output`` (called by the eager interpreter when an input requires grad)."""
+    if output._data.dtype.kind != "f":
+        return  # integer and bool results carry no gradient
+    output._node = Node(name, inputs, params, output)
+    output._requires_grad = True
+
+
+def set_requires_grad(x: Tensor[*tuple[Any, ...]], flag: bool) -> None:
+    """``x.requires_grad = flag`` for a leaf float tensor."""
+    if x._node is not None and not flag:
+        raise AutogradError("requires_grad: you can only change requires_grad of leaf tensors; "
+                            "use .detach() to get a tensor without history")
+    if flag and x._data.dtype.kind != "f":
+        raise DTypeError(f"requires_grad: only float tensors can require gradients, got {x.dtype}")
+    x._requires_grad = bool(flag)
+
+
+# ---- the backward sweep ----------------------------------------------------------------------------
+
+def _toposort(roots: Sequence[Node]) -> list[Node]:
+    order: list[Node] = []
+    seen: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(r, False) for r in roots]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for edge in node.edges:
+            if isinstance(edge, Node) and id(edge) not in seen:
+                stack.append((edge, False))
+    return order  # producers before consumers
+
+
+def _accumulate(store: dict[int, Any], key: int, value: Any) -> None:
+    old = store.get(key)
+    store[key] = value if old is None else old + value
+
+
+def _vjp_rule(name: str) -> Callable[..., Any]:
+    if name == "clone":
+        return lambda ops, g, inputs, output, **params: (g,)
+    from tensorplay.rules.vjp import VJP_RULES
+    rule = VJP_RULES.get(name)
+    if rule is None:
+        from spec.errors import MissingRuleError
+        raise MissingRuleError(f"backward: primitive '{name}' has no vjp rule")
+    return rule
+
+
+def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequence[Any],
+                 retain_graph: bool, create_graph: bool,
+                 targets: Sequence[Tensor[*tuple[Any, ...]]] | None) -> list[Any]:
+    """The reverse sweep. With ``targets`` None, leaves' ``.grad`` accumulate; otherwise the
+    cotangents of ``targets`` are returned (``None`` where a target is unreached)."""
+    from interpreters.eager.interpreter import eager
+    node_grads: dict[int, Any] = {}
+    leaf_grads: dict[int, Any] = {}
+    roots: list[Node] = []
+    for out, g in zip(outputs, grad_outputs):
+        if out._node is None:
+            _accumulate(leaf_grads, id(out), g)
+        else:
+            roots.append(out._node)
+            _accumulate(node_grads, id(out._node), g)
+    target_nodes = {id(t._node): i for i, t in enumerate(targets or ()) if t._node is not None}
+    found: list[Any] = [None] * len(targets or ())
+    leaves: dict[int, Tensor[*tuple[Any, ...]]] = {}
+    previous = grad_enabled()
+    set_grad_enabled(create_graph)
+    try:
+        for node in reversed(_toposort(roots)):
+            g = node_grads.pop(id(node), None)
+            if id(node) in target_nodes:
+                found[target_nodes[id(node)]] = g
+            if g is None:
+                continue  # never push a cotangent through a node that received none
+            if node.freed or node.inputs is None:
+                raise AutogradError(
+                    "backward: trying to backward through the graph a second time (its saved values were "
+                    "freed after the first backward); pass retain_graph=True to the first backward call")
+            _check_versions(node)
+            output = node.output()
+            cotangents = _vjp_rule(node.name)(eager, g, node.inputs, output, **node.params)
+            for edge, ct in zip(node.edges, cotangents):
+                if edge is None or ct is None:
+                    continue
+                if not create_graph and isinstance(ct, Tensor):
+                    ct = Tensor(eager, ct._data)
+                if isinstance(edge, Node):
+                    _accumulate(node_grads, id(edge), ct)
+                else:
+                    leaves[id(edge)] = edge
+                    _accumulate(leaf_grads, id(edge), ct)
+            if not retain_graph:
+                node.inputs = None
+                node.freed = True
+    finally:
+        set_grad_enabled(previous)
+    if targets is not None:
+        for i, t in enumerate(targets):
+            if t._node is None:
+                found[i] = leaf_grads.get(id(t))
+        return found
+    for key, g in leaf_grads.items():
+        leaf = leaves.get(key) or next((o for o in outputs if id(o) == key), None)
+        if leaf is None:
+            continue
+        if not create_graph:
+            g = Tensor(eager, np.array(g._data, copy=True))
+        leaf._grad = g if leaf._grad is None else leaf._grad + g
+    return []
+
+
+def _check_versions(node: Node) -> None:
+    assert node.inputs is not None
+    for i, (x, saved) in enumerate(zip(node.inputs, node.versions)):
+        if _version(x) != saved:
+            raise AutogradError(
+                f"backward: input {i} of '{node.name}' (shape {list(x._data.shape)}) was modified in place "
+                f"after it was saved for backward (version {saved} then, {_version(x)} now); "
+                "compute on a .clone() or do the in-place update after backward")
+
+
+def _seed(out: Tensor[*tuple[Any, ...]], g: Any, where: str) -> Tensor[*tuple[Any, ...]]:
+    from interpreters.eager.interpreter import eager
+    if g is None:
+        if out._data.size != 1:
+            raise AutogradError(
+                f"{where}: grad can be implicitly created only for scalar outputs, got shape "
+                f"{list(out._data.shape)}; pass gradient= (a tensor of that shape)")
+        return Tensor(eager, np.ones_like(out._data))
+    if not isinstance(g, Tensor):
+        g = Tensor(eager, np.asarray(g, dtype=out._data.dtype))
+    if tuple(g._data.shape) != tuple(out._data.shape):
+        raise AutogradError(f"{where}: gradient has shape {list(g._data.shape)}, expected the output's shape "
+                            f"{list(out._data.shape)}")
+    return g
+
+
+def backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], gradients: Sequence[Any] | None,
+             retain_graph: bool, create_graph: bool) -> None:
+    """Accumulate gradients of ``outputs`` into every reachable leaf's ``.grad``."""
+    for out in outputs:
+        if not out._requires_grad:
+            raise AutogradError("backward: the tensor does not require grad and has no grad_fn; "
+                                "set requires_grad=True on the leaves you differentiate with respect to")
+    seeds = [_seed(o, None if gradients is None else gradients[i], "backward") for i, o in enumerate(outputs)]
+    run_backward(outputs, seeds, retain_graph or create_graph, create_graph, None)
+
+
+def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
+         create_graph: bool = False, allow_unused: bool = False) -> tuple[Any, ...]:
+    """``tp.autograd.grad``: the gradients of ``outputs`` w.r.t. ``inputs`` (not accumulated into ``.grad``)."""
+    outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    ins = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    gos = [grad_outputs] if isinstance(grad_outputs, Tensor) or grad_outputs is None else list(grad_outputs)
+    if grad_outputs is None:
+        gos = [None] * len(outs)
+    for i, x in enumerate(ins):
+        if not x._requires_grad:
+            raise AutogradError(f"autograd.grad: input {i} does not require grad")
+    for o in outs:
+        if not o._requires_grad:
+            raise AutogradError("autograd.grad: an output does not require grad and has no grad_fn")
+    seeds = [_seed(o, g, "autograd.grad") for o, g in zip(outs, gos)]
+    retain = create_graph if retain_graph is None else retain_graph
+    found = run_backward(outs, seeds, retain, create_graph, ins)
+    for i, g in enumerate(found):
+        if g is None and not allow_unused:
+            raise AutogradError(f"autograd.grad: input {i} was not used to compute the outputs; "
+                                "pass allow_unused=True to get None for it")
+    return tuple(found)
+
+
+# ---- in-place operations ---------------------------------------------------------------------------
+
+def _check_inplace_target(x: Tensor[*tuple[Any, ...]], where: str) -> None:
+    if x._requires_grad and x._node is None and grad_enabled():
+        raise AutogradError(f"{where}: a leaf tensor that requires grad is being used in an in-place operation; "
+                            "wrap the update in tp.no_grad() or operate on a clone")
+    if not x._data.flags.writeable:
+        raise AutogradError(f"{where}: the tensor is a read-only view (e.g. the result of expand); clone it first")
+
+
+def _write(ops: Any, x: Tensor[*tuple[Any, ...]], new: Tensor[*tuple[Any, ...]], where: str,
+           index: Any = Ellipsis) -> Tensor[*tuple[Any, ...]]:
+    value = new._data
+    if value.dtype != x._data.dtype:
+        if np.can_cast(value.dtype, x._data.dtype, "same_kind") or value.dtype.kind == "b":
+            value = value.astype(x._data.dtype)
+        else:
+            raise DTypeError(f"{where}: result type {value.dtype} can't be cast to the tensor's dtype "
+                             f"{x._data.dtype} in place")
+    x._data[index] = value
+    box = x._version
+    if box is None:
+        box = x._version = [0]
+    box[0] += 1
+    if new._node is not None:
+        x._node = new._node
+        x._node.output = weakref.ref(x)
+        x._requires_grad = True
+    return x
+
+
+_UFUNCS: dict[str, Any] = {"add": np.add, "sub": np.subtract, "mul": np.multiply}
+
+
+def inplace(ops: Any, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tensor[*tuple[Any, ...]]:
+    """``x op= other``: computed out of place (recorded when needed), then written into ``x``."""
+    where = f"{op}_"
+    _check_inplace_target(x, where)
+    recording = grad_enabled() and (x._requires_grad or (isinstance(other, Tensor) and other._requires_grad))
+    if not recording and op in _UFUNCS:
+        src = other._data if isinstance(other, Tensor) else other
+        try:
+            _UFUNCS[op](x._data, src, out=x._data, casting="same_kind")
+        except TypeError as error:  # numpy's UFuncTypeError for a narrowing cast
+            raise DTypeError(f"{where}: {error}") from None
+        box = x._version
+        if box is None:
+            box = x._version = [0]
+        box[0] += 1
+        return x
+    if op == "fill":
+        new = ops.full(shape=tuple(x._data.shape), value=other, dtype=x._data.dtype.name)
+    elif op == "copy":
+        src = other if isinstance(other, Tensor) else ops.constant(np.asarray(other))
+        new = src if tuple(src._data.shape) == tuple(x._data.shape) else ops.broadcast_to(
+            src, shape=tuple(x._data.shape))
+        if new._requires_grad and grad_enabled():
+            new = ops.clone(new)
+    else:
+        base = Tensor(ops, x._data.copy()) if x._requires_grad else x
+        if x._requires_grad:
+            base._node, base._requires_grad = x._node, True
+        new = getattr(ops, op)(base, other)
+    return _write(ops, x, new, where)
+
+
+def setitem(ops: Any, x: Tensor[*tuple[Any, ...]], key: Any, value: Any) -> None:
+    """``x[key] = value`` (numpy indexing); differentiable w.r.t. ``value`` and the rest of ``x``."""
+    _check_inplace_target(x, "setitem")
+    index = tuple(k._data if isinstance(k, Tensor) else k for k in key) if isinstance(key, tuple) else (
+        key._data if isinstance(key, Tensor) else key)
+    if not (grad_enabled() and (x._requires_grad or (isinstance(value, Tensor) and value._requires_grad))):
+        x._data[index] = value._data if isinstance(value, Tensor) else value
+        box = x._version
+        if box is None:
+            box = x._version = [0]
+        box[0] += 1
+        return
+    # recorded: new = where(written, scatter of value, old x)
+    shape = tuple(x._data.shape)
+    positions = np.arange(x._data.size).reshape(shape)[index].reshape(-1)
+    written = np.zeros(x._data.size, dtype=bool)
+    written[positions] = True
+    val = value if isinstance(value, Tensor) else ops.constant(np.asarray(value, dtype=x._data.dtype))
+    region_shape = tuple(np.shape(x._data[index]))
+    flat_values = ops.reshape(ops.broadcast_to(val, shape=region_shape), shape=(positions.size,))
+    zeros = ops.constant(np.zeros(x._data.size, dtype=x._data.dtype))
+    scattered = ops.scatter_add(zeros, ops.constant(positions.astype(np.int64)), flat_values, axis=0)
+    old = Tensor(ops, x._data.copy())
+    old._node, old._requires_grad = x._node, x._requires_grad
+    new = ops.where(ops.constant(written.reshape(shape)), ops.reshape(scattered, shape=shape), old)
+    _write(ops, x, new, "setitem")

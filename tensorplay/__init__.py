@@ -1,0 +1,48 @@
+"""tensorplay: shape-typed tensor programs.
+
+``import tensorplay as tp``. Models are written once against the ``Ops``
+protocol (or with tensor methods) and run under the eager interpreter
+(``tp.eager``), the graph recorder, or inside transforms.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+from interpreters.eager import tape as _tape
+from interpreters.eager.interpreter import eager
+from tensorplay import autograd, dims
+from tensorplay.creation import (
+    arange, cat, empty, empty_like, eye, from_numpy, full, full_like, linspace, manual_seed, ones,
+    ones_like, rand, rand_like, randint, randn, randn_like, stack, tensor, where, zeros, zeros_like,
+)
+from tensorplay.dispatch import Program, ops_of
+from tensorplay.dispatch import program as program  # the decorator shadows the submodule name
+from tensorplay.dtypes import DType, bool_, float32, float64, int32, int64
+from tensorplay.errors import (
+    AutogradError, AxisError, DTypeError, GraphCaptureError, MissingRuleError, ShapeError, TensorplayError,
+)
+from tensorplay.ops import Interpreter, Ops
+from tensorplay.tensor import Size, Tensor
+
+bool = bool_  # noqa: A001 - PyTorch spelling tp.bool
+no_grad = _tape.no_grad
+enable_grad = _tape.enable_grad
+is_grad_enabled = _tape.grad_enabled
+
+
+class set_grad_enabled:  # noqa: N801 - PyTorch spelling
+    """``tp.set_grad_enabled(mode)``: sets grad mode now; as a context manager, restores it on exit."""
+
+    def __init__(self, mode: builtins.bool) -> None:
+        self.previous = _tape.grad_enabled()
+        _tape.set_grad_enabled(mode)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        _tape.set_grad_enabled(self.previous)
+
+
+__version__ = "0.1.0"

@@ -1,0 +1,32 @@
+"""``tp.autograd``: ``grad`` and ``backward`` over the eager tape."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from interpreters.eager import tape
+from tensorplay.tensor import Tensor
+
+
+def backward(tensors: Tensor[*tuple[Any, ...]] | Sequence[Tensor[*tuple[Any, ...]]],
+             grad_tensors: Any = None, retain_graph: bool = False, create_graph: bool = False) -> None:
+    """Accumulate the gradients of ``tensors`` into the leaves' ``.grad``."""
+    outs = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    grads = None if grad_tensors is None else (
+        [grad_tensors] if isinstance(grad_tensors, Tensor) else list(grad_tensors))
+    tape.backward(outs, grads, retain_graph, create_graph)
+
+
+def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
+         create_graph: bool = False, allow_unused: bool = False) -> tuple[Any, ...]:
+    """The gradients of ``outputs`` w.r.t. ``inputs`` as a tuple (``.grad`` is not touched).
+
+    ``grad_outputs`` is required for non-scalar outputs; ``create_graph=True`` records the
+    backward pass so the result can be differentiated again; ``allow_unused`` gives ``None``
+    for inputs the outputs do not depend on (an error otherwise).
+    """
+    return tape.grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused)
+
+
+__all__ = ["backward", "grad"]

@@ -1,0 +1,240 @@
+"""Factories that make eager tensors (``tp.tensor``, ``tp.zeros``, ``tp.randn``, ...) and
+joins (``tp.cat``, ``tp.stack``, ``tp.where``).
+
+Shapes are typed: ``tp.zeros(Batch(2), Feat(3))`` is a ``Tensor[Batch, Feat]``.
+The default dtype is float32; Python ints give int64 and bools give bool,
+as in PyTorch. Random factories draw a fresh key from the global generator
+(``tp.manual_seed``) and run the counter-based random primitives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypeVarTuple
+
+import numpy as np
+
+from interpreters.eager.interpreter import eager
+from tensorplay import dtypes as _dt
+from tensorplay import program as _p
+from tensorplay import random_state
+from tensorplay.errors import DTypeError, ShapeError
+from tensorplay.tensor import Tensor, pick_interpreter
+
+S = TypeVarTuple("S")
+Scalar = bool | int | float
+
+
+def _dtype_name(dtype: Any, default: str = "float32") -> str:
+    return default if dtype is None else _dt.to_dtype(dtype).name
+
+
+def _check_shape(shape: Sequence[Any], where: str) -> tuple[int, ...]:
+    out = []
+    for i, d in enumerate(shape):
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+            raise ShapeError(f"{where}: size {i} must be an int, got {type(d).__name__} {d!r}")
+        if d < 0:
+            raise ShapeError(f"{where}: size {i} is negative ({d}) in shape {list(shape)}")
+        out.append(int(d))
+    return tuple(out)
+
+
+def _new(array: np.ndarray[Any, Any], requires_grad: bool) -> Tensor[*tuple[Any, ...]]:
+    t = eager.wrap(array)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]:
+    """A new tensor holding a copy of ``data`` (nested lists, scalars, numpy arrays or a tensor).
+
+    The dtype is inferred like PyTorch (floats -> float32, ints -> int64, bools -> bool;
+    a float64 numpy array stays float64) unless ``dtype`` is given.
+    """
+    if isinstance(data, Tensor):
+        data = np.asarray(data._ops.concrete(data))
+    array = np.array(data, copy=True)
+    if dtype is not None:
+        array = array.astype(_dt.to_dtype(dtype).numpy)
+    elif not isinstance(data, np.ndarray):
+        if array.dtype.kind == "f":
+            array = array.astype(np.float32)
+        elif array.dtype.kind in "iu":
+            array = array.astype(np.int64)
+        elif array.dtype.kind != "b":
+            raise DTypeError(f"tensor: cannot make a tensor from data of numpy dtype {array.dtype} "
+                             f"({type(data).__name__}); expected numbers or bools")
+    _dt.from_numpy_dtype(array.dtype)
+    return _new(array, requires_grad)
+
+
+def from_numpy(array: np.ndarray[Any, Any]) -> Tensor[*tuple[Any, ...]]:
+    """A tensor sharing memory with ``array`` (writes to either are seen by both), as PyTorch."""
+    if not isinstance(array, np.ndarray):
+        raise DTypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
+    _dt.from_numpy_dtype(array.dtype)
+    return eager.wrap(array)
+
+
+def full(*shape_and_value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]:
+    """``full(shape, value)``: a tensor of ``shape`` filled with ``value`` (dtype from the value)."""
+    if len(shape_and_value) != 2:
+        raise TypeError("full: expected full(shape, fill_value)")
+    shape, value = shape_and_value
+    default = "bool" if isinstance(value, bool) else "int64" if isinstance(value, int) else "float32"
+    dims = _check_shape(tuple(shape), "full")
+    return _new(np.full(dims, value, dtype=_dtype_name(dtype, default)), requires_grad)
+
+
+def zeros(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
+    """A tensor of zeros: ``zeros(2, 3)`` or ``zeros((2, 3))``."""
+    dims = _check_shape(_p.shape_args(shape), "zeros")
+    return _new(np.zeros(dims, dtype=_dtype_name(dtype)), requires_grad)  # type: ignore[return-value]
+
+
+def ones(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
+    """A tensor of ones: ``ones(2, 3)`` or ``ones((2, 3))``."""
+    dims = _check_shape(_p.shape_args(shape), "ones")
+    return _new(np.ones(dims, dtype=_dtype_name(dtype)), requires_grad)  # type: ignore[return-value]
+
+
+def empty(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
+    """A tensor whose values are unspecified (here: zeros, so nothing uninitialised leaks)."""
+    dims = _check_shape(_p.shape_args(shape), "empty")
+    return _new(np.zeros(dims, dtype=_dtype_name(dtype)), requires_grad)  # type: ignore[return-value]
+
+
+def zeros_like(x: Tensor[*S], dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
+    """Zeros with the shape (and dtype, unless given) of ``x``."""
+    return _new(np.zeros(tuple(x.shape), dtype=_dtype_name(dtype, x.dtype.name)), requires_grad)  # type: ignore[return-value]
+
+
+def ones_like(x: Tensor[*S], dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
+    """Ones with the shape (and dtype, unless given) of ``x``."""
+    return _new(np.ones(tuple(x.shape), dtype=_dtype_name(dtype, x.dtype.name)), requires_grad)  # type: ignore[return-value]
+
+
+def full_like(x: Tensor[*S], value: Scalar, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
+    """``value`` everywhere, with the shape (and dtype, unless given) of ``x``."""
+    return _new(np.full(tuple(x.shape), value, dtype=_dtype_name(dtype, x.dtype.name)), requires_grad)  # type: ignore[return-value]
+
+
+def empty_like(x: Tensor[*S], dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
+    """Like :func:`zeros_like` (values unspecified)."""
+    return zeros_like(x, dtype, requires_grad)
+
+
+def arange(start: Scalar, end: Scalar | None = None, step: Scalar = 1, dtype: Any = None,
+           requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]:
+    """``[start, end)`` in steps of ``step``; int64 when all arguments are ints, else float32."""
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise ShapeError("arange: step must be non-zero")
+    ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end, step))
+    name = _dtype_name(dtype, "int64" if ints else "float32")
+    return _new(np.arange(start, end, step, dtype=np.float64 if not ints else np.int64).astype(name),
+                requires_grad)
+
+
+def linspace(start: float, end: float, steps: int, dtype: Any = None,
+             requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    if steps < 0:
+        raise ShapeError(f"linspace: number of steps must be non-negative, got {steps}")
+    return _new(np.linspace(start, end, steps).astype(_dtype_name(dtype)), requires_grad)
+
+
+def eye(n: int, m: int | None = None, dtype: Any = None, requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]:
+    """The ``n x m`` identity matrix (``m = n`` by default)."""
+    dims = _check_shape((n, n if m is None else m), "eye")
+    return _new(np.eye(dims[0], dims[1], dtype=_dtype_name(dtype)), requires_grad)
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the global generator used by ``randn``, ``rand``, ``randint`` and dropout."""
+    random_state.manual_seed(seed)
+
+
+def _key() -> Tensor[*tuple[Any, ...]]:
+    return eager.wrap(random_state.next_key())
+
+
+def randn(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
+    """Standard normal samples (a fresh key from the global generator)."""
+    dims = _check_shape(_p.shape_args(shape), "randn")
+    out = eager.random_normal(_key(), shape=dims, dtype=_dtype_name(dtype))
+    return out.requires_grad_(True) if requires_grad else out  # type: ignore[no-any-return]
+
+
+def rand(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
+    """Uniform samples in ``[0, 1)``."""
+    dims = _check_shape(_p.shape_args(shape), "rand")
+    out = eager.random_uniform(_key(), shape=dims, dtype=_dtype_name(dtype))
+    return out.requires_grad_(True) if requires_grad else out  # type: ignore[no-any-return]
+
+
+def randint(low: int, high: int | None = None, size: Sequence[int] = (), dtype: Any = None) -> Tensor[*tuple[Any, ...]]:
+    """Integers uniform in ``[low, high)`` (``randint(high, size=...)`` starts at 0)."""
+    if high is None:
+        low, high = 0, low
+    if high <= low:
+        raise ShapeError(f"randint: expected low < high, got low={low}, high={high}")
+    dims = _check_shape(tuple(size), "randint")
+    return eager.random_randint(_key(), shape=dims, low=low, high=high,  # type: ignore[no-any-return]
+                                dtype=_dtype_name(dtype, "int64"))
+
+
+def randn_like(x: Tensor[*S], dtype: Any = None) -> Tensor[*S]:
+    """Standard normal samples shaped like ``x``."""
+    return randn(*x.shape, dtype=dtype or x.dtype)  # type: ignore[return-value]
+
+
+def rand_like(x: Tensor[*S], dtype: Any = None) -> Tensor[*S]:
+    """Uniform samples shaped like ``x``."""
+    return rand(*x.shape, dtype=dtype or x.dtype)  # type: ignore[return-value]
+
+
+def _interpreter_of(tensors: Sequence[Any]) -> Any:
+    ops: Any = eager
+    for t in tensors:
+        if isinstance(t, Tensor):
+            ops = pick_interpreter(ops, t._ops)
+    return ops
+
+
+def cat(tensors: Sequence[Tensor[*tuple[Any, ...]]], dim: int = 0) -> Tensor[*tuple[Any, ...]]:
+    """Join tensors along an existing axis ``dim``."""
+    items = list(tensors)
+    if not items:
+        raise ShapeError("cat: expected a non-empty sequence of tensors")
+    for i, t in enumerate(items):
+        if not isinstance(t, Tensor):
+            raise DTypeError(f"cat: element {i} is a {type(t).__name__}, expected a Tensor")
+    ops = _interpreter_of(items)
+    axis = _p.normalize_axis(dim, items[0].ndim, "cat")
+    return ops.concat(*items, axis=axis)  # type: ignore[no-any-return]
+
+
+def stack(tensors: Sequence[Tensor[*tuple[Any, ...]]], dim: int = 0) -> Tensor[*tuple[Any, ...]]:
+    """Join tensors of one shape along a new axis ``dim``."""
+    items = list(tensors)
+    if not items:
+        raise ShapeError("stack: expected a non-empty sequence of tensors")
+    for i, t in enumerate(items):
+        if not isinstance(t, Tensor):
+            raise DTypeError(f"stack: element {i} is a {type(t).__name__}, expected a Tensor")
+        if tuple(t.shape) != tuple(items[0].shape):
+            raise ShapeError(f"stack: every tensor must have the same shape; element 0 has {list(items[0].shape)}, "
+                             f"element {i} has {list(t.shape)}")
+    ops = _interpreter_of(items)
+    axis = _p.normalize_axis(dim, items[0].ndim + 1, "stack")
+    return ops.concat(*(_p.unsqueeze(ops, t, axis) for t in items), axis=axis)  # type: ignore[no-any-return]
+
+
+def where(condition: Tensor[*tuple[Any, ...]], x: Any, y: Any) -> Tensor[*tuple[Any, ...]]:
+    """``x`` where ``condition`` else ``y`` (broadcasting; scalars allowed for ``x`` and ``y``)."""
+    ops = _interpreter_of([condition, x, y])
+    return ops.where(condition, _p.operand(x, ops), _p.operand(y, ops))  # type: ignore[no-any-return]

@@ -1,0 +1,335 @@
+"""Derived operations, written once against :class:`~tensorplay.ops.Ops`.
+
+Every function here takes the interpreter first (``ops``) and composes
+primitives, so it runs eagerly, under the graph recorder and inside any
+transform. Tensor methods (``x.mean()``, ``x[1:, None]``) call these.
+The prefix-polymorphic layers (``linear``, ``conv``, pooling, ``layer_norm``,
+``attention``) live in :mod:`tensorplay.layers_ops` and are re-exported here.
+"""
+
+from __future__ import annotations
+
+import builtins
+import operator
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tensorplay.errors import AxisError, DTypeError, ShapeError
+from tensorplay import tensor as _tensor_module
+
+if TYPE_CHECKING:
+    from tensorplay.ops import Interpreter
+
+AnyTensor = Any  # Tensor[*tuple[Any, ...]] at run time; kept loose to avoid a cycle in annotations
+
+
+# ---- small helpers -----------------------------------------------------------------------------
+
+def normalize_axis(axis: int, ndim: int, where: str) -> int:
+    """``axis`` in ``[-ndim, ndim)`` mapped to ``[0, ndim)``; otherwise an :class:`AxisError` naming ``where``."""
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise AxisError(f"{where}: axis must be an int, got {type(axis).__name__} {axis!r}")
+    if not -ndim <= axis < ndim:
+        raise AxisError(f"{where}: axis {axis} is out of range for a tensor of rank {ndim} "
+                        f"(expected {-ndim} <= axis < {ndim})" if ndim else
+                        f"{where}: axis {axis} is out of range for a 0-d tensor (it has no axes)")
+    return int(axis) % ndim if ndim else 0
+
+
+def normalize_axes(axes: int | Sequence[int] | None, ndim: int, where: str) -> tuple[int, ...]:
+    """Normalise one axis, several, or ``None`` (all axes) to a sorted tuple without duplicates."""
+    if axes is None:
+        return tuple(range(ndim))
+    seq = (axes,) if isinstance(axes, (int, np.integer)) else tuple(axes)
+    out = tuple(normalize_axis(a, ndim, where) for a in seq)
+    if len(set(out)) != len(out):
+        raise AxisError(f"{where}: duplicate axes {list(seq)} for a tensor of rank {ndim}")
+    return tuple(sorted(out))
+
+
+def shape_args(args: Sequence[Any]) -> tuple[Any, ...]:
+    """Accept both ``f(2, 3)`` and ``f((2, 3))`` spellings of a shape."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return tuple(args[0])
+    return tuple(args)
+
+
+def operand(value: Any, ops: Interpreter) -> Any:
+    """Accept a Tensor or a Python scalar as an operand; numpy scalars become Python scalars,
+    numpy arrays become constants of ``ops``. Anything else is a :class:`DTypeError`."""
+    if isinstance(value, (_tensor_module.Tensor, bool, int, float)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return ops.constant(value)
+    raise DTypeError(f"expected a Tensor or a Python scalar as operand, got {type(value).__name__}")
+
+
+def numel_of(shape: Sequence[Any]) -> Any:
+    """Product of a shape's entries (ints or symbolic dims)."""
+    n: Any = 1
+    for d in shape:
+        n = n * d
+    return n
+
+
+# ---- reductions --------------------------------------------------------------------------------
+
+def reduce(ops: Interpreter, prim: str, x: AnyTensor, dim: int | Sequence[int] | None,
+           keepdim: bool) -> AnyTensor:
+    """``reduce_sum``/``reduce_max``/``reduce_min`` over ``dim`` (``None``: every axis)."""
+    axes = normalize_axes(dim, x.ndim, prim)
+    return getattr(ops, prim)(x, axes=axes, keepdims=keepdim)
+
+
+def mean(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int] | None, keepdim: bool) -> AnyTensor:
+    """Mean over ``dim``; the mean over zero elements is NaN (as PyTorch). Integer input is refused."""
+    if x.dtype.numpy.kind != "f":
+        raise DTypeError(f"mean: expected a float tensor, got {x.dtype}; convert with .float() first")
+    axes = normalize_axes(dim, x.ndim, "mean")
+    count = numel_of([x.shape[a] for a in axes])
+    total = ops.reduce_sum(x, axes=axes, keepdims=keepdim)
+    return ops.div(total, count)
+
+
+def var(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int] | None, keepdim: bool,
+        correction: int) -> AnyTensor:
+    """Variance over ``dim`` with ``correction`` subtracted from the count (Bessel's correction is 1)."""
+    axes = normalize_axes(dim, x.ndim, "var")
+    count = numel_of([x.shape[a] for a in axes])
+    centred = ops.sub(x, mean(ops, x, axes, True))
+    total = ops.reduce_sum(ops.mul(centred, centred), axes=axes, keepdims=keepdim)
+    return ops.div(total, builtins.max(count - correction, 0) * 1.0)
+
+
+def arg_reduce(ops: Interpreter, prim: str, x: AnyTensor, dim: int | None, keepdim: bool) -> AnyTensor:
+    """``argmax``/``argmin`` along ``dim``; ``None`` means over the flattened tensor."""
+    if dim is None:
+        flat = reshape(ops, x, (-1,))
+        out = getattr(ops, prim)(flat, axis=0, keepdims=False)
+        return reshape(ops, out, (1,) * x.ndim) if keepdim else out
+    return getattr(ops, prim)(x, axis=normalize_axis(dim, x.ndim, prim), keepdims=keepdim)
+
+
+def clamp(ops: Interpreter, x: AnyTensor, lo: float | None, hi: float | None) -> AnyTensor:
+    """Limit ``x`` to ``[lo, hi]``; NaN stays NaN."""
+    out = x
+    if lo is not None:
+        out = ops.maximum(out, lo)
+    if hi is not None:
+        out = ops.minimum(out, hi)
+    return out
+
+
+# ---- shape manipulation -------------------------------------------------------------------------
+
+def resolve_shape(shape: Sequence[Any], numel: Any, where: str, given: Sequence[Any]) -> tuple[Any, ...]:
+    """Replace one ``-1`` in ``shape`` so that it holds ``numel`` elements."""
+    shape = tuple(shape)
+    holes = [i for i, d in enumerate(shape) if isinstance(d, int) and d == -1]
+    if len(holes) > 1:
+        raise ShapeError(f"{where}: only one dimension can be -1, got shape {list(shape)}")
+    if any(isinstance(d, int) and d < -1 for d in shape):
+        raise ShapeError(f"{where}: negative size in shape {list(shape)}")
+    if not holes:
+        return shape
+    known = numel_of([d for d in shape if not (isinstance(d, int) and d == -1)])
+    if isinstance(known, int) and known == 0:
+        raise ShapeError(f"{where}: cannot infer -1 in shape {list(shape)} for a tensor of shape "
+                         f"{list(given)}: the other sizes multiply to 0")
+    if isinstance(known, int) and isinstance(numel, int) and numel % known:
+        raise ShapeError(f"{where}: shape {list(shape)} is invalid for a tensor of shape {list(given)} "
+                         f"({numel} elements)")
+    filled = list(shape)
+    filled[holes[0]] = numel // known
+    return tuple(filled)
+
+
+def reshape(ops: Interpreter, x: AnyTensor, shape: Sequence[Any]) -> AnyTensor:
+    """Same elements, new shape; one entry may be ``-1``. A no-op when the shape is unchanged."""
+    target = resolve_shape(shape, numel_of(x.shape), "reshape", x.shape)
+    if tuple(target) == tuple(x.shape):
+        return x
+    return ops.reshape(x, shape=target)
+
+
+def flatten(ops: Interpreter, x: AnyTensor, start_dim: int, end_dim: int) -> AnyTensor:
+    """Merge axes ``start_dim..end_dim`` (inclusive) into one; a 0-d tensor becomes shape ``[1]``."""
+    if x.ndim == 0:
+        return reshape(ops, x, (1,))
+    start = normalize_axis(start_dim, x.ndim, "flatten")
+    end = normalize_axis(end_dim, x.ndim, "flatten")
+    if start > end:
+        raise AxisError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} (rank {x.ndim})")
+    shape = tuple(x.shape)
+    return reshape(ops, x, shape[:start] + (numel_of(shape[start:end + 1]),) + shape[end + 1:])
+
+
+def permute(ops: Interpreter, x: AnyTensor, dims: Sequence[int]) -> AnyTensor:
+    """Reorder axes; ``dims`` must be a permutation of the axes (negative allowed)."""
+    if len(dims) != x.ndim:
+        raise AxisError(f"permute: got {len(dims)} dims {list(dims)} for a tensor of rank {x.ndim}")
+    perm = tuple(normalize_axis(d, x.ndim, "permute") for d in dims)
+    if sorted(perm) != list(range(x.ndim)):
+        raise AxisError(f"permute: {list(dims)} is not a permutation of the axes of a rank-{x.ndim} tensor")
+    if perm == tuple(range(x.ndim)):
+        return x
+    return ops.permute(x, perm=perm)
+
+
+def transpose(ops: Interpreter, x: AnyTensor, dim0: int, dim1: int) -> AnyTensor:
+    """Swap axes ``dim0`` and ``dim1``."""
+    a = normalize_axis(dim0, x.ndim, "transpose")
+    b = normalize_axis(dim1, x.ndim, "transpose")
+    perm = list(range(x.ndim))
+    perm[a], perm[b] = perm[b], perm[a]
+    return permute(ops, x, perm)
+
+
+def unsqueeze(ops: Interpreter, x: AnyTensor, dim: int) -> AnyTensor:
+    """Insert a size-1 axis at ``dim`` (``-1`` appends)."""
+    axis = normalize_axis(dim, x.ndim + 1, "unsqueeze")
+    shape = tuple(x.shape)
+    return ops.reshape(x, shape=shape[:axis] + (1,) + shape[axis:])
+
+
+def squeeze(ops: Interpreter, x: AnyTensor, dim: int | None) -> AnyTensor:
+    """Remove size-1 axes; with ``dim`` only that one (left alone when its size is not 1)."""
+    shape = tuple(x.shape)
+    if dim is None:
+        target = tuple(d for d in shape if not (isinstance(d, int) and d == 1))
+    else:
+        axis = normalize_axis(dim, x.ndim, "squeeze") if x.ndim else 0
+        if x.ndim == 0 or shape[axis] != 1:
+            return x
+        target = shape[:axis] + shape[axis + 1:]
+    return x if target == shape else ops.reshape(x, shape=target)
+
+
+def expand(ops: Interpreter, x: AnyTensor, shape: Sequence[Any]) -> AnyTensor:
+    """Broadcast to ``shape``; ``-1`` keeps the corresponding existing axis."""
+    shape = tuple(shape)
+    if len(shape) < x.ndim:
+        raise ShapeError(f"expand: target shape {list(shape)} has fewer axes than the tensor {list(x.shape)}")
+    offset = len(shape) - x.ndim
+    target = tuple(x.shape[i - offset] if (isinstance(d, int) and d == -1 and i >= offset) else d
+                   for i, d in enumerate(shape))
+    if target == tuple(x.shape):
+        return x
+    return ops.broadcast_to(x, shape=target)
+
+
+def matmul(ops: Interpreter, a: AnyTensor, b: AnyTensor) -> AnyTensor:
+    """``a @ b`` with numpy's rules for 1-d operands (a vector is promoted, then the axis dropped)."""
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError(f"matmul: both operands need at least one axis, got shapes {list(a.shape)} "
+                         f"and {list(b.shape)}")
+    a2 = unsqueeze(ops, a, 0) if a.ndim == 1 else a
+    b2 = unsqueeze(ops, b, -1) if b.ndim == 1 else b
+    out = ops.matmul(a2, b2)
+    if b.ndim == 1:
+        out = squeeze(ops, out, -1)
+    if a.ndim == 1:
+        out = squeeze(ops, out, -2 if b.ndim > 1 else -1)
+    return out
+
+
+# ---- indexing -----------------------------------------------------------------------------------
+
+def _is_index_tensor(item: Any) -> bool:
+    return isinstance(item, (_tensor_module.Tensor, list, np.ndarray))
+
+
+def getitem(ops: Interpreter, x: AnyTensor, key: Any) -> AnyTensor:
+    """numpy-style basic indexing (ints, slices with any step, ``None``, ``...``) plus one integer
+    tensor (or list) indexing one axis, which gathers along it. A bool tensor the shape of the
+    leading axes selects elements (eager only: the result size depends on the data)."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    tensor_items = [i for i, it in enumerate(items) if _is_index_tensor(it)]
+    if builtins.len(tensor_items) > 1:
+        raise ShapeError("indexing: only one tensor index per indexing expression is supported, "
+                         f"got {builtins.len(tensor_items)}; index one axis at a time")
+    consumed = sum(1 for it in items if it is not None and it is not Ellipsis)
+    if tensor_items:
+        idx = _as_index(ops, items[tensor_items[0]])
+        if idx.dtype.name == "bool":
+            consumed += idx.ndim - 1
+    if sum(1 for it in items if it is Ellipsis) > 1:
+        raise ShapeError("indexing: an index can only have a single ellipsis ('...')")
+    if consumed > x.ndim:
+        raise ShapeError(f"indexing: too many indices for a tensor of rank {x.ndim}: {consumed} given")
+    if Ellipsis in items:
+        pos = items.index(Ellipsis)
+        items[pos:pos + 1] = [builtins.slice(None)] * (x.ndim - consumed)
+    else:
+        items += [builtins.slice(None)] * (x.ndim - consumed)
+
+    shape = tuple(x.shape)
+    starts: list[int] = []
+    stops: list[int] = []
+    steps: list[int] = []
+    out_shape: list[Any] = []
+    gather_axis = -1
+    gather_index: Any = None
+    axis = 0
+    for it in items:
+        if it is None:
+            out_shape.append(1)
+            continue
+        size = shape[axis]
+        if isinstance(it, builtins.slice):
+            start, stop, step = it.indices(size)
+            starts.append(start), stops.append(stop), steps.append(step)
+            out_shape.append(builtins.len(range(start, stop, step)))
+        elif _is_index_tensor(it):
+            idx = _as_index(ops, it)
+            if idx.dtype.name == "bool":
+                return _mask_select(ops, x, idx, axis)
+            starts.append(0), stops.append(size), steps.append(1)
+            gather_axis, gather_index = axis, idx
+            out_shape.extend(idx.shape)
+        else:
+            try:
+                i = operator.index(it)
+            except TypeError:
+                raise DTypeError(f"indexing: axis {axis} got an index of type {type(it).__name__}; expected "
+                                 "an int, a slice, None, ..., or an integer tensor") from None
+            if not -size <= i < size:
+                raise AxisError(f"indexing: index {i} is out of range for axis {axis} of size {size} "
+                                f"(tensor shape {list(shape)})")
+            i %= size
+            starts.append(i), stops.append(i + 1), steps.append(1)
+        axis += 1
+    out = x
+    if (tuple(starts), tuple(stops), tuple(steps)) != (tuple(0 for _ in shape), shape, tuple(1 for _ in shape)):
+        out = ops.slice(out, starts=tuple(starts), stops=tuple(stops), steps=tuple(steps))
+    if gather_index is not None:
+        out = ops.gather(out, gather_index, axis=gather_axis)
+    if tuple(out.shape) != tuple(out_shape):
+        out = ops.reshape(out, shape=tuple(out_shape))
+    return out
+
+
+def _as_index(ops: Interpreter, item: Any) -> AnyTensor:
+    if isinstance(item, _tensor_module.Tensor):
+        if item.dtype.name not in ("int32", "int64", "bool"):
+            raise DTypeError(f"indexing: a tensor index must be int64, int32 or bool, got {item.dtype}")
+        return item
+    array = np.asarray(item)
+    if array.dtype.kind not in "iub":
+        raise DTypeError(f"indexing: a list index must hold ints or bools, got dtype {array.dtype}")
+    return ops.constant(array.astype(np.int64) if array.dtype.kind in "iu" else array)
+
+
+def _mask_select(ops: Interpreter, x: AnyTensor, mask: AnyTensor, axis: int) -> AnyTensor:
+    lead = tuple(x.shape[axis:axis + mask.ndim])
+    if lead != tuple(mask.shape):
+        raise ShapeError(f"indexing: bool mask of shape {list(mask.shape)} does not match the indexed axes "
+                         f"{list(lead)} of a tensor of shape {list(x.shape)}")
+    positions = np.flatnonzero(np.asarray(ops.concrete(mask)))
+    merged = reshape(ops, x, tuple(x.shape[:axis]) + (-1,) + tuple(x.shape[axis + mask.ndim:]))
+    return ops.gather(merged, ops.constant(positions.astype(np.int64)), axis=axis)
+

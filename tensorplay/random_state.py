@@ -1,0 +1,32 @@
+"""The global counter-based generator: ``tp.manual_seed`` and key drawing.
+
+A key is ``(seed, counter)``; random primitives take it as an input value
+(an int64 tensor ``[2]``) and map it to numpy's Philox generator, so a replay
+with the same key is exact and every eager draw advances the counter.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_state = [0, 0]  # seed, counter
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the global generator; later draws are reproducible."""
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
+        raise TypeError(f"manual_seed: expected an int seed, got {type(seed).__name__}")
+    _state[0] = int(seed) & 0x7FFF_FFFF_FFFF_FFFF
+    _state[1] = 0
+
+
+def initial_seed() -> int:
+    """The seed last passed to :func:`manual_seed` (0 by default)."""
+    return _state[0]
+
+
+def next_key() -> np.ndarray:  # type: ignore[type-arg]
+    """A fresh key ``[seed, counter]`` (int64); advances the counter."""
+    key = np.array(_state, dtype=np.int64)
+    _state[1] += 1
+    return key

@@ -1,0 +1,567 @@
+"""``Tensor[*Shape]``: a handle pairing an interpreter with its payload.
+
+A tensor never computes anything itself: every operator and method calls
+the interpreter it carries (``tensor._ops``), so the same model code runs
+eagerly, under the graph recorder, or inside a transform. When tensors of
+several interpreters meet, the one with the highest ``level`` handles the
+operation (an outer transform's value seen inside an inner one is lifted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Generic, TypeVarTuple, overload
+
+import numpy as np
+
+from tensorplay import dtypes as _dt
+from tensorplay import program as _p
+from tensorplay.errors import DTypeError
+
+if TYPE_CHECKING:
+    from tensorplay.ops import Interpreter
+
+Shape = TypeVarTuple("Shape")
+S2 = TypeVarTuple("S2")
+Scalar = bool | int | float
+
+
+class Size(tuple[int, ...]):
+    """The shape of a tensor: a tuple of ints, printed like ``tp.Size([2, 3])``."""
+
+    def __repr__(self) -> str:
+        return f"tp.Size({list(self)!r})"
+
+    def numel(self) -> int:
+        """The number of elements of a tensor of this shape."""
+        n = 1
+        for d in self:
+            n *= int(d)
+        return n
+
+
+def pick_interpreter(a: Interpreter, b: Interpreter) -> Interpreter:
+    """Of two interpreters, the one that must handle an operation mixing their tensors."""
+    return a if a.level >= b.level else b
+
+
+class Tensor(Generic[*Shape]):
+    """A tensor of shape ``*Shape``.
+
+    Tensors are made by factories (``tp.tensor``, ``tp.zeros``, ...) or by
+    interpreters; do not call the constructor directly.
+    """
+
+    __slots__ = ("_ops", "_data", "_requires_grad", "_grad", "_node", "_version", "_base", "__weakref__")
+    __array_priority__ = 1000  # numpy defers binary operators to us
+
+    _ops: Interpreter
+    _data: Any
+    _requires_grad: bool
+    _grad: Tensor[*tuple[Any, ...]] | None
+    _node: Any
+    _version: list[int] | None
+    _base: Tensor[*tuple[Any, ...]] | None
+
+    def __init__(self, ops: Interpreter, data: Any) -> None:
+        self._ops = ops
+        self._data = data
+        self._requires_grad = False
+        self._grad = None
+        self._node = None
+        self._version = None
+        self._base = None
+
+    # ---- metadata --------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[*Shape]:
+        """The shape, as a :class:`Size` (a tuple of ints; symbolic dims under export tracing)."""
+        return Size(self._data.shape)  # type: ignore[return-value]
+
+    @property
+    def dtype(self) -> _dt.DType:
+        """The element type."""
+        return _dt.from_numpy_dtype(self._data.dtype)
+
+    @property
+    def ndim(self) -> int:
+        """The number of axes."""
+        return len(self._data.shape)
+
+    def dim(self) -> int:
+        """The number of axes (PyTorch spelling)."""
+        return len(self._data.shape)
+
+    def numel(self) -> int:
+        """The number of elements."""
+        return Size(self._data.shape).numel()
+
+    @overload
+    def size(self) -> tuple[*Shape]: ...
+
+    @overload
+    def size(self, dim: int) -> int: ...
+
+    def size(self, dim: int | None = None) -> Any:
+        """The shape, or the size of axis ``dim`` (negative counts from the end)."""
+        if dim is None:
+            return self.shape
+        return self._data.shape[_p.normalize_axis(dim, self.ndim, "size")]
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return int(self._data.shape[0])
+
+    @property
+    def interpreter(self) -> Interpreter:
+        """The interpreter this tensor belongs to."""
+        return self._ops
+
+    @property
+    def is_floating_point(self) -> bool:
+        """True for float32 and float64 tensors."""
+        return bool(self._data.dtype.kind == "f")
+
+    # ---- values ----------------------------------------------------------------------------
+    def numpy(self) -> np.ndarray[Any, Any]:
+        """The value as a numpy array (shares memory for eager tensors that need no grad)."""
+        if self._requires_grad:
+            raise DTypeError("numpy(): the tensor requires grad; call .detach().numpy() instead")
+        return self._ops.concrete(self)  # type: ignore[no-any-return]
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray[Any, Any]:
+        value = np.asarray(self._ops.concrete(self))
+        return value if dtype is None else value.astype(dtype)
+
+    def item(self) -> Scalar:
+        """The single element as a Python scalar."""
+        value = np.asarray(self._ops.concrete(self))
+        if value.size != 1:
+            raise ValueError(f"item(): the tensor has {value.size} elements (shape {list(value.shape)}), expected 1")
+        return value.reshape(()).item()  # type: ignore[no-any-return]
+
+    def tolist(self) -> Any:
+        """The value as nested Python lists (a scalar for a 0-d tensor)."""
+        return np.asarray(self._ops.concrete(self)).tolist()
+
+    def __bool__(self) -> bool:
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iu":
+            raise TypeError(f"only integer tensors can be used as an index, got {self.dtype}")
+        return int(self.item())
+
+    def __iter__(self) -> Iterator[Tensor[*tuple[Any, ...]]]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        return self._ops.format(self)  # type: ignore[attr-defined, no-any-return]
+
+    # ---- autograd (the eager interpreter implements these) -------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        """Whether operations on this tensor are recorded for ``backward``."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        self._ops.set_requires_grad(self, flag)  # type: ignore[attr-defined]
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor[*Shape]:
+        """Set ``requires_grad`` in place and return ``self``."""
+        self._ops.set_requires_grad(self, requires_grad)  # type: ignore[attr-defined]
+        return self
+
+    @property
+    def grad(self) -> Tensor[*Shape] | None:
+        """The gradient accumulated by ``backward`` (leaf tensors only)."""
+        return self._grad  # type: ignore[return-value]
+
+    @grad.setter
+    def grad(self, value: Tensor[*Shape] | None) -> None:
+        self._grad = value  # type: ignore[assignment]
+
+    @property
+    def grad_fn(self) -> Any:
+        """The tape node that produced this tensor, or ``None`` for a leaf."""
+        return self._node
+
+    @property
+    def is_leaf(self) -> bool:
+        """True unless the tensor was produced by a recorded operation."""
+        return self._node is None
+
+    def backward(self, gradient: Tensor[*Shape] | None = None, retain_graph: bool = False,
+                 create_graph: bool = False) -> None:
+        """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (see ``tp.autograd.backward``)."""
+        self._ops.backward(self, gradient, retain_graph, create_graph)  # type: ignore[attr-defined]
+
+    def detach(self) -> Tensor[*Shape]:
+        """The same value, cut from the tape (shares memory)."""
+        return self._ops.detach(self)  # type: ignore[attr-defined, no-any-return]
+
+    # ---- arithmetic --------------------------------------------------------------------------
+    def _binary(self, name: str, other: Any, reverse: bool = False) -> Any:
+        other = _p.operand(other, self._ops)
+        ops = self._ops if not isinstance(other, Tensor) else pick_interpreter(self._ops, other._ops)
+        fn = getattr(ops, name)
+        return fn(other, self) if reverse else fn(self, other)
+
+    def __add__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
+        return self._binary("add", other)  # type: ignore[no-any-return]
+
+    def __radd__(self, other: Scalar) -> Tensor[*Shape]:
+        return self._binary("add", other, True)  # type: ignore[no-any-return]
+
+    def __sub__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
+        return self._binary("sub", other)  # type: ignore[no-any-return]
+
+    def __rsub__(self, other: Scalar) -> Tensor[*Shape]:
+        return self._binary("sub", other, True)  # type: ignore[no-any-return]
+
+    def __mul__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
+        return self._binary("mul", other)  # type: ignore[no-any-return]
+
+    def __rmul__(self, other: Scalar) -> Tensor[*Shape]:
+        return self._binary("mul", other, True)  # type: ignore[no-any-return]
+
+    def __truediv__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
+        return self._binary("div", other)  # type: ignore[no-any-return]
+
+    def __rtruediv__(self, other: Scalar) -> Tensor[*Shape]:
+        return self._binary("div", other, True)  # type: ignore[no-any-return]
+
+    def __pow__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
+        return self._binary("pow", other)  # type: ignore[no-any-return]
+
+    def __rpow__(self, other: Scalar) -> Tensor[*Shape]:
+        return self._binary("pow", other, True)  # type: ignore[no-any-return]
+
+    def __matmul__(self, other: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
+        return _p.matmul(self._pick(other), self, other)
+
+    def __rmatmul__(self, other: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
+        return _p.matmul(self._pick(other), other, self)
+
+    def __neg__(self) -> Tensor[*Shape]:
+        return self._ops.neg(self)
+
+    def __pos__(self) -> Tensor[*Shape]:
+        return self
+
+    def __abs__(self) -> Tensor[*Shape]:
+        return self._ops.abs(self)
+
+    def __invert__(self) -> Tensor[*Shape]:
+        return self._ops.logical_not(self)
+
+    def __and__(self, other: Tensor[*Shape] | bool) -> Tensor[*Shape]:
+        return self._binary("logical_and", other)  # type: ignore[no-any-return]
+
+    def __or__(self, other: Tensor[*Shape] | bool) -> Tensor[*Shape]:
+        return self._binary("logical_or", other)  # type: ignore[no-any-return]
+
+    def __eq__(self, other: object) -> Tensor[*Shape]:  # type: ignore[override]
+        return self._binary("eq", other)  # type: ignore[no-any-return]
+
+    def __ne__(self, other: object) -> Tensor[*Shape]:  # type: ignore[override]
+        return self._binary("ne", other)  # type: ignore[no-any-return]
+
+    def __lt__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
+        return self._binary("lt", other)  # type: ignore[no-any-return]
+
+    def __le__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
+        return self._binary("le", other)  # type: ignore[no-any-return]
+
+    def __gt__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
+        return self._binary("gt", other)  # type: ignore[no-any-return]
+
+    def __ge__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
+        return self._binary("ge", other)  # type: ignore[no-any-return]
+
+    __hash__ = object.__hash__  # type: ignore[assignment]
+
+    def _pick(self, other: object) -> Interpreter:
+        if isinstance(other, Tensor):
+            return pick_interpreter(self._ops, other._ops)
+        return self._ops
+
+    # ---- elementwise methods -------------------------------------------------------------------
+    def exp(self) -> Tensor[*Shape]:
+        """``e**x``."""
+        return self._ops.exp(self)
+
+    def log(self) -> Tensor[*Shape]:
+        """Natural logarithm."""
+        return self._ops.log(self)
+
+    def log1p(self) -> Tensor[*Shape]:
+        """``log(1 + x)``."""
+        return self._ops.log1p(self)
+
+    def expm1(self) -> Tensor[*Shape]:
+        """``exp(x) - 1``."""
+        return self._ops.expm1(self)
+
+    def sqrt(self) -> Tensor[*Shape]:
+        """Square root."""
+        return self._ops.sqrt(self)
+
+    def rsqrt(self) -> Tensor[*Shape]:
+        """``1 / sqrt(x)``."""
+        return self._ops.rsqrt(self)
+
+    def sin(self) -> Tensor[*Shape]:
+        """Sine."""
+        return self._ops.sin(self)
+
+    def cos(self) -> Tensor[*Shape]:
+        """Cosine."""
+        return self._ops.cos(self)
+
+    def tanh(self) -> Tensor[*Shape]:
+        """Hyperbolic tangent."""
+        return self._ops.tanh(self)
+
+    def sigmoid(self) -> Tensor[*Shape]:
+        """Logistic sigmoid."""
+        return self._ops.sigmoid(self)
+
+    def relu(self) -> Tensor[*Shape]:
+        """``max(x, 0)``."""
+        return self._ops.relu(self)
+
+    def gelu(self, approximate: str = "none") -> Tensor[*Shape]:
+        """GELU (erf form, or ``approximate="tanh"``)."""
+        return self._ops.gelu(self, approximate=approximate)
+
+    def abs(self) -> Tensor[*Shape]:
+        """Absolute value."""
+        return self._ops.abs(self)
+
+    def sign(self) -> Tensor[*Shape]:
+        """-1, 0 or 1."""
+        return self._ops.sign(self)
+
+    def neg(self) -> Tensor[*Shape]:
+        """``-x``."""
+        return self._ops.neg(self)
+
+    def erf(self) -> Tensor[*Shape]:
+        """The error function."""
+        return self._ops.erf(self)
+
+    def floor(self) -> Tensor[*Shape]:
+        """Round down."""
+        return self._ops.floor(self)
+
+    def ceil(self) -> Tensor[*Shape]:
+        """Round up."""
+        return self._ops.ceil(self)
+
+    def square(self) -> Tensor[*Shape]:
+        """``x * x``."""
+        return self._ops.mul(self, self)  # type: ignore[no-any-return]
+
+    def pow(self, exponent: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
+        """``x ** exponent``."""
+        return self._binary("pow", exponent)  # type: ignore[no-any-return]
+
+    def maximum(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
+        """Elementwise max."""
+        return self._binary("maximum", other)  # type: ignore[no-any-return]
+
+    def minimum(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
+        """Elementwise min."""
+        return self._binary("minimum", other)  # type: ignore[no-any-return]
+
+    def clamp(self, min: Scalar | None = None, max: Scalar | None = None) -> Tensor[*Shape]:
+        """Limit to ``[min, max]`` (either may be ``None``)."""
+        return _p.clamp(self._ops, self, min, max)
+
+    clip = clamp
+
+    def isnan(self) -> Tensor[*Shape]:
+        """True where the value is NaN."""
+        return self._ops.ne(self, self)  # type: ignore[no-any-return]
+
+    def softmax(self, dim: int) -> Tensor[*Shape]:
+        """Softmax along ``dim``."""
+        return self._ops.softmax(self, axis=dim)
+
+    def log_softmax(self, dim: int) -> Tensor[*Shape]:
+        """Log-softmax along ``dim``."""
+        return self._ops.log_softmax(self, axis=dim)
+
+    # ---- reductions ---------------------------------------------------------------------------
+    def sum(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*tuple[Any, ...]]:
+        """Sum over ``dim`` (all axes when ``None``)."""
+        return _p.reduce(self._ops, "reduce_sum", self, dim, keepdim)
+
+    def mean(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*tuple[Any, ...]]:
+        """Mean over ``dim`` (all axes when ``None``); integer tensors are refused."""
+        return _p.mean(self._ops, self, dim, keepdim)
+
+    def var(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False,
+            correction: int = 1) -> Tensor[*tuple[Any, ...]]:
+        """Variance over ``dim`` with Bessel's ``correction`` (1 by default, as PyTorch)."""
+        return _p.var(self._ops, self, dim, keepdim, correction)
+
+    def max(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*tuple[Any, ...]]:
+        """Max over ``dim`` (all axes when ``None``). Returns the values only (see ``argmax``)."""
+        return _p.reduce(self._ops, "reduce_max", self, dim, keepdim)
+
+    def min(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*tuple[Any, ...]]:
+        """Min over ``dim`` (all axes when ``None``)."""
+        return _p.reduce(self._ops, "reduce_min", self, dim, keepdim)
+
+    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor[*tuple[Any, ...]]:
+        """Index of the first maximum along ``dim`` (of the flattened tensor when ``None``)."""
+        return _p.arg_reduce(self._ops, "argmax", self, dim, keepdim)
+
+    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor[*tuple[Any, ...]]:
+        """Index of the first minimum along ``dim`` (of the flattened tensor when ``None``)."""
+        return _p.arg_reduce(self._ops, "argmin", self, dim, keepdim)
+
+    # ---- structure ---------------------------------------------------------------------------
+    def reshape(self, *shape: Any) -> Tensor[*tuple[Any, ...]]:
+        """Same elements, new shape; one entry may be ``-1``. Accepts ``reshape(2, 3)`` or ``reshape((2, 3))``."""
+        return _p.reshape(self._ops, self, _p.shape_args(shape))
+
+    view = reshape
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor[*tuple[Any, ...]]:
+        """Merge axes ``start_dim..end_dim`` into one."""
+        return _p.flatten(self._ops, self, start_dim, end_dim)
+
+    def permute(self, *dims: Any) -> Tensor[*tuple[Any, ...]]:
+        """Reorder the axes: result axis ``i`` is axis ``dims[i]``."""
+        return _p.permute(self._ops, self, _p.shape_args(dims))
+
+    def transpose(self, dim0: int, dim1: int) -> Tensor[*tuple[Any, ...]]:
+        """Swap two axes."""
+        return _p.transpose(self._ops, self, dim0, dim1)
+
+    @property
+    def T(self) -> Tensor[*tuple[Any, ...]]:
+        """All axes reversed."""
+        return _p.permute(self._ops, self, tuple(range(self.ndim - 1, -1, -1)))
+
+    @property
+    def mT(self) -> Tensor[*tuple[Any, ...]]:
+        """The last two axes swapped."""
+        return _p.transpose(self._ops, self, -2, -1)
+
+    def unsqueeze(self, dim: int) -> Tensor[*tuple[Any, ...]]:
+        """Insert a size-1 axis at ``dim``."""
+        return _p.unsqueeze(self._ops, self, dim)
+
+    def squeeze(self, dim: int | None = None) -> Tensor[*tuple[Any, ...]]:
+        """Remove size-1 axes (only ``dim`` when given; a non-1 ``dim`` is left as is, as PyTorch)."""
+        return _p.squeeze(self._ops, self, dim)
+
+    def expand(self, *shape: Any) -> Tensor[*tuple[Any, ...]]:
+        """Broadcast to ``shape`` (``-1`` keeps an axis)."""
+        return _p.expand(self._ops, self, _p.shape_args(shape))
+
+    def broadcast_to(self, shape: tuple[int, ...]) -> Tensor[*tuple[Any, ...]]:
+        """numpy broadcasting to ``shape``."""
+        return self._ops.broadcast_to(self, shape=tuple(shape))
+
+    def contiguous(self) -> Tensor[*Shape]:
+        """The same values in a row-major buffer (a no-op for values that already are)."""
+        return self._ops.contiguous(self)  # type: ignore[attr-defined, no-any-return]
+
+    def clone(self) -> Tensor[*Shape]:
+        """A copy that shares no memory (recorded for autograd)."""
+        return self._ops.clone(self)  # type: ignore[attr-defined, no-any-return]
+
+    def astype(self, dtype: Any) -> Tensor[*Shape]:
+        """Convert to ``dtype`` (a no-op when it already has it)."""
+        target = _dt.to_dtype(dtype)
+        if target.numpy == self._data.dtype:
+            return self
+        return self._ops.cast(self, dtype=target.name)
+
+    def to(self, dtype: Any) -> Tensor[*Shape]:
+        """Convert to ``dtype`` (PyTorch spelling of ``astype``)."""
+        return self.astype(dtype)
+
+    def float(self) -> Tensor[*Shape]:
+        """Convert to float32."""
+        return self.astype(_dt.float32)
+
+    def double(self) -> Tensor[*Shape]:
+        """Convert to float64."""
+        return self.astype(_dt.float64)
+
+    def long(self) -> Tensor[*Shape]:
+        """Convert to int64."""
+        return self.astype(_dt.int64)
+
+    def bool(self) -> Tensor[*Shape]:
+        """Convert to bool."""
+        return self.astype(_dt.bool_)
+
+    # ---- indexing ------------------------------------------------------------------------------
+    def __getitem__(self, key: Any) -> Tensor[*tuple[Any, ...]]:
+        return _p.getitem(self._ops, self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._ops.setitem(self, key, value)  # type: ignore[attr-defined]
+
+    # ---- in place (eager only; bump the version counter) -----------------------------------
+    def add_(self, other: Tensor[*Shape] | Scalar, alpha: Scalar = 1) -> Tensor[*Shape]:
+        """``self += alpha * other`` in place."""
+        value = other if alpha == 1 else other * alpha
+        return self._ops.inplace(self, "add", value)  # type: ignore[attr-defined, no-any-return]
+
+    def sub_(self, other: Tensor[*Shape] | Scalar, alpha: Scalar = 1) -> Tensor[*Shape]:
+        """``self -= alpha * other`` in place."""
+        value = other if alpha == 1 else other * alpha
+        return self._ops.inplace(self, "sub", value)  # type: ignore[attr-defined, no-any-return]
+
+    def mul_(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
+        """``self *= other`` in place."""
+        return self._ops.inplace(self, "mul", other)  # type: ignore[attr-defined, no-any-return]
+
+    def div_(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
+        """``self /= other`` in place."""
+        return self._ops.inplace(self, "div", other)  # type: ignore[attr-defined, no-any-return]
+
+    def zero_(self) -> Tensor[*Shape]:
+        """Fill with zeros in place."""
+        return self._ops.inplace(self, "fill", 0)  # type: ignore[attr-defined, no-any-return]
+
+    def fill_(self, value: Scalar) -> Tensor[*Shape]:
+        """Fill with ``value`` in place."""
+        return self._ops.inplace(self, "fill", value)  # type: ignore[attr-defined, no-any-return]
+
+    def copy_(self, src: Tensor[*tuple[Any, ...]]) -> Tensor[*Shape]:
+        """Copy ``src`` (broadcast) into ``self`` in place."""
+        return self._ops.inplace(self, "copy", src)  # type: ignore[attr-defined, no-any-return]
+
+    def clamp_(self, min: Scalar | None = None, max: Scalar | None = None) -> Tensor[*Shape]:
+        """Clamp in place."""
+        return self._ops.inplace(self, "copy", _p.clamp(self._ops, self, min, max))  # type: ignore[attr-defined, no-any-return]
+
+    def __iadd__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
+        return self.add_(other)
+
+    def __isub__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
+        return self.sub_(other)
+
+    def __imul__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
+        return self.mul_(other)
+
+    def __itruediv__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
+        return self.div_(other)
