@@ -363,6 +363,16 @@ class Ops(Protocol):
         broadcastable to ``[*B, n, m]``; ``True`` means *may attend*. A fully masked row gives 0."""
         ...
 
+    # ---- derived ops every interpreter also offers (see tensorplay.prefix.DerivedOps) ----------
+    def linear(self, w: Tensor[*tuple[Any, ...]], b: Tensor[*tuple[Any, ...]] | None,
+               x: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
+        """``x[*lead, in] @ w[out, in]^T + b[out] -> [*lead, out]``."""
+        ...
+
+    def map(self, lead: int, x: Tensor[*tuple[Any, ...]], f: Any) -> Tensor[*tuple[Any, ...]]:
+        """Apply ``f`` over ``x`` with its ``lead`` leading axes flattened into one batch axis."""
+        ...
+
     # ---- randomness (counter based: the key is an input value) -------------------------------
     def random_uniform(self, key: Tensor[*tuple[Any, ...]], *, shape: tuple[int, ...],
                        dtype: str) -> Tensor[*tuple[Any, ...]]:
@@ -399,8 +409,11 @@ class Interpreter(Ops, Protocol):
         ...
 
 
+DERIVED_METHODS: tuple[str, ...] = ("linear", "map")
+"""Protocol methods that are derived ops (implemented once in :mod:`tensorplay.prefix`), not primitives."""
+
 PRIMITIVE_NAMES: tuple[str, ...] = tuple(
     name for name, value in vars(Ops).items()
-    if callable(value) and not name.startswith("_")
+    if callable(value) and not name.startswith("_") and name not in DERIVED_METHODS
 )
 """Every primitive of the protocol, in declaration order."""

@@ -24,6 +24,7 @@ from spec.aval import Aval
 from spec.dtypes import weak_kind
 from spec.errors import DTypeError, ShapeError
 from tensorplay.formatting import format_array
+from tensorplay.prefix import DerivedOps
 from tensorplay.tensor import Tensor
 
 Array = np.ndarray[Any, Any]
@@ -92,7 +93,7 @@ KERNEL_PRIMS = ("gelu", "gather", "scatter_add", "conv", "conv_transpose", "conv
                 "random_uniform", "random_normal", "random_randint")
 
 
-class EagerInterpreter:
+class EagerInterpreter(DerivedOps):
     """Runs each primitive immediately; see the module docstring."""
 
     name = "eager"
