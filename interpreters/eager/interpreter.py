@@ -58,12 +58,12 @@ def _array(value: Any, dtype: str) -> Array:
 
 
 def _rsqrt(x: Array) -> Array:
-    out = np.sqrt(x)
-    return np.divide(1, out, out=out) if out.dtype.kind == "f" else 1 / out
+    out = np.sqrt(x, out=np.empty_like(x))
+    return np.divide(1, out, out=out)
 
 
 def _sigmoid(x: Array) -> Array:
-    out = np.multiply(x, 0.5)
+    out = np.multiply(x, 0.5, out=np.empty_like(x))
     np.tanh(out, out=out)
     out *= 0.5
     out += 0.5
