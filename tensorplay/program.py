@@ -261,8 +261,9 @@ def getitem(ops: Interpreter, x: AnyTensor, key: Any) -> AnyTensor:
         raise ShapeError("indexing: an index can only have a single ellipsis ('...')")
     if consumed > x.ndim:
         raise ShapeError(f"indexing: too many indices for a tensor of rank {x.ndim}: {consumed} given")
-    if Ellipsis in items:
-        pos = items.index(Ellipsis)
+    ellipsis = [i for i, it in enumerate(items) if it is Ellipsis]
+    if ellipsis:
+        pos = ellipsis[0]
         items[pos:pos + 1] = [builtins.slice(None)] * (x.ndim - consumed)
     else:
         items += [builtins.slice(None)] * (x.ndim - consumed)

@@ -211,8 +211,15 @@ class Tensor(Generic[*Shape]):
 
     # ---- arithmetic --------------------------------------------------------------------------
     def _binary(self, name: str, other: Any, reverse: bool = False) -> Any:
-        other = _p.operand(other, self._ops)
-        ops = self._ops if not isinstance(other, Tensor) else pick_interpreter(self._ops, other._ops)
+        ops = self._ops
+        kind = type(other)
+        if kind is Tensor:
+            if other._ops is not ops:
+                ops = pick_interpreter(ops, other._ops)
+        elif kind is not float and kind is not int:
+            other = _p.operand(other, ops)
+            if isinstance(other, Tensor):
+                ops = pick_interpreter(ops, other._ops)
         fn = getattr(ops, name)
         return fn(other, self) if reverse else fn(self, other)
 

@@ -186,30 +186,39 @@ class EagerInterpreter(DerivedOps):
     def _binary(self, name: str, x: Any, y: Any) -> Any:
         xd = x._data if isinstance(x, Tensor) else x
         yd = y._data if isinstance(y, Tensor) else y
-        fast = (type(xd) is np.ndarray and xd.dtype.kind == "f"
-                and (type(yd) is float or type(yd) is np.ndarray and yd.dtype is xd.dtype))
-        if not fast:
-            if not isinstance(x, Tensor) and not isinstance(y, Tensor):
-                raise DTypeError(f"{name}: expected at least one Tensor operand, got "
-                                 f"{type(x).__name__} and {type(y).__name__}")
-            out_aval = _rule(name, (x, y), {})
-            compute = _rule_compute_dtype(name, out_aval.dtype, x, y)
-            xd = xd.astype(compute) if isinstance(xd, np.ndarray) and xd.dtype.name != compute else xd
-            yd = yd.astype(compute) if isinstance(yd, np.ndarray) and yd.dtype.name != compute else yd
-        try:
+        if (type(xd) is np.ndarray and xd.dtype.kind == "f"
+                and (type(yd) is float or type(yd) is np.ndarray and yd.dtype is xd.dtype)):
             if name in _WARNS:
                 with np.errstate(all="ignore"):
                     out = BINARY[name](xd, yd)
             else:
-                out = BINARY[name](xd, yd)
-        except ValueError:
-            _rule(name, (x, y), {})  # raises the rule's ShapeError
-            raise
-        if not fast:
-            out = _array(out, out_aval.dtype)
-        elif type(out) is not np.ndarray:
-            out = np.asarray(out)
-        return self._finish(name, (x, y), {}, out)
+                try:
+                    out = BINARY[name](xd, yd)
+                except ValueError:
+                    _rule(name, (x, y), {})  # raises the rule's ShapeError
+                    raise
+            if type(out) is not np.ndarray:
+                out = np.asarray(out)
+        else:
+            out = self._binary_checked(name, x, y, xd, yd)
+        result = Tensor(self, out)
+        if ((isinstance(x, Tensor) and x._requires_grad) or (isinstance(y, Tensor) and y._requires_grad)) \
+                and tape.grad_enabled():
+            tape.record(name, (x, y), {}, result)
+        return result
+
+    def _binary_checked(self, name: str, x: Any, y: Any, xd: Any, yd: Any) -> Array:
+        """The slow path: dtype promotion and validation by the spec rule first."""
+        if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+            raise DTypeError(f"{name}: expected at least one Tensor operand, got "
+                             f"{type(x).__name__} and {type(y).__name__}")
+        out_aval = _rule(name, (x, y), {})
+        compute = _rule_compute_dtype(name, out_aval.dtype, x, y)
+        xd = xd.astype(compute) if isinstance(xd, np.ndarray) and xd.dtype.name != compute else xd
+        yd = yd.astype(compute) if isinstance(yd, np.ndarray) and yd.dtype.name != compute else yd
+        with np.errstate(all="ignore"):
+            out = BINARY[name](xd, yd)
+        return _array(out, out_aval.dtype)
 
     def _kernel(self, name: str, inputs: tuple[Any, ...], params: dict[str, Any]) -> Any:
         aval = _rule(name, inputs, params)

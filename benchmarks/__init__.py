@@ -1,0 +1,1 @@
+"""Side-by-side benchmarks; run all with ``python -m benchmarks``."""
