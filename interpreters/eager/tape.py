@@ -72,7 +72,8 @@ def enable_grad() -> _GradMode:
 class Node:
     """One recorded operation. ``name`` is the primitive (``grad_fn`` prints it)."""
 
-    __slots__ = ("name", "inputs", "params", "edges", "versions", "output", "freed")
+    __slots__ = ("name", "inputs", "params", "edges", "versions", "output", "freed", "out_data", "out_box",
+                 "out_version")
 
     def __init__(self, name: str, inputs: tuple[Any, ...], params: dict[str, Any], output: Tensor[*tuple[Any, ...]]):
         self.name = name
@@ -82,6 +83,32 @@ class Node:
         self.versions = tuple(_version(x) for x in inputs)
         self.output = weakref.ref(output)
         self.freed = False
+        # the result's value, for rules that read ``output`` (the output tensor itself may be gone by the
+        # time backward reaches this node); ``out_box`` detects an in-place write into that memory
+        self.out_data: Any = output._data
+        box = output._version
+        if box is None:
+            box = output._version = [0]
+        self.out_box: list[int] | None = box
+        self.out_version = box[0]
+
+    def saved_output(self) -> Tensor[*tuple[Any, ...]]:
+        """The primal result as a tensor produced by this node (so rules can differentiate through it)."""
+        from interpreters.eager.interpreter import eager
+        if self.out_box is not None and self.out_box[0] != self.out_version:
+            raise AutogradError(
+                f"backward: the result of '{self.name}' (shape {list(self.out_data.shape)}) was modified in "
+                f"place after it was saved for backward (version {self.out_version} then, {self.out_box[0]} now); "
+                "compute on a .clone() or do the in-place update after backward")
+        out = Tensor(eager, self.out_data)
+        out._node, out._requires_grad = self, True
+        return out
+
+    def preserve_output(self, current: Any) -> None:
+        """Before ``current`` (this node's result memory) is overwritten in place: keep a private copy."""
+        if self.out_data is current and self.out_box is not None and self.out_box[0] == self.out_version:
+            self.out_data = current.copy()
+            self.out_box = None
 
     def __repr__(self) -> str:
         return f"<{self.name}Backward>"
@@ -152,6 +179,11 @@ def _vjp_rule(name: str) -> Callable[..., Any]:
     return rule
 
 
+def _uses_output() -> frozenset[str]:
+    from tensorplay.rules.vjp import USES_OUTPUT
+    return USES_OUTPUT
+
+
 def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequence[Any],
                  retain_graph: bool, create_graph: bool,
                  targets: Sequence[Tensor[*tuple[Any, ...]]] | None) -> list[Any]:
@@ -184,8 +216,9 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
                     "backward: trying to backward through the graph a second time (its saved values were "
                     "freed after the first backward); pass retain_graph=True to the first backward call")
             _check_versions(node)
-            output = node.output()
-            cotangents = _vjp_rule(node.name)(eager, g, node.inputs, output, **node.params)
+            rule = _vjp_rule(node.name)
+            output = node.saved_output() if node.name in _uses_output() else node.output()
+            cotangents = rule(eager, g, node.inputs, output, **node.params)
             for edge, ct in zip(node.edges, cotangents):
                 if edge is None or ct is None:
                     continue
@@ -198,6 +231,7 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
                     _accumulate(leaf_grads, id(edge), ct)
             if not retain_graph:
                 node.inputs = None
+                node.out_data = None
                 node.freed = True
     finally:
         set_grad_enabled(previous)
@@ -207,7 +241,9 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
                 found[i] = leaf_grads.get(id(t))
         return found
     for key, g in leaf_grads.items():
-        leaf = leaves.get(key) or next((o for o in outputs if id(o) == key), None)
+        leaf = leaves.get(key)
+        if leaf is None:
+            leaf = next((o for o in outputs if id(o) == key), None)
         if leaf is None:
             continue
         if not create_graph:
@@ -339,6 +375,8 @@ def inplace(ops: Any, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tenso
         base = Tensor(ops, x._data.copy()) if x._requires_grad else x
         if x._requires_grad:
             base._node, base._requires_grad = x._node, True
+            if x._node is not None:
+                x._node.preserve_output(x._data)
         new = getattr(ops, op)(base, other)
     return _write(ops, x, new, where)
 
@@ -367,5 +405,7 @@ def setitem(ops: Any, x: Tensor[*tuple[Any, ...]], key: Any, value: Any) -> None
     scattered = ops.scatter_add(zeros, ops.constant(positions.astype(np.int64)), flat_values, axis=0)
     old = Tensor(ops, x._data.copy())
     old._node, old._requires_grad = x._node, x._requires_grad
+    if x._node is not None:
+        x._node.preserve_output(x._data)
     new = ops.where(ops.constant(written.reshape(shape)), ops.reshape(scattered, shape=shape), old)
     _write(ops, x, new, "setitem")

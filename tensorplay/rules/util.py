@@ -1,0 +1,130 @@
+"""Helpers shared by the differentiation rules, built only from :class:`~tensorplay.ops.Ops` primitives.
+
+Nothing here touches numpy or an interpreter: every helper works on whatever
+tensors ``ops`` produces (eager arrays, graph values), so rules that use them
+compose under every transform.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from tensorplay.tensor import Tensor
+
+if TYPE_CHECKING:
+    from tensorplay.ops import Ops
+
+AnyTensor = Any
+"""A :class:`~tensorplay.tensor.Tensor` of any shape (kept loose: rules are shape-generic)."""
+
+FLOAT_DTYPES = ("float32", "float64")
+_LOWEST = {"float32": -3.4028234663852886e38, "float64": -1.7976931348623157e308}
+
+
+def is_tensor(x: object) -> bool:
+    """True for a :class:`Tensor` (not a Python scalar, not ``None``)."""
+    return isinstance(x, Tensor)
+
+
+def is_float_tensor(x: object) -> bool:
+    """True for a float32/float64 :class:`Tensor`: the only inputs that receive a cotangent."""
+    return isinstance(x, Tensor) and x.dtype.name in FLOAT_DTYPES
+
+
+def shape_of(x: AnyTensor) -> tuple[Any, ...]:
+    """``x.shape`` as a plain tuple."""
+    return tuple(x.shape)
+
+
+def dtype_name(x: AnyTensor) -> str:
+    """The dtype name of a tensor (``"float32"``, ...)."""
+    return str(x.dtype.name)
+
+
+def lowest(dtype: str) -> float:
+    """The most negative finite value of a float dtype (a finite stand-in for ``-inf``)."""
+    return _LOWEST[dtype]
+
+
+def zeros(ops: Ops, shape: Sequence[Any], dtype: str) -> AnyTensor:
+    """A tensor of zeros (the ``full`` primitive)."""
+    return ops.full(shape=tuple(shape), value=0.0, dtype=dtype)
+
+
+def zeros_like(ops: Ops, x: AnyTensor) -> AnyTensor:
+    """Zeros with the shape and dtype of ``x``."""
+    return zeros(ops, shape_of(x), dtype_name(x))
+
+
+def normalize_axes(axes: Sequence[int], ndim: int) -> tuple[int, ...]:
+    """Axes mapped to ``[0, ndim)`` (the primitives' shape rules already validated them)."""
+    return tuple(int(a) % ndim if ndim else 0 for a in axes)
+
+
+def sum_to(ops: Ops, g: AnyTensor, shape: Sequence[Any]) -> AnyTensor:
+    """Reduce a cotangent of a broadcast result back to ``shape``: sum the leading axes
+    broadcasting added and the size-1 axes it stretched, then restore ``shape``."""
+    target = tuple(shape)
+    gshape = shape_of(g)
+    if gshape == target:
+        return g
+    lead = len(gshape) - len(target)
+    axes = tuple(range(lead)) + tuple(
+        i + lead for i, d in enumerate(target) if d == 1 and gshape[i + lead] != 1)
+    out = ops.reduce_sum(g, axes=axes, keepdims=False) if axes else g
+    if shape_of(out) != target:
+        out = ops.reshape(out, shape=target)
+    return out
+
+
+def cotangent_for(ops: Ops, g: AnyTensor | None, x: object) -> AnyTensor | None:
+    """The cotangent of input ``x`` from a cotangent ``g`` of a (broadcast, promoted) result:
+    ``None`` unless ``x`` is a float tensor; otherwise reduced to ``x``'s shape and cast to its dtype."""
+    if g is None or not is_float_tensor(x):
+        return None
+    out = sum_to(ops, g, shape_of(x))
+    if dtype_name(out) != dtype_name(x):
+        out = ops.cast(out, dtype=dtype_name(x))
+    return out
+
+
+def as_float(ops: Ops, mask: AnyTensor, dtype: str) -> AnyTensor:
+    """A bool mask as 0.0/1.0 of ``dtype``."""
+    return ops.cast(mask, dtype=dtype)
+
+
+def swap_last(ops: Ops, x: AnyTensor) -> AnyTensor:
+    """``x`` with its last two axes exchanged."""
+    n = len(shape_of(x))
+    perm = tuple(range(n - 2)) + (n - 1, n - 2)
+    return ops.permute(x, perm=perm)
+
+
+def keepdims_shape(shape: Sequence[Any], axes: Sequence[int]) -> tuple[Any, ...]:
+    """``shape`` with each of ``axes`` (normalised) replaced by 1."""
+    reduced = set(axes)
+    return tuple(1 if i in reduced else d for i, d in enumerate(shape))
+
+
+def unreduce(ops: Ops, g: AnyTensor, shape: Sequence[Any], axes: Sequence[int], keepdims: bool) -> AnyTensor:
+    """Broadcast the cotangent ``g`` of a reduction over ``axes`` back to the input ``shape``."""
+    full = tuple(shape)
+    ax = normalize_axes(axes, len(full))
+    kshape = keepdims_shape(full, ax)
+    if not keepdims and shape_of(g) != kshape:
+        g = ops.reshape(g, shape=kshape)
+    if shape_of(g) != full:
+        g = ops.broadcast_to(g, shape=full)
+    return g
+
+
+def channel_column(ops: Ops, v: AnyTensor, ndim: int) -> AnyTensor:
+    """A ``[C]`` vector reshaped to ``[1, C, 1, ...]`` so it broadcasts along axis 1 of a rank-``ndim`` tensor."""
+    return ops.reshape(v, shape=(1, shape_of(v)[0]) + (1,) * (ndim - 2))
+
+
+def mean_keep(ops: Ops, x: AnyTensor, axis: int) -> AnyTensor:
+    """Mean over one axis, keeping it (size 1)."""
+    n = shape_of(x)[axis]
+    return ops.div(ops.reduce_sum(x, axes=(axis,), keepdims=True), float(n))
