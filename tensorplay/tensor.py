@@ -10,7 +10,7 @@ operation (an outer transform's value seen inside an inner one is lifted).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Generic, TypeVarTuple, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, TypeVarTuple, overload
 
 import numpy as np
 
@@ -24,6 +24,21 @@ if TYPE_CHECKING:
 Shape = TypeVarTuple("Shape")
 S2 = TypeVarTuple("S2")
 Scalar = bool | int | float
+
+# Typing-only names for the shape-polymorphic signatures below. Methods that constrain
+# ``self`` use their own TypeVarTuples (reusing ``Shape`` in a ``self`` annotation
+# silently gives a wrong type in mypy). ``Lead`` is a leading shape kept by the method,
+# ``Rest`` a trailing one; ``M``, ``K``, ``N`` are matrix dims; ``D`` a feature dim.
+Lead = TypeVarTuple("Lead")
+Rest = TypeVarTuple("Rest")
+A0 = TypeVar("A0")
+A1 = TypeVar("A1")
+M = TypeVar("M")
+K = TypeVar("K")
+N = TypeVar("N")
+D = TypeVar("D")
+One = Literal[1]
+AnyShape = tuple[Any, ...]
 
 
 class Size(tuple[int, ...]):
@@ -184,11 +199,11 @@ class Tensor(Generic[*Shape]):
     @property
     def grad(self) -> Tensor[*Shape] | None:
         """The gradient accumulated by ``backward`` (leaf tensors only)."""
-        return self._grad  # type: ignore[return-value]
+        return self._grad
 
     @grad.setter
     def grad(self, value: Tensor[*Shape] | None) -> None:
-        self._grad = value  # type: ignore[assignment]
+        self._grad = value
 
     @property
     def grad_fn(self) -> Any:
@@ -223,41 +238,114 @@ class Tensor(Generic[*Shape]):
         fn = getattr(ops, name)
         return fn(other, self) if reverse else fn(self, other)
 
-    def __add__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
-        return self._binary("add", other)  # type: ignore[no-any-return]
+    @overload
+    def __add__(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]: ...
+
+    @overload
+    def __add__(self: Tensor[*Lead, D], other: Tensor[D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __add__(self: Tensor[*Lead, D], other: Tensor[*Lead, One]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __add__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
+
+    def __add__(self, other: Any) -> Any:
+        return self._binary("add", other)
 
     def __radd__(self, other: Scalar) -> Tensor[*Shape]:
         return self._binary("add", other, True)  # type: ignore[no-any-return]
 
-    def __sub__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
-        return self._binary("sub", other)  # type: ignore[no-any-return]
+    @overload
+    def __sub__(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]: ...
+
+    @overload
+    def __sub__(self: Tensor[*Lead, D], other: Tensor[D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __sub__(self: Tensor[*Lead, D], other: Tensor[*Lead, One]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __sub__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
+
+    def __sub__(self, other: Any) -> Any:
+        return self._binary("sub", other)
 
     def __rsub__(self, other: Scalar) -> Tensor[*Shape]:
         return self._binary("sub", other, True)  # type: ignore[no-any-return]
 
-    def __mul__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
-        return self._binary("mul", other)  # type: ignore[no-any-return]
+    @overload
+    def __mul__(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]: ...
+
+    @overload
+    def __mul__(self: Tensor[*Lead, D], other: Tensor[D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __mul__(self: Tensor[*Lead, D], other: Tensor[*Lead, One]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __mul__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
+
+    def __mul__(self, other: Any) -> Any:
+        return self._binary("mul", other)
 
     def __rmul__(self, other: Scalar) -> Tensor[*Shape]:
         return self._binary("mul", other, True)  # type: ignore[no-any-return]
 
-    def __truediv__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
-        return self._binary("div", other)  # type: ignore[no-any-return]
+    @overload
+    def __truediv__(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]: ...
+
+    @overload
+    def __truediv__(self: Tensor[*Lead, D], other: Tensor[D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __truediv__(self: Tensor[*Lead, D], other: Tensor[*Lead, One]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __truediv__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
+
+    def __truediv__(self, other: Any) -> Any:
+        return self._binary("div", other)
 
     def __rtruediv__(self, other: Scalar) -> Tensor[*Shape]:
         return self._binary("div", other, True)  # type: ignore[no-any-return]
 
-    def __pow__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
-        return self._binary("pow", other)  # type: ignore[no-any-return]
+    @overload
+    def __pow__(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]: ...
+
+    @overload
+    def __pow__(self: Tensor[*Lead, D], other: Tensor[D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __pow__(self: Tensor[*Lead, D], other: Tensor[*Lead, One]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __pow__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
+
+    def __pow__(self, other: Any) -> Any:
+        return self._binary("pow", other)
 
     def __rpow__(self, other: Scalar) -> Tensor[*Shape]:
         return self._binary("pow", other, True)  # type: ignore[no-any-return]
 
-    def __matmul__(self, other: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
+    @overload
+    def __matmul__(self: Tensor[M, K], other: Tensor[K, N]) -> Tensor[M, N]: ...
+
+    @overload
+    def __matmul__(self: Tensor[*Lead, M, K], other: Tensor[K, N]) -> Tensor[*Lead, M, N]: ...
+
+    @overload
+    def __matmul__(self: Tensor[*Lead, M, K], other: Tensor[*Lead, K, N]) -> Tensor[*Lead, M, N]: ...
+
+    @overload
+    def __matmul__(self: Tensor[*Lead, K], other: Tensor[K]) -> Tensor[*Lead]: ...
+
+    def __matmul__(self, other: Any) -> Any:
+        """``a[*B, M, K] @ b[*B, K, N] -> [*B, M, N]`` (also ``b[K, N]``, and a vector ``b[K]``)."""
         return _p.matmul(self._pick(other), self, other)
 
     def __rmatmul__(self, other: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
-        return _p.matmul(self._pick(other), other, self)
+        return _p.matmul(self._pick(other), other, self)  # type: ignore[no-any-return]
 
     def __neg__(self) -> Tensor[*Shape]:
         return self._ops.neg(self)
@@ -271,11 +359,35 @@ class Tensor(Generic[*Shape]):
     def __invert__(self) -> Tensor[*Shape]:
         return self._ops.logical_not(self)
 
-    def __and__(self, other: Tensor[*Shape] | bool) -> Tensor[*Shape]:
-        return self._binary("logical_and", other)  # type: ignore[no-any-return]
+    @overload
+    def __and__(self, other: Tensor[*Shape] | Tensor[()] | bool) -> Tensor[*Shape]: ...
 
-    def __or__(self, other: Tensor[*Shape] | bool) -> Tensor[*Shape]:
-        return self._binary("logical_or", other)  # type: ignore[no-any-return]
+    @overload
+    def __and__(self: Tensor[*Lead, D], other: Tensor[D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __and__(self: Tensor[*Lead, D], other: Tensor[*Lead, One]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __and__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
+
+    def __and__(self, other: Any) -> Any:
+        return self._binary("logical_and", other)
+
+    @overload
+    def __or__(self, other: Tensor[*Shape] | Tensor[()] | bool) -> Tensor[*Shape]: ...
+
+    @overload
+    def __or__(self: Tensor[*Lead, D], other: Tensor[D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __or__(self: Tensor[*Lead, D], other: Tensor[*Lead, One]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __or__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
+
+    def __or__(self, other: Any) -> Any:
+        return self._binary("logical_or", other)
 
     def __eq__(self, other: object) -> Tensor[*Shape]:  # type: ignore[override]
         return self._binary("eq", other)  # type: ignore[no-any-return]
@@ -283,19 +395,67 @@ class Tensor(Generic[*Shape]):
     def __ne__(self, other: object) -> Tensor[*Shape]:  # type: ignore[override]
         return self._binary("ne", other)  # type: ignore[no-any-return]
 
-    def __lt__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
-        return self._binary("lt", other)  # type: ignore[no-any-return]
+    @overload
+    def __lt__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]: ...
 
-    def __le__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
-        return self._binary("le", other)  # type: ignore[no-any-return]
+    @overload
+    def __lt__(self: Tensor[*Lead, D], other: Tensor[D]) -> Tensor[*Lead, D]: ...
 
-    def __gt__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
-        return self._binary("gt", other)  # type: ignore[no-any-return]
+    @overload
+    def __lt__(self: Tensor[*Lead, D], other: Tensor[*Lead, One]) -> Tensor[*Lead, D]: ...
 
-    def __ge__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
-        return self._binary("ge", other)  # type: ignore[no-any-return]
+    @overload
+    def __lt__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
 
-    __hash__ = object.__hash__  # type: ignore[assignment]
+    def __lt__(self, other: Any) -> Any:
+        return self._binary("lt", other)
+
+    @overload
+    def __le__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]: ...
+
+    @overload
+    def __le__(self: Tensor[*Lead, D], other: Tensor[D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __le__(self: Tensor[*Lead, D], other: Tensor[*Lead, One]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __le__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
+
+    def __le__(self, other: Any) -> Any:
+        return self._binary("le", other)
+
+    @overload
+    def __gt__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]: ...
+
+    @overload
+    def __gt__(self: Tensor[*Lead, D], other: Tensor[D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __gt__(self: Tensor[*Lead, D], other: Tensor[*Lead, One]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __gt__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
+
+    def __gt__(self, other: Any) -> Any:
+        return self._binary("gt", other)
+
+    @overload
+    def __ge__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]: ...
+
+    @overload
+    def __ge__(self: Tensor[*Lead, D], other: Tensor[D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __ge__(self: Tensor[*Lead, D], other: Tensor[*Lead, One]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __ge__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
+
+    def __ge__(self, other: Any) -> Any:
+        return self._binary("ge", other)
+
+    __hash__ = object.__hash__
 
     def _pick(self, other: object) -> Interpreter:
         if isinstance(other, Tensor):
@@ -379,21 +539,45 @@ class Tensor(Generic[*Shape]):
         """``x * x``."""
         return self._ops.mul(self, self)  # type: ignore[no-any-return]
 
-    def pow(self, exponent: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
+    def pow(self, exponent: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]:
         """``x ** exponent``."""
         return self._binary("pow", exponent)  # type: ignore[no-any-return]
 
-    def maximum(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
-        """Elementwise max."""
-        return self._binary("maximum", other)  # type: ignore[no-any-return]
+    @overload
+    def maximum(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]: ...
 
-    def minimum(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
-        """Elementwise min."""
-        return self._binary("minimum", other)  # type: ignore[no-any-return]
+    @overload
+    def maximum(self: Tensor[*Lead, D], other: Tensor[D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def maximum(self: Tensor[*Lead, D], other: Tensor[*Lead, One]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def maximum(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
+
+    def maximum(self, other: Any) -> Any:
+        """Elementwise max (numpy broadcasting)."""
+        return self._binary("maximum", other)
+
+    @overload
+    def minimum(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]: ...
+
+    @overload
+    def minimum(self: Tensor[*Lead, D], other: Tensor[D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def minimum(self: Tensor[*Lead, D], other: Tensor[*Lead, One]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def minimum(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
+
+    def minimum(self, other: Any) -> Any:
+        """Elementwise min (numpy broadcasting)."""
+        return self._binary("minimum", other)
 
     def clamp(self, min: Scalar | None = None, max: Scalar | None = None) -> Tensor[*Shape]:
         """Limit to ``[min, max]`` (either may be ``None``)."""
-        return _p.clamp(self._ops, self, min, max)
+        return _p.clamp(self._ops, self, min, max)  # type: ignore[no-any-return]
 
     clip = clamp
 
@@ -410,79 +594,322 @@ class Tensor(Generic[*Shape]):
         return self._ops.log_softmax(self, axis=dim)
 
     # ---- reductions ---------------------------------------------------------------------------
-    def sum(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*tuple[Any, ...]]:
+    @overload
+    def sum(self, dim: None = None, keepdim: Literal[False] = False) -> Tensor[()]: ...
+
+    @overload
+    def sum(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[False] = False) -> Tensor[*Lead]: ...
+
+    @overload
+    def sum(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[True]) -> Tensor[*Lead, One]: ...
+
+    @overload
+    def sum(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[False] = False) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def sum(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[True]) -> Tensor[*Lead, One, D]: ...
+
+    @overload
+    def sum(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[False] = False) -> Tensor[*Rest]: ...
+
+    @overload
+    def sum(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[True]) -> Tensor[One, *Rest]: ...
+
+    @overload
+    def sum(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[False] = False) -> Tensor[A0, *Rest]: ...
+
+    @overload
+    def sum(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[True]) -> Tensor[A0, One, *Rest]: ...
+
+    @overload
+    def sum(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*AnyShape]: ...
+
+    def sum(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Any:
         """Sum over ``dim`` (all axes when ``None``)."""
         return _p.reduce(self._ops, "reduce_sum", self, dim, keepdim)
 
-    def mean(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*tuple[Any, ...]]:
+    @overload
+    def mean(self, dim: None = None, keepdim: Literal[False] = False) -> Tensor[()]: ...
+
+    @overload
+    def mean(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[False] = False) -> Tensor[*Lead]: ...
+
+    @overload
+    def mean(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[True]) -> Tensor[*Lead, One]: ...
+
+    @overload
+    def mean(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[False] = False) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def mean(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[True]) -> Tensor[*Lead, One, D]: ...
+
+    @overload
+    def mean(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[False] = False) -> Tensor[*Rest]: ...
+
+    @overload
+    def mean(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[True]) -> Tensor[One, *Rest]: ...
+
+    @overload
+    def mean(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[False] = False) -> Tensor[A0, *Rest]: ...
+
+    @overload
+    def mean(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[True]) -> Tensor[A0, One, *Rest]: ...
+
+    @overload
+    def mean(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*AnyShape]: ...
+
+    def mean(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Any:
         """Mean over ``dim`` (all axes when ``None``); integer tensors are refused."""
         return _p.mean(self._ops, self, dim, keepdim)
 
+    @overload
+    def var(self, dim: None = None, keepdim: Literal[False] = False, correction: int = 1) -> Tensor[()]: ...
+
+    @overload
+    def var(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[False] = False, correction: int = 1) -> Tensor[*Lead]: ...
+
+    @overload
+    def var(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[True], correction: int = 1) -> Tensor[*Lead, One]: ...
+
+    @overload
+    def var(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[False] = False, correction: int = 1) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def var(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[True], correction: int = 1) -> Tensor[*Lead, One, D]: ...
+
+    @overload
+    def var(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[False] = False, correction: int = 1) -> Tensor[*Rest]: ...
+
+    @overload
+    def var(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[True], correction: int = 1) -> Tensor[One, *Rest]: ...
+
+    @overload
+    def var(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[False] = False, correction: int = 1) -> Tensor[A0, *Rest]: ...
+
+    @overload
+    def var(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[True], correction: int = 1) -> Tensor[A0, One, *Rest]: ...
+
+    @overload
+    def var(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor[*AnyShape]: ...
+
     def var(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False,
-            correction: int = 1) -> Tensor[*tuple[Any, ...]]:
+            correction: int = 1) -> Any:
         """Variance over ``dim`` with Bessel's ``correction`` (1 by default, as PyTorch)."""
         return _p.var(self._ops, self, dim, keepdim, correction)
 
-    def max(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*tuple[Any, ...]]:
+    @overload
+    def max(self, dim: None = None, keepdim: Literal[False] = False) -> Tensor[()]: ...
+
+    @overload
+    def max(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[False] = False) -> Tensor[*Lead]: ...
+
+    @overload
+    def max(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[True]) -> Tensor[*Lead, One]: ...
+
+    @overload
+    def max(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[False] = False) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def max(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[True]) -> Tensor[*Lead, One, D]: ...
+
+    @overload
+    def max(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[False] = False) -> Tensor[*Rest]: ...
+
+    @overload
+    def max(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[True]) -> Tensor[One, *Rest]: ...
+
+    @overload
+    def max(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[False] = False) -> Tensor[A0, *Rest]: ...
+
+    @overload
+    def max(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[True]) -> Tensor[A0, One, *Rest]: ...
+
+    @overload
+    def max(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*AnyShape]: ...
+
+    def max(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Any:
         """Max over ``dim`` (all axes when ``None``). Returns the values only (see ``argmax``)."""
         return _p.reduce(self._ops, "reduce_max", self, dim, keepdim)
 
-    def min(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*tuple[Any, ...]]:
+    @overload
+    def min(self, dim: None = None, keepdim: Literal[False] = False) -> Tensor[()]: ...
+
+    @overload
+    def min(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[False] = False) -> Tensor[*Lead]: ...
+
+    @overload
+    def min(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[True]) -> Tensor[*Lead, One]: ...
+
+    @overload
+    def min(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[False] = False) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def min(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[True]) -> Tensor[*Lead, One, D]: ...
+
+    @overload
+    def min(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[False] = False) -> Tensor[*Rest]: ...
+
+    @overload
+    def min(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[True]) -> Tensor[One, *Rest]: ...
+
+    @overload
+    def min(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[False] = False) -> Tensor[A0, *Rest]: ...
+
+    @overload
+    def min(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[True]) -> Tensor[A0, One, *Rest]: ...
+
+    @overload
+    def min(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*AnyShape]: ...
+
+    def min(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Any:
         """Min over ``dim`` (all axes when ``None``)."""
         return _p.reduce(self._ops, "reduce_min", self, dim, keepdim)
 
-    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor[*tuple[Any, ...]]:
+    @overload
+    def argmax(self, dim: None = None, keepdim: Literal[False] = False) -> Tensor[()]: ...
+
+    @overload
+    def argmax(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[False] = False) -> Tensor[*Lead]: ...
+
+    @overload
+    def argmax(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[True]) -> Tensor[*Lead, One]: ...
+
+    @overload
+    def argmax(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[False] = False) -> Tensor[*Rest]: ...
+
+    @overload
+    def argmax(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[False] = False) -> Tensor[A0, *Rest]: ...
+
+    @overload
+    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor[*AnyShape]: ...
+
+    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Any:
         """Index of the first maximum along ``dim`` (of the flattened tensor when ``None``)."""
         return _p.arg_reduce(self._ops, "argmax", self, dim, keepdim)
 
-    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor[*tuple[Any, ...]]:
+    @overload
+    def argmin(self, dim: None = None, keepdim: Literal[False] = False) -> Tensor[()]: ...
+
+    @overload
+    def argmin(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[False] = False) -> Tensor[*Lead]: ...
+
+    @overload
+    def argmin(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[True]) -> Tensor[*Lead, One]: ...
+
+    @overload
+    def argmin(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[False] = False) -> Tensor[*Rest]: ...
+
+    @overload
+    def argmin(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[False] = False) -> Tensor[A0, *Rest]: ...
+
+    @overload
+    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor[*AnyShape]: ...
+
+    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Any:
         """Index of the first minimum along ``dim`` (of the flattened tensor when ``None``)."""
         return _p.arg_reduce(self._ops, "argmin", self, dim, keepdim)
 
     # ---- structure ---------------------------------------------------------------------------
-    def reshape(self, *shape: Any) -> Tensor[*tuple[Any, ...]]:
-        """Same elements, new shape; one entry may be ``-1``. Accepts ``reshape(2, 3)`` or ``reshape((2, 3))``."""
+    @overload
+    def reshape(self, a: Literal[-1], /) -> Tensor[int]: ...
+
+    @overload
+    def reshape(self, a: A0, b: Literal[-1], /) -> Tensor[A0, int]: ...
+
+    @overload
+    def reshape(self, a: A0, b: A1, c: Literal[-1], /) -> Tensor[A0, A1, int]: ...
+
+    @overload
+    def reshape(self, shape: tuple[*S2], /) -> Tensor[*S2]: ...
+
+    @overload
+    def reshape(self, *shape: *S2) -> Tensor[*S2]: ...
+
+    def reshape(self, *shape: Any) -> Any:  # type: ignore[misc]  # mypy: "*shape: *S2" vs "*shape: Any"
+        """Same elements, new shape; one entry may be ``-1``. Accepts ``reshape(2, 3)`` or ``reshape((2, 3))``.
+
+        Typed: ``x.reshape(b, Flat(c * h * w))`` is a ``Tensor[Batch, Flat]`` (sizes named by
+        NewType dims); a ``-1`` entry is typed ``int``."""
         return _p.reshape(self._ops, self, _p.shape_args(shape))
 
     view = reshape
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor[*tuple[Any, ...]]:
         """Merge axes ``start_dim..end_dim`` into one."""
-        return _p.flatten(self._ops, self, start_dim, end_dim)
+        return _p.flatten(self._ops, self, start_dim, end_dim)  # type: ignore[no-any-return]
 
     def permute(self, *dims: Any) -> Tensor[*tuple[Any, ...]]:
         """Reorder the axes: result axis ``i`` is axis ``dims[i]``."""
-        return _p.permute(self._ops, self, _p.shape_args(dims))
+        return _p.permute(self._ops, self, _p.shape_args(dims))  # type: ignore[no-any-return]
 
-    def transpose(self, dim0: int, dim1: int) -> Tensor[*tuple[Any, ...]]:
-        """Swap two axes."""
+    @overload
+    def transpose(self: Tensor[*Lead, M, N], dim0: Literal[-2], dim1: Literal[-1]) -> Tensor[*Lead, N, M]: ...
+
+    @overload
+    def transpose(self: Tensor[*Lead, M, N], dim0: Literal[-1], dim1: Literal[-2]) -> Tensor[*Lead, N, M]: ...
+
+    @overload
+    def transpose(self: Tensor[M, N, *Rest], dim0: Literal[0], dim1: Literal[1]) -> Tensor[N, M, *Rest]: ...
+
+    @overload
+    def transpose(self: Tensor[M, N, *Rest], dim0: Literal[1], dim1: Literal[0]) -> Tensor[N, M, *Rest]: ...
+
+    @overload
+    def transpose(self, dim0: int, dim1: int) -> Tensor[*AnyShape]: ...
+
+    def transpose(self, dim0: int, dim1: int) -> Any:
+        """Swap two axes (typed for the last two and for the first two)."""
         return _p.transpose(self._ops, self, dim0, dim1)
 
     @property
-    def T(self) -> Tensor[*tuple[Any, ...]]:
-        """All axes reversed."""
-        return _p.permute(self._ops, self, tuple(range(self.ndim - 1, -1, -1)))
+    def T(self: Tensor[M, N]) -> Tensor[N, M]:
+        """All axes reversed (typed for matrices: on other ranks PyTorch deprecates it; use ``mT`` or ``permute``)."""
+        return _p.permute(self._ops, self, tuple(range(self.ndim - 1, -1, -1)))  # type: ignore[no-any-return]
 
     @property
-    def mT(self) -> Tensor[*tuple[Any, ...]]:
+    def mT(self: Tensor[*Lead, M, N]) -> Tensor[*Lead, N, M]:
         """The last two axes swapped."""
-        return _p.transpose(self._ops, self, -2, -1)
+        return _p.transpose(self._ops, self, -2, -1)  # type: ignore[no-any-return]
 
-    def unsqueeze(self, dim: int) -> Tensor[*tuple[Any, ...]]:
+    @overload
+    def unsqueeze(self, dim: Literal[0]) -> Tensor[One, *Shape]: ...
+
+    @overload
+    def unsqueeze(self, dim: Literal[-1]) -> Tensor[*Shape, One]: ...
+
+    @overload
+    def unsqueeze(self: Tensor[A0, *Rest], dim: Literal[1]) -> Tensor[A0, One, *Rest]: ...
+
+    @overload
+    def unsqueeze(self: Tensor[*Lead, D], dim: Literal[-2]) -> Tensor[*Lead, One, D]: ...
+
+    @overload
+    def unsqueeze(self, dim: int) -> Tensor[*AnyShape]: ...
+
+    def unsqueeze(self, dim: int) -> Any:
         """Insert a size-1 axis at ``dim``."""
         return _p.unsqueeze(self._ops, self, dim)
 
-    def squeeze(self, dim: int | None = None) -> Tensor[*tuple[Any, ...]]:
+    @overload
+    def squeeze(self: Tensor[One, *Rest], dim: Literal[0]) -> Tensor[*Rest]: ...
+
+    @overload
+    def squeeze(self: Tensor[*Lead, One], dim: Literal[-1]) -> Tensor[*Lead]: ...
+
+    @overload
+    def squeeze(self, dim: int | None = None) -> Tensor[*AnyShape]: ...
+
+    def squeeze(self, dim: int | None = None) -> Any:
         """Remove size-1 axes (only ``dim`` when given; a non-1 ``dim`` is left as is, as PyTorch)."""
         return _p.squeeze(self._ops, self, dim)
 
     def expand(self, *shape: Any) -> Tensor[*tuple[Any, ...]]:
         """Broadcast to ``shape`` (``-1`` keeps an axis)."""
-        return _p.expand(self._ops, self, _p.shape_args(shape))
+        return _p.expand(self._ops, self, _p.shape_args(shape))  # type: ignore[no-any-return]
 
-    def broadcast_to(self, shape: tuple[int, ...]) -> Tensor[*tuple[Any, ...]]:
+    def broadcast_to(self, shape: tuple[*S2]) -> Tensor[*S2]:
         """numpy broadcasting to ``shape``."""
-        return self._ops.broadcast_to(self, shape=tuple(shape))
+        return self._ops.broadcast_to(self, shape=tuple(shape))  # type: ignore[arg-type]
 
     def contiguous(self) -> Tensor[*Shape]:
         """The same values in a row-major buffer (a no-op for values that already are)."""
@@ -520,7 +947,13 @@ class Tensor(Generic[*Shape]):
         return self.astype(_dt.bool_)
 
     # ---- indexing ------------------------------------------------------------------------------
-    def __getitem__(self, key: Any) -> Tensor[*tuple[Any, ...]]:
+    @overload
+    def __getitem__(self: Tensor[A0, *Rest], key: int) -> Tensor[*Rest]: ...
+
+    @overload
+    def __getitem__(self, key: Any) -> Tensor[*AnyShape]: ...
+
+    def __getitem__(self, key: Any) -> Any:
         return _p.getitem(self._ops, self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -561,14 +994,62 @@ class Tensor(Generic[*Shape]):
         """Clamp in place."""
         return self._ops.inplace(self, "copy", _p.clamp(self._ops, self, min, max))  # type: ignore[attr-defined, no-any-return]
 
-    def __iadd__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
+    @overload  # type: ignore[misc]  # mypy compares in-place overloads with __add__ item by item
+    def __iadd__(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]: ...
+
+    @overload
+    def __iadd__(self: Tensor[*Lead, D], other: Tensor[D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __iadd__(self: Tensor[*Lead, D], other: Tensor[*Lead, One]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __iadd__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
+
+    def __iadd__(self, other: Any) -> Any:  # type: ignore[misc]  # in place: the result has self's shape
         return self.add_(other)
 
-    def __isub__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
+    @overload  # type: ignore[misc]  # mypy compares in-place overloads with __sub__ item by item
+    def __isub__(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]: ...
+
+    @overload
+    def __isub__(self: Tensor[*Lead, D], other: Tensor[D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __isub__(self: Tensor[*Lead, D], other: Tensor[*Lead, One]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __isub__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
+
+    def __isub__(self, other: Any) -> Any:  # type: ignore[misc]  # in place: the result has self's shape
         return self.sub_(other)
 
-    def __imul__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
+    @overload  # type: ignore[misc]  # mypy compares in-place overloads with __mul__ item by item
+    def __imul__(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]: ...
+
+    @overload
+    def __imul__(self: Tensor[*Lead, D], other: Tensor[D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __imul__(self: Tensor[*Lead, D], other: Tensor[*Lead, One]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __imul__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
+
+    def __imul__(self, other: Any) -> Any:  # type: ignore[misc]  # in place: the result has self's shape
         return self.mul_(other)
 
-    def __itruediv__(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
+    @overload  # type: ignore[misc]  # mypy compares in-place overloads with __truediv__ item by item
+    def __itruediv__(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]: ...
+
+    @overload
+    def __itruediv__(self: Tensor[*Lead, D], other: Tensor[D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __itruediv__(self: Tensor[*Lead, D], other: Tensor[*Lead, One]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __itruediv__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
+
+    def __itruediv__(self, other: Any) -> Any:  # type: ignore[misc]  # in place: the result has self's shape
         return self.div_(other)
