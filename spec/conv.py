@@ -224,7 +224,7 @@ def conv_weight_grad_ref(x: object, g: object, *, kernel_size: tuple[int, ...], 
     for offset in itertools.product(*(range(k) for k in kernel_size)):
         win = _window(xp, offset, tuple(stride), tuple(dilation), out_sp)
         for grp in range(groups):
-            gs = ga[:, grp * og:(grp + 1) * og]
-            xs = win[:, grp * cg:(grp + 1) * cg]
-            result[(slice(grp * og, (grp + 1) * og), slice(None)) + offset] = np.einsum("no...,nc...->oc", gs, xs)
+            gs = ga[:, grp * og:(grp + 1) * og].reshape(ga.shape[0], og, -1)
+            xs = win[:, grp * cg:(grp + 1) * cg].reshape(ga.shape[0], cg, -1)
+            result[(slice(grp * og, (grp + 1) * og), slice(None)) + offset] = np.einsum("nop,ncp->oc", gs, xs)
     return finish(result, out)

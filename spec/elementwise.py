@@ -149,7 +149,8 @@ def gelu_rule(x: Aval, *, approximate: str = "none") -> Aval:
 
 def gelu_ref(x: object, *, approximate: str = "none") -> Array:
     """GELU in float64: ``x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2))``, or the tanh form
-    ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3)))``."""
+    ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3)))``. Infinities follow the formula:
+    ``gelu(inf) = inf`` and ``gelu(-inf) = NaN`` (``-inf * 0``), as PyTorch gives for ``-inf``."""
     out = gelu_rule(aval_of("gelu", "x", x), approximate=approximate)
     x64 = np.asarray(x, dtype=np.float64)
     with np.errstate(all="ignore"):
@@ -165,12 +166,19 @@ def gelu_ref(x: object, *, approximate: str = "none") -> Array:
 _ARITH = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
 _COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
 _LOGIC = ("logical_and", "logical_or")
+_FLOAT_NAMES = ("float32", "float64")
+_WEAK_NUMBERS = ("weak_int", "weak_float")
 
 
 def binary_dtype(prim: str, x: Aval, y: Aval) -> str:
     """The result dtype of binary ``prim`` (see the module docstring)."""
     if prim in _COMPARE or prim in _LOGIC:
         return "bool"
+    # fast paths: a float tensor with the same float dtype or a numeric Python scalar
+    if x.dtype in _FLOAT_NAMES and (y.dtype == x.dtype or y.dtype in _WEAK_NUMBERS):
+        return x.dtype
+    if y.dtype in _FLOAT_NAMES and x.dtype in _WEAK_NUMBERS:
+        return y.dtype
     dtype = result_type([x.dtype, y.dtype])
     if prim == "sub" and ("bool" in (strong(x.dtype), strong(y.dtype))):
         raise DTypeError(

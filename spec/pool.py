@@ -80,7 +80,7 @@ def _spatial(x: Array) -> tuple[int, ...]:
 def _flat(x: Array, window: tuple[slice, ...]) -> Array:
     """The window's values as ``[N, C, K]`` (K input positions in row-major order)."""
     vals = x[(slice(None), slice(None)) + window]
-    flat: Array = vals.reshape(vals.shape[0], vals.shape[1], -1)
+    flat: Array = vals.reshape(vals.shape[0], vals.shape[1], math.prod(vals.shape[2:]))
     return flat
 
 

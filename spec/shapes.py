@@ -28,6 +28,8 @@ Array = npt.NDArray[Any]
 
 def is_known(dim: object) -> bool:
     """True when ``dim`` is a concrete integer size (not a symbolic dim, not a bool)."""
+    if type(dim) is int:  # the common case, first
+        return True
     return isinstance(dim, (int, np.integer)) and not isinstance(dim, (bool, np.bool_))
 
 
@@ -82,6 +84,17 @@ def broadcast_shapes(prim: str, *named: tuple[str, tuple[Any, ...]]) -> tuple[An
     axis (counted from the right, e.g. ``axis -1``). A symbolic size against a
     different size is not checked (it is assumed to agree; the int wins).
     """
+    same: tuple[Any, ...] = ()
+    for _, shape in named:  # fast path: every shape is () or the same shape
+        if not shape or shape == same:
+            continue
+        if same:
+            return _broadcast_general(prim, named)
+        same = shape
+    return tuple(same)
+
+
+def _broadcast_general(prim: str, named: Sequence[tuple[str, tuple[Any, ...]]]) -> tuple[Any, ...]:
     rank = max((len(shape) for _, shape in named), default=0)
     out: list[Any] = []
     for axis in range(-rank, 0):
