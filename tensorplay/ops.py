@@ -21,13 +21,30 @@ Conventions shared by every primitive
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, TypeVarTuple
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, TypeVarTuple, overload
 
 if TYPE_CHECKING:
     from tensorplay.tensor import Tensor
 
 S = TypeVarTuple("S")
 Scalar = bool | int | float
+
+# Typing-only names for the shape-polymorphic signatures (checked by mypy, ignored at run time).
+# Binary primitives are typed for the broadcasts model code uses (same shape, a scalar or 0-d
+# tensor, a trailing vector such as a bias, a keepdim result); other broadcasts type-check
+# with tensors of unknown shape (``Tensor[*tuple[Any, ...]]``) and are checked at run time.
+Lead = TypeVarTuple("Lead")
+Rest = TypeVarTuple("Rest")
+A0 = TypeVar("A0")
+D = TypeVar("D")
+M = TypeVar("M")
+K = TypeVar("K")
+N = TypeVar("N")
+Nk = TypeVar("Nk")
+Dv = TypeVar("Dv")
+In = TypeVar("In")
+Out = TypeVar("Out")
+One = Literal[1]
 
 
 class Ops(Protocol):
@@ -113,68 +130,302 @@ class Ops(Protocol):
         ...
 
     # ---- elementwise binary, numpy broadcasting ----------------------------------------------
-    def add(self, x: Any, y: Any) -> Any:
+    @overload
+    def add(self, x: Tensor[*S], y: Tensor[*S] | Tensor[()] | Scalar, /) -> Tensor[*S]: ...
+
+    @overload
+    def add(self, x: Scalar | Tensor[()], y: Tensor[*S], /) -> Tensor[*S]: ...
+
+    @overload
+    def add(self, x: Tensor[*Lead, D], y: Tensor[D], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def add(self, x: Tensor[*Lead, D], y: Tensor[*Lead, One], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def add(self, x: Tensor[A0, *Rest], y: Tensor[One, *Rest], /) -> Tensor[A0, *Rest]: ...  # type: ignore[overload-cannot-match]
+
+    def add(self, x: Any, y: Any, /) -> Any:
         """``x + y``; bool + bool is logical or."""
         ...
 
-    def sub(self, x: Any, y: Any) -> Any:
+    @overload
+    def sub(self, x: Tensor[*S], y: Tensor[*S] | Tensor[()] | Scalar, /) -> Tensor[*S]: ...
+
+    @overload
+    def sub(self, x: Scalar | Tensor[()], y: Tensor[*S], /) -> Tensor[*S]: ...
+
+    @overload
+    def sub(self, x: Tensor[*Lead, D], y: Tensor[D], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def sub(self, x: Tensor[*Lead, D], y: Tensor[*Lead, One], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def sub(self, x: Tensor[A0, *Rest], y: Tensor[One, *Rest], /) -> Tensor[A0, *Rest]: ...  # type: ignore[overload-cannot-match]
+
+    def sub(self, x: Any, y: Any, /) -> Any:
         """``x - y``; bool is refused."""
         ...
 
-    def mul(self, x: Any, y: Any) -> Any:
+    @overload
+    def mul(self, x: Tensor[*S], y: Tensor[*S] | Tensor[()] | Scalar, /) -> Tensor[*S]: ...
+
+    @overload
+    def mul(self, x: Scalar | Tensor[()], y: Tensor[*S], /) -> Tensor[*S]: ...
+
+    @overload
+    def mul(self, x: Tensor[*Lead, D], y: Tensor[D], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def mul(self, x: Tensor[*Lead, D], y: Tensor[*Lead, One], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def mul(self, x: Tensor[A0, *Rest], y: Tensor[One, *Rest], /) -> Tensor[A0, *Rest]: ...  # type: ignore[overload-cannot-match]
+
+    def mul(self, x: Any, y: Any, /) -> Any:
         """``x * y``."""
         ...
 
-    def div(self, x: Any, y: Any) -> Any:
+    @overload
+    def div(self, x: Tensor[*S], y: Tensor[*S] | Tensor[()] | Scalar, /) -> Tensor[*S]: ...
+
+    @overload
+    def div(self, x: Scalar | Tensor[()], y: Tensor[*S], /) -> Tensor[*S]: ...
+
+    @overload
+    def div(self, x: Tensor[*Lead, D], y: Tensor[D], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def div(self, x: Tensor[*Lead, D], y: Tensor[*Lead, One], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def div(self, x: Tensor[A0, *Rest], y: Tensor[One, *Rest], /) -> Tensor[A0, *Rest]: ...  # type: ignore[overload-cannot-match]
+
+    def div(self, x: Any, y: Any, /) -> Any:
         """True division; integer inputs give float32. ``x / 0`` is ``inf`` or NaN, no exception."""
         ...
 
-    def pow(self, x: Any, y: Any) -> Any:
+    @overload
+    def pow(self, x: Tensor[*S], y: Tensor[*S] | Tensor[()] | Scalar, /) -> Tensor[*S]: ...
+
+    @overload
+    def pow(self, x: Scalar | Tensor[()], y: Tensor[*S], /) -> Tensor[*S]: ...
+
+    @overload
+    def pow(self, x: Tensor[*Lead, D], y: Tensor[D], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def pow(self, x: Tensor[*Lead, D], y: Tensor[*Lead, One], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def pow(self, x: Tensor[A0, *Rest], y: Tensor[One, *Rest], /) -> Tensor[A0, *Rest]: ...  # type: ignore[overload-cannot-match]
+
+    def pow(self, x: Any, y: Any, /) -> Any:
         """``x ** y``. The gradient w.r.t. ``y`` uses ``log(x)`` and is 0 where ``x == 0`` and ``y > 0``."""
         ...
 
-    def maximum(self, x: Any, y: Any) -> Any:
+    @overload
+    def maximum(self, x: Tensor[*S], y: Tensor[*S] | Tensor[()] | Scalar, /) -> Tensor[*S]: ...
+
+    @overload
+    def maximum(self, x: Scalar | Tensor[()], y: Tensor[*S], /) -> Tensor[*S]: ...
+
+    @overload
+    def maximum(self, x: Tensor[*Lead, D], y: Tensor[D], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def maximum(self, x: Tensor[*Lead, D], y: Tensor[*Lead, One], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def maximum(self, x: Tensor[A0, *Rest], y: Tensor[One, *Rest], /) -> Tensor[A0, *Rest]: ...  # type: ignore[overload-cannot-match]
+
+    def maximum(self, x: Any, y: Any, /) -> Any:
         """Elementwise max; NaN propagates; ties split the gradient equally."""
         ...
 
-    def minimum(self, x: Any, y: Any) -> Any:
+    @overload
+    def minimum(self, x: Tensor[*S], y: Tensor[*S] | Tensor[()] | Scalar, /) -> Tensor[*S]: ...
+
+    @overload
+    def minimum(self, x: Scalar | Tensor[()], y: Tensor[*S], /) -> Tensor[*S]: ...
+
+    @overload
+    def minimum(self, x: Tensor[*Lead, D], y: Tensor[D], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def minimum(self, x: Tensor[*Lead, D], y: Tensor[*Lead, One], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def minimum(self, x: Tensor[A0, *Rest], y: Tensor[One, *Rest], /) -> Tensor[A0, *Rest]: ...  # type: ignore[overload-cannot-match]
+
+    def minimum(self, x: Any, y: Any, /) -> Any:
         """Elementwise min; NaN propagates; ties split the gradient equally."""
         ...
 
     # ---- comparisons and logic: result bool ---------------------------------------------------
-    def eq(self, x: Any, y: Any) -> Any:
+    @overload
+    def eq(self, x: Tensor[*S], y: Tensor[*S] | Tensor[()] | Scalar, /) -> Tensor[*S]: ...
+
+    @overload
+    def eq(self, x: Scalar | Tensor[()], y: Tensor[*S], /) -> Tensor[*S]: ...
+
+    @overload
+    def eq(self, x: Tensor[*Lead, D], y: Tensor[D], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def eq(self, x: Tensor[*Lead, D], y: Tensor[*Lead, One], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def eq(self, x: Tensor[A0, *Rest], y: Tensor[One, *Rest], /) -> Tensor[A0, *Rest]: ...  # type: ignore[overload-cannot-match]
+
+    def eq(self, x: Any, y: Any, /) -> Any:
         """``x == y`` (bool)."""
         ...
 
-    def ne(self, x: Any, y: Any) -> Any:
+    @overload
+    def ne(self, x: Tensor[*S], y: Tensor[*S] | Tensor[()] | Scalar, /) -> Tensor[*S]: ...
+
+    @overload
+    def ne(self, x: Scalar | Tensor[()], y: Tensor[*S], /) -> Tensor[*S]: ...
+
+    @overload
+    def ne(self, x: Tensor[*Lead, D], y: Tensor[D], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def ne(self, x: Tensor[*Lead, D], y: Tensor[*Lead, One], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def ne(self, x: Tensor[A0, *Rest], y: Tensor[One, *Rest], /) -> Tensor[A0, *Rest]: ...  # type: ignore[overload-cannot-match]
+
+    def ne(self, x: Any, y: Any, /) -> Any:
         """``x != y`` (bool)."""
         ...
 
-    def lt(self, x: Any, y: Any) -> Any:
+    @overload
+    def lt(self, x: Tensor[*S], y: Tensor[*S] | Tensor[()] | Scalar, /) -> Tensor[*S]: ...
+
+    @overload
+    def lt(self, x: Scalar | Tensor[()], y: Tensor[*S], /) -> Tensor[*S]: ...
+
+    @overload
+    def lt(self, x: Tensor[*Lead, D], y: Tensor[D], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def lt(self, x: Tensor[*Lead, D], y: Tensor[*Lead, One], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def lt(self, x: Tensor[A0, *Rest], y: Tensor[One, *Rest], /) -> Tensor[A0, *Rest]: ...  # type: ignore[overload-cannot-match]
+
+    def lt(self, x: Any, y: Any, /) -> Any:
         """``x < y`` (bool)."""
         ...
 
-    def le(self, x: Any, y: Any) -> Any:
+    @overload
+    def le(self, x: Tensor[*S], y: Tensor[*S] | Tensor[()] | Scalar, /) -> Tensor[*S]: ...
+
+    @overload
+    def le(self, x: Scalar | Tensor[()], y: Tensor[*S], /) -> Tensor[*S]: ...
+
+    @overload
+    def le(self, x: Tensor[*Lead, D], y: Tensor[D], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def le(self, x: Tensor[*Lead, D], y: Tensor[*Lead, One], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def le(self, x: Tensor[A0, *Rest], y: Tensor[One, *Rest], /) -> Tensor[A0, *Rest]: ...  # type: ignore[overload-cannot-match]
+
+    def le(self, x: Any, y: Any, /) -> Any:
         """``x <= y`` (bool)."""
         ...
 
-    def gt(self, x: Any, y: Any) -> Any:
+    @overload
+    def gt(self, x: Tensor[*S], y: Tensor[*S] | Tensor[()] | Scalar, /) -> Tensor[*S]: ...
+
+    @overload
+    def gt(self, x: Scalar | Tensor[()], y: Tensor[*S], /) -> Tensor[*S]: ...
+
+    @overload
+    def gt(self, x: Tensor[*Lead, D], y: Tensor[D], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def gt(self, x: Tensor[*Lead, D], y: Tensor[*Lead, One], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def gt(self, x: Tensor[A0, *Rest], y: Tensor[One, *Rest], /) -> Tensor[A0, *Rest]: ...  # type: ignore[overload-cannot-match]
+
+    def gt(self, x: Any, y: Any, /) -> Any:
         """``x > y`` (bool)."""
         ...
 
-    def ge(self, x: Any, y: Any) -> Any:
+    @overload
+    def ge(self, x: Tensor[*S], y: Tensor[*S] | Tensor[()] | Scalar, /) -> Tensor[*S]: ...
+
+    @overload
+    def ge(self, x: Scalar | Tensor[()], y: Tensor[*S], /) -> Tensor[*S]: ...
+
+    @overload
+    def ge(self, x: Tensor[*Lead, D], y: Tensor[D], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def ge(self, x: Tensor[*Lead, D], y: Tensor[*Lead, One], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def ge(self, x: Tensor[A0, *Rest], y: Tensor[One, *Rest], /) -> Tensor[A0, *Rest]: ...  # type: ignore[overload-cannot-match]
+
+    def ge(self, x: Any, y: Any, /) -> Any:
         """``x >= y`` (bool)."""
         ...
 
-    def logical_and(self, x: Any, y: Any) -> Any:
+    @overload
+    def logical_and(self, x: Tensor[*S], y: Tensor[*S] | Tensor[()] | Scalar, /) -> Tensor[*S]: ...
+
+    @overload
+    def logical_and(self, x: Scalar | Tensor[()], y: Tensor[*S], /) -> Tensor[*S]: ...
+
+    @overload
+    def logical_and(self, x: Tensor[*Lead, D], y: Tensor[D], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def logical_and(self, x: Tensor[*Lead, D], y: Tensor[*Lead, One], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def logical_and(self, x: Tensor[A0, *Rest], y: Tensor[One, *Rest], /) -> Tensor[A0, *Rest]: ...  # type: ignore[overload-cannot-match]
+
+    def logical_and(self, x: Any, y: Any, /) -> Any:
         """Boolean and (non-zero is true)."""
         ...
 
-    def logical_or(self, x: Any, y: Any) -> Any:
+    @overload
+    def logical_or(self, x: Tensor[*S], y: Tensor[*S] | Tensor[()] | Scalar, /) -> Tensor[*S]: ...
+
+    @overload
+    def logical_or(self, x: Scalar | Tensor[()], y: Tensor[*S], /) -> Tensor[*S]: ...
+
+    @overload
+    def logical_or(self, x: Tensor[*Lead, D], y: Tensor[D], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def logical_or(self, x: Tensor[*Lead, D], y: Tensor[*Lead, One], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def logical_or(self, x: Tensor[A0, *Rest], y: Tensor[One, *Rest], /) -> Tensor[A0, *Rest]: ...  # type: ignore[overload-cannot-match]
+
+    def logical_or(self, x: Any, y: Any, /) -> Any:
         """Boolean or (non-zero is true)."""
         ...
 
-    def where(self, cond: Any, x: Any, y: Any) -> Any:
+    @overload
+    def where(self, cond: Tensor[*S], x: Tensor[*S] | Scalar, y: Tensor[*S] | Scalar, /) -> Tensor[*S]: ...
+
+    @overload
+    def where(self, cond: Tensor[*tuple[Any, ...]], x: Tensor[*S], y: Tensor[*S] | Scalar, /) -> Tensor[*S]: ...
+
+    @overload
+    def where(self, cond: Tensor[*tuple[Any, ...]], x: Scalar, y: Tensor[*S], /) -> Tensor[*S]: ...
+
+    def where(self, cond: Any, x: Any, y: Any, /) -> Any:
         """``x`` where ``cond`` (bool) else ``y``; all three broadcast. Gradients flow only to the chosen side."""
         ...
 
@@ -264,7 +515,16 @@ class Ops(Protocol):
         ...
 
     # ---- linear algebra ------------------------------------------------------------------------
-    def matmul(self, a: Tensor[*tuple[Any, ...]], b: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
+    @overload
+    def matmul(self, a: Tensor[M, K], b: Tensor[K, N], /) -> Tensor[M, N]: ...
+
+    @overload
+    def matmul(self, a: Tensor[*Lead, M, K], b: Tensor[K, N], /) -> Tensor[*Lead, M, N]: ...
+
+    @overload
+    def matmul(self, a: Tensor[*Lead, M, K], b: Tensor[*Lead, K, N], /) -> Tensor[*Lead, M, N]: ...
+
+    def matmul(self, a: Any, b: Any, /) -> Any:
         """Batched matrix product: ``a[*B1, M, K] @ b[*B2, K, N] -> [*broadcast(B1, B2), M, N]``.
         Both inputs have rank >= 2 (derived ``tensor @ tensor`` handles vectors)."""
         ...
@@ -336,8 +596,8 @@ class Ops(Protocol):
         ...
 
     # ---- normalisation and attention -----------------------------------------------------------
-    def layer_norm(self, x: Tensor[*S], gamma: Tensor[*tuple[Any, ...]], beta: Tensor[*tuple[Any, ...]], *,
-                   eps: float) -> Tensor[*S]:
+    def layer_norm(self, x: Tensor[*Lead, D], gamma: Tensor[D], beta: Tensor[D], /, *,
+                   eps: float) -> Tensor[*Lead, D]:
         """Normalise the last axis of ``x[..., D]`` (biased variance), then ``* gamma[D] + beta[D]``."""
         ...
 
@@ -356,16 +616,15 @@ class Ops(Protocol):
         """``x - logsumexp(x)`` along ``axis``."""
         ...
 
-    def attention(self, q: Tensor[*tuple[Any, ...]], k: Tensor[*tuple[Any, ...]], v: Tensor[*tuple[Any, ...]],
-                  mask: Tensor[*tuple[Any, ...]] | None, *, scale: float) -> Tensor[*tuple[Any, ...]]:
+    def attention(self, q: Tensor[*Lead, N, D], k: Tensor[*Lead, Nk, D], v: Tensor[*Lead, Nk, Dv],
+                  mask: Tensor[*tuple[Any, ...]] | None, /, *, scale: float) -> Tensor[*Lead, N, Dv]:
         """Scaled dot-product attention ``softmax(scale * q k^T + mask) v``:
         ``q[*B, n, d], k[*B, m, d], v[*B, m, dv] -> [*B, n, dv]``. ``mask`` is ``None`` or bool,
         broadcastable to ``[*B, n, m]``; ``True`` means *may attend*. A fully masked row gives 0."""
         ...
 
     # ---- derived ops every interpreter also offers (see tensorplay.prefix.DerivedOps) ----------
-    def linear(self, w: Tensor[*tuple[Any, ...]], b: Tensor[*tuple[Any, ...]] | None,
-               x: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
+    def linear(self, w: Tensor[Out, In], b: Tensor[Out] | None, x: Tensor[*Lead, In], /) -> Tensor[*Lead, Out]:
         """``x[*lead, in] @ w[out, in]^T + b[out] -> [*lead, out]``."""
         ...
 

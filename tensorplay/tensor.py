@@ -537,7 +537,7 @@ class Tensor(Generic[*Shape]):
 
     def square(self) -> Tensor[*Shape]:
         """``x * x``."""
-        return self._ops.mul(self, self)  # type: ignore[no-any-return]
+        return self._ops.mul(self, self)
 
     def pow(self, exponent: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]:
         """``x ** exponent``."""
@@ -583,7 +583,7 @@ class Tensor(Generic[*Shape]):
 
     def isnan(self) -> Tensor[*Shape]:
         """True where the value is NaN."""
-        return self._ops.ne(self, self)  # type: ignore[no-any-return]
+        return self._ops.ne(self, self)
 
     def softmax(self, dim: int) -> Tensor[*Shape]:
         """Softmax along ``dim``."""

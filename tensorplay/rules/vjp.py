@@ -762,7 +762,7 @@ def batch_norm_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyT
     gmean = None
     if is_float_tensor(mean):
         gmean = _ct(ops, ops.neg(ops.reduce_sum(g_scale, axes=others, keepdims=False)), mean)
-    g_centred = ops.reduce_sum(ops.mul(g, centred), axes=others, keepdims=False) if (
+    g_centred: AnyTensor = ops.reduce_sum(ops.mul(g, centred), axes=others, keepdims=False) if (
         is_float_tensor(var) or is_float_tensor(weight)) else None
     gvar = gweight = None
     if is_float_tensor(var):
