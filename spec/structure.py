@@ -103,8 +103,9 @@ def _slice_len(x: Aval, axis: int, start: Any, stop: Any, step: Any) -> Any:
         if step > 0:
             return stop - start if step == 1 else (stop - start + (step - 1)) // step
         return (start - stop + (-step - 1)) // (-step)
-    if start < 0 or stop < -1:
-        raise ShapeError(f"slice: bounds must be normalised (start >= 0, stop >= -1) on {where}")
+    if start < 0 or stop < (0 if step > 0 else -1):
+        raise ShapeError(
+            f"slice: bounds must be normalised (start >= 0; stop >= 0, or >= -1 with a negative step) on {where}")
     length = len(range(start, stop, step))
     if length > 0 and known(n):
         for index in (start, start + (length - 1) * step):

@@ -61,7 +61,8 @@ def test_every_primitive_has_a_spec_matching_the_protocol() -> None:
         sig = inspect.signature(getattr(Ops, name))
         params = [p for p in sig.parameters.values() if p.name != "self"]
         keyword = tuple(p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY)
-        positional = [p for p in params if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+        positional = [p for p in params if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                                      inspect.Parameter.POSITIONAL_OR_KEYWORD)]
         variadic = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
         spec = SPECS[name]
         assert spec.name == name
@@ -250,6 +251,7 @@ BINARY_TORCH = {
 }
 SCALAR_OK = ("add", "sub", "mul", "div", "pow", "eq", "ne", "lt", "le", "gt", "ge")
 WEAK_VALUES = {"weak_bool": True, "weak_int": 2, "weak_float": 2.5}
+_ARITH = ("add", "sub", "mul", "div", "pow")
 
 
 @pytest.mark.parametrize("name", sorted(BINARY_TORCH))
@@ -298,9 +300,6 @@ def test_binary_values_follow_torch_with_broadcasting(name: str, dtype: str) -> 
         assert_matches(ref(name, x, 2.0), BINARY_TORCH[name](tt(x), 2.0), dtype if name in _ARITH else "bool")
         assert_matches(ref(name, 3, x), BINARY_TORCH[name](torch.tensor(3), tt(x)).to(
             getattr(torch, dtype) if name in _ARITH else torch.bool))
-
-
-_ARITH = ("add", "sub", "mul", "div", "pow")
 
 
 def test_binary_numerics_conventions() -> None:
@@ -759,6 +758,8 @@ ERROR_CASES: list[tuple[str, tuple[Any, ...], dict[str, Any], type[Exception], t
     ("slice", (av((5,)),), {"starts": (0,), "stops": (7,), "steps": (1,)}, ShapeError,
      ("slice: index 6 is outside [0, 5)", "[5]")),
     ("slice", (av((5,)),), {"starts": (0,), "stops": (5,), "steps": (0,)}, ShapeError, ("slice: step",)),
+    ("slice", (av((5,)),), {"starts": (0,), "stops": (-1,), "steps": (1,)}, ShapeError,
+     ("slice: bounds must be normalised", "[5]")),
     ("pad", (av((2, 3)),), {"pads": ((0, 1),)}, ShapeError, ("pad: pads must have one", "[2, 3]")),
     ("pad", (av((2, 3)),), {"pads": ((0, 1), (-1, 0))}, ShapeError, ("pad: pads[1]", "[2, 3]")),
     ("concat", (av((2, 3)), av((2, 4))), {"axis": 0}, ShapeError,
