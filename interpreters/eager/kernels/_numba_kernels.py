@@ -1,0 +1,746 @@
+"""Every numba-jitted kernel of the eager interpreter, in one module.
+
+Importing this module imports numba; the wrappers in this package only import it
+(through :func:`._support.nb`) when a kernel first runs, and numba compiles each
+kernel on its first call (or loads it from its on-disk cache).
+
+Why one module: numba's cache is invalidated by the timestamp of the file that
+defines a kernel, not by the files it calls into. Keeping the shared helpers
+(``vexp``, the LLVM intrinsics, the fast-math flags) in the same file as the
+kernels that inline them means an edit to a helper can never leave a stale
+compiled kernel behind.
+
+Conventions: kernels take C-contiguous float32 or float64 arrays (the wrappers
+make sure), write into a preallocated ``out`` and return nothing; those that can be
+split across threads take a ``start, stop`` range of their outermost loop as the
+last two arguments. All are ``nogil``.
+
+* ``FAST`` is numba's fast-math *without* ``nnan``/``ninf``: reassociation and
+  contraction let reductions vectorise, while NaN and infinity keep their meaning
+  (a row of ``-inf``, a NaN in a max-pool window).
+* ``fmaximum`` is LLVM's ``llvm.maximum``: a NaN-propagating max that the loop
+  vectoriser turns into vector max reductions (Python's ``max`` or an ``if`` does
+  not vectorise here).
+* ``vexp`` is a polynomial ``exp`` that vectorises; numba's ``math.exp`` is a
+  scalar libm call on this build (no SVML).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, TypeVar, cast
+
+import llvmlite.ir as ir  # type: ignore[import-untyped]
+import numba
+import numpy as np
+from numba.core import types
+from numba.extending import intrinsic, overload
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+FAST = frozenset({"nsz", "arcp", "contract", "afn", "reassoc"})
+"""Fast-math flags that keep NaN/inf semantics."""
+
+EXACT_FLAGS = frozenset({"nsz", "arcp", "contract", "afn"})
+"""Fast-math without ``reassoc``, for helpers whose rounding order matters: the exp range
+reduction, and differences such as ``(x - m) - log(s)`` that ``reassoc`` would rewrite into
+``x - (m + log(s))`` (catastrophic when ``m`` is large). LLVM inlines these helpers into the
+calling loops but keeps each instruction's own flags."""
+
+
+def jit(f: F) -> F:
+    """``njit(cache=True, nogil=True, error_model="numpy")`` with the NaN-safe fast-math flags
+    (numpy error model: ``x / 0`` is inf or NaN, no exception check to block vectorisation)."""
+    return cast(F, numba.njit(cache=True, nogil=True, fastmath=set(FAST), error_model="numpy")(f))
+
+
+def _jit_exact(f: F) -> F:
+    return cast(F, numba.njit(cache=True, nogil=True, fastmath=set(EXACT_FLAGS), error_model="numpy")(f))
+
+
+# ---- LLVM intrinsics ----------------------------------------------------------------------
+
+
+def _llvm_float_intrinsic(name: str, nargs: int) -> Callable[..., Any]:
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        lty = args[0].type
+        fn = builder.module.declare_intrinsic(name, [lty], ir.FunctionType(lty, [lty] * nargs))
+        return builder.call(fn, args)
+
+    if nargs == 1:
+        def unary(typingctx: Any, a: Any) -> Any:
+            if not isinstance(a, types.Float):
+                return None
+            return a(a), codegen
+
+        return cast(Callable[..., Any], intrinsic(unary))
+
+    def binary(typingctx: Any, a: Any, b: Any) -> Any:
+        if not isinstance(a, types.Float) or a != b:
+            return None
+        return a(a, b), codegen
+
+    return cast(Callable[..., Any], intrinsic(binary))
+
+
+fmaximum = _llvm_float_intrinsic("llvm.maximum", 2)
+"""NaN-propagating max of two floats of the same type (vectorises in reductions)."""
+
+rint = _llvm_float_intrinsic("llvm.rint", 1)
+"""Round to nearest even (one instruction; vectorises)."""
+
+
+# ---- vectorisable exp -----------------------------------------------------------------------
+# exp(x) = 2**n * exp(r), n = rint(x / ln2), r = x - n*ln2 with ln2 split Cody-Waite style
+# (a high part with trailing zero bits, so n*LN2_HI is exact, and a low part), |r| <= ln2/2.
+# float32: degree-6 minimax polynomial for exp(r) (1.9e-9 relative before rounding; < 1 ulp
+# measured). float64: degree-13 Taylor polynomial (truncation < 1e-17; < 1 ulp measured).
+# Results below the smallest normal are flushed to 0, above the largest finite give inf,
+# NaN gives NaN.
+
+_LN2 = 0.6931471805599453
+_C32 = (1.0000000005541718, 0.6931472057372499, 0.24022646890595173, 0.05550328776993289,
+        0.00961848896132335, 0.0013399931210122755, 0.00015345810869699716)
+_A0, _A1, _A2, _A3, _A4, _A5, _A6 = (np.float32(c / _LN2 ** k) for k, c in enumerate(_C32))
+_LOG2E32 = np.float32(1.4426950408889634)
+_LN2_HI32 = np.float32(0.693145751953125)
+_LN2_LO32 = np.float32(1.428606765330187e-06)
+_LO32 = np.float32(-87.33654)
+_HI32 = np.float32(88.72283)
+_ZERO32 = np.float32(0.0)
+_INF32 = np.float32(np.inf)
+
+_B0, _B1, _B2, _B3, _B4, _B5, _B6, _B7, _B8, _B9, _B10, _B11, _B12, _B13 = (
+    1.0 / math.factorial(k) for k in range(14))
+_LOG2E64 = 1.4426950408889634
+_LN2_HI64 = 6.93147180369123816490e-01
+_LN2_LO64 = 1.90821492927058770002e-10
+_LO64 = -708.3964185322641
+_HI64 = 709.782712893384
+
+
+@_jit_exact
+def _poly32(x: Any) -> Any:
+    n = rint(x * _LOG2E32)
+    r = x - n * _LN2_HI32
+    r = r - n * _LN2_LO32
+    p = (((((_A6 * r + _A5) * r + _A4) * r + _A3) * r + _A2) * r + _A1) * r + _A0
+    return n, p
+
+
+@_jit_exact
+def _poly64(x: Any) -> Any:
+    n = rint(x * _LOG2E64)
+    r = x - n * _LN2_HI64
+    r = r - n * _LN2_LO64
+    p = _B13
+    p = p * r + _B12
+    p = p * r + _B11
+    p = p * r + _B10
+    p = p * r + _B9
+    p = p * r + _B8
+    p = p * r + _B7
+    p = p * r + _B6
+    p = p * r + _B5
+    p = p * r + _B4
+    p = p * r + _B3
+    p = p * r + _B2
+    p = p * r + _B1
+    p = p * r + _B0
+    return n, p
+
+
+def _exp32(x: Any) -> Any:
+    n, p = _poly32(x)
+    # 2**n as two normal factors: n reaches 128 just below the overflow threshold
+    ni = np.int32(n)
+    n1 = ni >> np.int32(1)
+    s1 = np.int32((n1 + np.int32(127)) << np.int32(23)).view(np.float32)
+    s2 = np.int32((ni - n1 + np.int32(127)) << np.int32(23)).view(np.float32)
+    e = p * s1 * s2
+    e = _ZERO32 if x < _LO32 else e
+    return _INF32 if x >= _HI32 else e
+
+
+def _exp32_nonpos(x: Any) -> Any:
+    n, p = _poly32(x)
+    s = np.int32((np.int32(n) + np.int32(127)) << np.int32(23)).view(np.float32)
+    e = p * s
+    return _ZERO32 if x < _LO32 else e
+
+
+def _exp64(x: Any) -> Any:
+    n, p = _poly64(x)
+    ni = np.int64(n)
+    n1 = ni >> np.int64(1)
+    s1 = np.int64((n1 + np.int64(1023)) << np.int64(52)).view(np.float64)
+    s2 = np.int64((ni - n1 + np.int64(1023)) << np.int64(52)).view(np.float64)
+    e = p * s1 * s2
+    e = 0.0 if x < _LO64 else e
+    return np.inf if x >= _HI64 else e
+
+
+def _exp64_nonpos(x: Any) -> Any:
+    n, p = _poly64(x)
+    s = np.int64((np.int64(n) + np.int64(1023)) << np.int64(52)).view(np.float64)
+    e = p * s
+    return 0.0 if x < _LO64 else e
+
+
+def vexp(x: Any) -> Any:
+    """Vectorisable ``exp`` of a float32 or float64 scalar (jitted code only)."""
+    raise NotImplementedError("vexp is only callable from jitted code")
+
+
+def vexp_nonpos(x: Any) -> Any:
+    """:func:`vexp` for ``x <= 0`` or NaN (softmax after subtracting the max): one scale factor."""
+    raise NotImplementedError("vexp_nonpos is only callable from jitted code")
+
+
+def _overload_vexp(x: Any) -> Any:
+    if x == types.float32:
+        return _exp32
+    if x == types.float64:
+        return _exp64
+    return None
+
+
+def _overload_vexp_nonpos(x: Any) -> Any:
+    if x == types.float32:
+        return _exp32_nonpos
+    if x == types.float64:
+        return _exp64_nonpos
+    return None
+
+
+overload(vexp, jit_options={"fastmath": set(EXACT_FLAGS), "error_model": "numpy"})(_overload_vexp)
+overload(vexp_nonpos, jit_options={"fastmath": set(EXACT_FLAGS), "error_model": "numpy"})(_overload_vexp_nonpos)
+
+
+@_jit_exact
+def sub_exact(a: Any, b: Any) -> Any:
+    """``a - b`` that the caller's ``reassoc`` cannot merge with neighbouring additions."""
+    return a - b
+
+
+@_jit_exact
+def center_scale(x: Any, mean: Any, rstd: Any) -> Any:
+    """``(x - mean) * rstd`` in this rounding order (not ``x*rstd - mean*rstd``)."""
+    return (x - mean) * rstd
+
+
+@jit
+def exp_into(x: Any, out: Any, start: Any, stop: Any) -> None:
+    """``out[i] = vexp(x[i])`` on flat arrays (tests and benchmarks of ``vexp``)."""
+    for i in range(start, stop):
+        out[i] = vexp(x[i])
+
+
+# ---- row kernels: layer_norm, softmax, log_softmax ------------------------------------------
+
+
+@jit
+def layer_norm_rows(x: Any, gamma: Any, beta: Any, eps: Any, out: Any, start: Any, stop: Any) -> None:
+    """``out[i] = (x[i] - mean) / sqrt(var + eps) * gamma + beta`` per row of ``x[R, D]``
+    (two-pass mean and biased variance)."""
+    d = x.shape[1]
+    inv_d = 1.0 / d
+    zero = x.dtype.type(0)
+    for i in range(start, stop):
+        s = zero
+        for j in range(d):
+            s += x[i, j]
+        mean = s * x.dtype.type(inv_d)
+        v = zero
+        for j in range(d):
+            t = x[i, j] - mean
+            v += t * t
+        var = v * x.dtype.type(inv_d)
+        rstd = x.dtype.type(1.0 / math.sqrt(var + eps))
+        for j in range(d):
+            out[i, j] = center_scale(x[i, j], mean, rstd) * gamma[j] + beta[j]
+
+
+@jit
+def softmax_rows(x: Any, out: Any, start: Any, stop: Any) -> None:
+    """Softmax of each row of ``x[R, D]`` (``out`` may be ``x``)."""
+    d = x.shape[1]
+    zero = x.dtype.type(0)
+    for i in range(start, stop):
+        m = x[i, 0]
+        for j in range(d):
+            m = fmaximum(m, x[i, j])
+        s = zero
+        for j in range(d):
+            e = vexp_nonpos(x[i, j] - m)
+            out[i, j] = e
+            s += e
+        inv = 1 / s
+        for j in range(d):
+            out[i, j] *= inv
+
+
+@jit
+def log_softmax_rows(x: Any, out: Any, start: Any, stop: Any) -> None:
+    """``x - logsumexp(x)`` for each row of ``x[R, D]``."""
+    d = x.shape[1]
+    zero = x.dtype.type(0)
+    for i in range(start, stop):
+        m = x[i, 0]
+        for j in range(d):
+            m = fmaximum(m, x[i, j])
+        s = zero
+        for j in range(d):
+            s += vexp_nonpos(x[i, j] - m)
+        ls = x.dtype.type(math.log(s))
+        for j in range(d):
+            out[i, j] = sub_exact(x[i, j] - m, ls)
+
+
+@jit
+def softmax_cols(x: Any, out: Any, start: Any, stop: Any) -> None:
+    """Softmax of ``x[A, N, B]`` along axis 1, for ``a`` in ``[start, stop)``."""
+    n, b = x.shape[1], x.shape[2]
+    m = np.empty(b, x.dtype)
+    s = np.empty(b, x.dtype)
+    for a in range(start, stop):
+        for k in range(b):
+            m[k] = x[a, 0, k]
+            s[k] = 0.0
+        for i in range(1, n):
+            for k in range(b):
+                m[k] = fmaximum(m[k], x[a, i, k])
+        for i in range(n):
+            for k in range(b):
+                e = vexp_nonpos(x[a, i, k] - m[k])
+                out[a, i, k] = e
+                s[k] += e
+        for k in range(b):
+            s[k] = 1 / s[k]
+        for i in range(n):
+            for k in range(b):
+                out[a, i, k] *= s[k]
+
+
+@jit
+def log_softmax_cols(x: Any, out: Any, start: Any, stop: Any) -> None:
+    """Log-softmax of ``x[A, N, B]`` along axis 1, for ``a`` in ``[start, stop)``."""
+    n, b = x.shape[1], x.shape[2]
+    m = np.empty(b, x.dtype)
+    s = np.empty(b, x.dtype)
+    for a in range(start, stop):
+        for k in range(b):
+            m[k] = x[a, 0, k]
+            s[k] = 0.0
+        for i in range(1, n):
+            for k in range(b):
+                m[k] = fmaximum(m[k], x[a, i, k])
+        for i in range(n):
+            for k in range(b):
+                s[k] += vexp_nonpos(x[a, i, k] - m[k])
+        for k in range(b):
+            s[k] = math.log(s[k])
+        for i in range(n):
+            for k in range(b):
+                out[a, i, k] = sub_exact(x[a, i, k] - m[k], s[k])
+
+
+@jit
+def scaled_softmax_rows(x: Any, scale: Any, out: Any, start: Any, stop: Any) -> None:
+    """Softmax of ``scale * x`` per row of ``x[R, D]`` (attention scores; ``out`` may be ``x``)."""
+    d = x.shape[1]
+    zero = x.dtype.type(0)
+    c = x.dtype.type(scale)
+    for i in range(start, stop):
+        m = x[i, 0] * c
+        for j in range(d):
+            m = fmaximum(m, x[i, j] * c)
+        s = zero
+        for j in range(d):
+            e = vexp_nonpos(x[i, j] * c - m)
+            out[i, j] = e
+            s += e
+        inv = 1 / s
+        for j in range(d):
+            out[i, j] *= inv
+
+
+@jit
+def masked_softmax_rows(x: Any, mask: Any, scale: Any, out: Any, start: Any, stop: Any) -> None:
+    """Softmax of ``scale * x`` over the entries of each row where ``mask`` (bool ``[R, D]``) is
+    true; masked entries get 0, and a row with no true entry is all 0 (``out`` may be ``x``)."""
+    d = x.shape[1]
+    zero = x.dtype.type(0)
+    c = x.dtype.type(scale)
+    ninf = x.dtype.type(-np.inf)
+    for i in range(start, stop):
+        count = 0
+        for j in range(d):
+            count += mask[i, j]
+        if count == 0:
+            for j in range(d):
+                out[i, j] = 0
+            continue
+        m = ninf
+        for j in range(d):
+            m = fmaximum(m, x[i, j] * c if mask[i, j] else ninf)
+        s = zero
+        for j in range(d):
+            e = vexp_nonpos(x[i, j] * c - m)
+            e = e if mask[i, j] else zero
+            out[i, j] = e
+            s += e
+        inv = 1 / s
+        for j in range(d):
+            out[i, j] *= inv
+
+
+# ---- gelu -------------------------------------------------------------------------------------
+
+
+# erfc(z) for z >= 0 as t * exp(-z*z + q(t)), t = 1 / (1 + z/2), q a degree-9 polynomial
+# least-squares/minimax fitted here to log(erfc(z)) + z*z - log(t) on z in [0, 26]
+# (|error| < 7.4e-8, i.e. a relative error of erfc below 1e-7 over the whole range).
+_Q0, _Q1, _Q2, _Q3, _Q4, _Q5, _Q6, _Q7, _Q8, _Q9 = (np.float32(c) for c in (
+    -1.2655108574875351, 0.9999956065475671, 0.3742808632373696, 0.09638188681962423,
+    -0.18718773192719065, 0.285337401486173, -1.1494998890271908, 1.5044365123478527,
+    -0.8311832101008662, 0.17294949120533604))
+
+
+@jit
+def gelu_erf32(x: Any, out: Any, start: Any, stop: Any) -> None:
+    """float32 ``x * Phi(x) = x/2 * erfc(-x/sqrt(2))`` on flat arrays, with the vectorisable
+    erfc above (relative error ~1e-6 in the far left tail, where ``x*x`` rounds)."""
+    half = np.float32(0.5)
+    one = np.float32(1.0)
+    two = np.float32(2.0)
+    r2 = np.float32(0.7071067811865476)
+    for i in range(start, stop):
+        v = x[i]
+        z = abs(v) * r2
+        t = one / (one + half * z)
+        q = ((((((((_Q9 * t + _Q8) * t + _Q7) * t + _Q6) * t + _Q5) * t + _Q4) * t + _Q3) * t + _Q2)
+             * t + _Q1) * t + _Q0
+        e = t * vexp(q - z * z)
+        phi2 = e if v <= 0 else two - e
+        out[i] = v * half * phi2
+
+
+@jit
+def gelu_erf64(x: Any, out: Any, start: Any, stop: Any) -> None:
+    """float64 ``x/2 * erfc(-x/sqrt(2))`` on flat arrays (libm erfc: exact, scalar)."""
+    for i in range(start, stop):
+        v = x[i]
+        out[i] = v * 0.5 * math.erfc(v * -0.7071067811865476)
+
+
+@jit
+def gelu_tanh(x: Any, out: Any, start: Any, stop: Any) -> None:
+    """``x/2 * (1 + tanh(u))``, ``u = sqrt(2/pi) (x + 0.044715 x^3)``, written as
+    ``x / (1 + exp(-2u))`` on flat arrays."""
+    c1 = x.dtype.type(-2.0 * 0.7978845608028654)
+    c3 = x.dtype.type(-2.0 * 0.7978845608028654 * 0.044715)
+    one = x.dtype.type(1.0)
+    for i in range(start, stop):
+        v = x[i]
+        out[i] = v / (one + vexp(v * (c1 + c3 * v * v)))
+
+
+# ---- pooling over x[P, D, H, W] (P = N*C planes; 1d/2d pools use size-1 dims) ------------------
+
+
+@jit
+def _window_argmax(x: Any, p: Any, z0: Any, z1: Any, y0: Any, y1: Any, w0: Any, w1: Any) -> Any:
+    """First maximal position ``(z, y, w)`` of a non-empty window (row-major order; the first
+    NaN wins, since NaN counts as the maximum)."""
+    bz, by, bw = z0, y0, w0
+    best = x[p, z0, y0, w0]
+    for z in range(z0, z1):
+        for y in range(y0, y1):
+            for w in range(w0, w1):
+                v = x[p, z, y, w]
+                if v > best or (v != v and best == best):
+                    best = v
+                    bz, by, bw = z, y, w
+    return bz, by, bw
+
+
+@jit
+def max_pool_fwd(x: Any, out: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
+                 pd: Any, ph: Any, pw: Any, start: Any, stop: Any) -> None:
+    """Window max (padding ``-inf``; NaN propagates) for planes ``[start, stop)``."""
+    dd, hh, ww = x.shape[1], x.shape[2], x.shape[3]
+    od, oh, ow = out.shape[1], out.shape[2], out.shape[3]
+    ninf = x.dtype.type(-np.inf)
+    for p in range(start, stop):
+        for i in range(od):
+            z0 = max(i * sd - pd, 0)
+            z1 = min(i * sd - pd + kd, dd)
+            for j in range(oh):
+                y0 = max(j * sh - ph, 0)
+                y1 = min(j * sh - ph + kh, hh)
+                for k in range(ow):
+                    w0 = max(k * sw - pw, 0)
+                    w1 = min(k * sw - pw + kw, ww)
+                    if z0 >= z1 or y0 >= y1 or w0 >= w1:
+                        out[p, i, j, k] = ninf
+                        continue
+                    best = x[p, z0, y0, w0]
+                    for z in range(z0, z1):
+                        for y in range(y0, y1):
+                            for w in range(w0, w1):
+                                v = x[p, z, y, w]
+                                if v > best or v != v:
+                                    best = v
+                    out[p, i, j, k] = best
+
+
+@jit
+def max_pool_bwd(x: Any, g: Any, dx: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
+                 pd: Any, ph: Any, pw: Any, start: Any, stop: Any) -> None:
+    """``dx`` (zeroed, like ``x``) += ``g`` routed to each window's first argmax."""
+    dd, hh, ww = x.shape[1], x.shape[2], x.shape[3]
+    od, oh, ow = g.shape[1], g.shape[2], g.shape[3]
+    for p in range(start, stop):
+        for i in range(od):
+            z0 = max(i * sd - pd, 0)
+            z1 = min(i * sd - pd + kd, dd)
+            for j in range(oh):
+                y0 = max(j * sh - ph, 0)
+                y1 = min(j * sh - ph + kh, hh)
+                for k in range(ow):
+                    w0 = max(k * sw - pw, 0)
+                    w1 = min(k * sw - pw + kw, ww)
+                    if z0 >= z1 or y0 >= y1 or w0 >= w1:
+                        continue
+                    bz, by, bw = _window_argmax(x, p, z0, z1, y0, y1, w0, w1)
+                    dx[p, bz, by, bw] += g[p, i, j, k]
+
+
+@jit
+def max_pool_select(x: Any, h: Any, out: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
+                    pd: Any, ph: Any, pw: Any, start: Any, stop: Any) -> None:
+    """``out[window] = h[first argmax of the window in x]``."""
+    dd, hh, ww = x.shape[1], x.shape[2], x.shape[3]
+    od, oh, ow = out.shape[1], out.shape[2], out.shape[3]
+    for p in range(start, stop):
+        for i in range(od):
+            z0 = max(i * sd - pd, 0)
+            z1 = min(i * sd - pd + kd, dd)
+            for j in range(oh):
+                y0 = max(j * sh - ph, 0)
+                y1 = min(j * sh - ph + kh, hh)
+                for k in range(ow):
+                    w0 = max(k * sw - pw, 0)
+                    w1 = min(k * sw - pw + kw, ww)
+                    if z0 >= z1 or y0 >= y1 or w0 >= w1:
+                        out[p, i, j, k] = 0
+                        continue
+                    bz, by, bw = _window_argmax(x, p, z0, z1, y0, y1, w0, w1)
+                    out[p, i, j, k] = h[p, bz, by, bw]
+
+
+@jit
+def avg_pool_fwd(x: Any, out: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
+                 pd: Any, ph: Any, pw: Any, start: Any, stop: Any) -> None:
+    """Window sum over the in-range positions divided by ``kd*kh*kw`` (padding counts as 0)."""
+    dd, hh, ww = x.shape[1], x.shape[2], x.shape[3]
+    od, oh, ow = out.shape[1], out.shape[2], out.shape[3]
+    inv = x.dtype.type(1.0 / (kd * kh * kw))
+    for p in range(start, stop):
+        for i in range(od):
+            z0 = max(i * sd - pd, 0)
+            z1 = min(i * sd - pd + kd, dd)
+            for j in range(oh):
+                y0 = max(j * sh - ph, 0)
+                y1 = min(j * sh - ph + kh, hh)
+                for k in range(ow):
+                    w0 = max(k * sw - pw, 0)
+                    w1 = min(k * sw - pw + kw, ww)
+                    s = x.dtype.type(0)
+                    for z in range(z0, z1):
+                        for y in range(y0, y1):
+                            for w in range(w0, w1):
+                                s += x[p, z, y, w]
+                    out[p, i, j, k] = s * inv
+
+
+@jit
+def avg_pool_bwd(g: Any, dx: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
+                 pd: Any, ph: Any, pw: Any, start: Any, stop: Any) -> None:
+    """``dx`` (zeroed) += ``g / (kd*kh*kw)`` over the in-range positions of each window."""
+    dd, hh, ww = dx.shape[1], dx.shape[2], dx.shape[3]
+    od, oh, ow = g.shape[1], g.shape[2], g.shape[3]
+    inv = g.dtype.type(1.0 / (kd * kh * kw))
+    for p in range(start, stop):
+        for i in range(od):
+            z0 = max(i * sd - pd, 0)
+            z1 = min(i * sd - pd + kd, dd)
+            for j in range(oh):
+                y0 = max(j * sh - ph, 0)
+                y1 = min(j * sh - ph + kh, hh)
+                for k in range(ow):
+                    w0 = max(k * sw - pw, 0)
+                    w1 = min(k * sw - pw + kw, ww)
+                    v = g[p, i, j, k] * inv
+                    for z in range(z0, z1):
+                        for y in range(y0, y1):
+                            for w in range(w0, w1):
+                                dx[p, z, y, w] += v
+
+
+@jit
+def smooth_max_pool_fwd(x: Any, out: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
+                        pd: Any, ph: Any, pw: Any, beta: Any, start: Any, stop: Any) -> None:
+    """``(1/beta) log sum exp(beta x)`` over the in-range positions of each window, shifted by the
+    window max of ``beta x`` (computed in float64)."""
+    dd, hh, ww = x.shape[1], x.shape[2], x.shape[3]
+    od, oh, ow = out.shape[1], out.shape[2], out.shape[3]
+    for p in range(start, stop):
+        for i in range(od):
+            z0 = max(i * sd - pd, 0)
+            z1 = min(i * sd - pd + kd, dd)
+            for j in range(oh):
+                y0 = max(j * sh - ph, 0)
+                y1 = min(j * sh - ph + kh, hh)
+                for k in range(ow):
+                    w0 = max(k * sw - pw, 0)
+                    w1 = min(k * sw - pw + kw, ww)
+                    m = -np.inf
+                    for z in range(z0, z1):
+                        for y in range(y0, y1):
+                            for w in range(w0, w1):
+                                m = fmaximum(m, beta * np.float64(x[p, z, y, w]))
+                    if math.isinf(m):
+                        out[p, i, j, k] = m / beta
+                        continue
+                    s = 0.0
+                    for z in range(z0, z1):
+                        for y in range(y0, y1):
+                            for w in range(w0, w1):
+                                s += math.exp(beta * np.float64(x[p, z, y, w]) - m)
+                    out[p, i, j, k] = (m + math.log(s)) / beta
+
+
+@jit
+def smooth_max_pool_bwd(x: Any, g: Any, dx: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
+                        pd: Any, ph: Any, pw: Any, beta: Any, start: Any, stop: Any) -> None:
+    """``dx`` (zeroed) += ``g`` times each window's ``softmax(beta x)`` weights."""
+    dd, hh, ww = x.shape[1], x.shape[2], x.shape[3]
+    od, oh, ow = g.shape[1], g.shape[2], g.shape[3]
+    for p in range(start, stop):
+        for i in range(od):
+            z0 = max(i * sd - pd, 0)
+            z1 = min(i * sd - pd + kd, dd)
+            for j in range(oh):
+                y0 = max(j * sh - ph, 0)
+                y1 = min(j * sh - ph + kh, hh)
+                for k in range(ow):
+                    w0 = max(k * sw - pw, 0)
+                    w1 = min(k * sw - pw + kw, ww)
+                    m = -np.inf
+                    for z in range(z0, z1):
+                        for y in range(y0, y1):
+                            for w in range(w0, w1):
+                                m = fmaximum(m, beta * np.float64(x[p, z, y, w]))
+                    s = 0.0
+                    for z in range(z0, z1):
+                        for y in range(y0, y1):
+                            for w in range(w0, w1):
+                                s += math.exp(beta * np.float64(x[p, z, y, w]) - m)
+                    c = np.float64(g[p, i, j, k]) / s
+                    for z in range(z0, z1):
+                        for y in range(y0, y1):
+                            for w in range(w0, w1):
+                                dx[p, z, y, w] += c * math.exp(beta * np.float64(x[p, z, y, w]) - m)
+
+
+# ---- convolution: im2col / col2im over x[N, C, D, H, W] ----------------------------------------
+# cols[n, (c*kd + a)*kh*kw + b*kw + e, (i*OH + j)*OW + k] = x[n, c, i*sd - pd + a*dd,
+#                                                           j*sh - ph + b*dh, k*sw - pw + e*dw]
+# (0 outside x). Channel-major rows, so for groups the rows of group g are one contiguous block.
+
+
+@jit
+def im2col(x: Any, cols: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
+           pd: Any, ph: Any, pw: Any, dd: Any, dh: Any, dw: Any,
+           od: Any, oh: Any, ow: Any, start: Any, stop: Any) -> None:
+    """Fill ``cols[N, C*kd*kh*kw, od*oh*ow]`` from ``x[N, C, D, H, W]`` for samples ``[start, stop)``."""
+    c_in, d_in, h_in, w_in = x.shape[1], x.shape[2], x.shape[3], x.shape[4]
+    for n in range(start, stop):
+        for c in range(c_in):
+            for a in range(kd):
+                for b in range(kh):
+                    for e in range(kw):
+                        row = ((c * kd + a) * kh + b) * kw + e
+                        xoff = e * dw - pw
+                        # output columns k whose input column k*sw + xoff lies in [0, w_in)
+                        k0 = 0 if xoff >= 0 else min(ow, (-xoff + sw - 1) // sw)
+                        k1 = max(k0, min(ow, (w_in - 1 - xoff) // sw + 1)) if w_in - 1 - xoff >= 0 else k0
+                        for i in range(od):
+                            z = i * sd - pd + a * dd
+                            for j in range(oh):
+                                y = j * sh - ph + b * dh
+                                base = (i * oh + j) * ow
+                                if z < 0 or z >= d_in or y < 0 or y >= h_in:
+                                    for k in range(ow):
+                                        cols[n, row, base + k] = 0
+                                    continue
+                                for k in range(k0):
+                                    cols[n, row, base + k] = 0
+                                if sw == 1:
+                                    for k in range(k0, k1):
+                                        cols[n, row, base + k] = x[n, c, z, y, k + xoff]
+                                else:
+                                    for k in range(k0, k1):
+                                        cols[n, row, base + k] = x[n, c, z, y, k * sw + xoff]
+                                for k in range(k1, ow):
+                                    cols[n, row, base + k] = 0
+
+
+@jit
+def col2im(cols: Any, out: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
+           pd: Any, ph: Any, pw: Any, dd: Any, dh: Any, dw: Any,
+           od: Any, oh: Any, ow: Any, start: Any, stop: Any) -> None:
+    """The adjoint of :func:`im2col`: ``out[N, C, D, H, W]`` (zeroed) += the columns, samples
+    ``[start, stop)``."""
+    c_in, d_in, h_in, w_in = out.shape[1], out.shape[2], out.shape[3], out.shape[4]
+    for n in range(start, stop):
+        for c in range(c_in):
+            for a in range(kd):
+                for b in range(kh):
+                    for e in range(kw):
+                        row = ((c * kd + a) * kh + b) * kw + e
+                        xoff = e * dw - pw
+                        k0 = 0 if xoff >= 0 else min(ow, (-xoff + sw - 1) // sw)
+                        k1 = max(k0, min(ow, (w_in - 1 - xoff) // sw + 1)) if w_in - 1 - xoff >= 0 else k0
+                        for i in range(od):
+                            z = i * sd - pd + a * dd
+                            if z < 0 or z >= d_in:
+                                continue
+                            for j in range(oh):
+                                y = j * sh - ph + b * dh
+                                if y < 0 or y >= h_in:
+                                    continue
+                                base = (i * oh + j) * ow
+                                if sw == 1:
+                                    for k in range(k0, k1):
+                                        out[n, c, z, y, k + xoff] += cols[n, row, base + k]
+                                else:
+                                    for k in range(k0, k1):
+                                        out[n, c, z, y, k * sw + xoff] += cols[n, row, base + k]
+
+
+# ---- scatter_add ------------------------------------------------------------------------------
+
+
+@jit
+def scatter_add_rows(out: Any, idx: Any, upd: Any, start: Any, stop: Any) -> None:
+    """``out[a, idx[i], b] += upd[a, i, b]`` over ``out[A, n, B]``, ``upd[A, I, B]``, for the
+    columns ``b`` in ``[start, stop)`` (indices already normalised and checked)."""
+    aa, ii = upd.shape[0], upd.shape[1]
+    for a in range(aa):
+        for i in range(ii):
+            r = idx[i]
+            for b in range(start, stop):
+                out[a, r, b] += upd[a, i, b]

@@ -1,0 +1,112 @@
+"""Fused row kernels: ``layer_norm``, ``softmax``, ``log_softmax`` and ``gelu``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ._support import F64, Array, as_float, float_dtype, nb, normalize_axis, parallel_for
+
+
+def layer_norm(x: Array, gamma: Array, beta: Array, *, eps: float) -> Array:
+    """Normalise the last axis of ``x[..., D]`` (biased variance), then ``* gamma[D] + beta[D]``."""
+    if x.ndim < 1:
+        raise ValueError("layer_norm: x must have at least one axis")
+    d = x.shape[-1]
+    if np.shape(gamma) != (d,) or np.shape(beta) != (d,):
+        raise ValueError(f"layer_norm: gamma and beta must have shape ({d},), "
+                         f"got {np.shape(gamma)} and {np.shape(beta)} for x of shape {x.shape}")
+    dt = float_dtype(x, gamma, beta)
+    out = np.empty(x.shape, dt)
+    if out.size == 0:
+        return out
+    x2 = as_float(x, dt).reshape(-1, d)
+    g = as_float(gamma, dt)
+    b = as_float(beta, dt)
+    o2 = out.reshape(-1, d)
+    kernel = nb().layer_norm_rows
+    e = float(eps)
+
+    def body(start: int, stop: int) -> None:
+        kernel(x2, g, b, e, o2, start, stop)
+
+    parallel_for(x2.shape[0], x2.size, body)
+    return out
+
+
+def _softmax_like(x: Array, axis: int, name: str, rows_kernel: str, cols_kernel: str) -> Array:
+    ax = normalize_axis(axis, x.ndim, name) if x.ndim else 0
+    dt = float_dtype(x)
+    out = np.empty(x.shape, dt)
+    if out.size == 0:
+        return out
+    xc = as_float(x, dt)
+    shape = x.shape if x.ndim else (1,)
+    a = math.prod(shape[:ax])
+    n = shape[ax]
+    b = math.prod(shape[ax + 1:])
+    k = nb()
+    if b == 1:
+        x2 = xc.reshape(a, n)
+        o2 = out.reshape(a, n)
+        rows = getattr(k, rows_kernel)
+
+        def body_rows(start: int, stop: int) -> None:
+            rows(x2, o2, start, stop)
+
+        parallel_for(a, x2.size, body_rows)
+    else:
+        x3 = xc.reshape(a, n, b)
+        o3 = out.reshape(a, n, b)
+        cols = getattr(k, cols_kernel)
+        if a >= 2 or x3.size < 2 * (1 << 17):
+            def body_cols(start: int, stop: int) -> None:
+                cols(x3, o3, start, stop)
+
+            parallel_for(a, x3.size, body_cols)
+        else:
+            # one outer block: split the inner axis instead (non-contiguous slices are
+            # copied into contiguous chunks so the kernel keeps one signature)
+            def body_inner(start: int, stop: int) -> None:
+                xs = np.ascontiguousarray(x3[:, :, start:stop])
+                os_ = np.empty_like(xs)
+                cols(xs, os_, 0, a)
+                o3[:, :, start:stop] = os_
+
+            parallel_for(b, x3.size, body_inner)
+    return out
+
+
+def softmax(x: Array, *, axis: int) -> Array:
+    """``exp(x - max) / sum(exp(x - max))`` along ``axis``; a row of ``-inf`` gives NaN."""
+    return _softmax_like(x, axis, "softmax", "softmax_rows", "softmax_cols")
+
+
+def log_softmax(x: Array, *, axis: int) -> Array:
+    """``x - logsumexp(x)`` along ``axis`` (a row of ``-inf`` gives NaN)."""
+    return _softmax_like(x, axis, "log_softmax", "log_softmax_rows", "log_softmax_cols")
+
+
+def gelu(x: Array, *, approximate: str = "none") -> Array:
+    """GELU: ``x * Phi(x)`` (``approximate="none"``, erf form) or the tanh form (``"tanh"``)."""
+    if approximate == "none":
+        name = ""
+    elif approximate == "tanh":
+        name = "gelu_tanh"
+    else:
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    dt = float_dtype(x)
+    out = np.empty(x.shape, dt)
+    if out.size == 0:
+        return out
+    xf = as_float(x, dt).reshape(-1)
+    of = out.reshape(-1)
+    kernel: Any = getattr(nb(), name or ("gelu_erf64" if dt == F64 else "gelu_erf32"))
+
+    def body(start: int, stop: int) -> None:
+        kernel(xf, of, start, stop)
+
+    parallel_for(xf.size, xf.size * 4, body)
+    return out
