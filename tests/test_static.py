@@ -1,0 +1,34 @@
+"""Static checks that CI must keep green: mypy --strict on the packages, and the import layering."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_mypy_strict_is_clean_on_the_packages() -> None:
+    from mypy import api
+
+    stdout, stderr, status = api.run(["--strict", "--no-incremental", "tensorplay", "spec", "interpreters"])
+    assert status == 0, stdout + stderr
+
+
+def test_import_layering_contracts_hold() -> None:
+    """spec imports nothing of the project; the core of tensorplay never imports an interpreter."""
+    exe = shutil.which("lint-imports")
+    if exe is None:
+        pytest.skip("import-linter is not installed (it is part of the test extra)")
+    result = subprocess.run([exe], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_import_tensorplay_compiles_nothing() -> None:
+    """``import tensorplay`` must not import numba (kernels compile lazily, on first use)."""
+    code = "import sys, tensorplay; assert 'numba' not in sys.modules, 'numba imported'"
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
