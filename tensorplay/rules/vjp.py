@@ -127,8 +127,10 @@ def sqrt_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor)
     (x,) = inputs
     if not is_float_tensor(x):
         return (None,)
-    raw = ops.div(ops.mul(g, 0.5), output)
-    return (_ct(ops, _scalar_mask(ops, ops.eq(g, 0.0), raw), x),)
+    silent = ops.eq(g, 0.0)
+    # the denominator is made safe where the result is masked, so no NaN reaches higher derivatives
+    raw = ops.div(ops.mul(g, 0.5), ops.where(silent, 1.0, output))
+    return (_ct(ops, _scalar_mask(ops, silent, raw), x),)
 
 
 @_register("rsqrt")
@@ -274,8 +276,9 @@ def pow_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) 
     gx = gy = None
     if is_float_tensor(x):
         if is_tensor(y):
-            d = ops.mul(y, ops.pow(x, ops.sub(y, 1.0)))
-            d = _scalar_mask(ops, ops.eq(y, 0.0), d)
+            flat = ops.eq(y, 0.0)
+            d = ops.mul(y, ops.pow(ops.where(flat, 1.0, x), ops.sub(y, 1.0)))  # no 0 * inf at x == y == 0
+            d = _scalar_mask(ops, flat, d)
             gx = _ct(ops, ops.mul(g, d), x)
         elif y == 0:
             gx = zeros_like(ops, x)
@@ -283,8 +286,10 @@ def pow_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) 
             gx = _ct(ops, ops.mul(g, ops.mul(ops.pow(x, y - 1), y)), x)
     if is_float_tensor(y):
         if is_tensor(x):
-            raw = ops.mul(ops.mul(g, output), ops.log(x))
-            gy = _ct(ops, _scalar_mask(ops, ops.logical_and(ops.eq(x, 0.0), ops.ge(y, 0.0)), raw), y)
+            zero_base = ops.logical_and(ops.eq(x, 0.0), ops.ge(y, 0.0))
+            # log(1) = 0 where the result is masked anyway: no 0 * -inf = nan, at any derivative order
+            raw = ops.mul(ops.mul(g, output), ops.log(ops.where(zero_base, 1.0, x)))
+            gy = _ct(ops, _scalar_mask(ops, zero_base, raw), y)
         elif x == 0:
             gy = zeros_like(ops, y)
         else:
