@@ -11,16 +11,45 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, TypeVarTuple, overload
 
 from tensorplay.errors import DTypeError, ShapeError
 from tensorplay.program import matmul, numel_of, reshape, unsqueeze  # noqa: F401 (reshape re-exported)
 
 if TYPE_CHECKING:
-    from tensorplay.ops import Interpreter
+    from tensorplay.ops import Ops
+    from tensorplay.tensor import Tensor
 
 AnyTensor = Any
 IntOrTuple = int | Sequence[int]
+
+# Typing-only names. The public signatures below are overloads that mypy checks: the leading
+# shape ``*Lead`` is kept, feature/channel dims must agree, and output spatial dims that mypy
+# cannot compute are named by the caller with ``out=(H2, W2)`` (NewType dims, or their values,
+# which are then checked at run time). Without ``out`` they are typed ``int``.
+Lead = TypeVarTuple("Lead")
+S = TypeVarTuple("S")
+T = TypeVarTuple("T")
+A0 = TypeVar("A0")
+A1 = TypeVar("A1")
+A2 = TypeVar("A2")
+In = TypeVar("In")
+Out = TypeVar("Out")
+D = TypeVar("D")
+N = TypeVar("N")
+InC = TypeVar("InC")
+OutC = TypeVar("OutC")
+K1 = TypeVar("K1")
+K2 = TypeVar("K2")
+K3 = TypeVar("K3")
+L1 = TypeVar("L1")
+L2 = TypeVar("L2")
+L3 = TypeVar("L3")
+O1 = TypeVar("O1")
+O2 = TypeVar("O2")
+O3 = TypeVar("O3")
+Padding = IntOrTuple | Literal["valid"]
+One = Literal[1]
 
 
 def _tuple(value: IntOrTuple, rank: int, name: str, where: str) -> tuple[int, ...]:
@@ -33,7 +62,30 @@ def _tuple(value: IntOrTuple, rank: int, name: str, where: str) -> tuple[int, ..
     return out
 
 
-def map(ops: Interpreter, lead: int, x: AnyTensor, f: Callable[[AnyTensor], AnyTensor]) -> AnyTensor:
+@overload
+def map(ops: Ops, lead: Literal[0], x: Tensor[*S], f: Callable[[Tensor[One, *S]], Tensor[One, *T]]) -> Tensor[*T]: ...
+
+
+@overload
+def map(ops: Ops, lead: Literal[1], x: Tensor[A0, *S], f: Callable[[Tensor[A0, *S]], Tensor[A0, *T]]) -> Tensor[A0, *T]: ...
+
+
+@overload
+def map(ops: Ops, lead: Literal[2], x: Tensor[A0, A1, *S],
+        f: Callable[[Tensor[int, *S]], Tensor[int, *T]]) -> Tensor[A0, A1, *T]: ...
+
+
+@overload
+def map(ops: Ops, lead: Literal[3], x: Tensor[A0, A1, A2, *S],
+        f: Callable[[Tensor[int, *S]], Tensor[int, *T]]) -> Tensor[A0, A1, A2, *T]: ...
+
+
+@overload
+def map(ops: Ops, lead: int, x: Tensor[*tuple[Any, ...]],
+        f: Callable[[Tensor[*tuple[Any, ...]]], Tensor[*tuple[Any, ...]]]) -> Tensor[*tuple[Any, ...]]: ...
+
+
+def map(ops: Ops, lead: int, x: AnyTensor, f: Callable[[AnyTensor], AnyTensor]) -> AnyTensor:
     """Apply ``f`` (which takes ``[N, *sample]``) to ``x[*lead, *sample]`` where ``lead`` is the number
     of leading axes; the result is ``[*lead, *f_sample]``. With ``lead == 0``, ``f`` sees a batch of one."""
     if not 0 <= lead <= x.ndim:
@@ -47,7 +99,7 @@ def map(ops: Interpreter, lead: int, x: AnyTensor, f: Callable[[AnyTensor], AnyT
     return out if lead == 1 else ops.reshape(out, shape=lead_shape + out_sample)
 
 
-def _flatten_lead(ops: Interpreter, x: AnyTensor, keep: int, where: str) -> tuple[AnyTensor, tuple[Any, ...]]:
+def _flatten_lead(ops: Ops, x: AnyTensor, keep: int, where: str) -> tuple[AnyTensor, tuple[Any, ...]]:
     """``x[*lead, *tail]`` with ``len(tail) == keep`` -> (``x[N, *tail]``, ``lead``)."""
     if x.ndim < keep:
         raise ShapeError(f"{where}: expected an input with at least {keep} axes (channels and spatial dims), "
@@ -59,13 +111,21 @@ def _flatten_lead(ops: Interpreter, x: AnyTensor, keep: int, where: str) -> tupl
     return ops.reshape(x, shape=(numel_of(lead),) + tail), lead
 
 
-def _restore_lead(ops: Interpreter, y: AnyTensor, lead: tuple[Any, ...]) -> AnyTensor:
+def _restore_lead(ops: Ops, y: AnyTensor, lead: tuple[Any, ...]) -> AnyTensor:
     if len(lead) == 1:
         return y
     return ops.reshape(y, shape=lead + tuple(y.shape[1:]))
 
 
-def linear(ops: Interpreter, w: AnyTensor, b: AnyTensor | None, x: AnyTensor) -> AnyTensor:
+@overload
+def linear(ops: Ops, w: Tensor[Out, In], b: Tensor[Out], x: Tensor[*Lead, In]) -> Tensor[*Lead, Out]: ...
+
+
+@overload
+def linear(ops: Ops, w: Tensor[Out, In], b: None, x: Tensor[*Lead, In]) -> Tensor[*Lead, Out]: ...
+
+
+def linear(ops: Ops, w: AnyTensor, b: AnyTensor | None, x: AnyTensor) -> AnyTensor:
     """``x[*lead, in] @ w[out, in]^T + b[out] -> [*lead, out]`` (``b`` may be ``None``)."""
     if w.ndim != 2:
         raise ShapeError(f"linear: weight must be [out, in], got shape {list(w.shape)}")
@@ -80,7 +140,7 @@ def linear(ops: Interpreter, w: AnyTensor, b: AnyTensor | None, x: AnyTensor) ->
         y = ops.matmul(flat, wt)
         y = ops.reshape(y, shape=tuple(x.shape[:-1]) + (w.shape[0],))
     else:
-        y = matmul(ops, x, wt)
+        y = matmul(ops, x, wt)  # type: ignore[arg-type]
     return y if b is None else ops.add(y, b)
 
 
@@ -94,11 +154,116 @@ def _same_padding(kernel: tuple[int, ...], dilation: tuple[int, ...], stride: tu
     return (0,) * len(kernel), tuple((t // 2, t - t // 2) for t in totals)
 
 
-def conv(ops: Interpreter, w: AnyTensor, b: AnyTensor | None, x: AnyTensor, stride: IntOrTuple = 1,
-         padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1) -> AnyTensor:
+def _check_out(where: str, shape: tuple[Any, ...], out: Sequence[Any] | None, rank: int) -> None:
+    """The ``out=`` names of the output spatial dims: one per spatial dim; sizes given as ints
+    (or NewType values) must match the output ``shape`` (dims given as types only name them)."""
+    if out is None:
+        return
+    names = tuple(out)
+    if len(names) != rank:
+        raise ShapeError(f"{where}: out= names {len(names)} output spatial dims, but the output has {rank} "
+                         f"(output shape {list(shape)})")
+    actual = shape[len(shape) - rank:]
+    for i, (name, size) in enumerate(zip(names, actual)):
+        if isinstance(name, int) and isinstance(size, int) and name != size:
+            raise ShapeError(f"{where}: out= says output spatial dim {i} has size {name}, but the output has "
+                             f"{size} (output spatial shape {list(actual)}, output shape {list(shape)})")
+
+
+@overload
+def conv(ops: Ops, w: Tensor[OutC, InC, K1], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1],
+         stride: Literal[1] = 1, *, padding: Literal["same"], dilation: IntOrTuple = 1,
+         groups: Literal[1] = 1) -> Tensor[*Lead, OutC, L1]: ...
+
+
+@overload
+def conv(ops: Ops, w: Tensor[OutC, InC, K1, K2], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2],
+         stride: Literal[1] = 1, *, padding: Literal["same"], dilation: IntOrTuple = 1,
+         groups: Literal[1] = 1) -> Tensor[*Lead, OutC, L1, L2]: ...
+
+
+@overload
+def conv(ops: Ops, w: Tensor[OutC, InC, K1, K2, K3], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2, L3],
+         stride: Literal[1] = 1, *, padding: Literal["same"], dilation: IntOrTuple = 1,
+         groups: Literal[1] = 1) -> Tensor[*Lead, OutC, L1, L2, L3]: ...
+
+
+@overload
+def conv(ops: Ops, w: Tensor[OutC, InC, K1], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1],
+         stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
+         out: tuple[type[O1]]) -> Tensor[*Lead, OutC, O1]: ...
+
+
+@overload
+def conv(ops: Ops, w: Tensor[OutC, InC, K1, K2], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2],
+         stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
+         out: tuple[type[O1], type[O2]]) -> Tensor[*Lead, OutC, O1, O2]: ...
+
+
+@overload
+def conv(ops: Ops, w: Tensor[OutC, InC, K1, K2, K3], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2, L3],
+         stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
+         out: tuple[type[O1], type[O2], type[O3]]) -> Tensor[*Lead, OutC, O1, O2, O3]: ...
+
+
+@overload
+def conv(ops: Ops, w: Tensor[OutC, InC, K1], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1],
+         stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
+         out: tuple[O1]) -> Tensor[*Lead, OutC, O1]: ...
+
+
+@overload
+def conv(ops: Ops, w: Tensor[OutC, InC, K1, K2], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2],
+         stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
+         out: tuple[O1, O2]) -> Tensor[*Lead, OutC, O1, O2]: ...
+
+
+@overload
+def conv(ops: Ops, w: Tensor[OutC, InC, K1, K2, K3], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2, L3],
+         stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
+         out: tuple[O1, O2, O3]) -> Tensor[*Lead, OutC, O1, O2, O3]: ...
+
+
+@overload
+def conv(ops: Ops, w: Tensor[OutC, InC, K1], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1],
+         stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1,
+         groups: Literal[1] = 1) -> Tensor[*Lead, OutC, int]: ...
+
+
+@overload
+def conv(ops: Ops, w: Tensor[OutC, InC, K1, K2], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2],
+         stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1,
+         groups: Literal[1] = 1) -> Tensor[*Lead, OutC, int, int]: ...
+
+
+@overload
+def conv(ops: Ops, w: Tensor[OutC, InC, K1, K2, K3], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2, L3],
+         stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1,
+         groups: Literal[1] = 1) -> Tensor[*Lead, OutC, int, int, int]: ...
+
+
+@overload
+def conv(ops: Ops, w: Tensor[*tuple[Any, ...]], b: Tensor[*tuple[Any, ...]] | None, x: Tensor[*tuple[Any, ...]],
+         stride: IntOrTuple, padding: Padding, dilation: IntOrTuple, groups: int, *,
+         out: Sequence[Any] | None = None) -> Tensor[*tuple[Any, ...]]: ...
+
+
+@overload
+def conv(ops: Ops, w: Tensor[*tuple[Any, ...]], b: Tensor[*tuple[Any, ...]] | None, x: Tensor[*tuple[Any, ...]],
+         stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1, *, groups: int,
+         out: Sequence[Any] | None = None) -> Tensor[*tuple[Any, ...]]: ...
+
+
+def conv(ops: Ops, w: AnyTensor, b: AnyTensor | None, x: AnyTensor, stride: IntOrTuple = 1,
+         padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1, *,
+         out: Sequence[Any] | None = None) -> AnyTensor:
     """N-d convolution (cross-correlation) of ``x[*lead, inC, *spatial]`` with ``w[outC, inC/groups, *k]``
     plus ``b[outC]``, giving ``[*lead, outC, *out]``; ``out = (in + 2p - d(k-1) - 1)//s + 1``.
-    ``padding`` may be ``"same"`` (stride 1; output spatial = input spatial) or ``"valid"`` (0)."""
+    ``padding`` may be ``"same"`` (stride 1; output spatial = input spatial) or ``"valid"`` (0).
+
+    Typing: ``out=(H2, W2)`` names the output spatial dims for mypy (NewType dims, or sizes such as
+    ``(H2(14), W2(14))``, which are checked here); ``padding="same"`` keeps the input's names;
+    otherwise they are typed ``int``. Grouped convolutions (``groups=...``) are typed loosely."""
     rank = w.ndim - 2
     if rank not in (1, 2, 3):
         raise ShapeError(f"conv: weight must be [outC, inC/groups, *kernel] with 1 to 3 spatial dims, "
@@ -123,14 +288,83 @@ def conv(ops: Interpreter, w: AnyTensor, b: AnyTensor | None, x: AnyTensor, stri
         if tuple(b.shape) != (w.shape[0],):
             raise ShapeError(f"conv: bias must be [{w.shape[0]}], got shape {list(b.shape)}")
         y = ops.add(y, ops.reshape(b, shape=(w.shape[0],) + (1,) * rank))
+    _check_out("conv", lead + tuple(y.shape[1:]), out, rank)
     return _restore_lead(ops, y, lead)
 
 
-def conv_transpose(ops: Interpreter, w: AnyTensor, b: AnyTensor | None, x: AnyTensor, stride: IntOrTuple = 1,
+@overload
+def conv_transpose(ops: Ops, w: Tensor[InC, OutC, K1], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1],
+                   stride: IntOrTuple = 1, padding: IntOrTuple = 0, output_padding: IntOrTuple = 0,
+                   dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
+                   out: tuple[type[O1]] | tuple[O1]) -> Tensor[*Lead, OutC, O1]: ...
+
+
+@overload
+def conv_transpose(ops: Ops, w: Tensor[InC, OutC, K1, K2], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2],
+                   stride: IntOrTuple = 1, padding: IntOrTuple = 0, output_padding: IntOrTuple = 0,
+                   dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
+                   out: tuple[type[O1], type[O2]]) -> Tensor[*Lead, OutC, O1, O2]: ...
+
+
+@overload
+def conv_transpose(ops: Ops, w: Tensor[InC, OutC, K1, K2], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2],
+                   stride: IntOrTuple = 1, padding: IntOrTuple = 0, output_padding: IntOrTuple = 0,
+                   dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
+                   out: tuple[O1, O2]) -> Tensor[*Lead, OutC, O1, O2]: ...
+
+
+@overload
+def conv_transpose(ops: Ops, w: Tensor[InC, OutC, K1, K2, K3], b: Tensor[OutC] | None,
+                   x: Tensor[*Lead, InC, L1, L2, L3], stride: IntOrTuple = 1, padding: IntOrTuple = 0,
+                   output_padding: IntOrTuple = 0, dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
+                   out: tuple[type[O1], type[O2], type[O3]]) -> Tensor[*Lead, OutC, O1, O2, O3]: ...
+
+
+@overload
+def conv_transpose(ops: Ops, w: Tensor[InC, OutC, K1, K2, K3], b: Tensor[OutC] | None,
+                   x: Tensor[*Lead, InC, L1, L2, L3], stride: IntOrTuple = 1, padding: IntOrTuple = 0,
+                   output_padding: IntOrTuple = 0, dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
+                   out: tuple[O1, O2, O3]) -> Tensor[*Lead, OutC, O1, O2, O3]: ...
+
+
+@overload
+def conv_transpose(ops: Ops, w: Tensor[InC, OutC, K1], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1],
+                   stride: IntOrTuple = 1, padding: IntOrTuple = 0, output_padding: IntOrTuple = 0,
+                   dilation: IntOrTuple = 1, groups: Literal[1] = 1) -> Tensor[*Lead, OutC, int]: ...
+
+
+@overload
+def conv_transpose(ops: Ops, w: Tensor[InC, OutC, K1, K2], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2],
+                   stride: IntOrTuple = 1, padding: IntOrTuple = 0, output_padding: IntOrTuple = 0,
+                   dilation: IntOrTuple = 1, groups: Literal[1] = 1) -> Tensor[*Lead, OutC, int, int]: ...
+
+
+@overload
+def conv_transpose(ops: Ops, w: Tensor[InC, OutC, K1, K2, K3], b: Tensor[OutC] | None,
+                   x: Tensor[*Lead, InC, L1, L2, L3], stride: IntOrTuple = 1, padding: IntOrTuple = 0,
+                   output_padding: IntOrTuple = 0, dilation: IntOrTuple = 1,
+                   groups: Literal[1] = 1) -> Tensor[*Lead, OutC, int, int, int]: ...
+
+
+@overload
+def conv_transpose(ops: Ops, w: Tensor[*tuple[Any, ...]], b: Tensor[*tuple[Any, ...]] | None,
+                   x: Tensor[*tuple[Any, ...]], stride: IntOrTuple, padding: IntOrTuple, output_padding: IntOrTuple,
+                   dilation: IntOrTuple, groups: int, *, out: Sequence[Any] | None = None) -> Tensor[*tuple[Any, ...]]: ...
+
+
+@overload
+def conv_transpose(ops: Ops, w: Tensor[*tuple[Any, ...]], b: Tensor[*tuple[Any, ...]] | None,
+                   x: Tensor[*tuple[Any, ...]], stride: IntOrTuple = 1, padding: IntOrTuple = 0,
+                   output_padding: IntOrTuple = 0, dilation: IntOrTuple = 1, *, groups: int,
+                   out: Sequence[Any] | None = None) -> Tensor[*tuple[Any, ...]]: ...
+
+
+def conv_transpose(ops: Ops, w: AnyTensor, b: AnyTensor | None, x: AnyTensor, stride: IntOrTuple = 1,
                    padding: IntOrTuple = 0, output_padding: IntOrTuple = 0, dilation: IntOrTuple = 1,
-                   groups: int = 1) -> AnyTensor:
+                   groups: int = 1, *, out: Sequence[Any] | None = None) -> AnyTensor:
     """Transposed convolution of ``x[*lead, inC, *spatial]`` with ``w[inC, outC/groups, *k]`` plus
-    ``b[outC]``: ``out = (in-1)s - 2p + d(k-1) + output_padding + 1`` per spatial dim."""
+    ``b[outC]``: ``out = (in-1)s - 2p + d(k-1) + output_padding + 1`` per spatial dim.
+    ``out=`` names the output spatial dims as for :func:`conv`."""
     rank = w.ndim - 2
     if rank not in (1, 2, 3):
         raise ShapeError(f"conv_transpose: weight must be [inC, outC/groups, *kernel] with 1 to 3 spatial dims, "
@@ -146,11 +380,12 @@ def conv_transpose(ops: Interpreter, w: AnyTensor, b: AnyTensor | None, x: AnyTe
         if tuple(b.shape) != (out_channels,):
             raise ShapeError(f"conv_transpose: bias must be [{out_channels}], got shape {list(b.shape)}")
         y = ops.add(y, ops.reshape(b, shape=(out_channels,) + (1,) * rank))
+    _check_out("conv_transpose", lead + tuple(y.shape[1:]), out, rank)
     return _restore_lead(ops, y, lead)
 
 
-def _pool(ops: Interpreter, prim: str, x: AnyTensor, kernel_size: IntOrTuple, stride: IntOrTuple | None,
-          padding: IntOrTuple, **extra: Any) -> AnyTensor:
+def _pool(ops: Ops, prim: str, x: AnyTensor, kernel_size: IntOrTuple, stride: IntOrTuple | None,
+          padding: IntOrTuple, out: Sequence[Any] | None = None, **extra: Any) -> AnyTensor:
     rank = 2 if isinstance(kernel_size, int) else len(tuple(kernel_size))
     k = _tuple(kernel_size, rank, "kernel_size", prim)
     s = k if stride is None else _tuple(stride, rank, "stride", prim)
@@ -161,31 +396,194 @@ def _pool(ops: Interpreter, prim: str, x: AnyTensor, kernel_size: IntOrTuple, st
     lead, spatial = shape[:x.ndim - rank], shape[x.ndim - rank:]
     flat = ops.reshape(x, shape=(numel_of(lead), 1) + spatial)
     y = getattr(ops, prim)(flat, kernel_size=k, stride=s, padding=p, **extra)
+    _check_out(prim, lead + tuple(y.shape[2:]), out, rank)
     return ops.reshape(y, shape=lead + tuple(y.shape[2:]))
 
 
-def max_pool(ops: Interpreter, x: AnyTensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-             padding: IntOrTuple = 0) -> AnyTensor:
+@overload
+def max_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0, *, out: tuple[type[O1]]) -> Tensor[*Lead, O1]: ...
+
+
+@overload
+def max_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0, *, out: tuple[type[O1], type[O2]]) -> Tensor[*Lead, O1, O2]: ...
+
+
+@overload
+def max_pool(ops: Ops, x: Tensor[*Lead, L1, L2, L3], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0, *, out: tuple[type[O1], type[O2], type[O3]]) -> Tensor[*Lead, O1, O2, O3]: ...
+
+
+@overload
+def max_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0, *, out: tuple[O1]) -> Tensor[*Lead, O1]: ...
+
+
+@overload
+def max_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0, *, out: tuple[O1, O2]) -> Tensor[*Lead, O1, O2]: ...
+
+
+@overload
+def max_pool(ops: Ops, x: Tensor[*Lead, L1, L2, L3], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0, *, out: tuple[O1, O2, O3]) -> Tensor[*Lead, O1, O2, O3]: ...
+
+
+@overload
+def max_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: int | tuple[int, int], stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0) -> Tensor[*Lead, int, int]: ...
+
+
+@overload
+def max_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: tuple[int], stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0) -> Tensor[*Lead, int]: ...
+
+
+@overload
+def max_pool(ops: Ops, x: Tensor[*Lead, L1, L2, L3], kernel_size: tuple[int, int, int], stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0) -> Tensor[*Lead, int, int, int]: ...
+
+
+@overload
+def max_pool(ops: Ops, x: Tensor[*tuple[Any, ...]], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0, *, out: Sequence[Any] | None = None) -> Tensor[*tuple[Any, ...]]: ...
+
+
+def max_pool(ops: Ops, x: AnyTensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0, *, out: Sequence[Any] | None = None) -> AnyTensor:
     """Window max over the trailing ``len(kernel_size)`` axes of ``x[*lead, *spatial]`` (an int kernel means
-    2-d); ``stride`` defaults to the kernel; padding is ``-inf`` and at most ``k//2``."""
-    return _pool(ops, "max_pool", x, kernel_size, stride, padding)
+    2-d); ``stride`` defaults to the kernel; padding is ``-inf`` and at most ``k//2``.
+    ``out=(H2, W2)`` names the output spatial dims for mypy (sizes given as ints are checked)."""
+    return _pool(ops, "max_pool", x, kernel_size, stride, padding, out)
 
 
-def avg_pool(ops: Interpreter, x: AnyTensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-             padding: IntOrTuple = 0) -> AnyTensor:
-    """Window mean over the trailing spatial axes; padded positions count as zeros."""
-    return _pool(ops, "avg_pool", x, kernel_size, stride, padding)
+@overload
+def avg_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0, *, out: tuple[type[O1]]) -> Tensor[*Lead, O1]: ...
 
 
-def smooth_max_pool(ops: Interpreter, x: AnyTensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-                    padding: IntOrTuple = 0, beta: float = 10.0) -> AnyTensor:
-    """Window ``logsumexp(beta * x) / beta`` over the trailing spatial axes (tends to max as beta grows)."""
+@overload
+def avg_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0, *, out: tuple[type[O1], type[O2]]) -> Tensor[*Lead, O1, O2]: ...
+
+
+@overload
+def avg_pool(ops: Ops, x: Tensor[*Lead, L1, L2, L3], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0, *, out: tuple[type[O1], type[O2], type[O3]]) -> Tensor[*Lead, O1, O2, O3]: ...
+
+
+@overload
+def avg_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0, *, out: tuple[O1]) -> Tensor[*Lead, O1]: ...
+
+
+@overload
+def avg_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0, *, out: tuple[O1, O2]) -> Tensor[*Lead, O1, O2]: ...
+
+
+@overload
+def avg_pool(ops: Ops, x: Tensor[*Lead, L1, L2, L3], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0, *, out: tuple[O1, O2, O3]) -> Tensor[*Lead, O1, O2, O3]: ...
+
+
+@overload
+def avg_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: int | tuple[int, int], stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0) -> Tensor[*Lead, int, int]: ...
+
+
+@overload
+def avg_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: tuple[int], stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0) -> Tensor[*Lead, int]: ...
+
+
+@overload
+def avg_pool(ops: Ops, x: Tensor[*Lead, L1, L2, L3], kernel_size: tuple[int, int, int], stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0) -> Tensor[*Lead, int, int, int]: ...
+
+
+@overload
+def avg_pool(ops: Ops, x: Tensor[*tuple[Any, ...]], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0, *, out: Sequence[Any] | None = None) -> Tensor[*tuple[Any, ...]]: ...
+
+
+def avg_pool(ops: Ops, x: AnyTensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0, *, out: Sequence[Any] | None = None) -> AnyTensor:
+    """Window mean over the trailing spatial axes; padded positions count as zeros. ``out=`` as for ``max_pool``."""
+    return _pool(ops, "avg_pool", x, kernel_size, stride, padding, out)
+
+
+@overload
+def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                    padding: IntOrTuple = 0, beta: float = 10.0, *, out: tuple[type[O1]]) -> Tensor[*Lead, O1]: ...
+
+
+@overload
+def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                    padding: IntOrTuple = 0, beta: float = 10.0, *, out: tuple[type[O1], type[O2]]) -> Tensor[*Lead, O1, O2]: ...
+
+
+@overload
+def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1, L2, L3], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                    padding: IntOrTuple = 0, beta: float = 10.0, *, out: tuple[type[O1], type[O2], type[O3]]) -> Tensor[*Lead, O1, O2, O3]: ...
+
+
+@overload
+def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                    padding: IntOrTuple = 0, beta: float = 10.0, *, out: tuple[O1]) -> Tensor[*Lead, O1]: ...
+
+
+@overload
+def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                    padding: IntOrTuple = 0, beta: float = 10.0, *, out: tuple[O1, O2]) -> Tensor[*Lead, O1, O2]: ...
+
+
+@overload
+def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1, L2, L3], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                    padding: IntOrTuple = 0, beta: float = 10.0, *, out: tuple[O1, O2, O3]) -> Tensor[*Lead, O1, O2, O3]: ...
+
+
+@overload
+def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: int | tuple[int, int], stride: IntOrTuple | None = None,
+                    padding: IntOrTuple = 0, beta: float = 10.0) -> Tensor[*Lead, int, int]: ...
+
+
+@overload
+def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: tuple[int], stride: IntOrTuple | None = None,
+                    padding: IntOrTuple = 0, beta: float = 10.0) -> Tensor[*Lead, int]: ...
+
+
+@overload
+def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1, L2, L3], kernel_size: tuple[int, int, int], stride: IntOrTuple | None = None,
+                    padding: IntOrTuple = 0, beta: float = 10.0) -> Tensor[*Lead, int, int, int]: ...
+
+
+@overload
+def smooth_max_pool(ops: Ops, x: Tensor[*tuple[Any, ...]], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                    padding: IntOrTuple = 0, beta: float = 10.0, *, out: Sequence[Any] | None = None) -> Tensor[*tuple[Any, ...]]: ...
+
+
+def smooth_max_pool(ops: Ops, x: AnyTensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                    padding: IntOrTuple = 0, beta: float = 10.0, *, out: Sequence[Any] | None = None) -> AnyTensor:
+    """Window ``logsumexp(beta * x) / beta`` over the trailing spatial axes (tends to max as beta grows).
+    ``out=`` as for ``max_pool``."""
     if beta <= 0:
         raise ShapeError(f"smooth_max_pool: beta must be positive, got {beta}")
-    return _pool(ops, "smooth_max_pool", x, kernel_size, stride, padding, beta=float(beta))
+    return _pool(ops, "smooth_max_pool", x, kernel_size, stride, padding, out, beta=float(beta))
 
 
-def layer_norm(ops: Interpreter, x: AnyTensor, gamma: AnyTensor | None, beta: AnyTensor | None,
+@overload
+def layer_norm(ops: Ops, x: Tensor[*Lead, D], gamma: Tensor[D], beta: Tensor[D] | None,
+               eps: float = 1e-5) -> Tensor[*Lead, D]: ...
+
+
+@overload
+def layer_norm(ops: Ops, x: Tensor[*Lead, D], gamma: None, beta: Tensor[D] | None,
+               eps: float = 1e-5) -> Tensor[*Lead, D]: ...
+
+
+def layer_norm(ops: Ops, x: AnyTensor, gamma: AnyTensor | None, beta: AnyTensor | None,
                eps: float = 1e-5) -> AnyTensor:
     """Normalise the last axis of ``x[*lead, D]`` then scale by ``gamma[D]`` and shift by ``beta[D]``
     (``None`` means 1 and 0)."""
@@ -198,7 +596,7 @@ def layer_norm(ops: Interpreter, x: AnyTensor, gamma: AnyTensor | None, beta: An
     return ops.layer_norm(x, g, b, eps=eps)
 
 
-def _split_heads(ops: Interpreter, t: AnyTensor, heads: int) -> AnyTensor:
+def _split_heads(ops: Ops, t: AnyTensor, heads: int) -> AnyTensor:
     shape = tuple(t.shape)
     lead, n, d = shape[:-2], shape[-2], shape[-1]
     t = ops.reshape(t, shape=lead + (n, heads, d // heads))
@@ -206,7 +604,7 @@ def _split_heads(ops: Interpreter, t: AnyTensor, heads: int) -> AnyTensor:
     return ops.permute(t, perm=tuple(range(rank)) + (rank + 1, rank, rank + 2))
 
 
-def _merge_heads(ops: Interpreter, t: AnyTensor) -> AnyTensor:
+def _merge_heads(ops: Ops, t: AnyTensor) -> AnyTensor:
     shape = tuple(t.shape)
     lead, h, n, dh = shape[:-3], shape[-3], shape[-2], shape[-1]
     rank = len(lead)
@@ -214,7 +612,19 @@ def _merge_heads(ops: Interpreter, t: AnyTensor) -> AnyTensor:
     return ops.reshape(t, shape=lead + (n, h * dh))
 
 
-def attention(ops: Interpreter, wq: AnyTensor, wk: AnyTensor, wv: AnyTensor, wo: AnyTensor, x: AnyTensor,
+@overload
+def attention(ops: Ops, wq: Tensor[D, D], wk: Tensor[D, D], wv: Tensor[D, D], wo: Tensor[D, D],
+              x: Tensor[*Lead, N, D], num_heads: int, mask: Tensor[*tuple[Any, ...]] | None = None,
+              output_bias: None = None) -> Tensor[*Lead, N, D]: ...
+
+
+@overload
+def attention(ops: Ops, wq: Tensor[D, D], wk: Tensor[D, D], wv: Tensor[D, D], wo: Tensor[D, D],
+              x: Tensor[*Lead, N, D], num_heads: int, mask: Tensor[*tuple[Any, ...]] | None = None, *,
+              output_bias: Tensor[D]) -> Tensor[*Lead, N, D]: ...
+
+
+def attention(ops: Ops, wq: AnyTensor, wk: AnyTensor, wv: AnyTensor, wo: AnyTensor, x: AnyTensor,
               num_heads: int, mask: AnyTensor | None = None, output_bias: AnyTensor | None = None) -> AnyTensor:
     """Multi-head self-attention on ``x[*lead, n, d]``: projections ``w*[d, d]`` (PyTorch ``[out, in]``),
     ``num_heads`` heads of size ``d // num_heads``, scale ``1/sqrt(d_head)``, optional bool ``mask``
@@ -233,12 +643,20 @@ def attention(ops: Interpreter, wq: AnyTensor, wk: AnyTensor, wv: AnyTensor, wo:
     q = _split_heads(ops, linear(ops, wq, None, x), num_heads)
     k = _split_heads(ops, linear(ops, wk, None, x), num_heads)
     v = _split_heads(ops, linear(ops, wv, None, x), num_heads)
-    head_mask = mask if mask is None or mask.ndim <= 2 else unsqueeze(ops, mask, -3)
+    head_mask = mask if mask is None or mask.ndim <= 2 else unsqueeze(ops, mask, -3)  # type: ignore[arg-type]
     o = ops.attention(q, k, v, head_mask, scale=1.0 / math.sqrt(d // num_heads))
     return linear(ops, wo, output_bias, _merge_heads(ops, o))
 
 
-def dropout(ops: Interpreter, x: AnyTensor, p: float, key: AnyTensor, training: bool = True) -> AnyTensor:
+@overload
+def dropout(ops: Ops, x: Tensor[*S], p: float, key: Tensor[*tuple[Any, ...]], training: bool = True) -> Tensor[*S]: ...
+
+
+@overload
+def dropout(ops: Ops, x: Tensor[*S], p: float, key: None, training: Literal[False]) -> Tensor[*S]: ...
+
+
+def dropout(ops: Ops, x: AnyTensor, p: float, key: AnyTensor, training: bool = True) -> AnyTensor:
     """Zero each element with probability ``p`` and scale the rest by ``1/(1-p)``; ``key`` is the random key
     (an input value, so a compiled graph draws a new mask each call). Identity when not training."""
     if not 0.0 <= p <= 1.0:
@@ -258,11 +676,11 @@ class DerivedOps:
 
     def linear(self, w: AnyTensor, b: AnyTensor | None, x: AnyTensor) -> AnyTensor:
         """See :func:`tensorplay.prefix.linear`."""
-        return linear(self, w, b, x)  # type: ignore[arg-type]
+        return linear(self, w, b, x)  # type: ignore[call-overload]
 
     def map(self, lead: int, x: AnyTensor, f: Callable[[AnyTensor], AnyTensor]) -> AnyTensor:
         """See :func:`tensorplay.prefix.map`."""
-        return map(self, lead, x, f)  # type: ignore[arg-type]
+        return map(self, lead, x, f)  # type: ignore[call-overload]
 
 
 __all__ = ["map", "linear", "conv", "conv_transpose", "max_pool", "avg_pool", "smooth_max_pool", "layer_norm",
