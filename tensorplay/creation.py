@@ -10,7 +10,7 @@ as in PyTorch. Random factories draw a fresh key from the global generator
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeVarTuple
+from typing import Any, Literal, TypeVarTuple, overload
 
 import numpy as np
 
@@ -88,37 +88,73 @@ def full(*shape_and_value: Any, dtype: Any = None, requires_grad: bool = False) 
     return _new(np.full(dims, value, dtype=_dtype_name(dtype, default)), requires_grad)
 
 
-def zeros(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
+@overload
+def zeros(shape: tuple[*S], /, *, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]: ...
+
+
+@overload
+def zeros(shape: list[int], /, *, dtype: Any = None, requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]: ...
+
+
+@overload
+def zeros(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]: ...
+
+
+def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Any:  # type: ignore[misc]
     """A tensor of zeros: ``zeros(2, 3)`` or ``zeros((2, 3))``."""
     dims = _check_shape(_p.shape_args(shape), "zeros")
-    return _new(np.zeros(dims, dtype=_dtype_name(dtype)), requires_grad)  # type: ignore[return-value]
+    return _new(np.zeros(dims, dtype=_dtype_name(dtype)), requires_grad)
 
 
-def ones(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
+@overload
+def ones(shape: tuple[*S], /, *, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]: ...
+
+
+@overload
+def ones(shape: list[int], /, *, dtype: Any = None, requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]: ...
+
+
+@overload
+def ones(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]: ...
+
+
+def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Any:  # type: ignore[misc]
     """A tensor of ones: ``ones(2, 3)`` or ``ones((2, 3))``."""
     dims = _check_shape(_p.shape_args(shape), "ones")
-    return _new(np.ones(dims, dtype=_dtype_name(dtype)), requires_grad)  # type: ignore[return-value]
+    return _new(np.ones(dims, dtype=_dtype_name(dtype)), requires_grad)
 
 
-def empty(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
+@overload
+def empty(shape: tuple[*S], /, *, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]: ...
+
+
+@overload
+def empty(shape: list[int], /, *, dtype: Any = None, requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]: ...
+
+
+@overload
+def empty(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]: ...
+
+
+def empty(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Any:  # type: ignore[misc]
     """A tensor whose values are unspecified (here: zeros, so nothing uninitialised leaks)."""
     dims = _check_shape(_p.shape_args(shape), "empty")
-    return _new(np.zeros(dims, dtype=_dtype_name(dtype)), requires_grad)  # type: ignore[return-value]
+    return _new(np.zeros(dims, dtype=_dtype_name(dtype)), requires_grad)
 
 
 def zeros_like(x: Tensor[*S], dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
     """Zeros with the shape (and dtype, unless given) of ``x``."""
-    return _new(np.zeros(tuple(x.shape), dtype=_dtype_name(dtype, x.dtype.name)), requires_grad)  # type: ignore[return-value]
+    return _new(np.zeros(tuple(x.shape), dtype=_dtype_name(dtype, x.dtype.name)), requires_grad)  # type: ignore[arg-type]
 
 
 def ones_like(x: Tensor[*S], dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
     """Ones with the shape (and dtype, unless given) of ``x``."""
-    return _new(np.ones(tuple(x.shape), dtype=_dtype_name(dtype, x.dtype.name)), requires_grad)  # type: ignore[return-value]
+    return _new(np.ones(tuple(x.shape), dtype=_dtype_name(dtype, x.dtype.name)), requires_grad)  # type: ignore[arg-type]
 
 
 def full_like(x: Tensor[*S], value: Scalar, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
     """``value`` everywhere, with the shape (and dtype, unless given) of ``x``."""
-    return _new(np.full(tuple(x.shape), value, dtype=_dtype_name(dtype, x.dtype.name)), requires_grad)  # type: ignore[return-value]
+    return _new(np.full(tuple(x.shape), value, dtype=_dtype_name(dtype, x.dtype.name)), requires_grad)  # type: ignore[arg-type]
 
 
 def empty_like(x: Tensor[*S], dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
@@ -162,18 +198,42 @@ def _key() -> Tensor[*tuple[Any, ...]]:
     return eager.wrap(random_state.next_key())
 
 
-def randn(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
+@overload
+def randn(shape: tuple[*S], /, *, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]: ...
+
+
+@overload
+def randn(shape: list[int], /, *, dtype: Any = None, requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]: ...
+
+
+@overload
+def randn(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]: ...
+
+
+def randn(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Any:  # type: ignore[misc]
     """Standard normal samples (a fresh key from the global generator)."""
     dims = _check_shape(_p.shape_args(shape), "randn")
     out = eager.random_normal(_key(), shape=dims, dtype=_dtype_name(dtype))
-    return out.requires_grad_(True) if requires_grad else out  # type: ignore[no-any-return]
+    return out.requires_grad_(True) if requires_grad else out
 
 
-def rand(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
+@overload
+def rand(shape: tuple[*S], /, *, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]: ...
+
+
+@overload
+def rand(shape: list[int], /, *, dtype: Any = None, requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]: ...
+
+
+@overload
+def rand(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]: ...
+
+
+def rand(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Any:  # type: ignore[misc]
     """Uniform samples in ``[0, 1)``."""
     dims = _check_shape(_p.shape_args(shape), "rand")
     out = eager.random_uniform(_key(), shape=dims, dtype=_dtype_name(dtype))
-    return out.requires_grad_(True) if requires_grad else out  # type: ignore[no-any-return]
+    return out.requires_grad_(True) if requires_grad else out
 
 
 def randint(low: int, high: int | None = None, size: Sequence[int] = (), dtype: Any = None) -> Tensor[*tuple[Any, ...]]:
@@ -189,12 +249,12 @@ def randint(low: int, high: int | None = None, size: Sequence[int] = (), dtype: 
 
 def randn_like(x: Tensor[*S], dtype: Any = None) -> Tensor[*S]:
     """Standard normal samples shaped like ``x``."""
-    return randn(*x.shape, dtype=dtype or x.dtype)  # type: ignore[return-value]
+    return randn(*x.shape, dtype=dtype or x.dtype)
 
 
 def rand_like(x: Tensor[*S], dtype: Any = None) -> Tensor[*S]:
     """Uniform samples shaped like ``x``."""
-    return rand(*x.shape, dtype=dtype or x.dtype)  # type: ignore[return-value]
+    return rand(*x.shape, dtype=dtype or x.dtype)
 
 
 def _interpreter_of(tensors: Sequence[Any]) -> Any:
@@ -218,6 +278,18 @@ def cat(tensors: Sequence[Tensor[*tuple[Any, ...]]], dim: int = 0) -> Tensor[*tu
     return ops.concat(*items, axis=axis)  # type: ignore[no-any-return]
 
 
+@overload
+def stack(tensors: Sequence[Tensor[*S]], dim: Literal[0] = 0) -> Tensor[int, *S]: ...
+
+
+@overload
+def stack(tensors: Sequence[Tensor[*S]], dim: Literal[-1]) -> Tensor[*S, int]: ...
+
+
+@overload
+def stack(tensors: Sequence[Tensor[*tuple[Any, ...]]], dim: int = 0) -> Tensor[*tuple[Any, ...]]: ...
+
+
 def stack(tensors: Sequence[Tensor[*tuple[Any, ...]]], dim: int = 0) -> Tensor[*tuple[Any, ...]]:
     """Join tensors of one shape along a new axis ``dim``."""
     items = list(tensors)
@@ -232,6 +304,18 @@ def stack(tensors: Sequence[Tensor[*tuple[Any, ...]]], dim: int = 0) -> Tensor[*
     ops = _interpreter_of(items)
     axis = _p.normalize_axis(dim, items[0].ndim + 1, "stack")
     return ops.concat(*(_p.unsqueeze(ops, t, axis) for t in items), axis=axis)  # type: ignore[no-any-return]
+
+
+@overload
+def where(condition: Tensor[*S], x: Tensor[*S] | Scalar, y: Tensor[*S] | Scalar) -> Tensor[*S]: ...
+
+
+@overload
+def where(condition: Tensor[*tuple[Any, ...]], x: Tensor[*S], y: Tensor[*S] | Scalar) -> Tensor[*S]: ...
+
+
+@overload
+def where(condition: Tensor[*tuple[Any, ...]], x: Scalar, y: Tensor[*S]) -> Tensor[*S]: ...
 
 
 def where(condition: Tensor[*tuple[Any, ...]], x: Any, y: Any) -> Tensor[*tuple[Any, ...]]:
