@@ -1,0 +1,33 @@
+"""``Dropout``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypeVarTuple
+
+from tensorplay.nn import functional as F
+from tensorplay.nn.module import Module
+from tensorplay.tensor import Tensor
+
+S = TypeVarTuple("S")
+
+
+class Dropout(Module):
+    """In training, zero each element with probability ``p`` and scale the rest by ``1/(1-p)``;
+    the identity in evaluation. Masks come from the global generator (``tp.manual_seed``)."""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p = p
+        self.inplace = inplace
+
+    def forward(self, x: Tensor[*S]) -> Tensor[*S]:
+        """``x`` with dropout applied when training."""
+        return F.dropout(x, self.p, self.training)
+
+    if TYPE_CHECKING:
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"

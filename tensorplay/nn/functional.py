@@ -1,0 +1,584 @@
+"""``tensorplay.nn.functional``: stateless layer operations and losses with PyTorch's signatures.
+
+Every function runs under the interpreter of its tensor arguments (eager,
+graph recorder, transforms) and is composed from the ``Ops`` primitives and
+the prefix-polymorphic derived ops of :mod:`tensorplay.prefix`: layers keep
+any leading shape of their input.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, TypeVarTuple
+
+import numpy as np
+
+from tensorplay import prefix as _prefix_module
+from tensorplay.errors import DTypeError, ShapeError, TensorplayError
+from tensorplay.nn._util import IntOrTuple, is_eager, ntuple, numel, ops_for, random_key, shape_of
+from tensorplay.program import transpose
+from tensorplay.tensor import Tensor
+
+prefix: Any = _prefix_module  # typed loosely: the layers check shapes at run time
+
+if TYPE_CHECKING:
+    from tensorplay.ops import Interpreter
+
+S = TypeVarTuple("S")
+Lead = TypeVarTuple("Lead")
+In = TypeVar("In")
+Out = TypeVar("Out")
+D = TypeVar("D")
+AnyTensor = Tensor[*tuple[Any, ...]]
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+class IndexRangeError(TensorplayError, IndexError):
+    """An integer index (a class target, an embedding id) is outside its valid range."""
+
+
+# ---- activations ---------------------------------------------------------------------------------
+
+def relu(input: Tensor[*S], inplace: bool = False) -> Tensor[*S]:
+    """``max(x, 0)`` (``inplace`` is accepted for PyTorch compatibility and ignored)."""
+    return ops_for("relu", input).relu(input)  # type: ignore[no-any-return]
+
+
+def gelu(input: Tensor[*S], approximate: str = "none") -> Tensor[*S]:
+    """GELU, exact (erf) or ``approximate="tanh"``."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return ops_for("gelu", input).gelu(input, approximate=approximate)  # type: ignore[no-any-return]
+
+
+def tanh(input: Tensor[*S]) -> Tensor[*S]:
+    """Hyperbolic tangent."""
+    return ops_for("tanh", input).tanh(input)  # type: ignore[no-any-return]
+
+
+def sigmoid(input: Tensor[*S]) -> Tensor[*S]:
+    """Logistic sigmoid."""
+    return ops_for("sigmoid", input).sigmoid(input)  # type: ignore[no-any-return]
+
+
+def silu(input: Tensor[*S]) -> Tensor[*S]:
+    """``x * sigmoid(x)``."""
+    ops = ops_for("silu", input)
+    return ops.mul(input, ops.sigmoid(input))  # type: ignore[no-any-return]
+
+
+def leaky_relu(input: Tensor[*S], negative_slope: float = 0.01) -> Tensor[*S]:
+    """``x`` where positive, else ``negative_slope * x``."""
+    ops = ops_for("leaky_relu", input)
+    return ops.where(ops.gt(input, 0.0), input, ops.mul(input, float(negative_slope)))  # type: ignore[no-any-return]
+
+
+def _axis(dim: int | None, ndim: int, where: str) -> int:
+    if dim is None:
+        raise ValueError(f"{where}: pass dim= explicitly (the axis to normalise over)")
+    from tensorplay.program import normalize_axis
+    return normalize_axis(dim, ndim, where)
+
+
+def softmax(input: Tensor[*S], dim: int | None = None) -> Tensor[*S]:
+    """Softmax along ``dim``."""
+    ops = ops_for("softmax", input)
+    return ops.softmax(input, axis=_axis(dim, input.ndim, "softmax"))  # type: ignore[no-any-return]
+
+
+def log_softmax(input: Tensor[*S], dim: int | None = None) -> Tensor[*S]:
+    """Log-softmax along ``dim``."""
+    ops = ops_for("log_softmax", input)
+    return ops.log_softmax(input, axis=_axis(dim, input.ndim, "log_softmax"))  # type: ignore[no-any-return]
+
+
+# ---- linear, convolution, pooling ----------------------------------------------------------------
+
+def linear(input: Tensor[*Lead, In], weight: Tensor[Out, In], bias: Tensor[Out] | None = None) -> Tensor[*Lead, Out]:
+    """``input[*lead, in] @ weight[out, in]^T + bias[out]``."""
+    ops = ops_for("linear", input, weight, bias)
+    return prefix.linear(ops, weight, bias, input)  # type: ignore[no-any-return]
+
+
+def _conv(rank: int, input: AnyTensor, weight: AnyTensor, bias: AnyTensor | None, stride: IntOrTuple,
+          padding: IntOrTuple | str, dilation: IntOrTuple, groups: int, where: str) -> AnyTensor:
+    if weight.ndim != rank + 2:
+        raise ShapeError(f"{where}: weight must have {rank + 2} axes [outC, inC/groups, *kernel], got shape "
+                         f"{list(weight.shape)}")
+    ops = ops_for(where, input, weight, bias)
+    return prefix.conv(ops, weight, bias, input, stride, padding, dilation, groups)  # type: ignore[no-any-return]
+
+
+def conv1d(input: AnyTensor, weight: AnyTensor, bias: AnyTensor | None = None, stride: IntOrTuple = 1,
+           padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1) -> AnyTensor:
+    """1-d convolution of ``input[*lead, C, L]`` (or unbatched ``[C, L]``)."""
+    return _conv(1, input, weight, bias, stride, padding, dilation, groups, "conv1d")
+
+
+def conv2d(input: AnyTensor, weight: AnyTensor, bias: AnyTensor | None = None, stride: IntOrTuple = 1,
+           padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1) -> AnyTensor:
+    """2-d convolution of ``input[*lead, C, H, W]`` (or unbatched ``[C, H, W]``)."""
+    return _conv(2, input, weight, bias, stride, padding, dilation, groups, "conv2d")
+
+
+def conv3d(input: AnyTensor, weight: AnyTensor, bias: AnyTensor | None = None, stride: IntOrTuple = 1,
+           padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1) -> AnyTensor:
+    """3-d convolution of ``input[*lead, C, D, H, W]``."""
+    return _conv(3, input, weight, bias, stride, padding, dilation, groups, "conv3d")
+
+
+def _conv_transpose(rank: int, input: AnyTensor, weight: AnyTensor, bias: AnyTensor | None, stride: IntOrTuple,
+                    padding: IntOrTuple, output_padding: IntOrTuple, groups: int, dilation: IntOrTuple,
+                    where: str) -> AnyTensor:
+    if weight.ndim != rank + 2:
+        raise ShapeError(f"{where}: weight must have {rank + 2} axes [inC, outC/groups, *kernel], got shape "
+                         f"{list(weight.shape)}")
+    ops = ops_for(where, input, weight, bias)
+    return prefix.conv_transpose(ops, weight, bias, input, stride, padding,  # type: ignore[no-any-return]
+                                 output_padding, dilation, groups)
+
+
+def conv_transpose1d(input: AnyTensor, weight: AnyTensor, bias: AnyTensor | None = None, stride: IntOrTuple = 1,
+                     padding: IntOrTuple = 0, output_padding: IntOrTuple = 0, groups: int = 1,
+                     dilation: IntOrTuple = 1) -> AnyTensor:
+    """1-d transposed convolution (PyTorch's argument order)."""
+    return _conv_transpose(1, input, weight, bias, stride, padding, output_padding, groups, dilation,
+                           "conv_transpose1d")
+
+
+def conv_transpose2d(input: AnyTensor, weight: AnyTensor, bias: AnyTensor | None = None, stride: IntOrTuple = 1,
+                     padding: IntOrTuple = 0, output_padding: IntOrTuple = 0, groups: int = 1,
+                     dilation: IntOrTuple = 1) -> AnyTensor:
+    """2-d transposed convolution (PyTorch's argument order)."""
+    return _conv_transpose(2, input, weight, bias, stride, padding, output_padding, groups, dilation,
+                           "conv_transpose2d")
+
+
+def _pool_args(rank: int, kernel_size: IntOrTuple, stride: IntOrTuple | None, padding: IntOrTuple,
+               where: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    k = ntuple(kernel_size, rank, "kernel_size", where)
+    s = k if stride is None or (not isinstance(stride, int) and len(tuple(stride)) == 0) else \
+        ntuple(stride, rank, "stride", where)
+    return k, s, ntuple(padding, rank, "padding", where)
+
+
+def _check_pool_options(where: str, dilation: IntOrTuple, ceil_mode: bool) -> None:
+    if (dilation if isinstance(dilation, int) else max(dilation)) != 1:
+        raise ShapeError(f"{where}: dilation other than 1 is not supported, got {dilation}")
+    if ceil_mode:
+        raise ShapeError(f"{where}: ceil_mode=True is not supported")
+
+
+def max_pool1d(input: AnyTensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+               padding: IntOrTuple = 0, dilation: IntOrTuple = 1, ceil_mode: bool = False) -> AnyTensor:
+    """Max over windows of the last axis of ``input[*lead, L]``."""
+    _check_pool_options("max_pool1d", dilation, ceil_mode)
+    k, s, p = _pool_args(1, kernel_size, stride, padding, "max_pool1d")
+    return prefix.max_pool(ops_for("max_pool1d", input), input, k, s, p)  # type: ignore[no-any-return]
+
+
+def max_pool2d(input: AnyTensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+               padding: IntOrTuple = 0, dilation: IntOrTuple = 1, ceil_mode: bool = False) -> AnyTensor:
+    """Max over windows of the last two axes of ``input[*lead, H, W]``."""
+    _check_pool_options("max_pool2d", dilation, ceil_mode)
+    k, s, p = _pool_args(2, kernel_size, stride, padding, "max_pool2d")
+    return prefix.max_pool(ops_for("max_pool2d", input), input, k, s, p)  # type: ignore[no-any-return]
+
+
+def avg_pool1d(input: AnyTensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+               padding: IntOrTuple = 0, ceil_mode: bool = False, count_include_pad: bool = True) -> AnyTensor:
+    """Mean over windows of the last axis (padding counts as zeros)."""
+    _check_avg_options("avg_pool1d", ceil_mode, count_include_pad)
+    k, s, p = _pool_args(1, kernel_size, stride, padding, "avg_pool1d")
+    return prefix.avg_pool(ops_for("avg_pool1d", input), input, k, s, p)  # type: ignore[no-any-return]
+
+
+def avg_pool2d(input: AnyTensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+               padding: IntOrTuple = 0, ceil_mode: bool = False, count_include_pad: bool = True) -> AnyTensor:
+    """Mean over windows of the last two axes (padding counts as zeros)."""
+    _check_avg_options("avg_pool2d", ceil_mode, count_include_pad)
+    k, s, p = _pool_args(2, kernel_size, stride, padding, "avg_pool2d")
+    return prefix.avg_pool(ops_for("avg_pool2d", input), input, k, s, p)  # type: ignore[no-any-return]
+
+
+def _check_avg_options(where: str, ceil_mode: bool, count_include_pad: bool) -> None:
+    if ceil_mode:
+        raise ShapeError(f"{where}: ceil_mode=True is not supported")
+    if not count_include_pad:
+        raise ShapeError(f"{where}: count_include_pad=False is not supported (padding counts as zeros)")
+
+
+# ---- normalisation ------------------------------------------------------------------------------
+
+def layer_norm(input: Tensor[*S], normalized_shape: int | Sequence[int], weight: AnyTensor | None = None,
+               bias: AnyTensor | None = None, eps: float = 1e-5) -> Tensor[*S]:
+    """Normalise over the trailing ``normalized_shape`` axes, then scale by ``weight`` and shift by ``bias``."""
+    norm = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(int(d) for d in normalized_shape)
+    ops = ops_for("layer_norm", input, weight, bias)
+    k = len(norm)
+    shape = shape_of(input)
+    if k == 0 or input.ndim < k or shape[input.ndim - k:] != norm:
+        raise ShapeError(f"layer_norm: normalized_shape {list(norm)} does not match the trailing axes of the "
+                         f"input of shape {list(shape)}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != norm:
+            raise ShapeError(f"layer_norm: {name} must have shape {list(norm)}, got {list(t.shape)}")
+    if k == 1:
+        return prefix.layer_norm(ops, input, weight, bias, eps)  # type: ignore[no-any-return]
+    size = numel(norm)
+    flat = ops.reshape(input, shape=shape[:input.ndim - k] + (size,))
+    w = None if weight is None else ops.reshape(weight, shape=(size,))
+    b = None if bias is None else ops.reshape(bias, shape=(size,))
+    out = prefix.layer_norm(ops, flat, w, b, eps)
+    return ops.reshape(out, shape=shape)  # type: ignore[no-any-return]
+
+
+def _ones_zeros(ops: Any, c: int, dtype: str) -> tuple[AnyTensor, AnyTensor]:
+    return ops.full(shape=(c,), value=1.0, dtype=dtype), ops.full(shape=(c,), value=0.0, dtype=dtype)
+
+
+def update_running_stat(ops: Any, running: AnyTensor, value: AnyTensor, momentum: float) -> None:
+    """``running = (1 - momentum) * running + momentum * value`` in place (no gradient).
+
+    Eagerly the buffer's payload is updated in place. Another interpreter may offer
+    ``ops.buffer_update(buffer, new_value)`` (how a captured graph records a buffer mutation);
+    without it the update is skipped.
+    """
+    if is_eager(ops) and is_eager(running._ops):
+        data = running._data
+        data *= 1.0 - momentum
+        data += momentum * np.asarray(value._data, dtype=data.dtype)
+        box = running._version
+        if box is None:
+            running._version = [1]
+        else:
+            box[0] += 1
+        return
+    hook = getattr(ops, "buffer_update", None)
+    if hook is not None:
+        new = ops.add(ops.mul(running, 1.0 - momentum), ops.mul(ops.stop_gradient(value), momentum))
+        hook(running, new)
+
+
+def batch_norm(input: Tensor[*S], running_mean: AnyTensor | None, running_var: AnyTensor | None,
+               weight: AnyTensor | None = None, bias: AnyTensor | None = None, training: bool = False,
+               momentum: float = 0.1, eps: float = 1e-5) -> Tensor[*S]:
+    """Batch normalisation of ``input[N, C, *rest]`` over every axis but 1.
+
+    Training uses the batch statistics (mean and biased variance computed from derived ops, so the
+    gradient flows through them) and, when given, updates the running statistics in place with
+    ``momentum`` (the running variance is the unbiased one, as PyTorch). Evaluation uses the running
+    statistics.
+    """
+    ops = ops_for("batch_norm", input, running_mean, running_var, weight, bias)
+    if input.ndim < 2:
+        raise ShapeError(f"batch_norm: expected an input [N, C, *rest] with at least 2 axes, got shape "
+                         f"{list(shape_of(input))}")
+    shape = shape_of(input)
+    c = shape[1]
+    dtype = input.dtype.name
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
+        if t is not None and tuple(t.shape) != (c,):
+            raise ShapeError(f"batch_norm: {name} must have shape [{c}] for an input of shape "
+                             f"{list(shape)}, got {list(t.shape)}")
+    if training:
+        axes = (0,) + tuple(range(2, input.ndim))
+        count = numel([shape[a] for a in axes])
+        if isinstance(count, int) and count <= 1:
+            raise ShapeError(f"batch_norm: expected more than 1 value per channel when training, got input of "
+                             f"shape {list(shape)}")
+        mean = ops.div(ops.reduce_sum(input, axes=axes, keepdims=False), count)
+        centred = ops.sub(input, ops.reshape(mean, shape=(1, c) + (1,) * (input.ndim - 2)))
+        var = ops.div(ops.reduce_sum(ops.mul(centred, centred), axes=axes, keepdims=False), count)
+        if running_mean is not None:
+            update_running_stat(ops, running_mean, mean, momentum)
+        if running_var is not None:
+            update_running_stat(ops, running_var, ops.mul(var, count / max(count - 1, 1)), momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise ShapeError("batch_norm: evaluation mode needs running_mean and running_var "
+                             "(or pass training=True to use the batch statistics)")
+        mean, var = running_mean, running_var
+    if weight is None or bias is None:
+        ones, zeros = _ones_zeros(ops, c, dtype)
+        weight = ones if weight is None else weight
+        bias = zeros if bias is None else bias
+    return ops.batch_norm(input, mean, var, weight, bias, eps=eps)  # type: ignore[no-any-return]
+
+
+# ---- dropout, embedding, attention -------------------------------------------------------------
+
+def dropout(input: Tensor[*S], p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor[*S]:
+    """Zero each element with probability ``p`` and scale the others by ``1/(1-p)`` when training.
+
+    The mask comes from a fresh key of the global generator (``tp.manual_seed``), or from the
+    interpreter's own key source when it has one (a compiled graph takes its key as an input).
+    """
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout: probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    ops = ops_for("dropout", input)
+    return prefix.dropout(ops, input, p, random_key(ops), True)  # type: ignore[no-any-return]
+
+
+def _check_indices(ops: Any, indices: AnyTensor, size: int, where: str, what: str,
+                   allowed: int | None = None) -> np.ndarray[Any, Any] | None:
+    if indices.dtype.name not in ("int64", "int32"):
+        raise DTypeError(f"{where}: {what} must be an integer tensor (int64 or int32), got {indices.dtype}")
+    if not is_eager(ops) or not is_eager(indices._ops):
+        return None
+    data = indices._data
+    if data.size == 0:
+        return data  # type: ignore[no-any-return]
+    bad = (data < 0) | (data >= size)
+    if allowed is not None:
+        bad &= data != allowed
+    if bad.any():
+        first = data[bad].flat[0]
+        position = tuple(int(i) for i in np.argwhere(bad)[0])
+        extra = f" or {allowed}" if allowed is not None else ""
+        raise IndexRangeError(f"{where}: {what} {int(first)} at position {list(position)} is out of range; "
+                              f"expected 0 <= index < {size}{extra}")
+    return data  # type: ignore[no-any-return]
+
+
+def embedding(input: Tensor[*Lead], weight: Tensor[Any, D], padding_idx: int | None = None) -> Tensor[*Lead, D]:
+    """Rows of ``weight[num, dim]`` at the integer ``input[*lead]`` -> ``[*lead, dim]``. An index
+    outside ``[0, num)`` is an :class:`IndexRangeError`. The gradient of row ``padding_idx`` is 0."""
+    ops = ops_for("embedding", input, weight)
+    if weight.ndim != 2:
+        raise ShapeError(f"embedding: weight must be [num_embeddings, embedding_dim], got shape "
+                         f"{list(weight.shape)}")
+    _check_indices(ops, input, weight.shape[0], "embedding", "index")
+    out = ops.gather(weight, input, axis=0)
+    if padding_idx is not None:
+        if padding_idx < 0:
+            padding_idx += weight.shape[0]
+        keep = ops.reshape(ops.ne(input, padding_idx), shape=shape_of(input) + (1,))
+        out = ops.where(keep, out, ops.stop_gradient(out))
+    return out  # type: ignore[no-any-return]
+
+
+def one_hot(tensor: Tensor[*Lead], num_classes: int = -1) -> AnyTensor:
+    """``[*lead] -> [*lead, num_classes]`` int64 with a 1 at each index."""
+    ops = ops_for("one_hot", tensor)
+    if num_classes < 0:
+        if not is_eager(ops):
+            raise ShapeError("one_hot: pass num_classes explicitly outside eager mode")
+        num_classes = int(tensor._data.max()) + 1 if tensor._data.size else 0
+    _check_indices(ops, tensor, num_classes, "one_hot", "class index")
+    expanded = ops.reshape(tensor, shape=shape_of(tensor) + (1,))
+    hit = ops.eq(expanded, ops.iota(length=num_classes, dtype=tensor.dtype.name))
+    return ops.cast(hit, dtype="int64")  # type: ignore[no-any-return]
+
+
+def _causal_mask(ops: Any, n: int, m: int) -> AnyTensor:
+    return ops.constant(np.tril(np.ones((n, m), dtype=bool)))  # type: ignore[no-any-return]
+
+
+def scaled_dot_product_attention(query: AnyTensor, key: AnyTensor, value: AnyTensor,
+                                 attn_mask: AnyTensor | None = None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale: float | None = None) -> AnyTensor:
+    """``softmax(q k^T * scale + mask) v`` for ``q[*B, L, E], k[*B, S, E], v[*B, S, Ev]`` (PyTorch's
+    semantics: a bool ``attn_mask`` is True where attention is allowed; a float mask is added).
+    ``dropout_p`` applies dropout to the attention weights (use 0 in evaluation)."""
+    ops = ops_for("scaled_dot_product_attention", query, key, value, attn_mask)
+    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
+        raise ShapeError(f"scaled_dot_product_attention: expected q[*B, L, E], k[*B, S, E], v[*B, S, Ev], got "
+                         f"{list(query.shape)}, {list(key.shape)}, {list(value.shape)}")
+    n, m = query.shape[-2], key.shape[-2]
+    factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    mask = attn_mask
+    if is_causal:
+        if attn_mask is not None:
+            raise ShapeError("scaled_dot_product_attention: pass either attn_mask or is_causal=True, not both")
+        mask = _causal_mask(ops, n, m)
+    if dropout_p == 0.0 and (mask is None or mask.dtype.name == "bool"):
+        return ops.attention(query, key, value, mask, scale=factor)  # type: ignore[no-any-return]
+    scores = ops.mul(ops.matmul(query, transpose(ops, key, -2, -1)), factor)
+    if mask is not None:
+        if mask.dtype.name == "bool":
+            scores = ops.where(mask, scores, float("-inf"))
+        else:
+            scores = ops.add(scores, mask)
+    weights = ops.softmax(scores, axis=scores.ndim - 1)
+    if dropout_p > 0.0:
+        weights = prefix.dropout(ops, weights, dropout_p, random_key(ops), True)
+    return ops.matmul(weights, value)  # type: ignore[no-any-return]
+
+
+# ---- losses -----------------------------------------------------------------------------------
+
+def _reduce(ops: Any, loss: AnyTensor, reduction: str, where: str) -> AnyTensor:
+    if reduction == "none":
+        return loss
+    total = ops.reduce_sum(loss, axes=tuple(range(loss.ndim)), keepdims=False)
+    if reduction == "sum":
+        return total  # type: ignore[no-any-return]
+    if reduction == "mean":
+        return ops.div(total, numel(loss.shape))  # type: ignore[no-any-return]
+    raise ValueError(f"{where}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+
+
+def _check_reduction(reduction: str, where: str) -> None:
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{where}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+
+
+def mse_loss(input: AnyTensor, target: AnyTensor, reduction: str = "mean") -> AnyTensor:
+    """Mean squared error (``reduction``: ``"mean"``, ``"sum"`` or ``"none"``)."""
+    _check_reduction(reduction, "mse_loss")
+    ops = ops_for("mse_loss", input, target)
+    if tuple(input.shape) != tuple(target.shape):
+        raise ShapeError(f"mse_loss: input shape {list(input.shape)} and target shape {list(target.shape)} differ")
+    diff = ops.sub(input, target)
+    return _reduce(ops, ops.mul(diff, diff), reduction, "mse_loss")
+
+
+def l1_loss(input: AnyTensor, target: AnyTensor, reduction: str = "mean") -> AnyTensor:
+    """Mean absolute error."""
+    _check_reduction(reduction, "l1_loss")
+    ops = ops_for("l1_loss", input, target)
+    if tuple(input.shape) != tuple(target.shape):
+        raise ShapeError(f"l1_loss: input shape {list(input.shape)} and target shape {list(target.shape)} differ")
+    return _reduce(ops, ops.abs(ops.sub(input, target)), reduction, "l1_loss")
+
+
+def _classes_last(ops: Any, x: AnyTensor) -> tuple[AnyTensor, tuple[Any, ...]]:
+    """``x[N, C, *d] -> (x'[M, C], (N, *d))``."""
+    if x.ndim == 2:
+        return x, (x.shape[0],)
+    perm = (0,) + tuple(range(2, x.ndim)) + (1,)
+    lead = (x.shape[0],) + tuple(x.shape[2:])
+    moved = ops.permute(x, perm=perm)
+    return ops.reshape(moved, shape=(numel(lead), x.shape[1])), lead
+
+
+def _nll(ops: Any, logp: AnyTensor, target: AnyTensor, weight: AnyTensor | None, ignore_index: int,
+         reduction: str, smoothing: float, where: str) -> AnyTensor:
+    """The negative log-likelihood of ``logp[N, C, *d]`` at integer ``target[N, *d]``."""
+    c = logp.shape[1]
+    expected = (logp.shape[0],) + tuple(logp.shape[2:])
+    if tuple(target.shape) != expected:
+        raise ShapeError(f"{where}: target shape {list(target.shape)} does not match the input shape "
+                         f"{list(logp.shape)} (expected target {list(expected)})")
+    if weight is not None and tuple(weight.shape) != (c,):
+        raise ShapeError(f"{where}: weight must have shape [{c}] (one per class), got {list(weight.shape)}")
+    flat_logp, lead = _classes_last(ops, logp)
+    m = numel(lead)
+    t = ops.reshape(target, shape=(m,)) if target.ndim != 1 else target
+    concrete = _check_indices(ops, target, c, where, "target", allowed=ignore_index)
+    valid: AnyTensor | None
+    if concrete is not None:
+        tflat = concrete.reshape(-1)
+        ignored = tflat == ignore_index
+        any_ignored = bool(ignored.any())
+        safe_np = np.where(ignored, 0, tflat) if any_ignored else tflat
+        flat_index = ops.constant(np.arange(m, dtype=np.int64) * c + safe_np)
+        safe = ops.constant(safe_np.astype(np.int64, copy=False))
+        valid = ops.constant(~ignored) if any_ignored else None
+    else:
+        valid = ops.ne(t, ignore_index)
+        safe = ops.where(valid, t, 0)
+        flat_index = ops.add(ops.mul(ops.iota(length=m, dtype=safe.dtype.name), c), safe)
+    picked = ops.gather(ops.reshape(flat_logp, shape=(m * c,)), flat_index, axis=0)  # [M]
+    denominator: Any
+    if weight is not None:
+        wt = ops.gather(weight, safe, axis=0)
+        if valid is not None:
+            wt = ops.where(valid, wt, 0.0)
+        loss = ops.mul(picked, ops.neg(wt))
+        denominator = ops.reduce_sum(wt, axes=(0,), keepdims=False)
+    else:
+        loss = ops.neg(picked)
+        if valid is not None:
+            loss = ops.where(valid, loss, 0.0)
+            denominator = ops.reduce_sum(ops.cast(valid, dtype=logp.dtype.name), axes=(0,), keepdims=False)
+        else:
+            denominator = m
+    smooth = None
+    if smoothing > 0.0:
+        weighted = flat_logp if weight is None else ops.mul(flat_logp, weight)
+        smooth = ops.neg(ops.reduce_sum(weighted, axes=(1,), keepdims=False))
+        if valid is not None:
+            smooth = ops.where(valid, smooth, 0.0)
+    if reduction == "none":
+        out = loss if smooth is None else ops.add(ops.mul(loss, 1.0 - smoothing), ops.mul(smooth, smoothing / c))
+        return ops.reshape(out, shape=lead) if len(lead) != 1 else out  # type: ignore[no-any-return]
+    total = ops.reduce_sum(loss, axes=(0,), keepdims=False)
+    if smooth is not None:
+        total = ops.add(ops.mul(total, 1.0 - smoothing),
+                        ops.mul(ops.reduce_sum(smooth, axes=(0,), keepdims=False), smoothing / c))
+    if reduction == "sum":
+        return total  # type: ignore[no-any-return]
+    return ops.div(total, denominator)  # type: ignore[no-any-return]
+
+
+def _batched(ops: Any, input: AnyTensor, target: AnyTensor, probs: bool,
+             where: str) -> tuple[AnyTensor, AnyTensor, bool]:
+    if input.ndim == 0:
+        raise ShapeError(f"{where}: expected input [N, C, *d] or unbatched [C], got a 0-d tensor")
+    if input.ndim == 1:
+        if target.ndim != (1 if probs else 0):
+            raise ShapeError(f"{where}: an unbatched input [C] needs a {'[C]' if probs else '0-d'} target, got "
+                             f"shape {list(target.shape)}")
+        return (ops.reshape(input, shape=(1,) + tuple(input.shape)),
+                ops.reshape(target, shape=(1,) + tuple(target.shape)), True)
+    return input, target, False
+
+
+def nll_loss(input: AnyTensor, target: AnyTensor, weight: AnyTensor | None = None, ignore_index: int = -100,
+             reduction: str = "mean") -> AnyTensor:
+    """Negative log-likelihood of log-probabilities ``input[N, C, *d]`` (or ``[C]``) at integer ``target``."""
+    _check_reduction(reduction, "nll_loss")
+    ops = ops_for("nll_loss", input, target, weight)
+    logp, tgt, unbatched = _batched(ops, input, target, False, "nll_loss")
+    out = _nll(ops, logp, tgt, weight, ignore_index, reduction, 0.0, "nll_loss")
+    return ops.reshape(out, shape=()) if unbatched and reduction == "none" else out
+
+
+def cross_entropy(input: AnyTensor, target: AnyTensor, weight: AnyTensor | None = None,
+                  ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0) -> AnyTensor:
+    """Cross-entropy between logits ``input[N, C, *d]`` (or unbatched ``[C]``) and ``target``: integer
+    class indices ``[N, *d]`` (``ignore_index`` entries are skipped) or class probabilities shaped like
+    the input. ``weight[C]`` rescales classes; ``label_smoothing`` mixes the target with the uniform
+    distribution; ``reduction`` is ``"mean"``, ``"sum"`` or ``"none"`` (PyTorch's semantics)."""
+    _check_reduction(reduction, "cross_entropy")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
+    ops = ops_for("cross_entropy", input, target, weight)
+    if input.dtype.name not in ("float32", "float64"):
+        raise DTypeError(f"cross_entropy: input must be float logits, got {input.dtype}")
+    probs = target.dtype.name in ("float32", "float64")
+    logits, tgt, unbatched = _batched(ops, input, target, probs, "cross_entropy")
+    logp = ops.log_softmax(logits, axis=1)
+    if not probs:
+        out = _nll(ops, logp, tgt, weight, ignore_index, reduction, float(label_smoothing), "cross_entropy")
+        return ops.reshape(out, shape=()) if unbatched and reduction == "none" else out
+    if tuple(tgt.shape) != tuple(logits.shape):
+        raise ShapeError(f"cross_entropy: class-probability target shape {list(target.shape)} must equal the "
+                         f"input shape {list(input.shape)}")
+    c = logits.shape[1]
+    if label_smoothing > 0.0:
+        tgt = ops.add(ops.mul(tgt, 1.0 - label_smoothing), label_smoothing / c)
+    prod = ops.mul(logp, tgt)
+    if weight is not None:
+        if tuple(weight.shape) != (c,):
+            raise ShapeError(f"cross_entropy: weight must have shape [{c}], got {list(weight.shape)}")
+        prod = ops.mul(prod, ops.reshape(weight, shape=(1, c) + (1,) * (logits.ndim - 2)))
+    loss = ops.neg(ops.reduce_sum(prod, axes=(1,), keepdims=False))
+    if unbatched:
+        loss = ops.reshape(loss, shape=())
+    return _reduce(ops, loss, reduction, "cross_entropy")
+
+
+__all__ = [
+    "IndexRangeError", "relu", "gelu", "tanh", "sigmoid", "silu", "leaky_relu", "softmax", "log_softmax",
+    "linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
+    "avg_pool1d", "avg_pool2d", "layer_norm", "batch_norm", "update_running_stat", "dropout", "embedding",
+    "one_hot", "scaled_dot_product_attention", "mse_loss", "l1_loss", "nll_loss", "cross_entropy",
+]

@@ -1,0 +1,181 @@
+"""``LayerNorm``, ``BatchNorm1d`` and ``BatchNorm2d``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeVarTuple
+
+import numpy as np
+
+from tensorplay import dtypes as _dt
+from tensorplay.errors import ShapeError
+from tensorplay.nn import functional as F
+from tensorplay.nn import init
+from tensorplay.nn._util import is_eager, numel, ops_for, shape_of
+from tensorplay.nn.linear import empty_parameter
+from tensorplay.nn.module import Module
+from tensorplay.tensor import Tensor
+
+from interpreters.eager.interpreter import eager
+
+S = TypeVarTuple("S")
+Lead = TypeVarTuple("Lead")
+AnyTensor = Tensor[*tuple[Any, ...]]
+
+
+class LayerNorm(Module):
+    """Normalise the trailing ``normalized_shape`` axes of ``x[*lead, *normalized_shape]`` (biased
+    variance), then scale by ``weight`` (ones) and shift by ``bias`` (zeros)."""
+
+    def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, dtype: Any = None) -> None:
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(int(d) for d in normalized_shape)
+        self.normalized_shape = shape
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = empty_parameter(shape, dtype)
+            if bias:
+                self.bias = empty_parameter(shape, dtype)
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Weight ones, bias zeros."""
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
+
+    def forward(self, x: Tensor[*S]) -> Tensor[*S]:
+        """The normalised tensor, same shape as ``x``."""
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    if TYPE_CHECKING:
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
+
+
+class _BatchNorm(Module):
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, dtype: Any = None, *, bias: bool = True) -> None:
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = empty_parameter((num_features,), dtype)
+            if bias:
+                self.bias = empty_parameter((num_features,), dtype)
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            name = "float32" if dtype is None else _dt.to_dtype(dtype).name
+            self.register_buffer("running_mean", eager.wrap(np.zeros(num_features, dtype=name)))
+            self.register_buffer("running_var", eager.wrap(np.ones(num_features, dtype=name)))
+            self.register_buffer("num_batches_tracked", eager.wrap(np.zeros((), dtype=np.int64)))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self) -> None:
+        """Running mean 0, running variance 1, no batches tracked."""
+        if self.track_running_stats:
+            for name, value in (("running_mean", 0.0), ("running_var", 1.0), ("num_batches_tracked", 0)):
+                buffer = self._buffers[name]
+                assert buffer is not None
+                buffer._data[...] = value
+                buffer._version = [(buffer._version or [0])[0] + 1]
+
+    def reset_parameters(self) -> None:
+        """Reset the running statistics; weight ones, bias zeros."""
+        self.reset_running_stats()
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
+
+    def _check_input(self, x: AnyTensor) -> None:
+        raise NotImplementedError
+
+    def _normalize(self, x: AnyTensor) -> AnyTensor:
+        self._check_input(x)
+        factor = 0.0 if self.momentum is None else self.momentum
+        tracked = self.num_batches_tracked
+        if self.training and self.track_running_stats and tracked is not None:
+            ops = ops_for(type(self).__name__, x)
+            if is_eager(ops):
+                tracked._data += 1
+                tracked._version = [(tracked._version or [0])[0] + 1]
+                count = int(tracked._data)
+            else:
+                hook = getattr(ops, "buffer_update", None)
+                if hook is not None:
+                    hook(tracked, ops.add(tracked, 1))
+                count = int(tracked._data) + 1
+            if self.momentum is None:
+                factor = 1.0 / count
+        use_batch = self.training or (self.running_mean is None and self.running_var is None)
+        keep_stats = not self.training or self.track_running_stats
+        return F.batch_norm(x, self.running_mean if keep_stats else None, self.running_var if keep_stats else None,
+                            self.weight, self.bias, use_batch, factor, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalisation of ``x[N, C]`` or ``x[N, C, L]`` over every axis but ``C``.
+
+    Training uses the batch's mean and (biased) variance and updates the running statistics
+    (``momentum``; the running variance is unbiased, as PyTorch); evaluation uses the running ones.
+    """
+
+    def _check_input(self, x: AnyTensor) -> None:
+        if x.ndim not in (2, 3):
+            raise ShapeError(f"BatchNorm1d: expected a 2-d [N, C] or 3-d [N, C, L] input, got shape {list(x.shape)}")
+
+    def forward(self, x: Tensor[*S]) -> Tensor[*S]:
+        """The normalised tensor, same shape as ``x``."""
+        return self._normalize(x)
+
+    if TYPE_CHECKING:
+        __call__ = forward
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalisation of ``x[*lead, C, H, W]`` over every axis but ``C`` (statistics over the
+    leading axes and the spatial ones); an unbatched ``[C, H, W]`` input is a batch of one."""
+
+    def _check_input(self, x: AnyTensor) -> None:
+        if x.ndim < 3:
+            raise ShapeError(f"BatchNorm2d: expected an input [*lead, C, H, W], got shape {list(x.shape)}")
+
+    def forward(self, x: Tensor[*S]) -> Tensor[*S]:
+        """The normalised tensor, same shape as ``x``."""
+        if x.ndim == 4:
+            return self._normalize(x)
+        self._check_input(x)
+        ops = ops_for("BatchNorm2d", x)
+        shape = shape_of(x)
+        flat = ops.reshape(x, shape=(numel(shape[:-3]),) + shape[-3:])
+        return ops.reshape(self._normalize(flat), shape=shape)  # type: ignore[no-any-return]
+
+    if TYPE_CHECKING:
+        __call__ = forward

@@ -1,0 +1,55 @@
+"""``Embedding``: a lookup table indexed by integer tensors."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, TypeVarTuple
+
+from tensorplay.errors import ShapeError
+from tensorplay.nn import functional as F
+from tensorplay.nn import init
+from tensorplay.nn.linear import empty_parameter
+from tensorplay.nn.module import Module
+from tensorplay.tensor import Tensor
+
+Num = TypeVar("Num", bound=int)
+Dim = TypeVar("Dim", bound=int)
+Lead = TypeVarTuple("Lead")
+
+
+class Embedding(Module, Generic[Num, Dim]):
+    """``weight[Num, Dim]`` rows looked up by integer ``indices[*lead] -> [*lead, Dim]``.
+
+    Weights start ``N(0, 1)`` (row ``padding_idx`` zero, and it gets no gradient), as PyTorch.
+    An index outside ``[0, Num)`` raises :class:`~tensorplay.nn.functional.IndexRangeError`.
+    """
+
+    def __init__(self, num_embeddings: Num, embedding_dim: Dim, padding_idx: int | None = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ShapeError(f"Embedding: padding_idx {padding_idx} must be within [-{num_embeddings}, "
+                                 f"{num_embeddings})")
+            padding_idx %= num_embeddings
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        self.padding_idx = padding_idx
+        self.weight = empty_parameter((int(num_embeddings), int(embedding_dim)), dtype)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """``N(0, 1)``; the padding row zero."""
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            self.weight._data[self.padding_idx] = 0
+
+    def forward(self, indices: Tensor[*Lead]) -> Tensor[*Lead, Dim]:
+        """The rows at ``indices``."""
+        return F.embedding(indices, self.weight, self.padding_idx)
+
+    if TYPE_CHECKING:
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        text = f"{self.num_embeddings}, {self.embedding_dim}"
+        return text + (f", padding_idx={self.padding_idx}" if self.padding_idx is not None else "")

@@ -1,0 +1,11 @@
+"""``tensorplay.optim``: optimizers (``SGD``, ``Adam``, ``AdamW``) and learning-rate schedulers, with
+PyTorch's update rules and interface (parameter groups, ``zero_grad``, state dicts)."""
+
+from tensorplay.optim import lr_scheduler
+from tensorplay.optim.adam import Adam, AdamW
+from tensorplay.optim.lr_scheduler import CosineAnnealingLR, LRScheduler, StepLR
+from tensorplay.optim.optimizer import Optimizer, OptimizerError
+from tensorplay.optim.sgd import SGD
+
+__all__ = ["Optimizer", "OptimizerError", "SGD", "Adam", "AdamW", "lr_scheduler", "LRScheduler", "StepLR",
+           "CosineAnnealingLR"]

@@ -1,0 +1,93 @@
+"""``Adam`` and ``AdamW`` (decoupled weight decay), with optional AMSGrad."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from tensorplay.optim.optimizer import AnyTensor, Optimizer, OptimizerError, bump_version
+
+
+class Adam(Optimizer):
+    """PyTorch's Adam: ``m = b1 m + (1-b1) g``, ``v = b2 v + (1-b2) g^2``,
+    ``p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)``; ``weight_decay`` adds
+    ``weight_decay * p`` to the gradient (L2); ``amsgrad`` uses the running maximum of ``v``."""
+
+    decoupled = False
+
+    def __init__(self, params: Iterable[AnyTensor] | Iterable[dict[str, Any]], lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
+                 amsgrad: bool = False, maximize: bool = False) -> None:
+        super().__init__(params, {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
+                                  "amsgrad": amsgrad, "maximize": maximize})
+
+    def _check_group(self, group: dict[str, Any]) -> None:
+        name = type(self).__name__
+        b1, b2 = group["betas"]
+        if group["lr"] < 0:
+            raise OptimizerError(f"{name}: invalid learning rate {group['lr']}")
+        if group["eps"] < 0:
+            raise OptimizerError(f"{name}: invalid epsilon value {group['eps']}")
+        if not 0.0 <= b1 < 1.0 or not 0.0 <= b2 < 1.0:
+            raise OptimizerError(f"{name}: invalid beta parameters {group['betas']} (each must be in [0, 1))")
+        if group["weight_decay"] < 0:
+            raise OptimizerError(f"{name}: invalid weight_decay value {group['weight_decay']}")
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
+        b1, b2 = group["betas"]
+        amsgrad, maximize = group["amsgrad"], group["maximize"]
+        for p in group["params"]:
+            g = self._grad_array(p)
+            if g is None:
+                continue
+            data = p._data
+            if maximize:
+                g = -g
+            state = self.state.get_state(p)
+            if not state:
+                state["step"] = 0
+                state["exp_avg"] = np.zeros_like(data)
+                state["exp_avg_sq"] = np.zeros_like(data)
+                if amsgrad:
+                    state["max_exp_avg_sq"] = np.zeros_like(data)
+            state["step"] += 1
+            step = state["step"]
+            if weight_decay != 0:
+                if self.decoupled:
+                    data *= 1 - lr * weight_decay
+                else:
+                    g = g + weight_decay * data
+            m, v = state["exp_avg"], state["exp_avg_sq"]
+            m += (g - m) * (1 - b1)
+            v *= b2
+            v += (1 - b2) * (g * g)
+            step_size = lr / (1 - b1 ** step)
+            bias_correction2_sqrt = math.sqrt(1 - b2 ** step)
+            if amsgrad:
+                vmax = state.setdefault("max_exp_avg_sq", np.zeros_like(data))
+                np.maximum(vmax, v, out=vmax)
+                denom = np.sqrt(vmax)
+            else:
+                denom = np.sqrt(v)
+            denom /= bias_correction2_sqrt
+            denom += eps
+            update = m / denom
+            update *= step_size
+            data -= update
+            bump_version(p)
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (``p *= 1 - lr * weight_decay`` before the Adam step);
+    ``weight_decay`` defaults to 0.01 as in PyTorch."""
+
+    decoupled = True
+
+    def __init__(self, params: Iterable[AnyTensor] | Iterable[dict[str, Any]], lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, weight_decay: float = 1e-2,
+                 amsgrad: bool = False, maximize: bool = False) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize)

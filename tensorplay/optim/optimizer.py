@@ -1,0 +1,225 @@
+"""The ``Optimizer`` base class: parameter groups, per-parameter state, ``zero_grad``, state dicts.
+
+Updates run on the parameters' numpy payloads in place (no tape recording) and
+bump each parameter's version counter, so a graph saved before the update
+refuses to run backward through the modified values.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
+from typing import Any
+
+import numpy as np
+
+from tensorplay.errors import TensorplayError
+from tensorplay.tensor import Tensor
+
+AnyTensor = Tensor[*tuple[Any, ...]]
+Array = np.ndarray[Any, Any]
+
+
+class OptimizerError(TensorplayError, ValueError):
+    """An optimizer was configured or loaded inconsistently."""
+
+
+class ParamState(MutableMapping[AnyTensor, dict[str, Any]]):
+    """Per-parameter state keyed by the parameter object itself (by identity)."""
+
+    def __init__(self) -> None:
+        self._items: dict[int, tuple[AnyTensor, dict[str, Any]]] = {}
+
+    def __getitem__(self, param: AnyTensor) -> dict[str, Any]:
+        try:
+            return self._items[id(param)][1]
+        except KeyError:
+            raise KeyError("no optimizer state for this parameter") from None
+
+    def __setitem__(self, param: AnyTensor, value: dict[str, Any]) -> None:
+        self._items[id(param)] = (param, value)
+
+    def __delitem__(self, param: AnyTensor) -> None:
+        del self._items[id(param)]
+
+    def __iter__(self) -> Iterator[AnyTensor]:
+        return iter(p for p, _ in self._items.values())
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, param: object) -> bool:
+        return id(param) in self._items
+
+    def get_state(self, param: AnyTensor) -> dict[str, Any]:
+        """The state of ``param``, created empty on first use."""
+        entry = self._items.get(id(param))
+        if entry is None:
+            entry = self._items[id(param)] = (param, {})
+        return entry[1]
+
+
+def bump_version(p: AnyTensor) -> None:
+    """Record an in-place update of ``p``'s payload."""
+    box = p._version
+    if box is None:
+        p._version = [1]
+    else:
+        box[0] += 1
+
+
+class Optimizer:
+    """Base class: ``Optimizer(params, defaults)`` where ``params`` is an iterable of tensors or of
+    dicts (parameter groups, each with a ``"params"`` list and optional hyperparameter overrides)."""
+
+    def __init__(self, params: Iterable[AnyTensor] | Iterable[dict[str, Any]], defaults: dict[str, Any]) -> None:
+        self.defaults = dict(defaults)
+        self.param_groups: list[dict[str, Any]] = []
+        self.state = ParamState()
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                            "but got a Tensor")
+        items: list[Any] = list(params)
+        if not items:
+            raise OptimizerError("optimizer got an empty parameter list")
+        groups: list[dict[str, Any]] = [{"params": items}] if not isinstance(items[0], dict) else items
+        for group in groups:
+            self.add_param_group(group)
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for key in sorted(k for k in group if k != "params"):
+                lines.append(f"    {key}: {group[key]}")
+        lines.append(")")
+        return "\n".join(lines)
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters with its own hyperparameters (defaults fill the rest)."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, got {type(param_group).__name__}")
+        params = param_group["params"]
+        params = [params] if isinstance(params, Tensor) else list(params)
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}")
+            if p._node is not None:
+                raise OptimizerError("can't optimize a non-leaf Tensor (one produced by an operation); "
+                                     "optimize the leaf it was computed from")
+            if p._data.dtype.kind != "f":
+                raise OptimizerError(f"can only optimize float tensors, got {p.dtype}")
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if len({id(p) for p in params}) != len(params):
+            raise OptimizerError("optimizer parameter group contains the same parameter more than once")
+        if any(id(p) in seen for p in params):
+            raise OptimizerError("some parameters appear in more than one parameter group")
+        group = dict(param_group)
+        group["params"] = params
+        for key, value in self.defaults.items():
+            group.setdefault(key, value)
+        self._check_group(group)
+        self.param_groups.append(group)
+
+    def _check_group(self, group: dict[str, Any]) -> None:
+        """Validate hyperparameters (subclasses)."""
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset every parameter's gradient: to ``None`` (default) or to zeros in place."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                if set_to_none:
+                    p._grad = None
+                else:
+                    if p._grad._node is not None:
+                        p._grad = p._grad.detach()
+                    p._grad._data[...] = 0
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One update of every parameter that has a gradient; ``closure`` (re-evaluating the loss)
+        is called first when given, and its result returned."""
+        loss = None
+        if closure is not None:
+            from interpreters.eager import tape
+            with tape.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            self._update_group(group)
+        return loss
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    @staticmethod
+    def _grad_array(p: AnyTensor) -> Array | None:
+        grad = p._grad
+        if grad is None:
+            return None
+        data: Array = grad._data
+        if data.dtype != p._data.dtype:
+            data = data.astype(p._data.dtype)
+        return data
+
+    # ---- state dicts ---------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """``{"state": {index: {...}}, "param_groups": [{..., "params": [index, ...]}]}`` with
+        parameters numbered in group order (as PyTorch); arrays are copies."""
+        index: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: copy.deepcopy(v) for k, v in group.items() if k != "params"}
+            packed["params"] = []
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+                packed["params"].append(index[id(p)])
+            groups.append(packed)
+        state: dict[int, dict[str, Any]] = {}
+        for p in self.state:
+            if id(p) in index:
+                state[index[id(p)]] = {k: (np.array(v, copy=True) if isinstance(v, np.ndarray) else copy.deepcopy(v))
+                                       for k, v in self.state[p].items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Restore hyperparameters and per-parameter state saved by :meth:`state_dict` (the groups must
+        have the same sizes)."""
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups):
+            raise OptimizerError(f"loaded state dict has {len(groups)} parameter groups, the optimizer has "
+                                 f"{len(self.param_groups)}")
+        for i, (saved, own) in enumerate(zip(groups, self.param_groups)):
+            if len(saved["params"]) != len(own["params"]):
+                raise OptimizerError(f"loaded state dict contains a parameter group {i} of {len(saved['params'])} "
+                                     f"parameters that doesn't match the size of optimizer's group "
+                                     f"({len(own['params'])})")
+        by_index: dict[Any, AnyTensor] = {}
+        for saved, own in zip(groups, self.param_groups):
+            for key, p in zip(saved["params"], own["params"]):
+                by_index[key] = p
+        self.state = ParamState()
+        for key, values in state_dict["state"].items():
+            p = by_index.get(key)
+            if p is None:
+                continue
+            restored: dict[str, Any] = {}
+            for name, value in values.items():
+                if isinstance(value, Tensor):
+                    value = np.asarray(value._ops.concrete(value))
+                if isinstance(value, np.ndarray) and value.ndim > 0:
+                    if value.shape != p._data.shape:
+                        raise OptimizerError(f"state '{name}' of parameter {key} has shape {list(value.shape)}, "
+                                             f"the parameter has {list(p._data.shape)}")
+                    value = np.array(value, dtype=p._data.dtype, copy=True)
+                elif hasattr(value, "detach") and hasattr(value, "numpy"):  # a PyTorch tensor
+                    array = np.asarray(value.detach().cpu().numpy())
+                    value = array.item() if array.ndim == 0 else np.array(array, dtype=p._data.dtype)
+                else:
+                    value = copy.deepcopy(value)
+                restored[name] = value
+            self.state[p] = restored
+        for saved, own in zip(groups, self.param_groups):
+            for key, value in saved.items():
+                if key != "params":
+                    own[key] = copy.deepcopy(value)

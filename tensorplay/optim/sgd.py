@@ -1,0 +1,59 @@
+"""Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from tensorplay.optim.optimizer import AnyTensor, Optimizer, OptimizerError, bump_version
+
+
+class SGD(Optimizer):
+    """PyTorch's SGD: ``g += weight_decay * p``; with momentum ``buf = momentum * buf + (1 - dampening) * g``
+    (the first step sets ``buf = g``) and ``g = buf`` (or ``g + momentum * buf`` with Nesterov);
+    then ``p -= lr * g`` (``+=`` with ``maximize``)."""
+
+    def __init__(self, params: Iterable[AnyTensor] | Iterable[dict[str, Any]], lr: float = 1e-3,
+                 momentum: float = 0.0, dampening: float = 0.0, weight_decay: float = 0.0,
+                 nesterov: bool = False, maximize: bool = False) -> None:
+        super().__init__(params, {"lr": lr, "momentum": momentum, "dampening": dampening,
+                                  "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize})
+
+    def _check_group(self, group: dict[str, Any]) -> None:
+        if group["lr"] < 0:
+            raise OptimizerError(f"SGD: invalid learning rate {group['lr']}")
+        if group["momentum"] < 0:
+            raise OptimizerError(f"SGD: invalid momentum value {group['momentum']}")
+        if group["weight_decay"] < 0:
+            raise OptimizerError(f"SGD: invalid weight_decay value {group['weight_decay']}")
+        if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
+            raise OptimizerError("SGD: Nesterov momentum requires a momentum and zero dampening")
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+        weight_decay, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
+        for p in group["params"]:
+            g = self._grad_array(p)
+            if g is None:
+                continue
+            data = p._data
+            if maximize:
+                g = -g
+            if weight_decay != 0:
+                g = g + weight_decay * data
+            if momentum != 0:
+                state = self.state.get_state(p)
+                buf = state.get("momentum_buffer")
+                if buf is None:
+                    buf = state["momentum_buffer"] = np.array(g, copy=True)
+                else:
+                    buf *= momentum
+                    if dampening == 0:
+                        buf += g
+                    else:
+                        buf += (1 - dampening) * g
+                g = g + momentum * buf if nesterov else buf
+            data -= lr * g
+            bump_version(p)
