@@ -282,9 +282,9 @@ def getitem(ops: Interpreter, x: AnyTensor, key: Any) -> AnyTensor:
             continue
         size = shape[axis]
         if isinstance(it, builtins.slice):
-            start, stop, step = it.indices(size)
+            start, stop, step, length = _slice_bounds(it, size)
             starts.append(start), stops.append(stop), steps.append(step)
-            out_shape.append(builtins.len(range(start, stop, step)))
+            out_shape.append(length)
         elif _is_index_tensor(it):
             idx = _as_index(ops, it)
             if idx.dtype.name == "bool":
@@ -298,10 +298,13 @@ def getitem(ops: Interpreter, x: AnyTensor, key: Any) -> AnyTensor:
             except TypeError:
                 raise DTypeError(f"indexing: axis {axis} got an index of type {type(it).__name__}; expected "
                                  "an int, a slice, None, ..., or an integer tensor") from None
-            if not -size <= i < size:
+            if not isinstance(size, (int, np.integer)):  # a symbolic size: assume the index is in range
+                i = i + size if i < 0 else i
+            elif not -size <= i < size:
                 raise AxisError(f"indexing: index {i} is out of range for axis {axis} of size {size} "
                                 f"(tensor shape {list(shape)})")
-            i %= size
+            else:
+                i %= size
             starts.append(i), stops.append(i + 1), steps.append(1)
         axis += 1
     out = x
@@ -312,6 +315,30 @@ def getitem(ops: Interpreter, x: AnyTensor, key: Any) -> AnyTensor:
     if tuple(out.shape) != tuple(out_shape):
         out = ops.reshape(out, shape=tuple(out_shape))
     return out
+
+
+def _slice_bounds(it: builtins.slice, size: Any) -> tuple[Any, Any, int, Any]:
+    """``(start, stop, step, length)`` of ``it`` on an axis of ``size``. For a symbolic size (graph
+    capture with dynamic dims) the bounds are assumed to lie in range, as they would for a large
+    enough static size; negative bounds count from the end."""
+    if isinstance(size, (int, np.integer)):
+        start, stop, step = it.indices(int(size))
+        return start, stop, step, builtins.len(range(start, stop, step))
+    step = 1 if it.step is None else operator.index(it.step)
+    if step == 0:
+        raise ValueError("slice step cannot be zero")
+
+    def bound(value: Any, default: Any) -> Any:
+        if value is None:
+            return default
+        value = operator.index(value)
+        return value + size if value < 0 else value
+
+    if step > 0:
+        start, stop = bound(it.start, 0), bound(it.stop, size)
+        return start, stop, step, (stop - start) if step == 1 else (stop - start + step - 1) // step
+    start, stop = bound(it.start, size - 1), bound(it.stop, -1)
+    return start, stop, step, (start - stop + (-step - 1)) // (-step)
 
 
 def _as_index(ops: Interpreter, item: Any) -> AnyTensor:

@@ -1,0 +1,128 @@
+"""The graph interpreter's costs: recording overhead per op, and running a recorded graph
+eagerly versus running the same code eagerly (both with the same kernels).
+
+``python -m benchmarks graph`` or ``python benchmarks/bench_graph.py``.
+Rows: ``(name, {implementation: seconds per call})``; the MLP rows name their
+evaluate/eager ratio (the target is <= 1.2x).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks.timing import median_time, table  # noqa: E402
+
+N_OPS = 200
+
+
+def interleaved(fns: dict[str, Any], rounds: int = 15, min_time: float = 0.02) -> dict[str, float]:
+    """Seconds per call of each function, measured in alternating batches (robust to load changes
+    on a shared machine): the median over rounds of each function's batch time."""
+    import statistics
+    import time
+
+    for fn in fns.values():
+        fn()
+    numbers = {}
+    for name, fn in fns.items():
+        number = 1
+        while True:
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            if time.perf_counter() - start >= min_time or number >= 1 << 16:
+                break
+            number *= 2
+        numbers[name] = number
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            for _ in range(numbers[name]):
+                fn()
+            samples[name].append((time.perf_counter() - start) / numbers[name])
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def _chain(x: Any) -> Any:
+    """200 elementwise ops (50 rounds of add, mul, relu, sub)."""
+    for _ in range(N_OPS // 4):
+        x = x + 1.0
+        x = x * 0.5
+        x = x.relu()
+        x = x - 0.25
+    return x
+
+
+def _mlp_params(tp: Any, sizes: tuple[int, ...]) -> list[tuple[Any, Any]]:
+    tp.manual_seed(0)
+    return [(tp.randn(o, i) * (1.0 / i ** 0.5), tp.zeros(o)) for i, o in zip(sizes[:-1], sizes[1:])]
+
+
+def _mlp(params: list[tuple[Any, Any]], x: Any) -> Any:
+    for k, (w, b) in enumerate(params):
+        x = x.linear(w, b) if hasattr(x, "linear") else x @ w.T + b
+        if k < len(params) - 1:
+            x = x.relu()
+    return x
+
+
+def run() -> list[tuple[str, dict[str, float]]]:
+    """Rows of (benchmark, {implementation: seconds per call}); per-op rows are seconds per op."""
+    import tensorplay as tp
+    from tensorplay.graph import evaluate, trace
+
+    rows: list[tuple[str, dict[str, float]]] = []
+    x = tp.randn(8, 8)
+    record = median_time(lambda: trace(_chain, x), repeat=5)
+    dynamic = median_time(lambda: trace(_chain, x, dynamic={0: {0: "B"}}), repeat=5)
+    executed = median_time(lambda: trace(_chain, x, execute=True), repeat=5)
+    eager = median_time(lambda: _chain(x), repeat=5)
+    rows.append((f"record a {N_OPS}-op graph, per op (8x8 f32)", {
+        "eager run": eager / N_OPS,
+        "record symbolic": record / N_OPS,
+        "record dynamic B": dynamic / N_OPS,
+        "record execute": executed / N_OPS,
+    }))
+    gm = trace(_chain, x)
+    times = interleaved({
+        "eager run": lambda: _chain(x),
+        "evaluate(graph, eager)": lambda: evaluate(gm.graph, tp.eager, x),
+        "GraphModule": lambda: gm(x),
+    })
+    rows.append((f"run a {N_OPS}-op graph, per op (8x8 f32)", {k: v / N_OPS for k, v in times.items()}))
+
+    for batch in (128, 1):
+        sizes = (784, 256, 256, 10)
+        params = _mlp_params(tp, sizes)
+        inp = tp.randn(batch, sizes[0])
+        gm_mlp = trace(lambda v, p=params: _mlp(p, v), inp)
+        times = interleaved({
+            "eager": lambda: _mlp(params, inp),
+            "evaluate(graph, eager)": lambda: evaluate(gm_mlp.graph, tp.eager, inp),
+            "GraphModule": lambda: gm_mlp(inp),
+        })
+        t_eager, t_eval, t_module = times["eager"], times["evaluate(graph, eager)"], times["GraphModule"]
+        rows.append((f"MLP 784-256-256-10 b{batch} fwd (eval/eager {t_eval / t_eager:.2f}x)", {
+            "eager": t_eager, "evaluate(graph, eager)": t_eval, "GraphModule": t_module,
+        }))
+    return rows
+
+
+def main() -> None:
+    """Print the rows with ratios against the eager run."""
+    rows = run()
+    print(table(rows, "eager run") if rows else "")
+    for name, times in rows:
+        if "eager" in times:
+            base = times["eager"]
+            print(f"{name}: " + ", ".join(f"{k} {v / base:.2f}x" for k, v in times.items() if k != "eager"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""Python source for a graph: ``forward(ops, *placeholders)``, one line per node.
+
+::
+
+    def forward(ops, fc1_weight, fc1_bias, x):
+        B = x.shape[0]
+        permute = ops.permute(fc1_weight, perm=(1, 0))  # float32[784, 256]  model.py:12
+        matmul = ops.matmul(x, permute)                  # float32[B, 256]
+        ...
+        return (relu,)
+
+Symbolic dims are read from the inputs' shapes at the top, so params that
+mention them (``reshape(shape=(B, 784))``) are computed per call; the same
+function runs eagerly or re-records into another graph. With
+``check_guards=True`` each execute-mode guard is re-checked right after its
+value is computed. A graph with state mutations returns ``(outputs, new_values)``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import keyword
+import linecache
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+from interpreters.graph.ir import Graph, Literal, Var
+from tensorplay.symbolic import SymDim
+
+_counter = itertools.count()
+_RESERVED = frozenset({"ops", "_consts", "_guard", "_binding", "float", "None", "True", "False"})
+
+
+def _identifier(text: str) -> str:
+    name = re.sub(r"\W", "_", text)
+    if not name or name[0].isdigit():
+        name = "_" + name
+    if keyword.iskeyword(name):
+        name += "_"
+    return name
+
+
+class _Names:
+    def __init__(self) -> None:
+        self.used: set[str] = set(_RESERVED)
+
+    def fresh(self, base: str) -> str:
+        base = _identifier(base)
+        name = base
+        for i in itertools.count(1):
+            if name not in self.used:
+                break
+            name = f"{base}_{i}"
+        self.used.add(name)
+        return name
+
+
+class _Source:
+    def __init__(self, symbols: dict[str, str]) -> None:
+        self.symbols = symbols
+        self.consts: list[Any] = []
+
+    def render(self, value: Any) -> str:
+        if value is None or isinstance(value, (bool, str)):
+            return repr(value)
+        if isinstance(value, int):
+            return repr(int(value))
+        if isinstance(value, float):
+            if math.isnan(value):
+                return "float('nan')"
+            if math.isinf(value):
+                return "float('inf')" if value > 0 else "-float('inf')"
+            return repr(value)
+        if isinstance(value, SymDim):
+            return value.to_source(self.symbols)
+        if isinstance(value, tuple):
+            inner = ", ".join(self.render(v) for v in value)
+            return f"({inner},)" if len(value) == 1 else f"({inner})"
+        if isinstance(value, list):
+            return "[" + ", ".join(self.render(v) for v in value) + "]"
+        if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+            return "{" + ", ".join(f"{k!r}: {self.render(v)}" for k, v in value.items()) + "}"
+        self.consts.append(value)
+        return f"_consts[{len(self.consts) - 1}]"
+
+
+def _symbol_reads(graph: Graph, arg_names: dict[int, str], names: _Names) -> tuple[dict[str, str], list[str]]:
+    """Python names for the symbolic dims and the lines that read them from the inputs' shapes."""
+    symbols = sorted(graph.symbols)
+    mapping: dict[str, str] = {}
+    lines: list[str] = []
+    for s in symbols:
+        mapping[s] = names.fresh(s)
+    for s in symbols:
+        line = None
+        for p in graph.user_inputs + [q for q in graph.inputs if q.kind != "user_input"]:
+            for axis, d in enumerate(p.shape):
+                if not isinstance(d, SymDim):
+                    continue
+                lin = d.linear_in()
+                if lin is None or lin[0] != s:
+                    continue
+                _, a, c = lin
+                read = f"{arg_names[p.id]}.shape[{axis}]"
+                if a == 1 and c == 0:
+                    line = f"{mapping[s]} = {read}"
+                else:
+                    shifted = read if c == 0 else f"({read} - {c})" if c > 0 else f"({read} + {-c})"
+                    line = f"{mapping[s]} = {shifted} // {a}" if a != 1 else f"{mapping[s]} = {shifted}"
+                break
+            if line is not None:
+                break
+        lines.append(line if line is not None else f"{mapping[s]} = _binding[{s!r}]")
+    return mapping, lines
+
+
+def python_code(graph: Graph, check_guards: bool = False, name: str = "forward") -> str:
+    """The source of ``def forward(ops, *placeholders)`` computing ``graph`` (see the module docstring)."""
+    return _generate(graph, check_guards, name)[0]
+
+
+def _generate(graph: Graph, check_guards: bool, fn_name: str) -> tuple[str, list[Any]]:
+    names = _Names()
+    var_names: dict[int, str] = {}
+    for p in graph.inputs:
+        var_names[p.id] = names.fresh(str(p.name))
+    symbols, reads = _symbol_reads(graph, var_names, names)
+    src = _Source(symbols)
+    args = ", ".join(["ops"] + [var_names[p.id] for p in graph.inputs])
+    needs_binding = any("_binding[" in r for r in reads)
+    lines = [f"def {fn_name}({args}{', *, _binding=None' if needs_binding else ''}):"]
+    for p in graph.inputs:
+        what = p.kind if p.name == var_names[p.id] else f"{p.kind} {p.name}"
+        lines.append(f"    # {var_names[p.id]}: {p.aval!r}  ({what})")
+    lines.extend(f"    {r}" for r in reads)
+    guards_by_var: dict[int, list[int]] = {}
+    if check_guards:
+        for i, g in enumerate(graph.guards):
+            guards_by_var.setdefault(g.value.id, []).append(i)
+        for p in graph.inputs:
+            for i in guards_by_var.get(p.id, []):
+                lines.append(f"    _guard({i}, ops, {var_names[p.id]})")
+    for node in graph.nodes:
+        out = node.outputs[0]
+        var_names[out.id] = names.fresh(node.target)
+        rendered = []
+        for v in node.inputs:
+            if v is None:
+                rendered.append("None")
+            elif type(v) is Literal:
+                rendered.append(src.render(v.value))
+            else:
+                assert isinstance(v, Var)
+                rendered.append(var_names[v.id])
+        rendered += [f"{k}={src.render(value)}" for k, value in node.params.items()]
+        comment = f"{out.aval!r}"
+        if node.location is not None:
+            comment += f"  {node.location.short()}"
+        lines.append(f"    {var_names[out.id]} = ops.{node.target}({', '.join(rendered)})  # {comment}")
+        for i in guards_by_var.get(out.id, []):
+            lines.append(f"    _guard({i}, ops, {var_names[out.id]})")
+    def read(v: Any) -> str:
+        return var_names[v.id] if type(v) is Var else src.render(v.value)
+
+    outs = [read(v) for v in graph.outputs]
+    result = f"({', '.join(outs)}{',' if len(outs) == 1 else ''})"
+    if graph.mutations:
+        news = [read(v) for _, v in graph.mutations]
+        targets = ", ".join(str(p.name) for p, _ in graph.mutations)
+        result += f", ({', '.join(news)}{',' if len(news) == 1 else ''})  # new values of {targets}"
+    lines.append(f"    return {result}")
+    return "\n".join(lines) + "\n", src.consts
+
+
+def compile_graph(graph: Graph, check_guards: bool = False,
+                  guard_check: Callable[..., None] | None = None) -> tuple[Callable[..., Any], str]:
+    """``(forward, source)``: the generated function (``forward(ops, *placeholder_values)``) and its code."""
+    source, consts = _generate(graph, check_guards, "forward")
+    filename = f"<tensorplay-graph-{next(_counter)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict[str, Any] = {"_consts": consts, "_guard": guard_check}
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated source
+    fn: Callable[..., Any] = namespace["forward"]
+    return fn, source

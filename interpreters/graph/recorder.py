@@ -1,0 +1,469 @@
+"""The recorder: an implementation of ``Ops`` that appends nodes to a :class:`Graph`.
+
+Every primitive call runs the primitive's shape rule from :mod:`spec` at record
+time, so a shape error names the user's file and line. Tensor payloads are
+:class:`~interpreters.graph.ir.Var` values (``.shape`` with ints and
+``SymDim``\\ s, ``.dtype`` a numpy dtype).
+
+Two modes:
+
+* **symbolic** (default): values have no data. ``bool(t)``, ``t.item()``,
+  ``int(t)``, ``t.numpy()`` raise :class:`GraphCaptureError` naming the
+  data-dependent operation and the user's line; ``len()`` or iteration over a
+  symbolic dim raise from :class:`~tensorplay.symbolic.SymDim`.
+* **execute**: every value also carries its concrete result, computed by the
+  eager interpreter's kernels. Reading it (``bool(t)``, ``t.item()``, ...) works
+  and is recorded in ``graph.guards`` with the outcome it decided.
+
+A tensor of another (lower-level) interpreter met while recording -- a closure,
+a global, an eager parameter, an outer recorder's value -- becomes an implicit
+``"captured"`` input of the graph (read from the tensor each time the graph
+runs), never a silent copy. Module parameters and buffers registered with
+:meth:`Recorder.register_state` are captured by name.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from collections.abc import Callable
+from types import CodeType
+from typing import Any
+
+import numpy as np
+
+from interpreters.eager.interpreter import eager
+from interpreters.graph.ir import (
+    NUMPY_DTYPES, PARAMS, Graph, Guard, Literal, Location, Node, Var, complete_params, has_symbolic,
+    substitute,
+)
+from spec import SPECS
+from spec.aval import Aval
+from spec.errors import DTypeError, GraphCaptureError, TensorplayError
+from tensorplay.ops import PRIMITIVE_NAMES
+from tensorplay.prefix import DerivedOps
+from tensorplay.symbolic import SymDim
+from tensorplay.tensor import Tensor
+
+_levels = itertools.count(1)
+
+# ---- the user's source location -----------------------------------------------------------------
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_ROOT = os.path.dirname(os.path.dirname(_HERE))
+_INTERNAL_PREFIXES = tuple(os.path.join(_ROOT, d) + os.sep for d in ("tensorplay", "spec", "interpreters"))
+_internal_code: dict[CodeType, bool] = {}
+
+
+def _is_internal(code: CodeType) -> bool:
+    flag = _internal_code.get(code)
+    if flag is None:
+        name = code.co_filename
+        flag = name.startswith(_INTERNAL_PREFIXES) or name.startswith("<tensorplay")
+        if len(_internal_code) > 100_000:
+            _internal_code.clear()
+        _internal_code[code] = flag
+    return flag
+
+
+def user_location(depth: int = 1) -> Location | None:
+    """The first frame outside tensorplay, spec and interpreters (the user's line), or ``None``."""
+    frame: Any = sys._getframe(depth)
+    while frame is not None:
+        code = frame.f_code
+        if not _is_internal(code):
+            return Location(code.co_filename, frame.f_lineno, code.co_name)
+        frame = frame.f_back
+    return None
+
+
+def _with_location(error: BaseException, target: str, location: Location | None) -> BaseException:
+    """``error`` re-made with the user's location appended to its message (same type)."""
+    where = f"\n  while recording {target} at {location}" if location else f"\n  while recording {target}"
+    try:
+        new = type(error)(f"{error}{where}")
+    except Exception:  # an exception type with an unusual constructor: keep it, add a note
+        error.add_note(where.strip())
+        return error
+    new.__cause__ = error.__cause__
+    return new
+
+
+# ---- reading values ---------------------------------------------------------------------------------
+
+_READ_KINDS = {"__bool__": "bool", "__float__": "float", "__int__": "int", "__index__": "index",
+               "item": "item", "tolist": "tolist", "numpy": "numpy", "__array__": "array"}
+
+_REFUSALS = {
+    "bool": "bool() of a recorded tensor (an `if`, `while`, `and`/`or`, `not` or `assert` on a tensor's "
+            "value): Python control flow that depends on data",
+    "item": "t.item() on a recorded tensor: reading a tensor's value into Python",
+    "float": "float() of a recorded tensor: reading a tensor's value into Python",
+    "int": "int() of a recorded tensor: reading a tensor's value into Python",
+    "index": "using a recorded tensor as a Python index (operator.index): reading a tensor's value",
+    "tolist": "t.tolist() on a recorded tensor: reading a tensor's value into Python",
+    "numpy": "t.numpy() on a recorded tensor: reading a tensor's value into numpy",
+    "array": "numpy.asarray() of a recorded tensor: reading a tensor's value into numpy",
+    "concrete": "an operation whose result depends on a tensor's value (for example boolean-mask "
+                "indexing, whose result size depends on the mask)",
+}
+
+
+def _read_kind() -> str:
+    frame: Any = sys._getframe(2)
+    kind = "concrete"
+    for _ in range(3):
+        if frame is None:
+            break
+        found = _READ_KINDS.get(frame.f_code.co_name)
+        if found is not None and frame.f_code.co_filename.endswith("tensor.py"):
+            kind = found
+            if found != "item":
+                break
+        frame = frame.f_back
+    return kind
+
+
+def foreign_aval(x: Tensor[*tuple[Any, ...]]) -> Aval:
+    """The aval of a tensor of any interpreter (its payload has ``.shape`` and a numpy ``.dtype``)."""
+    data = x._data
+    return Aval(tuple(data.shape), data.dtype.name)
+
+
+class Recorder(DerivedOps):
+    """Records primitive calls into ``self.graph`` (see the module docstring).
+
+    ``execute=True`` also computes every value eagerly; ``binding`` maps symbolic dim names to
+    the sizes of the example inputs (execute mode with symbolic shapes).
+    """
+
+    name = "graph"
+
+    def __init__(self, graph: Graph | None = None, *, execute: bool = False,
+                 binding: dict[str, Any] | None = None) -> None:
+        self.level = next(_levels)
+        self.graph = graph if graph is not None else Graph()
+        self.execute = execute
+        self.binding: dict[str, Any] = dict(binding or {})
+        self.closed = False
+        self.location_override: Location | None = None
+        self._captures: dict[int, tuple[Any, Any, Var]] = {}
+        self._guard_keys: set[tuple[int, str]] = set()
+        self._n_captured = 0
+        self._state: dict[int, tuple[Any, Var]] = {}
+
+    def __repr__(self) -> str:
+        mode = "execute" if self.execute else "symbolic"
+        return f"<graph recorder level={self.level} {mode}{' closed' if self.closed else ''}: {self.graph!r}>"
+
+    # ---- inputs ------------------------------------------------------------------------------
+    def input(self, name: str, aval: Aval, kind: str = "user_input", value: Any = None,
+              source: Any = None) -> Tensor[*tuple[Any, ...]]:
+        """A new placeholder as a tensor of this recorder (``value``: its concrete array in execute mode)."""
+        var = self.graph.add_input(name, aval, kind, source)
+        if self.execute:
+            var.value = value
+        return _tensor(self, var)
+
+    def register_state(self, name: str, tensor: Tensor[*tuple[Any, ...]], kind: str) -> Var:
+        """Capture a module parameter or buffer by ``name``: uses of ``tensor`` read this input."""
+        var = self.graph.add_input(name, foreign_aval(tensor), kind, tensor)
+        if self.execute:
+            var.value = np.asarray(tensor._ops.concrete(tensor))
+        self._captures[id(tensor)] = (tensor, tensor._data, var)
+        self._state[id(tensor)] = (tensor, var)
+        return var
+
+    def lift(self, x: Tensor[*tuple[Any, ...]]) -> Var:
+        """The value of this graph standing for ``x``, a tensor of another interpreter."""
+        if x._ops is self:  # type: ignore[comparison-overlap]
+            return x._data  # type: ignore[no-any-return]
+        entry = self._captures.get(id(x))
+        if entry is not None and entry[0] is x and entry[1] is x._data:
+            return entry[2]
+        level = getattr(x._ops, "level", None)
+        if level is None or level > self.level:
+            raise GraphCaptureError(
+                f"a tensor of interpreter {getattr(x._ops, 'name', x._ops)!r} (level {level}) was passed to "
+                f"the graph recorder at level {self.level}; a value of an inner recording cannot flow into "
+                f"an outer one{_at(user_location(2))}")
+        value = None
+        if self.execute:
+            try:
+                value = np.asarray(x._ops.concrete(x))
+            except GraphCaptureError:
+                raise GraphCaptureError(
+                    "execute-mode recording captured a value of a symbolic recording, which has no data"
+                    f"{_at(user_location(2))}") from None
+        self._n_captured += 1
+        var = self.graph.add_input(f"captured_{self._n_captured - 1}", foreign_aval(x), "captured", x)
+        var.value = value
+        self._captures[id(x)] = (x, x._data, var)
+        return var
+
+    # ---- recording -------------------------------------------------------------------------------
+    def record(self, target: str, inputs: tuple[Any, ...], params: dict[str, Any]) -> Tensor[*tuple[Any, ...]]:
+        """Append ``target(*inputs, **params)``; returns the output as a tensor of this recorder."""
+        if self.closed:
+            raise GraphCaptureError(
+                f"{target}: this tensor belongs to a recording that has finished (it escaped from a traced "
+                f"function); use the traced function's outputs instead{_at(user_location(3))}")
+        values: list[Any] = []
+        avals: list[Any] = []
+        sym = False
+        for x in inputs:
+            if isinstance(x, Tensor):
+                v = x._data if x._ops is self else self.lift(x)  # type: ignore[comparison-overlap]
+                values.append(v)
+                avals.append(v.aval)
+            elif x is None:
+                values.append(None)
+                avals.append(None)
+            else:
+                lit = _literal(target, x)
+                sym = sym or isinstance(lit.value, SymDim)
+                values.append(lit)
+                avals.append(lit.aval)
+        if params:
+            if len(params) != len(_DECLARED[target]):
+                params = complete_params(target, params)
+            sym = sym or has_symbolic(params)
+        elif _DECLARED[target]:
+            params = complete_params(target, params)
+            sym = has_symbolic(params)
+        location = self.location_override
+        if location is None:
+            # the first frame outside the project (inlined user_location: this is the hot path)
+            frame: Any = sys._getframe(1)
+            while frame is not None:
+                code = frame.f_code
+                internal = _internal_code.get(code)
+                if internal is None:
+                    internal = _is_internal(code)
+                if not internal:
+                    location = Location(code.co_filename, frame.f_lineno, code.co_name)
+                    break
+                frame = frame.f_back
+        try:
+            aval = SPECS[target].rule(*avals, **params)
+        except (TensorplayError, ValueError, TypeError, IndexError) as error:
+            raise _with_location(error, target, location) from None
+        node = self.graph.append(target, values, params, aval, location, sym)
+        out = node.outputs[0]
+        if self.execute:
+            out.value = self._compute(node)
+        return Tensor(self, out)  # type: ignore[arg-type]
+
+    def _compute(self, node: Node) -> Any:
+        args: list[Any] = []
+        for v in node.inputs:
+            if v is None:
+                args.append(None)
+            elif type(v) is Var:
+                args.append(eager.wrap(v.value))
+            else:
+                args.append(v.value)
+        params = node.params
+        if node.has_sym:
+            args = [a.subs(self.binding) if isinstance(a, SymDim) else a for a in args]
+            params = substitute(params, self.binding)
+        result = getattr(eager, node.target)(*args, **params)._data
+        return result
+
+    # ---- Interpreter services -------------------------------------------------------------------
+    def concrete(self, x: Tensor[*tuple[Any, ...]]) -> Any:
+        """Execute mode: the value (the read is recorded as a guard). Symbolic mode: refused."""
+        kind = _read_kind()
+        var = self.lift(x)
+        if not self.execute or var.value is None:
+            raise GraphCaptureError(
+                f"{_REFUSALS[kind]} cannot be recorded symbolically: the graph has no values while it is "
+                f"being recorded{_at(user_location(2))}. Use tp.where(cond, a, b) to select between values "
+                "instead of branching, keep the computation in tensor operations, or trace with "
+                "execute=True to specialise on this value (recorded as a guard that compile re-checks).")
+        value = var.value
+        key = (var.id, kind)
+        if key not in self._guard_keys:
+            self._guard_keys.add(key)
+            outcome: Any = value
+            if kind == "bool" and np.size(value) == 1:
+                outcome = bool(np.asarray(value).reshape(()).item())
+            elif kind in ("item", "float", "int", "index") and np.size(value) == 1:
+                outcome = np.asarray(value).reshape(()).item()
+            self.graph.guards.append(Guard(kind, var, outcome, np.array(value, copy=True), user_location(2)))
+        return value
+
+    def constant(self, value: Any) -> Tensor[*tuple[Any, ...]]:
+        """A tensor of another interpreter is captured as an input; a numpy array becomes a ``"constant"``
+        input of the graph (its data is stored with the graph)."""
+        if isinstance(value, Tensor):
+            return _tensor(self, self.lift(value))
+        array = np.asarray(value)
+        if array.dtype.name not in NUMPY_DTYPES:
+            raise DTypeError(f"unsupported dtype {array.dtype} for a tensor constant")
+        var = self.graph.add_input("constant", Aval(tuple(array.shape), array.dtype.name), "constant", array)
+        var.value = array
+        return _tensor(self, var)
+
+    def wrap(self, var: Var) -> Tensor[*tuple[Any, ...]]:
+        """A tensor of this recorder holding ``var``."""
+        return _tensor(self, var)
+
+    def close(self) -> None:
+        """Refuse further recording (tensors that escape the traced function then raise when used)."""
+        self.closed = True
+
+    def format(self, x: Tensor[*tuple[Any, ...]]) -> str:
+        """``Tensor(graph, %12: float32[B, 784])`` (plus the value in execute mode)."""
+        var: Var = x._data
+        label = var.name if var.name is not None else f"%{var.id}"
+        text = f"Tensor(graph level {self.level}, {label}: {var.aval!r})"
+        if self.execute and var.value is not None:
+            text += f"\n  value = {np.array2string(np.asarray(var.value), threshold=20)}"
+        return text
+
+    def set_requires_grad(self, x: Tensor[*tuple[Any, ...]], flag: bool) -> None:
+        """Only sets the flag: differentiate recorded graphs with ``tensorplay.func``."""
+        x._requires_grad = bool(flag)
+
+    def detach(self, x: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
+        """Recorded as ``stop_gradient``."""
+        return self.record("stop_gradient", (x,), {})
+
+    def backward(self, x: Tensor[*tuple[Any, ...]], gradient: Any, retain_graph: bool,
+                 create_graph: bool) -> None:
+        """Refused: the tape is eager-only; use ``tensorplay.func.grad`` on recorded programs."""
+        raise GraphCaptureError(f"backward() inside a recorded function is not supported{_at(user_location(2))}; "
+                                "differentiate with tensorplay.func.grad / vjp instead")
+
+    def contiguous(self, x: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
+        """Layout is not part of the IR: ``x`` itself."""
+        return x
+
+    def clone(self, x: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
+        """A new handle on the same (immutable) value: later in-place ops on either rebind only it."""
+        return _tensor(self, self.lift(x))
+
+    def inplace(self, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tensor[*tuple[Any, ...]]:
+        """``x op= other`` recorded functionally: the handle ``x`` is rebound to the new value
+        (the dtype of ``x`` is kept: float results are not cast into int tensors)."""
+        if x._ops is not self:  # type: ignore[comparison-overlap]
+            raise GraphCaptureError(
+                f"in-place {op}_ on a tensor that is not a value of this recording (a captured "
+                f"{getattr(x._ops, 'name', '?')} tensor) would mutate state outside the graph"
+                f"{_at(user_location(2))}; compute a new tensor instead")
+        var: Var = x._data
+        if op == "fill":
+            new = self.record("full", (), {"shape": var.shape, "value": other, "dtype": var.aval.dtype})
+        elif op == "copy":
+            src = other if isinstance(other, Tensor) else self.constant(np.asarray(other))
+            new = src
+            if tuple(self.lift(src).shape) != tuple(var.shape):
+                new = self.record("broadcast_to", (src,), {"shape": var.shape})
+        else:
+            new = self.record(op, (x, other), {})
+        self._rebind(x, new, f"{op}_")
+        return x
+
+    def _rebind(self, x: Tensor[*tuple[Any, ...]], new: Tensor[*tuple[Any, ...]], where: str) -> None:
+        var: Var = x._data
+        new_var = self.lift(new)
+        if new_var.dtype != var.dtype:
+            if not (np.can_cast(new_var.dtype, var.dtype, "same_kind") or new_var.dtype.kind == "b"):
+                raise DTypeError(f"{where}: result type {new_var.dtype} can't be cast to the tensor's dtype "
+                                 f"{var.dtype} in place{_at(user_location(3))}")
+            new = self.record("cast", (new,), {"dtype": var.aval.dtype})
+            new_var = new._data
+        x._data = new_var
+
+    def buffer_update(self, buffer: Tensor[*tuple[Any, ...]], new: Tensor[*tuple[Any, ...]]) -> None:
+        """Record that the state tensor ``buffer`` (a module buffer or another captured tensor) holds
+        ``new`` after the graph runs (``graph.mutations``); later reads in this recording see ``new``.
+        Recording never changes ``buffer`` itself: running the graph does."""
+        if buffer._ops is self:  # type: ignore[comparison-overlap]
+            raise GraphCaptureError(f"buffer_update: the target must be state captured from outside the "
+                                    f"graph (a module buffer), not a value of the recording{_at(user_location(2))}")
+        placeholder = self._state.get(id(buffer))
+        if placeholder is None or placeholder[0] is not buffer:
+            placeholder = (buffer, self.lift(buffer))
+            self._state[id(buffer)] = placeholder
+        target = placeholder[1]
+        value = self.lift(new)
+        if value.aval.dtype != target.aval.dtype:
+            value = self.record("cast", (new,), {"dtype": target.aval.dtype})._data
+        if tuple(value.shape) != tuple(target.shape):
+            raise GraphCaptureError(f"buffer_update: {target.name} has shape {list(target.shape)}, the new value "
+                                    f"{list(value.shape)}{_at(user_location(2))}")
+        self.graph.mutations = [(p, v) for p, v in self.graph.mutations if p is not target]
+        self.graph.mutations.append((target, value))
+        self._captures[id(buffer)] = (buffer, buffer._data, value)
+
+    def setitem(self, x: Tensor[*tuple[Any, ...]], key: Any, value: Any) -> None:
+        """``x[key] = value`` recorded functionally (``where`` of a scattered update); rebinds ``x``.
+
+        The written positions must not depend on data: basic indices (ints, slices, ``None``,
+        ``...``) and constant index arrays; a recorded index tensor needs execute mode."""
+        if x._ops is not self:  # type: ignore[comparison-overlap]
+            raise GraphCaptureError(f"setitem on a captured tensor would mutate state outside the graph"
+                                    f"{_at(user_location(2))}; compute a new tensor instead")
+        var: Var = x._data
+        shape = tuple(var.shape)
+        if any(isinstance(d, SymDim) for d in shape):
+            raise GraphCaptureError(
+                f"x[key] = value on a tensor with symbolic shape {list(shape)} is not supported"
+                f"{_at(user_location(2))}; build the result with tp.where or concat")
+        items = key if isinstance(key, tuple) else (key,)
+        index = tuple(np.asarray(self.concrete(k)) if isinstance(k, Tensor) else k for k in items)
+        size = int(np.prod(shape, dtype=np.int64))
+        positions = np.arange(size, dtype=np.int64).reshape(shape)[index]
+        region_shape = tuple(np.shape(positions))
+        flat_positions = positions.reshape(-1)
+        written = np.zeros(size, dtype=bool)
+        written[flat_positions] = True
+        if isinstance(value, Tensor):
+            val = value
+        else:
+            val = self.constant(np.asarray(value, dtype=var.dtype))
+        if tuple(val.shape) != region_shape:
+            val = self.record("broadcast_to", (val,), {"shape": region_shape})
+        if val.dtype.numpy != var.dtype:
+            val = self.record("cast", (val,), {"dtype": var.aval.dtype})
+        flat = self.record("reshape", (val,), {"shape": (flat_positions.size,)})
+        zeros = self.record("full", (), {"shape": (size,), "value": 0, "dtype": var.aval.dtype})
+        scattered = self.record("scatter_add", (zeros, self.constant(flat_positions), flat), {"axis": 0})
+        scattered = self.record("reshape", (scattered,), {"shape": shape})
+        mask = self.constant(written.reshape(shape))
+        new = self.record("where", (mask, scattered, x), {})
+        x._data = new._data
+
+
+def _tensor(ops: Any, var: Any) -> Tensor[*tuple[Any, ...]]:
+    return Tensor(ops, var)
+
+
+def _at(location: Location | None) -> str:
+    return f" (at {location})" if location is not None else ""
+
+
+def _literal(target: str, x: Any) -> Literal:
+    if isinstance(x, (bool, int, float, SymDim)):
+        return Literal(x)
+    if isinstance(x, np.generic) and x.dtype.kind in "biuf":
+        return Literal(x.item())
+    raise DTypeError(f"{target}: expected a Tensor or a Python scalar as operand, got {type(x).__name__}")
+
+
+_DECLARED = PARAMS
+
+
+def _make_method(target: str) -> Callable[..., Any]:
+    def method(self: Recorder, *inputs: Any, **params: Any) -> Any:
+        return self.record(target, inputs, params)
+    method.__name__ = method.__qualname__ = target
+    method.__doc__ = f"Record ``{target}`` (see :meth:`tensorplay.ops.Ops.{target}`)."
+    return method
+
+
+for _name in PRIMITIVE_NAMES:
+    setattr(Recorder, _name, _make_method(_name))
