@@ -20,9 +20,12 @@ from tensorplay.dispatch import Program, ops_of
 from tensorplay.dispatch import program as program  # the decorator shadows the submodule name
 from tensorplay.dtypes import DType, bool_, float32, float64, int32, int64
 from tensorplay.errors import (
-    AutogradError, AxisError, DTypeError, GraphCaptureError, MissingRuleError, ShapeError, TensorplayError,
+    AutogradError, AxisError, DTypeError, GraphCaptureError, IndexRangeError, MissingRuleError, ShapeError,
+    TensorplayError,
 )
+from tensorplay.index import Index, index
 from tensorplay.ops import Interpreter, Ops
+from tensorplay.shapecheck import shapecheck
 from tensorplay.tensor import Size, Tensor
 
 bool = bool_  # noqa: A001 - PyTorch spelling tp.bool
@@ -46,3 +49,15 @@ class set_grad_enabled:  # noqa: N801 - PyTorch spelling
 
 
 __version__ = "0.1.0"
+
+# The public names. mypy --strict (no implicit re-export) only lets users write ``tp.zeros`` for
+# names listed here: add every new public name.
+__all__ = [
+    "AutogradError", "AxisError", "DType", "DTypeError", "GraphCaptureError", "Index", "IndexRangeError",
+    "Interpreter", "MissingRuleError", "Ops", "Program", "ShapeError", "Size", "Tensor", "TensorplayError",
+    "arange", "autograd", "bool", "bool_", "cat", "dims", "eager", "empty", "empty_like", "enable_grad", "eye",
+    "float32", "float64", "from_numpy", "full", "full_like", "index", "int32", "int64", "is_grad_enabled",
+    "linspace", "manual_seed", "no_grad", "ones", "ones_like", "ops_of", "program", "rand", "rand_like",
+    "randint", "randn", "randn_like", "set_grad_enabled", "shapecheck", "stack", "tensor", "where", "zeros",
+    "zeros_like",
+]

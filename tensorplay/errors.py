@@ -10,11 +10,17 @@ from spec.errors import (
     TensorplayError,
 )
 
+
+class IndexRangeError(TensorplayError, IndexError):
+    """An integer index (an embedding id, a class target, an ``Index`` value) is outside its range."""
+
+
 __all__ = [
     "AutogradError",
     "AxisError",
     "DTypeError",
     "GraphCaptureError",
+    "IndexRangeError",
     "MissingRuleError",
     "ShapeError",
     "TensorplayError",

@@ -1,0 +1,169 @@
+"""Typed data inputs: integer index tensors with a bound (TorchLean's ``Program.Data``).
+
+``Index[Vocab, Batch, Seq]`` is a tensor of shape ``[Batch, Seq]`` whose int64
+values all lie in ``[0, bound)``, where ``bound`` is a size of the dim ``Vocab``::
+
+    ids = tp.index(token_array, bound=Vocab(50_000))          # Index[Vocab, *tuple[Any, ...]]
+    ids = tp.index(token_array, bound=vocab, shape=(b, s))   # Index[Vocab, Batch, Seq]
+
+The range is checked once, when the index tensor is made, so an embedding
+lookup or a cross-entropy target built from it cannot go out of range; mypy
+checks that the bound's dim matches the table it indexes (``Embedding[Vocab, D]``
+takes ``Index[Vocab, *S]``). Index tensors are data: they never require grad,
+and the graph recorder lifts them as (non-differentiable) data inputs. The eager
+payload is a numpy int64 array, as for any int64 tensor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Generic, TypeVar, TypeVarTuple, overload
+
+import numpy as np
+
+from tensorplay.errors import AutogradError, DTypeError, IndexRangeError, ShapeError, TensorplayError
+from tensorplay.tensor import Tensor
+
+V = TypeVar("V")
+"""The dim type of the bound (``Vocab``, ``Classes``, ...)."""
+S = TypeVarTuple("S")
+S2 = TypeVarTuple("S2")
+
+
+class Index(Tensor[*S], Generic[V, *S]):
+    """An int64 tensor of shape ``*S`` whose values are in ``[0, bound)``; ``bound`` has type ``V``.
+
+    Made by :func:`tensorplay.index`. Arithmetic on it gives plain tensors; indexing
+    (``ids[:, :-1]``) keeps the bound (a subset of in-range values is in range).
+    """
+
+    __slots__ = ("_bound",)
+
+    _bound: Any
+
+    def __init__(self, ops: Any, data: Any, bound: V) -> None:
+        super().__init__(ops, data)
+        self._bound = bound
+
+    @property
+    def bound(self) -> V:
+        """Every value is ``< bound`` (and ``>= 0``)."""
+        return self._bound  # type: ignore[no-any-return]
+
+    # data inputs are never differentiated
+    @property
+    def requires_grad(self) -> bool:
+        """Always ``False``: index tensors are data inputs."""
+        return False
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        if flag:
+            raise AutogradError("Index tensors are integer data inputs and are never differentiated; "
+                                "requires_grad cannot be set")
+
+    def requires_grad_(self, requires_grad: bool = True) -> Index[V, *S]:
+        """Refused for ``True`` (index tensors are never differentiated); ``False`` is a no-op."""
+        if requires_grad:
+            raise AutogradError("Index tensors are integer data inputs and are never differentiated; "
+                                "requires_grad_(True) is refused")
+        return self
+
+    @overload
+    def __getitem__(self, key: int) -> Index[V, *tuple[Any, ...]]: ...
+
+    @overload
+    def __getitem__(self, key: Any) -> Index[V, *tuple[Any, ...]]: ...
+
+    def __getitem__(self, key: Any) -> Any:
+        """Indexing keeps the bound: the values selected are a subset of in-range values."""
+        out = super().__getitem__(key)
+        return _rewrap(out, self._bound)
+
+    def with_shape(self, *shape: *S2) -> Index[V, *S2]:
+        """The same index tensor, typed with the dims ``shape`` (checked against the actual shape)."""
+        _check_shape(tuple(self.shape), tuple(shape), "Index.with_shape")
+        return self  # type: ignore[return-value]
+
+    def __repr__(self) -> str:
+        return f"index({super().__repr__()}, bound={self._bound})"
+
+
+def _rewrap(t: Tensor[*tuple[Any, ...]], bound: Any) -> Any:
+    if isinstance(t, Index) or t._data.dtype.kind not in "iu":
+        return t
+    return Index(t._ops, t._data, bound)
+
+
+def _check_shape(actual: tuple[Any, ...], expected: tuple[Any, ...], where: str) -> None:
+    if len(actual) != len(expected) or any(
+            isinstance(a, int) and isinstance(e, int) and a != e for a, e in zip(actual, expected)):
+        raise ShapeError(f"{where}: values have shape {list(actual)}, but shape={list(expected)} was given")
+
+
+def _check_range(array: np.ndarray[Any, Any], bound: int, where: str) -> None:
+    if array.size == 0:
+        return
+    low, high = array.min(), array.max()
+    if low >= 0 and high < bound:
+        return
+    bad = (array < 0) | (array >= bound)
+    position = tuple(int(i) for i in np.argwhere(bad)[0])
+    value = int(array[position]) if position else int(array)
+    raise IndexRangeError(f"{where}: value {value} at position {list(position)} is out of range; expected "
+                          f"0 <= value < bound = {bound} (values range over [{int(low)}, {int(high)}])")
+
+
+@overload
+def index(values: Any, bound: V, *, shape: tuple[*S]) -> Index[V, *S]: ...
+
+
+@overload
+def index(values: Tensor[*S], bound: V) -> Index[V, *S]: ...
+
+
+@overload
+def index(values: Any, bound: V) -> Index[V, *tuple[Any, ...]]: ...
+
+
+def index(values: Any, bound: Any, *, shape: Sequence[Any] | None = None) -> Any:
+    """An :class:`Index` tensor of int64 ``values`` (a tensor, a numpy array or nested lists), each checked
+    to be in ``[0, bound)``; ``bound`` is a size, usually typed by a dim (``Vocab(50_000)``). With
+    ``shape=(b, s)`` the result is typed ``Index[V, B, S]`` and the values' shape is checked against it.
+    An out-of-range value raises :class:`~tensorplay.errors.IndexRangeError` here, when the tensor is made.
+    """
+    if isinstance(bound, bool) or not isinstance(bound, (int, np.integer)):
+        raise DTypeError(f"index: bound must be an int size (e.g. Vocab(1000)), got {type(bound).__name__} "
+                         f"{bound!r}")
+    if bound < 0:
+        raise ShapeError(f"index: bound must be >= 0, got {bound}")
+    if isinstance(values, Tensor):
+        if values.dtype.name not in ("int64", "int32"):
+            raise DTypeError(f"index: values must be integers (int64 or int32), got a {values.dtype} tensor")
+        if values._requires_grad:
+            raise AutogradError("index: values require grad; index tensors are never differentiated")
+        if shape is not None:
+            _check_shape(tuple(values.shape), tuple(shape), "index")
+        t: Any = values if values.dtype.name == "int64" else values._ops.cast(values, dtype="int64")
+        try:
+            array = np.asarray(values._ops.concrete(values))
+        except TensorplayError:  # a symbolic graph value has no data yet: it is checked where data enters
+            array = None
+        if array is None:
+            return Index(t._ops, t._data, bound)
+        _check_range(array, int(bound), "index")
+        from interpreters.eager.interpreter import eager
+        if values._ops is eager:  # type: ignore[comparison-overlap]  # a private copy: later writes to ``values`` cannot break the bound
+            return Index(eager, np.array(array, dtype=np.int64, copy=True), bound)
+        return Index(t._ops, t._data, bound)
+    array = np.asarray(values)
+    if array.dtype.kind == "b" or (array.dtype.kind not in "iu" and array.size):
+        raise DTypeError(f"index: values must be integers, got numpy dtype {array.dtype}")
+    if shape is not None:
+        _check_shape(tuple(array.shape), tuple(shape), "index")
+    _check_range(array, int(bound), "index")
+    from interpreters.eager.interpreter import eager
+    return Index(eager, np.array(array, dtype=np.int64, copy=True), bound)
+
+
+__all__ = ["Index", "index"]
