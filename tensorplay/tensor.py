@@ -991,8 +991,13 @@ class Tensor(Generic[*Shape]):
         return self._ops.inplace(self, "copy", src)  # type: ignore[attr-defined, no-any-return]
 
     def clamp_(self, min: Scalar | None = None, max: Scalar | None = None) -> Tensor[*Shape]:
-        """Clamp in place."""
-        return self._ops.inplace(self, "copy", _p.clamp(self._ops, self, min, max))  # type: ignore[attr-defined, no-any-return]
+        """Clamp in place (each bound is one recorded in-place ``maximum``/``minimum`` on a snapshot of
+        ``self``, so the tape never sees ``self`` saved and then overwritten)."""
+        if min is not None:
+            self._ops.inplace(self, "maximum", min)  # type: ignore[attr-defined]
+        if max is not None:
+            self._ops.inplace(self, "minimum", max)  # type: ignore[attr-defined]
+        return self
 
     @overload  # type: ignore[misc]  # mypy compares in-place overloads with __add__ item by item
     def __iadd__(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]: ...

@@ -265,6 +265,8 @@ class EagerInterpreter(DerivedOps):
     def _view(self, name: str, x: Any, params: dict[str, Any], out: Array) -> Any:
         result = self._finish(name, (x,), params, out)
         result._version = _share_version(x)
+        if result._node is not None:
+            result._node.alias_output(result._version)
         return result
 
     def reshape(self, x: Any, *, shape: tuple[int, ...]) -> Any:

@@ -100,9 +100,15 @@ class Node:
                 f"backward: the result of '{self.name}' (shape {list(self.out_data.shape)}) was modified in "
                 f"place after it was saved for backward (version {self.out_version} then, {self.out_box[0]} now); "
                 "compute on a .clone() or do the in-place update after backward")
-        out = Tensor(eager, self.out_data)
+        interpreter: Any = eager
+        out: Tensor[*tuple[Any, ...]] = Tensor(interpreter, self.out_data)
         out._node, out._requires_grad = self, True
         return out
+
+    def alias_output(self, box: list[int]) -> None:
+        """The result is a view: it shares ``box``, the version counter of the memory it views."""
+        self.out_box = box
+        self.out_version = box[0]
 
     def preserve_output(self, current: Any) -> None:
         """Before ``current`` (this node's result memory) is overwritten in place: keep a private copy."""
@@ -252,14 +258,37 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
     return []
 
 
+def _value_free() -> frozenset[str]:
+    from tensorplay.rules.vjp import VALUE_FREE
+    return VALUE_FREE
+
+
 def _check_versions(node: Node) -> None:
     assert node.inputs is not None
-    for i, (x, saved) in enumerate(zip(node.inputs, node.versions)):
-        if _version(x) != saved:
+    values_needed = node.name not in _value_free()
+    for i, (x, saved, edge) in enumerate(zip(node.inputs, node.versions, node.edges)):
+        if values_needed and _version(x) != saved:
             raise AutogradError(
                 f"backward: input {i} of '{node.name}' (shape {list(x._data.shape)}) was modified in place "
                 f"after it was saved for backward (version {saved} then, {_version(x)} now); "
                 "compute on a .clone() or do the in-place update after backward")
+        if isinstance(edge, Node) and edge.out_box is not None and edge.out_box is x._version \
+                and saved != edge.out_version:
+            raise AutogradError(_stale_message(f"input {i} of '{node.name}'", x, edge))
+
+
+def _stale_message(what: str, x: Tensor[*tuple[Any, ...]], producer: Node) -> str:
+    return (f"backward: {what} (shape {list(x._data.shape)}) was modified in place through a view or an "
+            f"alias after '{producer.name}' computed it, so its recorded history no longer describes its value; "
+            "clone() the tensor before modifying a view of it")
+
+
+def _check_fresh(x: Tensor[*tuple[Any, ...]], where: str) -> None:
+    """Refuse to extend the history of a tensor whose memory was changed behind its node's back."""
+    node = x._node
+    if node is not None and node.out_box is not None and node.out_box is x._version \
+            and x._version[0] != node.out_version:
+        raise AutogradError(_stale_message(f"the target of {where}", x, node).replace("backward: ", f"{where}: "))
 
 
 def _seed(out: Tensor[*tuple[Any, ...]], g: Any, where: str) -> Tensor[*tuple[Any, ...]]:
@@ -341,6 +370,10 @@ def _write(ops: Any, x: Tensor[*tuple[Any, ...]], new: Tensor[*tuple[Any, ...]],
         x._node = new._node
         x._node.output = weakref.ref(x)
         x._requires_grad = True
+    elif x._node is not None and grad_enabled():
+        # the whole value was replaced by a constant (zero_, fill_, copy_ of a constant): no history left
+        x._node = None
+        x._requires_grad = False
     return x
 
 
@@ -372,6 +405,7 @@ def inplace(ops: Any, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tenso
         if new._requires_grad and grad_enabled():
             new = ops.clone(new)
     else:
+        _check_fresh(x, where)
         base = Tensor(ops, x._data.copy()) if x._requires_grad else x
         if x._requires_grad:
             base._node, base._requires_grad = x._node, True
@@ -403,6 +437,7 @@ def setitem(ops: Any, x: Tensor[*tuple[Any, ...]], key: Any, value: Any) -> None
     flat_values = ops.reshape(ops.broadcast_to(val, shape=region_shape), shape=(positions.size,))
     zeros = ops.constant(np.zeros(x._data.size, dtype=x._data.dtype))
     scattered = ops.scatter_add(zeros, ops.constant(positions.astype(np.int64)), flat_values, axis=0)
+    _check_fresh(x, "setitem")
     old = Tensor(ops, x._data.copy())
     old._node, old._requires_grad = x._node, x._requires_grad
     if x._node is not None:

@@ -829,6 +829,13 @@ def attention_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTe
     return (gq, gk, gv, None)
 
 
+VALUE_FREE: frozenset[str] = frozenset({
+    "neg", "add", "sub", "reduce_sum", "reshape", "permute", "broadcast_to", "slice", "pad", "concat", "cast",
+    "stop_gradient", "sign", "floor", "ceil", "avg_pool", "avg_pool_backward", "clone",
+})
+"""Primitives whose vjp rule reads only the shapes and dtypes of its inputs, never their values: an
+in-place update of such an input after it was recorded cannot change the gradient."""
+
 USES_OUTPUT: frozenset[str] = frozenset({
     "exp", "expm1", "sqrt", "rsqrt", "tanh", "sigmoid", "pow", "reduce_max", "reduce_min", "softmax",
     "log_softmax",
