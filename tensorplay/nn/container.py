@@ -6,7 +6,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, overload
 
-from tensorplay.nn.module import Module
+from tensorplay.nn.module import Module, _indent
 
 
 class Sequential(Module):
@@ -145,6 +145,22 @@ class ModuleList(Module):
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("ModuleList has no forward; iterate over it and call the modules")
+
+    def __repr__(self) -> str:
+        """Runs of identical children are shown once, as ``(0-2): 3 x Linear(...)`` (as PyTorch)."""
+        texts = [repr(m) for m in self]
+        if not texts:
+            return "ModuleList()"
+        lines: list[str] = []
+        start = 0
+        for i in range(1, len(texts) + 1):
+            if i < len(texts) and texts[i] == texts[start]:
+                continue
+            body = _indent(texts[start], 2)
+            count = i - start
+            lines.append(f"({start}): {body}" if count == 1 else f"({start}-{i - 1}): {count} x {body}")
+            start = i
+        return "ModuleList(\n  " + "\n  ".join(lines) + "\n)"
 
 
 class ModuleDict(Module):

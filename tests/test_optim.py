@@ -1,0 +1,196 @@
+"""tensorplay.optim against PyTorch: 20 training steps of the same model with the same data give the
+same parameters; state dicts, parameter groups and schedulers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import tensorplay as tp
+import tensorplay.nn.functional as F
+from tensorplay import nn, optim
+
+tnn = torch.nn
+
+
+def make_models() -> tuple[nn.Module, Any]:
+    theirs = tnn.Sequential(tnn.Conv2d(1, 3, 3), tnn.ReLU(), tnn.Flatten(), tnn.Linear(3 * 4 * 4, 8), tnn.Tanh(),
+                            tnn.Linear(8, 4))
+    ours = nn.Sequential(nn.Conv2d(1, 3, 3), nn.ReLU(), nn.Flatten(), nn.Linear(3 * 4 * 4, 8), nn.Tanh(),
+                         nn.Linear(8, 4))
+    ours.load_state_dict({k: v.detach().numpy() for k, v in theirs.state_dict().items()})
+    return ours, theirs
+
+
+def batches(n: int) -> list[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
+    rng = np.random.default_rng(0)
+    return [(rng.standard_normal((8, 1, 6, 6)).astype(np.float32), rng.integers(0, 4, 8)) for _ in range(n)]
+
+
+def train(model: Any, opt: Any, data: list[Any], framework: str, scheduler: Any = None) -> list[float]:
+    losses = []
+    for x, y in data:
+        opt.zero_grad()
+        if framework == "tp":
+            loss = F.cross_entropy(model(tp.tensor(x)), tp.tensor(y))
+        else:
+            loss = torch.nn.functional.cross_entropy(model(torch.tensor(x)), torch.tensor(y))
+        loss.backward()
+        opt.step()
+        if scheduler is not None:
+            scheduler.step()
+        losses.append(float(loss.item()))
+    return losses
+
+
+def assert_same_parameters(ours: nn.Module, theirs: Any, rtol: float = 2e-4, atol: float = 2e-5) -> None:
+    theirs_params = dict(theirs.named_parameters())
+    for name, p in ours.named_parameters():
+        np.testing.assert_allclose(p.detach().numpy(), theirs_params[name].detach().numpy(), rtol=rtol, atol=atol,
+                                   err_msg=name)
+
+
+OPTIMIZERS: list[tuple[str, Callable[[Any], Any], Callable[[Any], Any]]] = [
+    ("sgd", lambda p: optim.SGD(p, lr=0.1), lambda p: torch.optim.SGD(p, lr=0.1)),
+    ("sgd-momentum", lambda p: optim.SGD(p, lr=0.05, momentum=0.9),
+     lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9)),
+    ("sgd-dampening-wd", lambda p: optim.SGD(p, lr=0.05, momentum=0.8, dampening=0.3, weight_decay=0.01),
+     lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.8, dampening=0.3, weight_decay=0.01)),
+    ("sgd-nesterov", lambda p: optim.SGD(p, lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-3),
+     lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-3)),
+    ("sgd-maximize", lambda p: optim.SGD(p, lr=0.01, momentum=0.5, maximize=True),
+     lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.5, maximize=True)),
+    ("adam", lambda p: optim.Adam(p, lr=0.01), lambda p: torch.optim.Adam(p, lr=0.01)),
+    ("adam-wd-amsgrad", lambda p: optim.Adam(p, lr=0.01, betas=(0.8, 0.99), weight_decay=0.05, amsgrad=True),
+     lambda p: torch.optim.Adam(p, lr=0.01, betas=(0.8, 0.99), weight_decay=0.05, amsgrad=True)),
+    ("adamw", lambda p: optim.AdamW(p, lr=0.01), lambda p: torch.optim.AdamW(p, lr=0.01)),
+    ("adamw-amsgrad", lambda p: optim.AdamW(p, lr=0.01, weight_decay=0.1, amsgrad=True, eps=1e-6),
+     lambda p: torch.optim.AdamW(p, lr=0.01, weight_decay=0.1, amsgrad=True, eps=1e-6)),
+]
+
+
+@pytest.mark.parametrize("name,make_ours,make_theirs", OPTIMIZERS, ids=[o[0] for o in OPTIMIZERS])
+def test_twenty_steps_match_pytorch(name: str, make_ours: Callable[[Any], Any],
+                                    make_theirs: Callable[[Any], Any]) -> None:
+    ours, theirs = make_models()
+    data = batches(2) * 10  # 20 steps over two fixed batches, so the loss must go down
+    losses = train(ours, make_ours(ours.parameters()), data, "tp")
+    losses_t = train(theirs, make_theirs(theirs.parameters()), data, "torch")
+    np.testing.assert_allclose(losses, losses_t, rtol=2e-4, atol=1e-5)
+    assert_same_parameters(ours, theirs)
+    if not name.endswith("maximize"):
+        assert sum(losses[-2:]) < sum(losses[:2])
+
+
+def test_param_groups_and_schedulers_match_pytorch() -> None:
+    ours, theirs = make_models()
+    data = batches(12)
+
+    def groups(model: Any) -> list[dict[str, Any]]:
+        params = list(model.parameters())
+        return [{"params": params[:2], "lr": 0.2}, {"params": params[2:]}]
+
+    opt = optim.SGD(groups(ours), lr=0.05, momentum=0.9)
+    opt_t = torch.optim.SGD(groups(theirs), lr=0.05, momentum=0.9)
+    sched = optim.StepLR(opt, step_size=3, gamma=0.5)
+    sched_t = torch.optim.lr_scheduler.StepLR(opt_t, step_size=3, gamma=0.5)
+    train(ours, opt, data, "tp", sched)
+    train(theirs, opt_t, data, "torch", sched_t)
+    assert_same_parameters(ours, theirs)
+    assert sched.get_last_lr() == pytest.approx(sched_t.get_last_lr())
+    assert [g["lr"] for g in opt.param_groups] == pytest.approx([g["lr"] for g in opt_t.param_groups])
+
+
+def test_cosine_annealing_lr_sequence_matches_pytorch() -> None:
+    p = nn.Parameter(np.zeros(2, dtype=np.float32))
+    pt = torch.nn.Parameter(torch.zeros(2))
+    opt, opt_t = optim.Adam([p], lr=0.1), torch.optim.Adam([pt], lr=0.1)
+    sched = optim.CosineAnnealingLR(opt, T_max=10, eta_min=0.001)
+    sched_t = torch.optim.lr_scheduler.CosineAnnealingLR(opt_t, T_max=10, eta_min=0.001)
+    ours, theirs = [], []
+    for _ in range(25):
+        ours.append(sched.get_last_lr()[0])
+        theirs.append(sched_t.get_last_lr()[0])
+        opt_t.step()
+        sched.step()
+        sched_t.step()
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-9)
+
+
+def test_state_dict_resumes_training_exactly() -> None:
+    data = batches(10)
+    ours, _ = make_models()
+    reference = optim.Adam(ours.parameters(), lr=0.01, amsgrad=True)
+    start = {k: v.numpy().copy() for k, v in ours.state_dict().items()}
+    train(ours, reference, data, "tp")
+    final = {k: v.numpy().copy() for k, v in ours.state_dict().items()}
+
+    resumed, _ = make_models()
+    resumed.load_state_dict(start)
+    first = optim.Adam(resumed.parameters(), lr=0.01, amsgrad=True)
+    train(resumed, first, data[:5], "tp")
+    saved_model = {k: v.numpy().copy() for k, v in resumed.state_dict().items()}
+    saved_opt = first.state_dict()
+    assert saved_opt["param_groups"][0]["params"] == list(range(len(list(resumed.parameters()))))
+    assert saved_opt["state"][0]["step"] == 5
+
+    fresh, _ = make_models()
+    fresh.load_state_dict(saved_model)
+    second = optim.Adam(fresh.parameters(), lr=0.5, amsgrad=True)
+    second.load_state_dict(saved_opt)
+    assert second.param_groups[0]["lr"] == 0.01
+    train(fresh, second, data[5:], "tp")
+    for k, v in fresh.state_dict().items():
+        np.testing.assert_array_equal(v.numpy(), final[k], err_msg=k)
+
+
+def test_zero_grad_versions_and_errors() -> None:
+    lin = nn.Linear(3, 2)
+    opt = optim.SGD(lin.parameters(), lr=0.1)
+    lin(tp.randn(4, 3)).sum().backward()
+    assert lin.weight.grad is not None
+    opt.zero_grad(set_to_none=False)
+    assert lin.weight.grad is not None and not lin.weight.grad.numpy().any()
+    opt.zero_grad()
+    assert lin.weight.grad is None
+    before = lin.weight.detach().numpy().copy()
+    opt.step()  # no gradients: nothing changes
+    np.testing.assert_array_equal(lin.weight.detach().numpy(), before)
+    # an update is an in-place change: backward through a graph saved before it is refused
+    x = tp.randn(4, 3)
+    out = (lin.weight * 2.0).sum() + lin(x).sum()
+    lin(x).sum().backward()
+    opt.step()
+    with pytest.raises(tp.AutogradError, match="modified in place"):
+        out.backward()
+    with pytest.raises(optim.OptimizerError, match="empty parameter list"):
+        optim.SGD([], lr=0.1)
+    with pytest.raises(optim.OptimizerError, match="non-leaf"):
+        optim.SGD([lin.weight * 2.0], lr=0.1)
+    with pytest.raises(optim.OptimizerError, match="more than one parameter group"):
+        optim.SGD([{"params": [lin.weight]}, {"params": [lin.weight]}], lr=0.1)
+    with pytest.raises(optim.OptimizerError, match="Nesterov"):
+        optim.SGD(lin.parameters(), lr=0.1, nesterov=True)
+    with pytest.raises(optim.OptimizerError, match="beta"):
+        optim.Adam(lin.parameters(), betas=(1.0, 0.9))
+    with pytest.raises(optim.OptimizerError, match="parameter groups"):
+        opt.load_state_dict({"state": {}, "param_groups": []})
+
+
+def test_closure_is_evaluated() -> None:
+    p = nn.Parameter(np.array([3.0], dtype=np.float32))
+    opt = optim.SGD([p], lr=0.25)
+
+    def closure() -> Any:
+        opt.zero_grad()
+        loss = (p * p).sum()
+        loss.backward()
+        return loss
+
+    loss = opt.step(closure)
+    assert float(loss.item()) == 9.0
+    assert float(p.detach().numpy()[0]) == pytest.approx(3.0 - 0.25 * 6.0)
