@@ -344,7 +344,9 @@ class Tensor(Generic[*Shape]):
         """``a[*B, M, K] @ b[*B, K, N] -> [*B, M, N]`` (also ``b[K, N]``, and a vector ``b[K]``)."""
         return _p.matmul(self._pick(other), self, other)
 
-    def __rmatmul__(self, other: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
+    def __rmatmul__(self, other: np.ndarray[Any, Any]) -> Tensor[*tuple[Any, ...]]:
+        # Only a non-tensor left operand gets here (``array @ tensor``). Typed narrowly on purpose:
+        # accepting tensors would let mypy fall back to it whenever ``a @ b`` does not type-check.
         return _p.matmul(self._pick(other), other, self)  # type: ignore[no-any-return]
 
     def __neg__(self) -> Tensor[*Shape]:
