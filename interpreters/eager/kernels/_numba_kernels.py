@@ -298,51 +298,65 @@ def log_softmax_rows(x: Any, out: Any, start: Any, stop: Any) -> None:
 
 
 @jit
-def softmax_cols(x: Any, out: Any, start: Any, stop: Any) -> None:
-    """Softmax of ``x[A, N, B]`` along axis 1, for ``a`` in ``[start, stop)``."""
-    n, b = x.shape[1], x.shape[2]
+def softmax_cols(x: Any, out: Any, start: Any, stop: Any, b0: Any, b1: Any) -> None:
+    """Softmax of ``x[A, N, B]`` along axis 1, for ``a`` in ``[start, stop)`` and the
+    columns ``[b0, b1)`` (row views indexed by ``range`` variables, so loops vectorise)."""
+    n = x.shape[1]
+    b = b1 - b0
     m = np.empty(b, x.dtype)
     s = np.empty(b, x.dtype)
     for a in range(start, stop):
+        xr = x[a, 0, b0:b1]
         for k in range(b):
-            m[k] = x[a, 0, k]
+            m[k] = xr[k]
             s[k] = 0.0
         for i in range(1, n):
+            xr = x[a, i, b0:b1]
             for k in range(b):
-                m[k] = fmaximum(m[k], x[a, i, k])
+                m[k] = fmaximum(m[k], xr[k])
         for i in range(n):
+            xr = x[a, i, b0:b1]
+            orow = out[a, i, b0:b1]
             for k in range(b):
-                e = vexp_nonpos(x[a, i, k] - m[k])
-                out[a, i, k] = e
+                e = vexp_nonpos(xr[k] - m[k])
+                orow[k] = e
                 s[k] += e
         for k in range(b):
             s[k] = 1 / s[k]
         for i in range(n):
+            orow = out[a, i, b0:b1]
             for k in range(b):
-                out[a, i, k] *= s[k]
+                orow[k] *= s[k]
 
 
 @jit
-def log_softmax_cols(x: Any, out: Any, start: Any, stop: Any) -> None:
-    """Log-softmax of ``x[A, N, B]`` along axis 1, for ``a`` in ``[start, stop)``."""
-    n, b = x.shape[1], x.shape[2]
+def log_softmax_cols(x: Any, out: Any, start: Any, stop: Any, b0: Any, b1: Any) -> None:
+    """Log-softmax of ``x[A, N, B]`` along axis 1, for ``a`` in ``[start, stop)`` and the
+    columns ``[b0, b1)``."""
+    n = x.shape[1]
+    b = b1 - b0
     m = np.empty(b, x.dtype)
     s = np.empty(b, x.dtype)
     for a in range(start, stop):
+        xr = x[a, 0, b0:b1]
         for k in range(b):
-            m[k] = x[a, 0, k]
+            m[k] = xr[k]
             s[k] = 0.0
         for i in range(1, n):
+            xr = x[a, i, b0:b1]
             for k in range(b):
-                m[k] = fmaximum(m[k], x[a, i, k])
+                m[k] = fmaximum(m[k], xr[k])
         for i in range(n):
+            xr = x[a, i, b0:b1]
             for k in range(b):
-                s[k] += vexp_nonpos(x[a, i, k] - m[k])
+                s[k] += vexp_nonpos(xr[k] - m[k])
         for k in range(b):
             s[k] = math.log(s[k])
         for i in range(n):
+            xr = x[a, i, b0:b1]
+            orow = out[a, i, b0:b1]
             for k in range(b):
-                out[a, i, k] = sub_exact(x[a, i, k] - m[k], s[k])
+                orow[k] = sub_exact(xr[k] - m[k], s[k])
 
 
 @jit
@@ -446,104 +460,142 @@ def gelu_tanh(x: Any, out: Any, start: Any, stop: Any) -> None:
         out[i] = v / (one + vexp(v * (c1 + c3 * v * v)))
 
 
+@jit
+def _valid_range(off: Any, stride: Any, n_out: Any, n_in: Any) -> Any:
+    """Output positions ``k`` in ``[0, n_out)`` with ``0 <= k*stride + off < n_in``, as ``[k0, k1)``."""
+    k0 = 0 if off >= 0 else min(n_out, (-off + stride - 1) // stride)
+    if n_in - 1 - off < 0:
+        return k0, k0
+    return k0, max(k0, min(n_out, (n_in - 1 - off) // stride + 1))
+
+
 # ---- pooling over x[P, D, H, W] (P = N*C planes; 1d/2d pools use size-1 dims) ------------------
 
 
+# Max-pool works on whole output rows: for each window row (z, y) and kernel column e, one
+# vectorisable pass over the output columns k (a strided read of the input row). Windows
+# are visited in row-major order (z, then y, then e), so a strict ``>`` keeps the first
+# maximal position; NaN counts as the maximum (the first NaN wins). Kernels allocate their
+# row buffers once per call.
+
+
 @jit
-def _window_argmax(x: Any, p: Any, z0: Any, z1: Any, y0: Any, y1: Any, w0: Any, w1: Any) -> Any:
-    """First maximal position ``(z, y, w)`` of a non-empty window (row-major order; the first
-    NaN wins, since NaN counts as the maximum)."""
-    bz, by, bw = z0, y0, w0
-    best = x[p, z0, y0, w0]
+def _max_row(xp: Any, acc: Any, z0: Any, z1: Any, y0: Any, y1: Any, kw: Any, sw: Any, pw: Any) -> None:
+    """``acc[k]`` = NaN-propagating max over the window rows ``[z0, z1) x [y0, y1)`` of plane ``xp``."""
+    ow = acc.shape[0]
+    w_in = xp.shape[2]
+    for k in range(ow):
+        acc[k] = -np.inf
     for z in range(z0, z1):
         for y in range(y0, y1):
-            for w in range(w0, w1):
-                v = x[p, z, y, w]
-                if v > best or (v != v and best == best):
-                    best = v
-                    bz, by, bw = z, y, w
-    return bz, by, bw
+            xrow = xp[z, y]
+            for e in range(kw):
+                k0, k1 = _valid_range(e - pw, sw, ow, w_in)
+                src = xrow[k0 * sw + e - pw:]
+                dst = acc[k0:k1]
+                for k in range(k1 - k0):
+                    dst[k] = fmaximum(dst[k], src[k * sw])
+
+
+@jit
+def _argmax_row(xp: Any, accv: Any, acci: Any, z0: Any, z1: Any, y0: Any, y1: Any,
+                kw: Any, sw: Any, pw: Any) -> None:
+    """``acci[k]`` = flat index in plane ``xp`` of the first maximum (first NaN) of window ``k``
+    of the output row; -1 for an empty window."""
+    ow = accv.shape[0]
+    h_in, w_in = xp.shape[1], xp.shape[2]
+    for k in range(ow):
+        accv[k] = -np.inf
+        acci[k] = -1
+    for z in range(z0, z1):
+        for y in range(y0, y1):
+            xrow = xp[z, y]
+            base = (z * h_in + y) * w_in
+            for e in range(kw):
+                k0, k1 = _valid_range(e - pw, sw, ow, w_in)
+                src = xrow[k0 * sw + e - pw:]
+                dv = accv[k0:k1]
+                di = acci[k0:k1]
+                first = base + k0 * sw + e - pw
+                for k in range(k1 - k0):
+                    # bitwise ops, not ``or``/``and``: no branches, so the loop vectorises
+                    v = src[k * sw]
+                    cur = dv[k]
+                    idx = di[k]
+                    take = (v > cur) | (idx < 0) | ((v != v) & (cur == cur))
+                    dv[k] = v if take else cur
+                    di[k] = first + k * sw if take else idx
 
 
 @jit
 def max_pool_fwd(x: Any, out: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
                  pd: Any, ph: Any, pw: Any, start: Any, stop: Any) -> None:
     """Window max (padding ``-inf``; NaN propagates) for planes ``[start, stop)``."""
-    dd, hh, ww = x.shape[1], x.shape[2], x.shape[3]
-    od, oh, ow = out.shape[1], out.shape[2], out.shape[3]
-    ninf = x.dtype.type(-np.inf)
+    dd, hh = x.shape[1], x.shape[2]
+    od, oh = out.shape[1], out.shape[2]
     for p in range(start, stop):
+        xp = x[p]
         for i in range(od):
             z0 = max(i * sd - pd, 0)
             z1 = min(i * sd - pd + kd, dd)
             for j in range(oh):
                 y0 = max(j * sh - ph, 0)
                 y1 = min(j * sh - ph + kh, hh)
-                for k in range(ow):
-                    w0 = max(k * sw - pw, 0)
-                    w1 = min(k * sw - pw + kw, ww)
-                    if z0 >= z1 or y0 >= y1 or w0 >= w1:
-                        out[p, i, j, k] = ninf
-                        continue
-                    best = x[p, z0, y0, w0]
-                    for z in range(z0, z1):
-                        for y in range(y0, y1):
-                            for w in range(w0, w1):
-                                v = x[p, z, y, w]
-                                if v > best or v != v:
-                                    best = v
-                    out[p, i, j, k] = best
+                _max_row(xp, out[p, i, j], z0, z1, y0, y1, kw, sw, pw)
 
 
 @jit
 def max_pool_bwd(x: Any, g: Any, dx: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
                  pd: Any, ph: Any, pw: Any, start: Any, stop: Any) -> None:
     """``dx`` (zeroed, like ``x``) += ``g`` routed to each window's first argmax."""
-    dd, hh, ww = x.shape[1], x.shape[2], x.shape[3]
+    dd, hh = x.shape[1], x.shape[2]
     od, oh, ow = g.shape[1], g.shape[2], g.shape[3]
+    accv = np.empty(ow, x.dtype)
+    acci = np.empty(ow, np.int64)
     for p in range(start, stop):
+        xp = x[p]
+        dxp = dx[p].reshape(-1)
         for i in range(od):
             z0 = max(i * sd - pd, 0)
             z1 = min(i * sd - pd + kd, dd)
             for j in range(oh):
                 y0 = max(j * sh - ph, 0)
                 y1 = min(j * sh - ph + kh, hh)
+                _argmax_row(xp, accv, acci, z0, z1, y0, y1, kw, sw, pw)
+                grow = g[p, i, j]
                 for k in range(ow):
-                    w0 = max(k * sw - pw, 0)
-                    w1 = min(k * sw - pw + kw, ww)
-                    if z0 >= z1 or y0 >= y1 or w0 >= w1:
-                        continue
-                    bz, by, bw = _window_argmax(x, p, z0, z1, y0, y1, w0, w1)
-                    dx[p, bz, by, bw] += g[p, i, j, k]
+                    if acci[k] >= 0:
+                        dxp[acci[k]] += grow[k]
 
 
 @jit
 def max_pool_select(x: Any, h: Any, out: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
                     pd: Any, ph: Any, pw: Any, start: Any, stop: Any) -> None:
-    """``out[window] = h[first argmax of the window in x]``."""
-    dd, hh, ww = x.shape[1], x.shape[2], x.shape[3]
+    """``out[window] = h[first argmax of the window in x]`` (0 for an empty window)."""
+    dd, hh = x.shape[1], x.shape[2]
     od, oh, ow = out.shape[1], out.shape[2], out.shape[3]
+    accv = np.empty(ow, x.dtype)
+    acci = np.empty(ow, np.int64)
     for p in range(start, stop):
+        xp = x[p]
+        hp = h[p].reshape(-1)
         for i in range(od):
             z0 = max(i * sd - pd, 0)
             z1 = min(i * sd - pd + kd, dd)
             for j in range(oh):
                 y0 = max(j * sh - ph, 0)
                 y1 = min(j * sh - ph + kh, hh)
+                _argmax_row(xp, accv, acci, z0, z1, y0, y1, kw, sw, pw)
+                orow = out[p, i, j]
                 for k in range(ow):
-                    w0 = max(k * sw - pw, 0)
-                    w1 = min(k * sw - pw + kw, ww)
-                    if z0 >= z1 or y0 >= y1 or w0 >= w1:
-                        out[p, i, j, k] = 0
-                        continue
-                    bz, by, bw = _window_argmax(x, p, z0, z1, y0, y1, w0, w1)
-                    out[p, i, j, k] = h[p, bz, by, bw]
+                    orow[k] = hp[acci[k]] if acci[k] >= 0 else 0
 
 
 @jit
 def avg_pool_fwd(x: Any, out: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
                  pd: Any, ph: Any, pw: Any, start: Any, stop: Any) -> None:
-    """Window sum over the in-range positions divided by ``kd*kh*kw`` (padding counts as 0)."""
+    """Window sum over the in-range positions divided by ``kd*kh*kw`` (padding counts as 0),
+    one output row at a time."""
     dd, hh, ww = x.shape[1], x.shape[2], x.shape[3]
     od, oh, ow = out.shape[1], out.shape[2], out.shape[3]
     inv = x.dtype.type(1.0 / (kd * kh * kw))
@@ -554,15 +606,20 @@ def avg_pool_fwd(x: Any, out: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, 
             for j in range(oh):
                 y0 = max(j * sh - ph, 0)
                 y1 = min(j * sh - ph + kh, hh)
+                acc = out[p, i, j]
                 for k in range(ow):
-                    w0 = max(k * sw - pw, 0)
-                    w1 = min(k * sw - pw + kw, ww)
-                    s = x.dtype.type(0)
-                    for z in range(z0, z1):
-                        for y in range(y0, y1):
-                            for w in range(w0, w1):
-                                s += x[p, z, y, w]
-                    out[p, i, j, k] = s * inv
+                    acc[k] = 0
+                for z in range(z0, z1):
+                    for y in range(y0, y1):
+                        xrow = x[p, z, y]
+                        for e in range(kw):
+                            k0, k1 = _valid_range(e - pw, sw, ow, ww)
+                            src = xrow[k0 * sw + e - pw:]
+                            dst = acc[k0:k1]
+                            for k in range(k1 - k0):
+                                dst[k] += src[k * sw]
+                for k in range(ow):
+                    acc[k] *= inv
 
 
 @jit
@@ -579,14 +636,16 @@ def avg_pool_bwd(g: Any, dx: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, s
             for j in range(oh):
                 y0 = max(j * sh - ph, 0)
                 y1 = min(j * sh - ph + kh, hh)
-                for k in range(ow):
-                    w0 = max(k * sw - pw, 0)
-                    w1 = min(k * sw - pw + kw, ww)
-                    v = g[p, i, j, k] * inv
-                    for z in range(z0, z1):
-                        for y in range(y0, y1):
-                            for w in range(w0, w1):
-                                dx[p, z, y, w] += v
+                grow = g[p, i, j]
+                for z in range(z0, z1):
+                    for y in range(y0, y1):
+                        drow = dx[p, z, y]
+                        for e in range(kw):
+                            k0, k1 = _valid_range(e - pw, sw, ow, ww)
+                            dst = drow[k0 * sw + e - pw:]
+                            src = grow[k0:k1]
+                            for k in range(k1 - k0):
+                                dst[k * sw] += src[k] * inv
 
 
 @jit
@@ -625,7 +684,8 @@ def smooth_max_pool_fwd(x: Any, out: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh
 @jit
 def smooth_max_pool_bwd(x: Any, g: Any, dx: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
                         pd: Any, ph: Any, pw: Any, beta: Any, start: Any, stop: Any) -> None:
-    """``dx`` (zeroed) += ``g`` times each window's ``softmax(beta x)`` weights."""
+    """``dx`` (zeroed) += ``g`` times each window's ``softmax(beta x)`` weights (windows whose
+    max is infinite get no gradient rather than NaN)."""
     dd, hh, ww = x.shape[1], x.shape[2], x.shape[3]
     od, oh, ow = g.shape[1], g.shape[2], g.shape[3]
     for p in range(start, stop):
@@ -643,6 +703,8 @@ def smooth_max_pool_bwd(x: Any, g: Any, dx: Any, kd: Any, kh: Any, kw: Any, sd: 
                         for y in range(y0, y1):
                             for w in range(w0, w1):
                                 m = fmaximum(m, beta * np.float64(x[p, z, y, w]))
+                    if math.isinf(m):  # all -inf (or a +inf) window: no finite weights
+                        continue
                     s = 0.0
                     for z in range(z0, z1):
                         for y in range(y0, y1):
@@ -661,41 +723,61 @@ def smooth_max_pool_bwd(x: Any, g: Any, dx: Any, kd: Any, kh: Any, kw: Any, sd: 
 # (0 outside x). Channel-major rows, so for groups the rows of group g are one contiguous block.
 
 
+# The column loops index 1-d row views with plain ``range`` variables: numba then knows the
+# index is non-negative, skips the wraparound fix-up and vectorises the copy (4x faster than
+# indexing the 5-d arrays directly).
+
+
 @jit
 def im2col(x: Any, cols: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
            pd: Any, ph: Any, pw: Any, dd: Any, dh: Any, dw: Any,
            od: Any, oh: Any, ow: Any, start: Any, stop: Any) -> None:
     """Fill ``cols[N, C*kd*kh*kw, od*oh*ow]`` from ``x[N, C, D, H, W]`` for samples ``[start, stop)``."""
     c_in, d_in, h_in, w_in = x.shape[1], x.shape[2], x.shape[3], x.shape[4]
+    xf = x.reshape(-1)
+    cf = cols.reshape(-1)
+    kk = kd * kh * kw
+    ll = od * oh * ow
+    plane = d_in * h_in * w_in
     for n in range(start, stop):
         for c in range(c_in):
+            xbase = (n * c_in + c) * plane
             for a in range(kd):
                 for b in range(kh):
+                    yoff = b * dh - ph
+                    j0, j1 = _valid_range(yoff, sh, oh, h_in)
                     for e in range(kw):
                         row = ((c * kd + a) * kh + b) * kw + e
+                        cbase = (n * c_in * kk + row) * ll
                         xoff = e * dw - pw
-                        # output columns k whose input column k*sw + xoff lies in [0, w_in)
-                        k0 = 0 if xoff >= 0 else min(ow, (-xoff + sw - 1) // sw)
-                        k1 = max(k0, min(ow, (w_in - 1 - xoff) // sw + 1)) if w_in - 1 - xoff >= 0 else k0
+                        k0, k1 = _valid_range(xoff, sw, ow, w_in)
                         for i in range(od):
                             z = i * sd - pd + a * dd
-                            for j in range(oh):
-                                y = j * sh - ph + b * dh
-                                base = (i * oh + j) * ow
-                                if z < 0 or z >= d_in or y < 0 or y >= h_in:
-                                    for k in range(ow):
-                                        cols[n, row, base + k] = 0
-                                    continue
+                            block = cf[cbase + i * oh * ow:cbase + (i + 1) * oh * ow]
+                            if z < 0 or z >= d_in:
+                                for q in range(oh * ow):
+                                    block[q] = 0
+                                continue
+                            for q in range(j0 * ow):
+                                block[q] = 0
+                            for q in range(j1 * ow, oh * ow):
+                                block[q] = 0
+                            for j in range(j0, j1):
+                                crow = block[j * ow:(j + 1) * ow]
+                                src = xbase + (z * h_in + j * sh + yoff) * w_in + xoff + k0 * sw
                                 for k in range(k0):
-                                    cols[n, row, base + k] = 0
+                                    crow[k] = 0
+                                cmid = crow[k0:k1]
                                 if sw == 1:
-                                    for k in range(k0, k1):
-                                        cols[n, row, base + k] = x[n, c, z, y, k + xoff]
+                                    xrow = xf[src:src + (k1 - k0)]
+                                    for k in range(k1 - k0):
+                                        cmid[k] = xrow[k]
                                 else:
-                                    for k in range(k0, k1):
-                                        cols[n, row, base + k] = x[n, c, z, y, k * sw + xoff]
+                                    xrow = xf[src:src + (k1 - k0) * sw]
+                                    for k in range(k1 - k0):
+                                        cmid[k] = xrow[k * sw]
                                 for k in range(k1, ow):
-                                    cols[n, row, base + k] = 0
+                                    crow[k] = 0
 
 
 @jit
@@ -705,30 +787,39 @@ def col2im(cols: Any, out: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw:
     """The adjoint of :func:`im2col`: ``out[N, C, D, H, W]`` (zeroed) += the columns, samples
     ``[start, stop)``."""
     c_in, d_in, h_in, w_in = out.shape[1], out.shape[2], out.shape[3], out.shape[4]
+    of = out.reshape(-1)
+    cf = cols.reshape(-1)
+    kk = kd * kh * kw
+    ll = od * oh * ow
+    plane = d_in * h_in * w_in
     for n in range(start, stop):
         for c in range(c_in):
+            obase = (n * c_in + c) * plane
             for a in range(kd):
                 for b in range(kh):
+                    yoff = b * dh - ph
+                    j0, j1 = _valid_range(yoff, sh, oh, h_in)
                     for e in range(kw):
                         row = ((c * kd + a) * kh + b) * kw + e
+                        cbase = (n * c_in * kk + row) * ll
                         xoff = e * dw - pw
-                        k0 = 0 if xoff >= 0 else min(ow, (-xoff + sw - 1) // sw)
-                        k1 = max(k0, min(ow, (w_in - 1 - xoff) // sw + 1)) if w_in - 1 - xoff >= 0 else k0
+                        k0, k1 = _valid_range(xoff, sw, ow, w_in)
                         for i in range(od):
                             z = i * sd - pd + a * dd
                             if z < 0 or z >= d_in:
                                 continue
-                            for j in range(oh):
-                                y = j * sh - ph + b * dh
-                                if y < 0 or y >= h_in:
-                                    continue
-                                base = (i * oh + j) * ow
+                            for j in range(j0, j1):
+                                src = cbase + (i * oh + j) * ow + k0
+                                dst = obase + (z * h_in + j * sh + yoff) * w_in + xoff + k0 * sw
+                                crow = cf[src:src + (k1 - k0)]
                                 if sw == 1:
-                                    for k in range(k0, k1):
-                                        out[n, c, z, y, k + xoff] += cols[n, row, base + k]
+                                    orow = of[dst:dst + (k1 - k0)]
+                                    for k in range(k1 - k0):
+                                        orow[k] += crow[k]
                                 else:
-                                    for k in range(k0, k1):
-                                        out[n, c, z, y, k * sw + xoff] += cols[n, row, base + k]
+                                    orow = of[dst:dst + (k1 - k0) * sw]
+                                    for k in range(k1 - k0):
+                                        orow[k * sw] += crow[k]
 
 
 # ---- scatter_add ------------------------------------------------------------------------------

@@ -64,16 +64,23 @@ def random_key(key: Array) -> tuple[int, int]:
 
 
 # ---- threading ----------------------------------------------------------------------------
-# The jitted kernels release the GIL (nogil=True); big ones split their rows over a few
-# Python threads. Idle pool threads sleep on a queue (no spinning), so they do not fight
-# OpenBLAS's threads between calls the way a second spinning pool would.
+# The jitted kernels release the GIL (nogil=True); big standalone ones (row kernels, pooling,
+# gelu) split their outer loop over a few Python threads. Idle pool threads sleep on a queue
+# (no spinning). Measured here: 2 threads make softmax on (4096, 1024) 1.9x faster when the
+# machine is otherwise idle, are neutral right after an OpenBLAS GEMM (whose workers keep
+# spinning for a while after each call), and hurt badly when the cores are busy with other
+# work or when the kernel is small and sandwiched between GEMMs (attention: 58 ms instead of
+# 21 ms under load). Hence a high threshold, and kernels that run between two GEMMs
+# (attention's softmax, conv's im2col/col2im) never use threads.
+# ``TP_NUM_THREADS=1`` (or ``set_num_threads(1)``) turns kernel threading off.
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 _NUM_THREADS: int | None = None
 
-PARALLEL_MIN_WORK = 1 << 17
-"""Below this many elements (or element-operations) a kernel runs on the calling thread only."""
+PARALLEL_MIN_WORK = 1 << 20
+"""Below this many elements (or element-operations) per thread, a kernel runs on the calling
+thread only."""
 
 
 def num_threads() -> int:

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from ._support import Array, as_float, float_dtype, nb, parallel_for, scratch
+from ._support import Array, as_float, float_dtype, nb, scratch
 
 COLS_BLOCK_BYTES = 64 << 20
 """Upper bound on the column buffer; larger batches are processed in blocks of samples."""
@@ -52,22 +52,16 @@ def _shape5(a_shape: tuple[int, ...], nsp: int) -> tuple[int, int, int, int, int
     return (s[0], s[1], s[2], s[3], s[4])
 
 
+# im2col/col2im run on the calling thread: they alternate with GEMMs, and a second thread
+# pool fighting OpenBLAS's spinning workers made them slower, not faster (measured).
+
+
 def _im2col(x5: Array, cols: Array, k: Triple, s: Triple, p: Triple, d: Triple, o: Triple) -> None:
-    kernel = nb().im2col
-
-    def body(start: int, stop: int) -> None:
-        kernel(x5, cols, *k, *s, *p, *d, *o, start, stop)
-
-    parallel_for(x5.shape[0], cols.size, body)
+    nb().im2col(x5, cols, *k, *s, *p, *d, *o, 0, x5.shape[0])
 
 
 def _col2im(cols: Array, out5: Array, k: Triple, s: Triple, p: Triple, d: Triple, o: Triple) -> None:
-    kernel = nb().col2im
-
-    def body(start: int, stop: int) -> None:
-        kernel(cols, out5, *k, *s, *p, *d, *o, start, stop)
-
-    parallel_for(out5.shape[0], cols.size, body)
+    nb().col2im(cols, out5, *k, *s, *p, *d, *o, 0, out5.shape[0])
 
 
 def _block(n: int, per_sample_bytes: int) -> int:

@@ -61,19 +61,14 @@ def _softmax_like(x: Array, axis: int, name: str, rows_kernel: str, cols_kernel:
         x3 = xc.reshape(a, n, b)
         o3 = out.reshape(a, n, b)
         cols = getattr(k, cols_kernel)
-        if a >= 2 or x3.size < 2 * (1 << 17):
+        if a >= 2:
             def body_cols(start: int, stop: int) -> None:
-                cols(x3, o3, start, stop)
+                cols(x3, o3, start, stop, 0, b)
 
             parallel_for(a, x3.size, body_cols)
-        else:
-            # one outer block: split the inner axis instead (non-contiguous slices are
-            # copied into contiguous chunks so the kernel keeps one signature)
+        else:  # a single outer block: split the columns instead
             def body_inner(start: int, stop: int) -> None:
-                xs = np.ascontiguousarray(x3[:, :, start:stop])
-                os_ = np.empty_like(xs)
-                cols(xs, os_, 0, a)
-                o3[:, :, start:stop] = os_
+                cols(x3, o3, 0, a, start, stop)
 
             parallel_for(b, x3.size, body_inner)
     return out

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ._support import Array, as_float, float_dtype, nb, parallel_for
+from ._support import Array, as_float, float_dtype, nb
 
 
 def attention(q: Array, k: Array, v: Array, mask: Array | None, *, scale: float) -> Array:
@@ -50,18 +50,11 @@ def attention(q: Array, k: Array, v: Array, mask: Array | None, *, scale: float)
     s2 = scores.reshape(-1, m)
     kern = nb()
     sc = float(scale)
+    # one thread: this runs between two GEMMs, whose OpenBLAS workers are still spinning
     if mk is None:
-        rows = kern.scaled_softmax_rows
-
-        def body(start: int, stop: int) -> None:
-            rows(s2, sc, s2, start, stop)
+        kern.scaled_softmax_rows(s2, sc, s2, 0, s2.shape[0])
     else:
         m2 = np.ascontiguousarray(mk).reshape(-1, m)
-        masked = kern.masked_softmax_rows
-
-        def body(start: int, stop: int) -> None:
-            masked(s2, m2, sc, s2, start, stop)
-
-    parallel_for(s2.shape[0], s2.size, body)
+        kern.masked_softmax_rows(s2, m2, sc, s2, 0, s2.shape[0])
     result: Array = np.matmul(scores, vf)
     return result
