@@ -18,6 +18,7 @@ import numpy as np
 
 from tensorplay.errors import AxisError, DTypeError, ShapeError
 from tensorplay import tensor as _tensor_module
+from tensorplay.symbolic import SymDim
 
 if TYPE_CHECKING:
     from tensorplay.ops import Interpreter
@@ -57,9 +58,10 @@ def shape_args(args: Sequence[Any]) -> tuple[Any, ...]:
 
 
 def operand(value: Any, ops: Interpreter) -> Any:
-    """Accept a Tensor or a Python scalar as an operand; numpy scalars become Python scalars,
-    numpy arrays become constants of ``ops``. Anything else is a :class:`DTypeError`."""
-    if isinstance(value, (_tensor_module.Tensor, bool, int, float)):
+    """Accept a Tensor or a Python scalar as an operand (a symbolic size, such as ``x.shape[0]`` under
+    graph capture, counts as an int scalar); numpy scalars become Python scalars, numpy arrays become
+    constants of ``ops``. Anything else is a :class:`DTypeError`."""
+    if isinstance(value, (_tensor_module.Tensor, bool, int, float, SymDim)):
         return value
     if isinstance(value, np.generic):
         return value.item()
@@ -304,7 +306,7 @@ def getitem(ops: Interpreter, x: AnyTensor, key: Any) -> AnyTensor:
                 raise AxisError(f"indexing: index {i} is out of range for axis {axis} of size {size} "
                                 f"(tensor shape {list(shape)})")
             else:
-                i %= size
+                i %= int(size)
             starts.append(i), stops.append(i + 1), steps.append(1)
         axis += 1
     out = x

@@ -15,6 +15,7 @@ import numpy as np
 
 from interpreters.graph.ir import Graph, Literal, Var, substitute
 from spec.errors import DTypeError, GraphCaptureError, ShapeError
+from tensorplay import random_state
 from tensorplay.symbolic import SymDim, bind_shape, check_shape
 from tensorplay.tensor import Tensor
 
@@ -52,7 +53,8 @@ def bind_inputs(graph: Graph, inputs: Sequence[Any]) -> dict[str, Any]:
 def input_values(graph: Graph, ops: Any, inputs: Sequence[Any],
                  state: Mapping[str, Any] | None = None) -> list[Any]:
     """The value of every placeholder, in order: ``inputs`` for the user inputs, ``state[name]`` or the
-    recorded source for parameters, buffers and captured tensors, the stored array for constants."""
+    recorded source for parameters, buffers and captured tensors, the stored array for constants, a
+    fresh key (``ops.random_key()``, else the global generator's next key) for random keys."""
     values: list[Any] = []
     it = iter(inputs)
     for p in graph.inputs:
@@ -62,6 +64,9 @@ def input_values(graph: Graph, ops: Any, inputs: Sequence[Any],
             values.append(x if isinstance(x, Tensor) else ops.constant(np.asarray(x)))
         elif kind == "constant":
             values.append(ops.constant(p.source))
+        elif kind == "random_key" and not (state is not None and p.name in state):
+            fresh = getattr(ops, "random_key", None)
+            values.append(fresh() if fresh is not None else ops.constant(random_state.next_key()))
         else:
             source = state[str(p.name)] if state is not None and p.name in state else p.source
             if isinstance(source, Tensor):

@@ -8,7 +8,9 @@
   ``"parameter"``, ``"buffer"`` (module state, captured by name), ``"captured"``
   (a tensor of another interpreter met while recording: a closure, a global,
   an outer recorder's value; read from its ``source`` each time the graph runs)
-  or ``"constant"`` (a numpy array baked into the graph, in ``source``).
+  , ``"constant"`` (a numpy array baked into the graph, in ``source``) or
+  ``"random_key"`` (a key for a random primitive: drawn from the global generator each
+  time the graph runs, so every call gets fresh numbers; recording draws none).
 * A :class:`Node` applies one primitive (``target``) to input values with static
   ``params`` and defines its output ``Var``; it keeps the user's source location.
   ``node.meta["val"]`` is the output aval, as in ``torch.fx``.
@@ -42,7 +44,7 @@ from tensorplay.symbolic import SymDim
 NUMPY_DTYPES: dict[str, np.dtype[Any]] = {name: np.dtype(name) for name in DTYPES}
 """Dtype name -> numpy dtype (the ``dtype`` of a :class:`Var`)."""
 
-INPUT_KINDS = ("user_input", "parameter", "buffer", "captured", "constant")
+INPUT_KINDS = ("user_input", "parameter", "buffer", "captured", "constant", "random_key")
 """The kinds of placeholders, in the order they usually appear."""
 
 _ids = itertools.count()

@@ -41,6 +41,7 @@ from interpreters.graph.ir import (
 from spec import SPECS
 from spec.aval import Aval
 from spec.errors import DTypeError, GraphCaptureError, TensorplayError
+from tensorplay import random_state
 from tensorplay.ops import PRIMITIVE_NAMES
 from tensorplay.prefix import DerivedOps
 from tensorplay.symbolic import SymDim
@@ -151,6 +152,7 @@ class Recorder(DerivedOps):
         self._captures: dict[int, tuple[Any, Any, Var]] = {}
         self._guard_keys: set[tuple[int, str]] = set()
         self._n_captured = 0
+        self._n_keys = 0
         self._state: dict[int, tuple[Any, Var]] = {}
 
     def __repr__(self) -> str:
@@ -167,7 +169,11 @@ class Recorder(DerivedOps):
         return _tensor(self, var)
 
     def register_state(self, name: str, tensor: Tensor[*tuple[Any, ...]], kind: str) -> Var:
-        """Capture a module parameter or buffer by ``name``: uses of ``tensor`` read this input."""
+        """Capture a module parameter or buffer by ``name``: uses of ``tensor`` read this input
+        (a tensor registered twice, e.g. a tied weight, keeps its first name)."""
+        entry = self._state.get(id(tensor))
+        if entry is not None and entry[0] is tensor:
+            return entry[1]
         var = self.graph.add_input(name, foreign_aval(tensor), kind, tensor)
         if self.execute:
             var.value = np.asarray(tensor._ops.concrete(tensor))
@@ -306,6 +312,17 @@ class Recorder(DerivedOps):
         var.value = array
         return _tensor(self, var)
 
+    def random_key(self) -> Tensor[*tuple[Any, ...]]:
+        """A ``"random_key"`` input: each run of the graph draws a fresh key from the global generator
+        (``tp.manual_seed``), in the order the keys were requested. Recording never advances the
+        generator; in execute mode the value is the key the next eager draw would give."""
+        self._n_keys += 1
+        value = None
+        if self.execute:
+            seed, counter = random_state._state
+            value = np.array([seed, counter + self._n_keys - 1], dtype=np.int64)
+        return self.input("key", Aval((2,), "int64"), "random_key", value)
+
     def wrap(self, var: Var) -> Tensor[*tuple[Any, ...]]:
         """A tensor of this recorder holding ``var``."""
         return _tensor(self, var)
@@ -376,28 +393,63 @@ class Recorder(DerivedOps):
             new = self.record("cast", (new,), {"dtype": var.aval.dtype})
             new_var = new._data
         x._data = new_var
+        self._note_mutation(x, new_var)
 
     def buffer_update(self, buffer: Tensor[*tuple[Any, ...]], new: Tensor[*tuple[Any, ...]]) -> None:
-        """Record that the state tensor ``buffer`` (a module buffer or another captured tensor) holds
-        ``new`` after the graph runs (``graph.mutations``); later reads in this recording see ``new``.
-        Recording never changes ``buffer`` itself: running the graph does."""
-        if buffer._ops is self:  # type: ignore[comparison-overlap]
-            raise GraphCaptureError(f"buffer_update: the target must be state captured from outside the "
-                                    f"graph (a module buffer), not a value of the recording{_at(user_location(2))}")
-        placeholder = self._state.get(id(buffer))
-        if placeholder is None or placeholder[0] is not buffer:
-            placeholder = (buffer, self.lift(buffer))
-            self._state[id(buffer)] = placeholder
-        target = placeholder[1]
+        """Record that the state tensor ``buffer`` (a module buffer, or another tensor captured from
+        outside) holds ``new`` after the graph runs (``graph.mutations``); later reads in this recording
+        see ``new``. Recording never changes ``buffer``'s data: running the graph does."""
+        entry = self._state.get(id(buffer))
+        if entry is None or entry[0] is not buffer:
+            if buffer._ops is self:  # type: ignore[comparison-overlap]
+                raise GraphCaptureError(
+                    "buffer_update: the target must be state captured from outside the graph (a module "
+                    f"buffer), not a value computed in the recording{_at(user_location(2))}")
+            entry = (buffer, self.lift(buffer))
+            self._state[id(buffer)] = entry
+        target = entry[1]
         value = self.lift(new)
         if value.aval.dtype != target.aval.dtype:
             value = self.record("cast", (new,), {"dtype": target.aval.dtype})._data
         if tuple(value.shape) != tuple(target.shape):
             raise GraphCaptureError(f"buffer_update: {target.name} has shape {list(target.shape)}, the new value "
                                     f"{list(value.shape)}{_at(user_location(2))}")
+        if buffer._ops is self:  # type: ignore[comparison-overlap]
+            buffer._data = value  # module state swapped in for the trace: later reads see the new value
+        else:
+            self._captures[id(buffer)] = (buffer, buffer._data, value)
+        self._note_mutation(buffer, value)
+
+    def _note_mutation(self, tensor: Tensor[*tuple[Any, ...]], value: Var) -> None:
+        """If ``tensor`` is module state (or a captured buffer), record that it ends up holding ``value``."""
+        entry = self._state.get(id(tensor))
+        if entry is None or entry[0] is not tensor:
+            return
+        target = entry[1]
         self.graph.mutations = [(p, v) for p, v in self.graph.mutations if p is not target]
-        self.graph.mutations.append((target, value))
-        self._captures[id(buffer)] = (buffer, buffer._data, value)
+        if value is not target:
+            self.graph.mutations.append((target, value))
+
+    def swap_in_state(self, kinds: tuple[str, ...] = ("parameter",)) -> list[tuple[Any, Any, Any]]:
+        """Make every registered state tensor of ``kinds`` (parameters by default) a tensor of this
+        recorder holding its placeholder, so that ``self.weight.T`` in a forward is recorded rather
+        than computed eagerly; returns what :meth:`restore_state` needs. (Buffers stay eager tensors:
+        layers read them directly; they are captured by name when they meet recorded values.)"""
+        saved = []
+        for tensor, var in self._state.values():
+            if var.kind not in kinds:
+                continue
+            saved.append((tensor, tensor._ops, tensor._data))
+            tensor._ops = self
+            tensor._data = var
+        return saved
+
+    @staticmethod
+    def restore_state(saved: list[tuple[Any, Any, Any]]) -> None:
+        """Undo :meth:`swap_in_state`."""
+        for tensor, ops, data in saved:
+            tensor._ops = ops
+            tensor._data = data
 
     def setitem(self, x: Tensor[*tuple[Any, ...]], key: Any, value: Any) -> None:
         """``x[key] = value`` recorded functionally (``where`` of a scattered update); rebinds ``x``.
@@ -436,6 +488,7 @@ class Recorder(DerivedOps):
         mask = self.constant(written.reshape(shape))
         new = self.record("where", (mask, scattered, x), {})
         x._data = new._data
+        self._note_mutation(x, new._data)
 
 
 def _tensor(ops: Any, var: Any) -> Tensor[*tuple[Any, ...]]:

@@ -165,9 +165,11 @@ def trace(fn: Any, *example_args: Any, execute: bool = False, dynamic: Any = Non
         recorded_args.append(tree.unflatten(td, new_leaves))
     recorder.binding = {k: v for k, v in binding.items() if isinstance(v, int)}
 
+    saved = recorder.swap_in_state()
     try:
         result = fn(*recorded_args)
     finally:
+        recorder.restore_state(saved)
         recorder.close()
     out_leaves, out_tree = tree.flatten(result, lambda x: isinstance(x, Tensor))
     outputs: list[Any] = []
