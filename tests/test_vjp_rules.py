@@ -714,3 +714,66 @@ def test_smooth_max_pool_backward_3d() -> None:
     out = ops.smooth_max_pool(tp.tensor(x), **params)
     g = rand(tuple(out.shape), "float64", 5)
     check_vjp(prim("smooth_max_pool_backward", **params), [x, g])
+
+
+_SECOND_SAMPLES = [s for s in _GRAD_SAMPLES
+                   if s.prim not in ("reduce_max", "reduce_min", "maximum", "minimum") or "float64" in s.id]
+
+
+@pytest.mark.parametrize("sample", _SECOND_SAMPLES, ids=[s.id for s in _SECOND_SAMPLES])
+def test_second_derivative_of_every_sample(sample: Sample) -> None:
+    """grad of grad through every rule (rules of rules: max_pool_backward, conv_weight_grad, scatter, ...)."""
+    args = [_as_float64(a) for a in sample.args]
+    if sample.params.get("dtype") == "float32":
+        pytest.skip("a float32 result: second differences are too noisy")
+    check_second_order(prim(sample.prim, **sample.params), args, rtol=1e-4, atol=1e-5)
+
+
+# ---- the same rules under the graph recorder ----------------------------------------------------------
+
+def _rule_outputs_traced(sample: Sample, dynamic_batch: bool) -> None:
+    from interpreters.graph.trace import trace
+
+    args = list(sample.args)
+    positions = [i for i, a in enumerate(args) if isinstance(a, np.ndarray)]
+    eager_in = [tp.from_numpy(a) if isinstance(a, np.ndarray) else a for a in args]
+    eager_out = getattr(ops, sample.prim)(*eager_in, **sample.params)
+    g = np.random.default_rng(0).standard_normal(tuple(eager_out.shape)).astype(eager_out.dtype.name)
+    expected = [c for c in VJP_RULES[sample.prim](ops, tp.from_numpy(g), tuple(eager_in), eager_out,
+                                                  **sample.params) if c is not None]
+
+    def rule_graph(gt: Any, *ts: Any) -> list[Any]:
+        rec = gt.interpreter
+        full = list(args)
+        for i, t in zip(positions, ts):
+            full[i] = t
+        out = getattr(rec, sample.prim)(*full, **sample.params)
+        return [c for c in VJP_RULES[sample.prim](rec, gt, tuple(full), out, **sample.params) if c is not None]
+
+    arrays = [g] + [args[i] for i in positions]
+    dynamic = None
+    if dynamic_batch:
+        n0 = g.shape[0]
+        dynamic = {j: {0: "B"} for j, a in enumerate(arrays) if a.ndim == g.ndim and a.shape[0] == n0}
+    got = trace(rule_graph, *arrays, dynamic=dynamic)(*arrays)
+    assert len(got) == len(expected)
+    for a, b in zip(got, expected):
+        np.testing.assert_allclose(np.asarray(a), b.numpy(), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("sample", _GRAD_SAMPLES, ids=[s.id for s in _GRAD_SAMPLES])
+def test_rules_run_under_the_graph_recorder(sample: Sample) -> None:
+    """Rules use only Ops: recorded into a graph and replayed, they give the eager cotangents."""
+    _rule_outputs_traced(sample, dynamic_batch=False)
+
+
+_BATCHED = [s for s in _GRAD_SAMPLES if s.prim in (
+    "add", "mul", "div", "pow", "exp", "tanh", "sqrt", "maximum", "where", "matmul", "conv", "conv_transpose",
+    "max_pool", "avg_pool", "smooth_max_pool", "smooth_max_pool_backward", "layer_norm", "batch_norm", "softmax",
+    "log_softmax", "attention", "gelu") and s.args[0] is not None and np.ndim(s.args[0]) > 1]
+
+
+@pytest.mark.parametrize("sample", _BATCHED, ids=[s.id for s in _BATCHED])
+def test_rules_with_a_symbolic_batch_dim(sample: Sample) -> None:
+    """The rules do no arithmetic that needs a concrete batch size."""
+    _rule_outputs_traced(sample, dynamic_batch=True)

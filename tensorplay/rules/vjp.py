@@ -434,7 +434,7 @@ def slice_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor
     for axis, (start, step) in enumerate(zip(starts, steps)):
         if step == 1:
             length = shape_of(g)[axis]
-            pads.append((int(start), int(xshape[axis] - start - length)))
+            pads.append((int(start), xshape[axis] - start - length))
         else:
             pads.append((0, 0))
     if any(p != (0, 0) for p in pads):
@@ -451,7 +451,7 @@ def pad_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor, 
         return (None,)
     xshape = shape_of(x)
     starts = tuple(int(p[0]) for p in pads)
-    stops = tuple(int(p[0]) + n for p, n in zip(pads, xshape))
+    stops = tuple(int(p[0]) + n for p, n in zip(pads, xshape))  # n may be a symbolic size
     out = ops.slice(g, starts=starts, stops=stops, steps=(1,) * len(xshape))
     return (_ct(ops, out, x),)
 
@@ -538,7 +538,7 @@ def _extend_spatial(ops: Ops, y: AnyTensor, spatial: Sequence[Any]) -> AnyTensor
     shape = shape_of(y)
     if tuple(shape[2:]) == tuple(spatial):
         return y
-    pads = ((0, 0), (0, 0)) + tuple((0, int(t - n)) for n, t in zip(shape[2:], spatial))
+    pads = ((0, 0), (0, 0)) + tuple((0, t - n) for n, t in zip(shape[2:], spatial))
     return ops.pad(y, pads=pads, value=0.0)
 
 
@@ -579,7 +579,7 @@ def conv_transpose_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: 
     if is_float_tensor(w):
         kernel = tuple(shape_of(w)[2:])
         # conv of g gives in + output_padding // stride positions; the extra ones see zeros of x
-        full = tuple(int((o + 2 * p - d * (k - 1) - 1) // s + 1) for o, k, s, p, d in
+        full = tuple((o + 2 * p - d * (k - 1) - 1) // s + 1 for o, k, s, p, d in
                      zip(shape_of(g)[2:], kernel, stride, padding, dilation))
         xe = _extend_spatial(ops, x, full)
         gw = _ct(ops, ops.conv_weight_grad(g, xe, kernel_size=kernel, stride=stride, padding=padding,
