@@ -558,23 +558,28 @@ def test_attention_zero_sizes_and_errors() -> None:
 # ---- random -----------------------------------------------------------------------------------
 
 
-def test_random_ops_follow_philox_and_are_reproducible() -> None:
+def test_random_ops_follow_the_spec_key_mapping_and_are_reproducible() -> None:
     key = np.array([42, 7], np.int64)
 
     def gen() -> np.random.Generator:
-        return np.random.Generator(np.random.Philox(key=42, counter=7))
+        # spec/random.py: both words form Philox's 128-bit key; Philox's counter stays 0
+        return np.random.Generator(np.random.Philox(key=np.array([42, 7], dtype=np.uint64)))
 
     u = K.random_uniform(key, shape=(3, 4), dtype="float32")
-    np.testing.assert_array_equal(u, gen().random((3, 4)).astype(np.float32))
+    np.testing.assert_array_equal(u, gen().random((3, 4), dtype=np.float32))
     assert u.dtype == np.float32 and ((0 <= u) & (u < 1)).all()
+    np.testing.assert_array_equal(K.random_uniform(key, shape=(6,), dtype="float64"), gen().random(6))
     z = K.random_normal(key, shape=(5,), dtype="float64")
     np.testing.assert_array_equal(z, gen().standard_normal((5,)))
+    assert K.random_normal(key, shape=(5,), dtype="float32").dtype == np.float32
     r = K.random_randint(key, shape=(100,), low=-3, high=5, dtype="int32")
     np.testing.assert_array_equal(r, gen().integers(-3, 5, size=(100,)).astype(np.int32))
     assert r.dtype == np.int32 and r.min() >= -3 and r.max() < 5
     np.testing.assert_array_equal(K.random_uniform(key, shape=(3, 4), dtype="float32"), u)
-    other = K.random_uniform(np.array([42, 8]), shape=(3, 4), dtype="float32")
-    assert not np.array_equal(other, u)
+    # consecutive counters give unrelated streams, not the same stream shifted
+    nxt = K.random_uniform(np.array([42, 8]), shape=(64,), dtype="float64")
+    cur = K.random_uniform(key, shape=(64,), dtype="float64")
+    assert not np.isin(nxt, cur).any()
     assert K.random_normal(key, shape=(0, 3), dtype="float32").shape == (0, 3)
     with pytest.raises(TypeError):
         K.random_uniform(np.array([1.0, 2.0]), shape=(2,), dtype="float32")

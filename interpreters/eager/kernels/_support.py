@@ -55,14 +55,6 @@ def as_float(a: Array, dtype: np.dtype[Any]) -> Array:
     return np.ascontiguousarray(a, dtype=dtype)
 
 
-def random_key(key: Array) -> tuple[int, int]:
-    """``(seed, counter)`` from a random key (int64 ``[2]``)."""
-    k = np.asarray(key)
-    if k.shape != (2,) or k.dtype.kind not in "iu":
-        raise TypeError(f"random key must be an integer array of shape (2,), got {k.dtype}{list(k.shape)}")
-    return int(k[0]), int(k[1])
-
-
 # ---- threading ----------------------------------------------------------------------------
 # The jitted kernels release the GIL (nogil=True); big standalone ones (row kernels, pooling,
 # gelu) split their outer loop over a few Python threads. Idle pool threads sleep on a queue
