@@ -48,7 +48,7 @@ L3 = TypeVar("L3")
 O1 = TypeVar("O1")
 O2 = TypeVar("O2")
 O3 = TypeVar("O3")
-Padding = IntOrTuple | Literal["valid"]
+Padding = IntOrTuple | Literal["valid", "same"]
 One = Literal[1]
 
 
@@ -170,28 +170,23 @@ def _check_out(where: str, shape: tuple[Any, ...], out: Sequence[Any] | None, ra
                              f"{size} (output spatial shape {list(actual)}, output shape {list(shape)})")
 
 
-@overload
-def conv(ops: Ops, w: Tensor[OutC, InC, K1], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1],
-         stride: Literal[1] = 1, *, padding: Literal["same"], dilation: IntOrTuple = 1,
-         groups: Literal[1] = 1) -> Tensor[*Lead, OutC, L1]: ...
-
-
-@overload
-def conv(ops: Ops, w: Tensor[OutC, InC, K1, K2], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2],
+@overload  # padding='same' keeps the input's spatial dims (more specific than the int-sized overloads below)
+def conv(ops: Ops, w: Tensor[OutC, InC, K1, K2], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2],  # type: ignore[overload-overlap]
          stride: Literal[1] = 1, *, padding: Literal["same"], dilation: IntOrTuple = 1,
          groups: Literal[1] = 1) -> Tensor[*Lead, OutC, L1, L2]: ...
 
 
 @overload
-def conv(ops: Ops, w: Tensor[OutC, InC, K1, K2, K3], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2, L3],
+def conv(ops: Ops, w: Tensor[OutC, InC, K1], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1],  # type: ignore[overload-overlap]
          stride: Literal[1] = 1, *, padding: Literal["same"], dilation: IntOrTuple = 1,
-         groups: Literal[1] = 1) -> Tensor[*Lead, OutC, L1, L2, L3]: ...
+         groups: Literal[1] = 1) -> Tensor[*Lead, OutC, L1]: ...
 
 
 @overload
-def conv(ops: Ops, w: Tensor[OutC, InC, K1], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1],
-         stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
-         out: tuple[type[O1]]) -> Tensor[*Lead, OutC, O1]: ...
+def conv(ops: Ops, w: Tensor[OutC, InC, K1, K2, K3], b: Tensor[OutC] | None,  # type: ignore[overload-overlap]
+         x: Tensor[*Lead, InC, L1, L2, L3],
+         stride: Literal[1] = 1, *, padding: Literal["same"], dilation: IntOrTuple = 1,
+         groups: Literal[1] = 1) -> Tensor[*Lead, OutC, L1, L2, L3]: ...
 
 
 @overload
@@ -201,15 +196,15 @@ def conv(ops: Ops, w: Tensor[OutC, InC, K1, K2], b: Tensor[OutC] | None, x: Tens
 
 
 @overload
-def conv(ops: Ops, w: Tensor[OutC, InC, K1, K2, K3], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2, L3],
+def conv(ops: Ops, w: Tensor[OutC, InC, K1], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1],
          stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
-         out: tuple[type[O1], type[O2], type[O3]]) -> Tensor[*Lead, OutC, O1, O2, O3]: ...
+         out: tuple[type[O1]]) -> Tensor[*Lead, OutC, O1]: ...
 
 
 @overload
-def conv(ops: Ops, w: Tensor[OutC, InC, K1], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1],
+def conv(ops: Ops, w: Tensor[OutC, InC, K1, K2, K3], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2, L3],
          stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
-         out: tuple[O1]) -> Tensor[*Lead, OutC, O1]: ...
+         out: tuple[type[O1], type[O2], type[O3]]) -> Tensor[*Lead, OutC, O1, O2, O3]: ...
 
 
 @overload
@@ -219,21 +214,27 @@ def conv(ops: Ops, w: Tensor[OutC, InC, K1, K2], b: Tensor[OutC] | None, x: Tens
 
 
 @overload
+def conv(ops: Ops, w: Tensor[OutC, InC, K1], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1],
+         stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
+         out: tuple[O1]) -> Tensor[*Lead, OutC, O1]: ...
+
+
+@overload
 def conv(ops: Ops, w: Tensor[OutC, InC, K1, K2, K3], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2, L3],
          stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
          out: tuple[O1, O2, O3]) -> Tensor[*Lead, OutC, O1, O2, O3]: ...
 
 
 @overload
-def conv(ops: Ops, w: Tensor[OutC, InC, K1], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1],
-         stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1,
-         groups: Literal[1] = 1) -> Tensor[*Lead, OutC, int]: ...
-
-
-@overload
 def conv(ops: Ops, w: Tensor[OutC, InC, K1, K2], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2],
          stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1,
          groups: Literal[1] = 1) -> Tensor[*Lead, OutC, int, int]: ...
+
+
+@overload
+def conv(ops: Ops, w: Tensor[OutC, InC, K1], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1],
+         stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1,
+         groups: Literal[1] = 1) -> Tensor[*Lead, OutC, int]: ...
 
 
 @overload
@@ -293,17 +294,17 @@ def conv(ops: Ops, w: AnyTensor, b: AnyTensor | None, x: AnyTensor, stride: IntO
 
 
 @overload
-def conv_transpose(ops: Ops, w: Tensor[InC, OutC, K1], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1],
-                   stride: IntOrTuple = 1, padding: IntOrTuple = 0, output_padding: IntOrTuple = 0,
-                   dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
-                   out: tuple[type[O1]] | tuple[O1]) -> Tensor[*Lead, OutC, O1]: ...
-
-
-@overload
 def conv_transpose(ops: Ops, w: Tensor[InC, OutC, K1, K2], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2],
                    stride: IntOrTuple = 1, padding: IntOrTuple = 0, output_padding: IntOrTuple = 0,
                    dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
                    out: tuple[type[O1], type[O2]]) -> Tensor[*Lead, OutC, O1, O2]: ...
+
+
+@overload
+def conv_transpose(ops: Ops, w: Tensor[InC, OutC, K1], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1],
+                   stride: IntOrTuple = 1, padding: IntOrTuple = 0, output_padding: IntOrTuple = 0,
+                   dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
+                   out: tuple[type[O1]] | tuple[O1]) -> Tensor[*Lead, OutC, O1]: ...
 
 
 @overload
@@ -328,15 +329,15 @@ def conv_transpose(ops: Ops, w: Tensor[InC, OutC, K1, K2, K3], b: Tensor[OutC] |
 
 
 @overload
-def conv_transpose(ops: Ops, w: Tensor[InC, OutC, K1], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1],
-                   stride: IntOrTuple = 1, padding: IntOrTuple = 0, output_padding: IntOrTuple = 0,
-                   dilation: IntOrTuple = 1, groups: Literal[1] = 1) -> Tensor[*Lead, OutC, int]: ...
-
-
-@overload
 def conv_transpose(ops: Ops, w: Tensor[InC, OutC, K1, K2], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2],
                    stride: IntOrTuple = 1, padding: IntOrTuple = 0, output_padding: IntOrTuple = 0,
                    dilation: IntOrTuple = 1, groups: Literal[1] = 1) -> Tensor[*Lead, OutC, int, int]: ...
+
+
+@overload
+def conv_transpose(ops: Ops, w: Tensor[InC, OutC, K1], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1],
+                   stride: IntOrTuple = 1, padding: IntOrTuple = 0, output_padding: IntOrTuple = 0,
+                   dilation: IntOrTuple = 1, groups: Literal[1] = 1) -> Tensor[*Lead, OutC, int]: ...
 
 
 @overload
@@ -401,13 +402,13 @@ def _pool(ops: Ops, prim: str, x: AnyTensor, kernel_size: IntOrTuple, stride: In
 
 
 @overload
-def max_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-             padding: IntOrTuple = 0, *, out: tuple[type[O1]]) -> Tensor[*Lead, O1]: ...
+def max_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0, *, out: tuple[type[O1], type[O2]]) -> Tensor[*Lead, O1, O2]: ...
 
 
 @overload
-def max_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-             padding: IntOrTuple = 0, *, out: tuple[type[O1], type[O2]]) -> Tensor[*Lead, O1, O2]: ...
+def max_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0, *, out: tuple[type[O1]]) -> Tensor[*Lead, O1]: ...
 
 
 @overload
@@ -416,13 +417,13 @@ def max_pool(ops: Ops, x: Tensor[*Lead, L1, L2, L3], kernel_size: IntOrTuple, st
 
 
 @overload
-def max_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-             padding: IntOrTuple = 0, *, out: tuple[O1]) -> Tensor[*Lead, O1]: ...
+def max_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0, *, out: tuple[O1, O2]) -> Tensor[*Lead, O1, O2]: ...
 
 
 @overload
-def max_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-             padding: IntOrTuple = 0, *, out: tuple[O1, O2]) -> Tensor[*Lead, O1, O2]: ...
+def max_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0, *, out: tuple[O1]) -> Tensor[*Lead, O1]: ...
 
 
 @overload
@@ -447,7 +448,7 @@ def max_pool(ops: Ops, x: Tensor[*Lead, L1, L2, L3], kernel_size: tuple[int, int
 
 @overload
 def max_pool(ops: Ops, x: Tensor[*tuple[Any, ...]], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-             padding: IntOrTuple = 0, *, out: Sequence[Any] | None = None) -> Tensor[*tuple[Any, ...]]: ...
+             padding: IntOrTuple = 0) -> Tensor[*tuple[Any, ...]]: ...
 
 
 def max_pool(ops: Ops, x: AnyTensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
@@ -459,13 +460,13 @@ def max_pool(ops: Ops, x: AnyTensor, kernel_size: IntOrTuple, stride: IntOrTuple
 
 
 @overload
-def avg_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-             padding: IntOrTuple = 0, *, out: tuple[type[O1]]) -> Tensor[*Lead, O1]: ...
+def avg_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0, *, out: tuple[type[O1], type[O2]]) -> Tensor[*Lead, O1, O2]: ...
 
 
 @overload
-def avg_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-             padding: IntOrTuple = 0, *, out: tuple[type[O1], type[O2]]) -> Tensor[*Lead, O1, O2]: ...
+def avg_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0, *, out: tuple[type[O1]]) -> Tensor[*Lead, O1]: ...
 
 
 @overload
@@ -474,13 +475,13 @@ def avg_pool(ops: Ops, x: Tensor[*Lead, L1, L2, L3], kernel_size: IntOrTuple, st
 
 
 @overload
-def avg_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-             padding: IntOrTuple = 0, *, out: tuple[O1]) -> Tensor[*Lead, O1]: ...
+def avg_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0, *, out: tuple[O1, O2]) -> Tensor[*Lead, O1, O2]: ...
 
 
 @overload
-def avg_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-             padding: IntOrTuple = 0, *, out: tuple[O1, O2]) -> Tensor[*Lead, O1, O2]: ...
+def avg_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+             padding: IntOrTuple = 0, *, out: tuple[O1]) -> Tensor[*Lead, O1]: ...
 
 
 @overload
@@ -505,7 +506,7 @@ def avg_pool(ops: Ops, x: Tensor[*Lead, L1, L2, L3], kernel_size: tuple[int, int
 
 @overload
 def avg_pool(ops: Ops, x: Tensor[*tuple[Any, ...]], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-             padding: IntOrTuple = 0, *, out: Sequence[Any] | None = None) -> Tensor[*tuple[Any, ...]]: ...
+             padding: IntOrTuple = 0) -> Tensor[*tuple[Any, ...]]: ...
 
 
 def avg_pool(ops: Ops, x: AnyTensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
@@ -515,13 +516,13 @@ def avg_pool(ops: Ops, x: AnyTensor, kernel_size: IntOrTuple, stride: IntOrTuple
 
 
 @overload
-def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-                    padding: IntOrTuple = 0, beta: float = 10.0, *, out: tuple[type[O1]]) -> Tensor[*Lead, O1]: ...
+def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                    padding: IntOrTuple = 0, beta: float = 10.0, *, out: tuple[type[O1], type[O2]]) -> Tensor[*Lead, O1, O2]: ...
 
 
 @overload
-def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-                    padding: IntOrTuple = 0, beta: float = 10.0, *, out: tuple[type[O1], type[O2]]) -> Tensor[*Lead, O1, O2]: ...
+def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                    padding: IntOrTuple = 0, beta: float = 10.0, *, out: tuple[type[O1]]) -> Tensor[*Lead, O1]: ...
 
 
 @overload
@@ -530,13 +531,13 @@ def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1, L2, L3], kernel_size: IntOrTu
 
 
 @overload
-def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-                    padding: IntOrTuple = 0, beta: float = 10.0, *, out: tuple[O1]) -> Tensor[*Lead, O1]: ...
+def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                    padding: IntOrTuple = 0, beta: float = 10.0, *, out: tuple[O1, O2]) -> Tensor[*Lead, O1, O2]: ...
 
 
 @overload
-def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-                    padding: IntOrTuple = 0, beta: float = 10.0, *, out: tuple[O1, O2]) -> Tensor[*Lead, O1, O2]: ...
+def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                    padding: IntOrTuple = 0, beta: float = 10.0, *, out: tuple[O1]) -> Tensor[*Lead, O1]: ...
 
 
 @overload
@@ -561,7 +562,7 @@ def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1, L2, L3], kernel_size: tuple[i
 
 @overload
 def smooth_max_pool(ops: Ops, x: Tensor[*tuple[Any, ...]], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-                    padding: IntOrTuple = 0, beta: float = 10.0, *, out: Sequence[Any] | None = None) -> Tensor[*tuple[Any, ...]]: ...
+                    padding: IntOrTuple = 0, beta: float = 10.0) -> Tensor[*tuple[Any, ...]]: ...
 
 
 def smooth_max_pool(ops: Ops, x: AnyTensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
