@@ -29,7 +29,7 @@ def ops_of(*values: Any) -> Interpreter:
     tuples and dicts of them): the highest-level one among them; eager when there are none."""
     found: list[Interpreter] = []
     _walk(values, found)
-    ops: Interpreter = eager  # type: ignore[assignment]
+    ops: Interpreter = eager
     for candidate in found:
         ops = pick_interpreter(ops, candidate)
     return ops

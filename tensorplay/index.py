@@ -24,8 +24,11 @@ import numpy as np
 from tensorplay.errors import AutogradError, DTypeError, IndexRangeError, ShapeError, TensorplayError
 from tensorplay.tensor import Tensor
 
-V = TypeVar("V")
-"""The dim type of the bound (``Vocab``, ``Classes``, ...)."""
+V = TypeVar("V", covariant=True)
+"""The dim type of the bound (``Vocab``, ``Classes``, ...); covariant, so an ``Index[Vocab, ...]``
+also indexes an untyped ``Embedding[int, D]``, but never an ``Embedding[Classes, D]``."""
+B = TypeVar("B")
+"""The bound's dim type in :func:`index` (a function parameter cannot use the covariant ``V``)."""
 S = TypeVarTuple("S")
 S2 = TypeVarTuple("S2")
 
@@ -115,15 +118,15 @@ def _check_range(array: np.ndarray[Any, Any], bound: int, where: str) -> None:
 
 
 @overload
-def index(values: Any, bound: V, *, shape: tuple[*S]) -> Index[V, *S]: ...
+def index(values: Any, bound: B, *, shape: tuple[*S]) -> Index[B, *S]: ...
 
 
 @overload
-def index(values: Tensor[*S], bound: V) -> Index[V, *S]: ...
+def index(values: Tensor[*S], bound: B) -> Index[B, *S]: ...
 
 
 @overload
-def index(values: Any, bound: V) -> Index[V, *tuple[Any, ...]]: ...
+def index(values: Any, bound: B) -> Index[B, *tuple[Any, ...]]: ...
 
 
 def index(values: Any, bound: Any, *, shape: Sequence[Any] | None = None) -> Any:
@@ -153,7 +156,7 @@ def index(values: Any, bound: Any, *, shape: Sequence[Any] | None = None) -> Any
             return Index(t._ops, t._data, bound)
         _check_range(array, int(bound), "index")
         from interpreters.eager.interpreter import eager
-        if values._ops is eager:  # type: ignore[comparison-overlap]  # a private copy: later writes to ``values`` cannot break the bound
+        if values._ops is eager:  # a private copy: later writes to ``values`` cannot break the bound
             return Index(eager, np.array(array, dtype=np.int64, copy=True), bound)
         return Index(t._ops, t._data, bound)
     array = np.asarray(values)

@@ -285,13 +285,13 @@ def getitem(ops: Interpreter, x: AnyTensor, key: Any) -> AnyTensor:
         size = shape[axis]
         if isinstance(it, builtins.slice):
             start, stop, step, length = _slice_bounds(it, size)
-            starts.append(start), stops.append(stop), steps.append(step)
+            _append(starts, stops, steps, start, stop, step)
             out_shape.append(length)
         elif _is_index_tensor(it):
             idx = _as_index(ops, it)
             if idx.dtype.name == "bool":
                 return _mask_select(ops, x, idx, axis)
-            starts.append(0), stops.append(size), steps.append(1)
+            _append(starts, stops, steps, 0, size, 1)
             gather_axis, gather_index = axis, idx
             out_shape.extend(idx.shape)
         else:
@@ -307,7 +307,7 @@ def getitem(ops: Interpreter, x: AnyTensor, key: Any) -> AnyTensor:
                                 f"(tensor shape {list(shape)})")
             else:
                 i %= int(size)
-            starts.append(i), stops.append(i + 1), steps.append(1)
+            _append(starts, stops, steps, i, i + 1, 1)
         axis += 1
     out = x
     if (tuple(starts), tuple(stops), tuple(steps)) != (tuple(0 for _ in shape), shape, tuple(1 for _ in shape)):
@@ -341,6 +341,12 @@ def _slice_bounds(it: builtins.slice, size: Any) -> tuple[Any, Any, int, Any]:
         return start, stop, step, (stop - start) if step == 1 else (stop - start + step - 1) // step
     start, stop = bound(it.start, size - 1), bound(it.stop, -1)
     return start, stop, step, (start - stop + (-step - 1)) // (-step)
+
+
+def _append(starts: list[Any], stops: list[Any], steps: list[Any], start: Any, stop: Any, step: Any) -> None:
+    starts.append(start)
+    stops.append(stop)
+    steps.append(step)
 
 
 def _as_index(ops: Interpreter, item: Any) -> AnyTensor:

@@ -25,7 +25,7 @@ def initial_seed() -> int:
     return _state[0]
 
 
-def next_key() -> np.ndarray:  # type: ignore[type-arg]
+def next_key() -> np.ndarray:
     """A fresh key ``[seed, counter]`` (int64); advances the counter."""
     key = np.array(_state, dtype=np.int64)
     _state[1] += 1

@@ -78,7 +78,7 @@ class Tensor(Generic[*Shape]):
     _version: list[int] | None
     _base: Tensor[*tuple[Any, ...]] | None
 
-    def __init__(self, ops: Interpreter, data: Any) -> None:
+    def __init__(self, ops: Any, data: Any) -> None:
         self._ops = ops
         self._data = data
         self._requires_grad = False

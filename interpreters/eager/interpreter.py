@@ -12,7 +12,7 @@ kernel. An op whose inputs require grad appends a node to the tape.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -99,13 +99,17 @@ class EagerInterpreter(DerivedOps):
     name = "eager"
     level = 0
 
+    if TYPE_CHECKING:
+        # elementwise and kernel primitives are attached below from tables; tell mypy they exist
+        def __getattr__(self, name: str) -> Callable[..., Any]: ...
+
     # ---- wrapping and the tape ----------------------------------------------------------------
     def wrap(self, array: Array) -> Tensor[*tuple[Any, ...]]:
         """A new eager tensor holding ``array`` (not copied)."""
         return Tensor(self, array)
 
     def _finish(self, name: str, inputs: tuple[Any, ...], params: dict[str, Any], out: Array) -> Any:
-        result = Tensor(self, out)
+        result: Tensor[*tuple[Any, ...]] = Tensor(self, out)
         if tape.grad_enabled() and any(isinstance(x, Tensor) and x._requires_grad for x in inputs):
             tape.record(name, inputs, params, result)
         return result
@@ -139,7 +143,7 @@ class EagerInterpreter(DerivedOps):
 
     def detach(self, x: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
         """The same array, without tape history."""
-        out = Tensor(self, x._data)
+        out: Tensor[*tuple[Any, ...]] = Tensor(self, x._data)
         out._version = _share_version(x)
         return out
 
@@ -155,7 +159,8 @@ class EagerInterpreter(DerivedOps):
 
     def clone(self, x: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
         """A recorded copy (the gradient passes straight through)."""
-        return self._finish("clone", (x,), {}, np.array(x._data, copy=True, order="C"))
+        copied: Tensor[*tuple[Any, ...]] = self._finish("clone", (x,), {}, np.array(x._data, copy=True, order="C"))
+        return copied
 
     def inplace(self, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tensor[*tuple[Any, ...]]:
         """``x op= other`` in place; bumps the version counter (see :mod:`interpreters.eager.tape`)."""
@@ -201,7 +206,7 @@ class EagerInterpreter(DerivedOps):
                 out = np.asarray(out)
         else:
             out = self._binary_checked(name, x, y, xd, yd)
-        result = Tensor(self, out)
+        result: Tensor[*tuple[Any, ...]] = Tensor(self, out)
         if ((isinstance(x, Tensor) and x._requires_grad) or (isinstance(y, Tensor) and y._requires_grad)) \
                 and tape.grad_enabled():
             tape.record(name, (x, y), {}, result)
@@ -299,7 +304,7 @@ class EagerInterpreter(DerivedOps):
         """See :meth:`tensorplay.ops.Ops.pad`."""
         params = {"pads": tuple(tuple(p) for p in pads), "value": value}
         aval = _rule("pad", (x,), params)
-        out = np.pad(x._data, params["pads"], mode="constant", constant_values=value)
+        out = np.pad(x._data, tuple(tuple(p) for p in pads), mode="constant", constant_values=value)
         return self._finish("pad", (x,), params, _array(out, aval.dtype))
 
     def concat(self, *xs: Any, axis: int) -> Any:

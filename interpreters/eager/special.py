@@ -15,7 +15,7 @@ def _erf_kernel() -> Callable[..., Any]:
 
         from numba import njit
 
-        @njit(cache=True)  # type: ignore[untyped-decorator]
+        @njit(cache=True)
         def erf_flat(x: Any, out: Any) -> None:
             for i in range(x.size):
                 out[i] = math.erf(x[i])

@@ -174,20 +174,33 @@ def _accumulate(store: dict[int, Any], key: int, value: Any) -> None:
     store[key] = value if old is None else old + value
 
 
+_RULES: Any = None  # tensorplay.rules.vjp, imported on the first backward
+
+
+def _rules() -> Any:
+    global _RULES
+    if _RULES is None:
+        from tensorplay.rules import vjp
+        _RULES = vjp
+    return _RULES
+
+
+def _clone_vjp(ops: Any, g: Any, inputs: Any, output: Any, **params: Any) -> tuple[Any, ...]:
+    return (g,)
+
+
 def _vjp_rule(name: str) -> Callable[..., Any]:
     if name == "clone":
-        return lambda ops, g, inputs, output, **params: (g,)
-    from tensorplay.rules.vjp import VJP_RULES
-    rule = VJP_RULES.get(name)
+        return _clone_vjp
+    rule = _rules().VJP_RULES.get(name)
     if rule is None:
         from spec.errors import MissingRuleError
         raise MissingRuleError(f"backward: primitive '{name}' has no vjp rule")
-    return rule
+    return rule  # type: ignore[no-any-return]
 
 
 def _uses_output() -> frozenset[str]:
-    from tensorplay.rules.vjp import USES_OUTPUT
-    return USES_OUTPUT
+    return _rules().USES_OUTPUT  # type: ignore[no-any-return]
 
 
 def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequence[Any],
@@ -259,8 +272,7 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
 
 
 def _value_free() -> frozenset[str]:
-    from tensorplay.rules.vjp import VALUE_FREE
-    return VALUE_FREE
+    return _rules().VALUE_FREE  # type: ignore[no-any-return]
 
 
 def _check_versions(node: Node) -> None:
@@ -301,10 +313,11 @@ def _seed(out: Tensor[*tuple[Any, ...]], g: Any, where: str) -> Tensor[*tuple[An
         return Tensor(eager, np.ones_like(out._data))
     if not isinstance(g, Tensor):
         g = Tensor(eager, np.asarray(g, dtype=out._data.dtype))
+    seed: Tensor[*tuple[Any, ...]] = g
     if tuple(g._data.shape) != tuple(out._data.shape):
         raise AutogradError(f"{where}: gradient has shape {list(g._data.shape)}, expected the output's shape "
                             f"{list(out._data.shape)}")
-    return g
+    return seed
 
 
 def backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], gradients: Sequence[Any] | None,
@@ -438,7 +451,7 @@ def setitem(ops: Any, x: Tensor[*tuple[Any, ...]], key: Any, value: Any) -> None
     zeros = ops.constant(np.zeros(x._data.size, dtype=x._data.dtype))
     scattered = ops.scatter_add(zeros, ops.constant(positions.astype(np.int64)), flat_values, axis=0)
     _check_fresh(x, "setitem")
-    old = Tensor(ops, x._data.copy())
+    old: Tensor[*tuple[Any, ...]] = Tensor(ops, x._data.copy())
     old._node, old._requires_grad = x._node, x._requires_grad
     if x._node is not None:
         x._node.preserve_output(x._data)

@@ -259,7 +259,7 @@ class Recorder(DerivedOps):
         out = node.outputs[0]
         if self.execute:
             out.value = self._compute(node)
-        return Tensor(self, out)  # type: ignore[arg-type]
+        return Tensor(self, out)
 
     def _compute(self, node: Node) -> Any:
         args: list[Any] = []
