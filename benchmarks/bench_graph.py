@@ -59,17 +59,28 @@ def _chain(x: Any) -> Any:
     return x
 
 
-def _mlp_params(tp: Any, sizes: tuple[int, ...]) -> list[tuple[Any, Any]]:
+def _mlp_module(sizes: tuple[int, ...]) -> Any:
+    """``nn.Sequential`` of Linear/ReLU (inference: no grad), or a plain closure when nn is missing."""
+    import tensorplay as tp
+
     tp.manual_seed(0)
-    return [(tp.randn(o, i) * (1.0 / i ** 0.5), tp.zeros(o)) for i, o in zip(sizes[:-1], sizes[1:])]
+    try:
+        from tensorplay import nn
+    except ImportError:
+        params = [(tp.randn(o, i) * (1.0 / i ** 0.5), tp.zeros(o)) for i, o in zip(sizes[:-1], sizes[1:])]
 
-
-def _mlp(params: list[tuple[Any, Any]], x: Any) -> Any:
-    for k, (w, b) in enumerate(params):
-        x = x.linear(w, b) if hasattr(x, "linear") else x @ w.T + b
-        if k < len(params) - 1:
-            x = x.relu()
-    return x
+        def mlp(x: Any) -> Any:
+            for k, (w, b) in enumerate(params):
+                x = x @ w.T + b
+                x = x.relu() if k < len(params) - 1 else x
+            return x
+        return mlp
+    layers: list[Any] = []
+    for i, o in zip(sizes[:-1], sizes[1:]):
+        layers += [nn.Linear(i, o), nn.ReLU()]
+    model = nn.Sequential(*layers[:-1])
+    model.requires_grad_(False)
+    return model
 
 
 def run() -> list[tuple[str, dict[str, float]]]:
@@ -97,13 +108,13 @@ def run() -> list[tuple[str, dict[str, float]]]:
     })
     rows.append((f"run a {N_OPS}-op graph, per op (8x8 f32)", {k: v / N_OPS for k, v in times.items()}))
 
+    sizes = (784, 256, 256, 10)
+    model = _mlp_module(sizes)
     for batch in (128, 1):
-        sizes = (784, 256, 256, 10)
-        params = _mlp_params(tp, sizes)
         inp = tp.randn(batch, sizes[0])
-        gm_mlp = trace(lambda v, p=params: _mlp(p, v), inp)
+        gm_mlp = trace(model, inp)
         times = interleaved({
-            "eager": lambda: _mlp(params, inp),
+            "eager": lambda: model(inp),
             "evaluate(graph, eager)": lambda: evaluate(gm_mlp.graph, tp.eager, inp),
             "GraphModule": lambda: gm_mlp(inp),
         })

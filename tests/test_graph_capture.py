@@ -12,7 +12,9 @@ import pytest
 
 import tensorplay as tp
 from tensorplay.errors import GraphCaptureError, ShapeError
-from tensorplay.graph import GuardError, Recorder, evaluate, trace, typecheck
+from spec.aval import Aval
+from tensorplay.graph import GuardError, Recorder, evaluate, sym, trace, typecheck
+from tests.test_graph_swap import typecheck_every_recording  # noqa: F401 (autouse fixture)
 
 GLOBAL_SCALE = tp.tensor([1.0, 2.0, 3.0])
 
@@ -291,7 +293,7 @@ def test_levels_increase_and_inner_recordings_capture_outer_values() -> None:
     outer = Recorder()
     inner = Recorder()
     assert tp.eager.level < outer.level < inner.level
-    x = outer.input("x", tp.ones(3)._data.__class__ and __import__("spec.aval").aval.Aval((3,), "float32"))
+    x = outer.input("x", Aval((3,), "float32"))
     y = outer.exp(x)
 
     def g(v: Any) -> Any:
@@ -337,3 +339,29 @@ def test_random_keys_are_inputs_drawn_per_call() -> None:
     assert not np.array_equal(first, second)  # a fresh key (mask) per call
     tp.manual_seed(7)
     np.testing.assert_array_equal(gm(x).numpy(), first)  # replayable from the seed
+
+
+def test_inlined_nodes_keep_their_original_source_locations() -> None:
+    def f(x: Any) -> Any:
+        return x.exp()  # INLINE-LOC
+
+    gm = trace(f, tp.ones(2))
+    outer = trace(lambda v: evaluate(gm.graph, tp.ops_of(v), v)[0] + 1.0, tp.ones(2))
+    exp_node, add_node = outer.graph.nodes
+    assert exp_node.location.lineno == line_of("# INLINE-LOC")
+    assert add_node.location.lineno != exp_node.location.lineno
+
+
+def test_execute_mode_with_symbolic_dims_uses_the_example_sizes() -> None:
+    def f(x: Any) -> Any:
+        m = x.sum(0) / x.shape[0]
+        return m * 2.0 if m.sum() > -100.0 else m
+
+    x = tp.randn(5, 3)
+    gm = trace(f, x, execute=True, dynamic={0: {0: "B"}})
+    typecheck(gm.graph)
+    assert gm.graph.outputs[0].aval.shape == (3,)
+    assert gm.graph.nodes[1].inputs[1].value == sym("B")
+    np.testing.assert_array_equal(gm.graph.outputs[0].value, f(x).numpy())  # type: ignore[union-attr]
+    x7 = tp.randn(7, 3)
+    np.testing.assert_array_equal(gm(x7).numpy(), f(x7).numpy())

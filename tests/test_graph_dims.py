@@ -14,6 +14,7 @@ import tensorplay as tp
 from tensorplay.graph import SymDim, sym, trace, typecheck
 from tests.samples import SAMPLES, Sample
 from tests.test_graph_swap import sample_fn
+from tests.test_graph_swap import typecheck_every_recording  # noqa: F401 (autouse fixture)
 
 TENSOR_SAMPLES = [s for s in SAMPLES if any(isinstance(a, np.ndarray) for a in s.args)]
 

@@ -14,10 +14,22 @@ import numpy as np
 import pytest
 
 import tensorplay as tp
-from tensorplay.graph import Graph, Recorder, evaluate, trace, typecheck
+from tensorplay.graph import Graph, GraphModule, Recorder, evaluate, trace, typecheck
 from tests.samples import SAMPLES, Sample
 
 AnyFn = Callable[..., Any]
+
+
+@pytest.fixture(autouse=True)
+def typecheck_every_recording(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every graph a test records (every ``trace``) is type-checked when its GraphModule is made."""
+    original = GraphModule.__init__
+
+    def init(self: GraphModule, graph: Graph, *args: Any, **kwargs: Any) -> None:
+        typecheck(graph)
+        original(self, graph, *args, **kwargs)
+
+    monkeypatch.setattr(GraphModule, "__init__", init)
 
 
 def leaves(value: Any) -> list[Any]:

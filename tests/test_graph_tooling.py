@@ -14,6 +14,7 @@ from tensorplay.errors import DTypeError, ShapeError
 from tensorplay.graph import (
     Graph, GraphModule, GraphTypeError, Literal, Node, Var, evaluate, format_graph, sym, to_dot, trace, typecheck,
 )
+from tests.test_graph_swap import typecheck_every_recording  # noqa: F401 (autouse fixture)
 
 
 def mlp(params: Any, x: Any) -> Any:

@@ -96,20 +96,24 @@ def evaluate(graph: Graph, ops: Any, *inputs: Any, state: Mapping[str, Any] | No
     if binding:
         bound.update(binding)
     values = input_values(graph, ops, inputs, state)
-    env: dict[Var, Any] = dict(zip(graph.inputs, values))
+    env: dict[Any, Any] = dict(zip(graph.inputs, values))
+    methods: dict[str, Any] = {}
     recording = hasattr(ops, "location_override")
     previous = ops.location_override if recording else None
     try:
         for node in graph.nodes:
-            args = [env[v] if type(v) is Var else (None if v is None else v.value)
-                    for v in node.inputs]
-            params = node.params
-            if node.has_sym:
-                args = [a.subs(bound) if isinstance(a, SymDim) else a for a in args]
-                params = substitute(params, bound)
+            target = node.target
+            fn = methods.get(target)
+            if fn is None:
+                fn = methods[target] = getattr(ops, target)
+            args = [env[v] if v.__class__ is Var else (None if v is None else v.value) for v in node.inputs]
             if recording:
                 ops.location_override = node.location
-            env[node.outputs[0]] = getattr(ops, node.target)(*args, **params)
+            if node.has_sym:
+                args = [a.subs(bound) if isinstance(a, SymDim) else a for a in args]
+                env[node.outputs[0]] = fn(*args, **substitute(node.params, bound))
+            else:
+                env[node.outputs[0]] = fn(*args, **node.params)
     finally:
         if recording:
             ops.location_override = previous
