@@ -127,4 +127,4 @@ def channel_column(ops: Ops, v: AnyTensor, ndim: int) -> AnyTensor:
 def mean_keep(ops: Ops, x: AnyTensor, axis: int) -> AnyTensor:
     """Mean over one axis, keeping it (size 1)."""
     n = shape_of(x)[axis]  # an int, or a symbolic size under export tracing
-    return ops.div(ops.reduce_sum(x, axes=(axis,), keepdims=True), n)
+    return ops.div(ops.reduce_sum(x, axes=(axis,), keepdims=True), float(n) if isinstance(n, int) else n)

@@ -163,29 +163,29 @@ def cos_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) 
 
 @_register("tanh")
 def tanh_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) -> Cotangents:
-    """``g * (1 - y^2)``."""
+    """``g * (1 - y^2)``, as ``g - (g y) y`` (tensor-tensor and tensor-scalar ops only: the eager fast path)."""
     (x,) = inputs
     if not is_float_tensor(x):
         return (None,)
-    return (_ct(ops, ops.mul(g, ops.sub(1.0, ops.mul(output, output))), x),)
+    return (_ct(ops, ops.sub(g, ops.mul(ops.mul(g, output), output)), x),)
 
 
 @_register("sigmoid")
 def sigmoid_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) -> Cotangents:
-    """``g * y * (1 - y)``."""
+    """``g * y * (1 - y)``, as ``g * (y - y y)``."""
     (x,) = inputs
     if not is_float_tensor(x):
         return (None,)
-    return (_ct(ops, ops.mul(g, ops.mul(output, ops.sub(1.0, output))), x),)
+    return (_ct(ops, ops.mul(g, ops.sub(output, ops.mul(output, output))), x),)
 
 
 @_register("relu")
 def relu_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) -> Cotangents:
-    """``g`` where ``x > 0``, else 0 (0 at exactly 0, as PyTorch)."""
+    """``g`` where ``x > 0``, else 0 (0 at exactly 0, as PyTorch): ``g * sign(relu(x))``, reusing the result."""
     (x,) = inputs
     if not is_float_tensor(x):
         return (None,)
-    return (_ct(ops, ops.where(ops.gt(x, 0.0), g, 0.0), x),)
+    return (_ct(ops, ops.mul(g, ops.sign(output)), x),)
 
 
 _SQRT_HALF = 1.0 / math.sqrt(2.0)
@@ -207,7 +207,7 @@ def gelu_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor,
         t = ops.tanh(inner)
         dinner = ops.mul(ops.add(ops.mul(x2, 3.0 * _GELU_C), 1.0), _SQRT_2_OVER_PI)
         left = ops.mul(ops.add(t, 1.0), 0.5)
-        right = ops.mul(ops.mul(ops.mul(x, 0.5), ops.sub(1.0, ops.mul(t, t))), dinner)
+        right = ops.mul(ops.mul(ops.mul(x, 0.5), ops.neg(ops.sub(ops.mul(t, t), 1.0))), dinner)
         d = ops.add(left, right)
     else:
         cdf = ops.mul(ops.add(ops.erf(ops.mul(x, _SQRT_HALF)), 1.0), 0.5)
@@ -299,15 +299,12 @@ def pow_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) 
 
 
 def _minmax_vjp(ops: Ops, g: AnyTensor, x: Any, y: Any, larger: bool) -> Cotangents:
-    dtype = dtype_name(g)
-    win_x = ops.gt(x, y) if larger else ops.lt(x, y)
-    win_y = ops.lt(x, y) if larger else ops.gt(x, y)
-    tie = ops.mul(as_float(ops, ops.eq(x, y), dtype), 0.5)
-    gx = gy = None
-    if is_float_tensor(x):
-        gx = _ct(ops, ops.mul(g, ops.add(as_float(ops, win_x, dtype), tie)), x)
-    if is_float_tensor(y):
-        gy = _ct(ops, ops.mul(g, ops.add(as_float(ops, win_y, dtype), tie)), y)
+    # the share of x is (1 + sign(x - y)) / 2 for maximum, (1 - sign(x - y)) / 2 for minimum:
+    # 1 for the winner, 0 for the loser and 1/2 each on a tie
+    # (the eq guard keeps ties between equal infinities at 1/2: sign(inf - inf) is NaN)
+    half_sign = ops.mul(ops.where(ops.eq(x, y), 0.0, ops.sign(ops.sub(x, y))), 0.5 if larger else -0.5)
+    gx = _ct(ops, ops.mul(g, ops.add(half_sign, 0.5)), x) if is_float_tensor(x) else None
+    gy = _ct(ops, ops.mul(g, ops.neg(ops.sub(half_sign, 0.5))), y) if is_float_tensor(y) else None
     return (gx, gy)
 
 
@@ -837,7 +834,7 @@ VALUE_FREE: frozenset[str] = frozenset({
 in-place update of such an input after it was recorded cannot change the gradient."""
 
 USES_OUTPUT: frozenset[str] = frozenset({
-    "exp", "expm1", "sqrt", "rsqrt", "tanh", "sigmoid", "pow", "reduce_max", "reduce_min", "softmax",
+    "relu", "exp", "expm1", "sqrt", "rsqrt", "tanh", "sigmoid", "pow", "reduce_max", "reduce_min", "softmax",
     "log_softmax",
 })
 """Primitives whose vjp rule reads the primal ``output``."""
