@@ -71,15 +71,31 @@ def test_import_does_not_import_numba() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_thread_count_setting_round_trips() -> None:
+def test_threaded_paths_match_single_thread() -> None:
+    """Big inputs split their outer loop over threads; each element is computed the same way."""
+    x = randn(2100, 1000, scale=3.0)
+    g, b = randn(1000), randn(1000)
+    xp = randn(4, 64, 66, 66)
+    cases = [
+        lambda: K.softmax(x, axis=-1),
+        lambda: K.softmax(x, axis=0),  # one outer block: the columns are split
+        lambda: K.log_softmax(x.reshape(3, 700, 1000), axis=1),
+        lambda: K.layer_norm(x, g, b, eps=1e-5),
+        lambda: K.gelu(x[:700], approximate="none"),
+        lambda: K.avg_pool(xp, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1)),
+        lambda: K.scatter_add(x, np.arange(2100) % 7, x, axis=0),
+    ]
     n = K.num_threads()
-    K.set_num_threads(1)
+    K.set_num_threads(2)
     try:
-        x = randn(600, 300)
-        one = K.softmax(x, axis=-1)
+        many = [f() for f in cases]
+        K.set_num_threads(1)
+        one = [f() for f in cases]
     finally:
         K.set_num_threads(n)
-    np.testing.assert_array_equal(one, K.softmax(x, axis=-1))
+    for a, c in zip(many, one):
+        np.testing.assert_array_equal(a, c)
+    assert_close(many[1], torch.softmax(t(x), 0), np.float32)
     with pytest.raises(ValueError):
         K.set_num_threads(0)
 

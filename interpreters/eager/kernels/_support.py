@@ -117,16 +117,13 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_after_fork)
 
 
-def parallel_for(n_items: int, work: int, body: Callable[[int, int], None]) -> None:
-    """Run ``body(start, stop)`` over ``range(n_items)`` split into contiguous chunks.
+def _threads_for(n_items: int, work: int) -> int:
+    if work < 2 * PARALLEL_MIN_WORK:
+        return 1
+    return min(num_threads(), n_items, work // PARALLEL_MIN_WORK)
 
-    ``work`` is the total cost (about one unit per element touched): below
-    :data:`PARALLEL_MIN_WORK` or with one thread it is a single call on this thread.
-    """
-    threads = min(num_threads(), n_items, max(1, work // PARALLEL_MIN_WORK))
-    if threads <= 1:
-        body(0, n_items)
-        return
+
+def _run_chunks(threads: int, n_items: int, body: Callable[[int, int], None]) -> None:
     bounds = [n_items * t // threads for t in range(threads + 1)]
     pool = _pool()
     futures: list[Future[None]] = [pool.submit(body, bounds[t], bounds[t + 1]) for t in range(1, threads)]
@@ -135,6 +132,29 @@ def parallel_for(n_items: int, work: int, body: Callable[[int, int], None]) -> N
     finally:
         for f in futures:
             f.result()
+
+
+def parallel_for(n_items: int, work: int, body: Callable[[int, int], None]) -> None:
+    """Run ``body(start, stop)`` over ``range(n_items)`` split into contiguous chunks.
+
+    ``work`` is the total cost (about one unit per element touched): below
+    ``2 * PARALLEL_MIN_WORK`` or with one thread it is a single call on this thread.
+    """
+    threads = _threads_for(n_items, work)
+    if threads <= 1:
+        body(0, n_items)
+    else:
+        _run_chunks(threads, n_items, body)
+
+
+def split_call(kernel: Callable[..., None], n_items: int, work: int, *args: Any) -> None:
+    """``kernel(*args, start, stop)`` over ``range(n_items)``, split like :func:`parallel_for`
+    (no closure on the common single-thread path)."""
+    threads = _threads_for(n_items, work)
+    if threads <= 1:
+        kernel(*args, 0, n_items)
+    else:
+        _run_chunks(threads, n_items, lambda start, stop: kernel(*args, start, stop))
 
 
 # ---- scratch buffers ----------------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ._support import Array, as_float, float_dtype, nb, parallel_for
+from ._support import Array, as_float, float_dtype, nb, split_call
 
 Geometry = tuple[tuple[int, int, int], tuple[int, int, int], tuple[int, int, int]]
 
@@ -50,13 +50,8 @@ def _as4(a: Array, spatial: tuple[int, ...]) -> tuple[int, ...]:
 
 def _run(kernel_name: str, arrays: tuple[Array, ...], geo: Geometry, planes: int, work: int,
          extra: tuple[Any, ...] = ()) -> None:
-    kernel = getattr(nb(), kernel_name)
     (kd, kh, kw), (sd, sh, sw), (pd, ph, pw) = geo
-
-    def body(start: int, stop: int) -> None:
-        kernel(*arrays, kd, kh, kw, sd, sh, sw, pd, ph, pw, *extra, start, stop)
-
-    parallel_for(planes, work, body)
+    split_call(getattr(nb(), kernel_name), planes, work, *arrays, kd, kh, kw, sd, sh, sw, pd, ph, pw, *extra)
 
 
 def _check_g(name: str, g: Array, x_shape: tuple[int, ...], out_sp: tuple[int, ...]) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ._support import F64, Array, as_float, float_dtype, nb, normalize_axis, parallel_for
+from ._support import F64, Array, as_float, float_dtype, nb, normalize_axis, parallel_for, split_call
 
 
 def layer_norm(x: Array, gamma: Array, beta: Array, *, eps: float) -> Array:
@@ -26,13 +26,7 @@ def layer_norm(x: Array, gamma: Array, beta: Array, *, eps: float) -> Array:
     g = as_float(gamma, dt)
     b = as_float(beta, dt)
     o2 = out.reshape(-1, d)
-    kernel = nb().layer_norm_rows
-    e = float(eps)
-
-    def body(start: int, stop: int) -> None:
-        kernel(x2, g, b, e, o2, start, stop)
-
-    parallel_for(x2.shape[0], x2.size, body)
+    split_call(nb().layer_norm_rows, x2.shape[0], x2.size, x2, g, b, float(eps), o2)
     return out
 
 
@@ -49,14 +43,9 @@ def _softmax_like(x: Array, axis: int, name: str, rows_kernel: str, cols_kernel:
     b = math.prod(shape[ax + 1:])
     k = nb()
     if b == 1:
-        x2 = xc.reshape(a, n)
-        o2 = out.reshape(a, n)
-        rows = getattr(k, rows_kernel)
-
-        def body_rows(start: int, stop: int) -> None:
-            rows(x2, o2, start, stop)
-
-        parallel_for(a, x2.size, body_rows)
+        x2 = xc if xc.ndim == 2 else xc.reshape(a, n)
+        o2 = out if out.ndim == 2 else out.reshape(a, n)
+        split_call(getattr(k, rows_kernel), a, x2.size, x2, o2)
     else:
         x3 = xc.reshape(a, n, b)
         o3 = out.reshape(a, n, b)
@@ -99,9 +88,5 @@ def gelu(x: Array, *, approximate: str = "none") -> Array:
     xf = as_float(x, dt).reshape(-1)
     of = out.reshape(-1)
     kernel: Any = getattr(nb(), name or ("gelu_erf64" if dt == F64 else "gelu_erf32"))
-
-    def body(start: int, stop: int) -> None:
-        kernel(xf, of, start, stop)
-
-    parallel_for(xf.size, xf.size * 4, body)
+    split_call(kernel, xf.size, xf.size * 4, xf, of)
     return out
