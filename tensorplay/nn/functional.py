@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, TypeVarTuple
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, TypeVarTuple, overload
 
 import numpy as np
 
 from tensorplay import prefix as _prefix_module
-from tensorplay.errors import DTypeError, ShapeError, TensorplayError
+from tensorplay.errors import DTypeError, IndexRangeError, ShapeError
 from tensorplay.nn._util import IntOrTuple, is_eager, ntuple, numel, ops_for, random_key, shape_of
 from tensorplay.program import transpose
 from tensorplay.tensor import Tensor
@@ -23,6 +23,7 @@ from tensorplay.tensor import Tensor
 prefix: Any = _prefix_module  # typed loosely: the layers check shapes at run time
 
 if TYPE_CHECKING:
+    from tensorplay.index import Index
     from tensorplay.ops import Interpreter
 
 S = TypeVarTuple("S")
@@ -30,13 +31,14 @@ Lead = TypeVarTuple("Lead")
 In = TypeVar("In")
 Out = TypeVar("Out")
 D = TypeVar("D")
+N = TypeVar("N")
+C = TypeVar("C")
 AnyTensor = Tensor[*tuple[Any, ...]]
 
 _REDUCTIONS = ("mean", "sum", "none")
 
 
-class IndexRangeError(TensorplayError, IndexError):
-    """An integer index (a class target, an embedding id) is outside its valid range."""
+# ``IndexRangeError`` (an index outside its range) is the public one of ``tensorplay.errors``.
 
 
 # ---- activations ---------------------------------------------------------------------------------
@@ -541,12 +543,50 @@ def nll_loss(input: AnyTensor, target: AnyTensor, weight: AnyTensor | None = Non
     return ops.reshape(out, shape=()) if unbatched and reduction == "none" else out
 
 
+@overload
+def cross_entropy(input: Tensor[N, C, *Lead], target: Index[C, N, *Lead], weight: Tensor[C] | None = None,
+                  ignore_index: int = -100, reduction: Literal["mean", "sum"] = "mean",
+                  label_smoothing: float = 0.0) -> Tensor[()]: ...
+
+
+@overload
+def cross_entropy(input: Tensor[N, C, *Lead], target: Index[C, N, *Lead], weight: Tensor[C] | None = None,
+                  ignore_index: int = -100, *, reduction: Literal["none"],
+                  label_smoothing: float = 0.0) -> Tensor[N, *Lead]: ...
+
+
+@overload
+def cross_entropy(input: Tensor[C], target: Index[C], weight: Tensor[C] | None = None, ignore_index: int = -100,
+                  reduction: Literal["mean", "sum", "none"] = "mean", label_smoothing: float = 0.0) -> Tensor[()]: ...
+
+
+@overload
+def cross_entropy(input: Tensor[N, C, *Lead], target: Tensor[N, C, *Lead], weight: Tensor[C] | None = None,
+                  ignore_index: int = -100, reduction: Literal["mean", "sum"] = "mean",
+                  label_smoothing: float = 0.0) -> Tensor[()]: ...
+
+
+@overload
+def cross_entropy(input: Tensor[N, C, *Lead], target: Tensor[N, C, *Lead], weight: Tensor[C] | None = None,
+                  ignore_index: int = -100, *, reduction: Literal["none"],
+                  label_smoothing: float = 0.0) -> Tensor[N, *Lead]: ...
+
+
+@overload
+def cross_entropy(input: AnyTensor, target: AnyTensor, weight: AnyTensor | None, ignore_index: int,
+                  reduction: str, label_smoothing: float = 0.0) -> AnyTensor: ...
+
+
 def cross_entropy(input: AnyTensor, target: AnyTensor, weight: AnyTensor | None = None,
                   ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0) -> AnyTensor:
     """Cross-entropy between logits ``input[N, C, *d]`` (or unbatched ``[C]``) and ``target``: integer
     class indices ``[N, *d]`` (``ignore_index`` entries are skipped) or class probabilities shaped like
     the input. ``weight[C]`` rescales classes; ``label_smoothing`` mixes the target with the uniform
-    distribution; ``reduction`` is ``"mean"``, ``"sum"`` or ``"none"`` (PyTorch's semantics)."""
+    distribution; ``reduction`` is ``"mean"``, ``"sum"`` or ``"none"`` (PyTorch's semantics).
+
+    Typed: class-index targets are ``Index[C, N, *d]`` (``tp.index(labels, bound=num_classes)``), so
+    mypy checks the target's classes against the logits' class axis; plain integer tensors are
+    accepted at run time (untyped callers pass every argument, as the loss module does)."""
     _check_reduction(reduction, "cross_entropy")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, TypeVarTuple, overload
 
 from tensorplay.nn import functional as F
 from tensorplay.nn.module import Module
 from tensorplay.tensor import Tensor
 
+if TYPE_CHECKING:
+    from tensorplay.index import Index
+
 AnyTensor = Tensor[*tuple[Any, ...]]
+N = TypeVar("N")
+C = TypeVar("C")
+Lead = TypeVarTuple("Lead")
 
 
 class CrossEntropyLoss(Module):
@@ -22,8 +28,18 @@ class CrossEntropyLoss(Module):
         self.reduction = reduction
         self.label_smoothing = label_smoothing
 
+    @overload
+    def forward(self, input: Tensor[N, C, *Lead], target: Index[C, N, *Lead]) -> AnyTensor: ...
+
+    @overload
+    def forward(self, input: Tensor[C], target: Index[C]) -> AnyTensor: ...
+
+    @overload
+    def forward(self, input: Tensor[N, C, *Lead], target: Tensor[N, C, *Lead]) -> AnyTensor: ...
+
     def forward(self, input: AnyTensor, target: AnyTensor) -> AnyTensor:
-        """The loss."""
+        """The loss of logits ``input[N, C, *d]`` against class indices ``Index[C, N, *d]`` (typed; plain
+        integer tensors are accepted at run time) or class probabilities shaped like ``input``."""
         return F.cross_entropy(input, target, self.weight, self.ignore_index, self.reduction, self.label_smoothing)
 
     if TYPE_CHECKING:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeVarTuple
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, TypeVarTuple, overload
 
 import numpy as np
 
@@ -20,12 +20,24 @@ from interpreters.eager.interpreter import eager
 
 S = TypeVarTuple("S")
 Lead = TypeVarTuple("Lead")
+D = TypeVar("D", bound=int)
 AnyTensor = Tensor[*tuple[Any, ...]]
 
 
-class LayerNorm(Module):
+class LayerNorm(Module, Generic[D]):
     """Normalise the trailing ``normalized_shape`` axes of ``x[*lead, *normalized_shape]`` (biased
-    variance), then scale by ``weight`` (ones) and shift by ``bias`` (zeros)."""
+    variance), then scale by ``weight`` (ones) and shift by ``bias`` (zeros).
+
+    Typed as ``LayerNorm[D]`` for one feature dim (``LayerNorm(Model(64))`` takes ``Tensor[*Lead, Model]``);
+    a tuple ``normalized_shape`` gives a ``LayerNorm[Any]``."""
+
+    @overload
+    def __init__(self: LayerNorm[D], normalized_shape: D, eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, dtype: Any = None) -> None: ...
+
+    @overload
+    def __init__(self: LayerNorm[Any], normalized_shape: Sequence[int], eps: float = 1e-5,
+                 elementwise_affine: bool = True, bias: bool = True, dtype: Any = None) -> None: ...
 
     def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5, elementwise_affine: bool = True,
                  bias: bool = True, dtype: Any = None) -> None:
@@ -52,7 +64,7 @@ class LayerNorm(Module):
         if self.bias is not None:
             init.zeros_(self.bias)
 
-    def forward(self, x: Tensor[*S]) -> Tensor[*S]:
+    def forward(self, x: Tensor[*Lead, D]) -> Tensor[*Lead, D]:
         """The normalised tensor, same shape as ``x``."""
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 

@@ -11,6 +11,9 @@ from tensorplay.nn.linear import empty_parameter
 from tensorplay.nn.module import Module
 from tensorplay.tensor import Tensor
 
+if TYPE_CHECKING:
+    from tensorplay.index import Index
+
 Num = TypeVar("Num", bound=int)
 Dim = TypeVar("Dim", bound=int)
 Lead = TypeVarTuple("Lead")
@@ -43,8 +46,9 @@ class Embedding(Module, Generic[Num, Dim]):
         if self.padding_idx is not None:
             self.weight._data[self.padding_idx] = 0
 
-    def forward(self, indices: Tensor[*Lead]) -> Tensor[*Lead, Dim]:
-        """The rows at ``indices``."""
+    def forward(self, indices: Index[Num, *Lead]) -> Tensor[*Lead, Dim]:
+        """The rows at ``indices``: an ``Index[Num, *Lead]`` made by ``tp.index(ids, bound=num)``, so mypy
+        checks that the ids index this table (plain integer tensors are accepted at run time too)."""
         return F.embedding(indices, self.weight, self.padding_idx)
 
     if TYPE_CHECKING:
