@@ -153,6 +153,10 @@ class Var:
         return f"<Var {label}: {self.aval!r}>"
 
 
+_WEAK_AVALS = {bool: Aval((), "weak_bool"), int: Aval((), "weak_int"), float: Aval((), "weak_float"),
+               SymDim: Aval((), "weak_int")}
+
+
 class Literal:
     """A scalar operand in the IR: a Python ``bool``/``int``/``float`` (weak), or a symbolic size."""
 
@@ -160,7 +164,9 @@ class Literal:
 
     def __init__(self, value: Any) -> None:
         self.value = value
-        self.aval = Aval((), "weak_int" if isinstance(value, SymDim) else weak_kind(value))
+        aval = _WEAK_AVALS.get(type(value))
+        self.aval = aval if aval is not None else Aval((), "weak_int" if isinstance(value, SymDim) else
+                                                      weak_kind(value))
 
     def __repr__(self) -> str:
         return f"Literal({self.value!r})"

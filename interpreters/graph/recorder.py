@@ -48,6 +48,7 @@ from tensorplay.symbolic import SymDim
 from tensorplay.tensor import Tensor
 
 _levels = itertools.count(1)
+_RULE_MEMO: dict[Any, Aval] = {}
 
 # ---- the user's source location -----------------------------------------------------------------
 
@@ -251,10 +252,21 @@ class Recorder(DerivedOps):
                     location = Location(code.co_filename, frame.f_lineno, code.co_name)
                     break
                 frame = frame.f_back
+        # the shape rule runs at record time; results are memoised by (target, avals, params)
         try:
-            aval = SPECS[target].rule(*avals, **params)
-        except (TensorplayError, ValueError, TypeError, IndexError) as error:
-            raise _with_location(error, target, location) from None
+            key: Any = (target, *avals, *params.values())
+            aval = _RULE_MEMO.get(key)
+        except TypeError:  # an unhashable param (a list): no memo
+            key, aval = None, None
+        if aval is None:
+            try:
+                aval = SPECS[target].rule(*avals, **params)
+            except (TensorplayError, ValueError, TypeError, IndexError) as error:
+                raise _with_location(error, target, location) from None
+            if key is not None:
+                if len(_RULE_MEMO) > 20_000:
+                    _RULE_MEMO.clear()
+                _RULE_MEMO[key] = aval
         node = self.graph.append(target, values, params, aval, location, sym)
         out = node.outputs[0]
         if self.execute:
