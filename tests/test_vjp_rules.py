@@ -777,3 +777,36 @@ _BATCHED = [s for s in _GRAD_SAMPLES if s.prim in (
 def test_rules_with_a_symbolic_batch_dim(sample: Sample) -> None:
     """The rules do no arithmetic that needs a concrete batch size."""
     _rule_outputs_traced(sample, dynamic_batch=True)
+
+
+def test_rules_reading_the_result_are_declared() -> None:
+    """The tape keeps the result alive (and checks it was not modified) only for USES_OUTPUT rules."""
+    import ast
+    import inspect
+    import textwrap
+
+    from tensorplay.rules.vjp import USES_OUTPUT
+
+    readers = set()
+    for name, rule in VJP_RULES.items():
+        tree = ast.parse(textwrap.dedent(inspect.getsource(rule)))
+        if any(isinstance(n, ast.Name) and n.id == "output" and isinstance(n.ctx, ast.Load) for n in ast.walk(tree)):
+            readers.add(name)
+    assert readers == set(USES_OUTPUT)
+
+
+@pytest.mark.parametrize("name", ["exp", "expm1", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "softmax",
+                                  "log_softmax", "reduce_max", "pow"])
+def test_result_reading_rules_work_when_the_result_is_gone(name: str) -> None:
+    import gc
+
+    x = tp.tensor(rand((3, 4), "float64", 3, 0.5, 2.0), requires_grad=True)
+    params: dict[str, Any] = {"axis": 1} if "softmax" in name else {"axes": (1,)} if name == "reduce_max" else {}
+    fn = (lambda t: ops.pow(t, 1.7)) if name == "pow" else prim(name, **params)
+    loss = (fn(x) * 2.0).sum()  # fn(x) is referenced only by the tape
+    gc.collect()
+    (g,) = tp.autograd.grad(loss, x)
+    x2 = tp.tensor(x.detach().numpy(), requires_grad=True)
+    out = fn(x2)
+    (expected,) = tp.autograd.grad(out, x2, grad_outputs=tp.full_like(out, 2.0))
+    np.testing.assert_allclose(g.numpy(), expected.numpy(), rtol=1e-12)

@@ -17,6 +17,10 @@ are those documented on each primitive in :mod:`tensorplay.ops`.
 
 ``USES_OUTPUT`` names the rules that read ``output``: a tape must keep the
 result of those primitives (and detect when it is modified in place).
+``VALUE_FREE`` names the rules that read only their inputs' shapes and dtypes:
+an in-place update of such an input after it was recorded is harmless.
+``smooth_max_pool_backward``'s rule is fully compositional (windows as strided
+slices), so every primitive has derivatives of every order.
 """
 
 from __future__ import annotations
