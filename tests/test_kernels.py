@@ -145,7 +145,8 @@ def test_layer_norm_zero_size_and_dtypes() -> None:
 
 
 @pytest.mark.parametrize("dt", DTYPES)
-@pytest.mark.parametrize("shape,axis", [((10,), 0), ((4, 37), -1), ((4, 37), 0), ((3, 5, 6), 1),
+@pytest.mark.parametrize("shape,axis", [((10,), 0), ((4, 37), -1), ((4, 37), 0), ((9, 1), 0), ((1, 9), 0),
+                                        ((3, 5, 6), 1), ((3, 5, 1), 1),
                                         ((2, 3, 4, 5), 2), ((1, 4000, 70), 1), ((600, 300), -1)])
 @pytest.mark.parametrize("layout", range(3))
 def test_softmax_and_log_softmax_match_torch(dt: Any, shape: tuple[int, ...], axis: int, layout: int) -> None:

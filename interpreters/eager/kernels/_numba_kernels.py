@@ -275,7 +275,7 @@ def softmax_rows(x: Any, out: Any, start: Any, stop: Any) -> None:
             e = vexp_nonpos(x[i, j] - m)
             out[i, j] = e
             s += e
-        inv = 1 / s
+        inv = x.dtype.type(1) / s
         for j in range(d):
             out[i, j] *= inv
 
@@ -374,7 +374,7 @@ def scaled_softmax_rows(x: Any, scale: Any, out: Any, start: Any, stop: Any) -> 
             e = vexp_nonpos(x[i, j] * c - m)
             out[i, j] = e
             s += e
-        inv = 1 / s
+        inv = x.dtype.type(1) / s
         for j in range(d):
             out[i, j] *= inv
 
@@ -404,7 +404,7 @@ def masked_softmax_rows(x: Any, mask: Any, scale: Any, out: Any, start: Any, sto
             e = e if mask[i, j] else zero
             out[i, j] = e
             s += e
-        inv = 1 / s
+        inv = x.dtype.type(1) / s
         for j in range(d):
             out[i, j] *= inv
 

@@ -43,8 +43,8 @@ def _softmax_like(x: Array, axis: int, name: str, rows_kernel: str, cols_kernel:
     b = math.prod(shape[ax + 1:])
     k = nb()
     if b == 1:
-        x2 = xc if xc.ndim == 2 else xc.reshape(a, n)
-        o2 = out if out.ndim == 2 else out.reshape(a, n)
+        x2 = xc if xc.shape == (a, n) else xc.reshape(a, n)
+        o2 = out if out.shape == (a, n) else out.reshape(a, n)
         split_call(getattr(k, rows_kernel), a, x2.size, x2, o2)
     else:
         x3 = xc.reshape(a, n, b)
