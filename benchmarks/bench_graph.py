@@ -15,7 +15,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.timing import median_time, table  # noqa: E402
+from benchmarks.timing import table  # noqa: E402
 
 N_OPS = 200
 
@@ -90,16 +90,13 @@ def run() -> list[tuple[str, dict[str, float]]]:
 
     rows: list[tuple[str, dict[str, float]]] = []
     x = tp.randn(8, 8)
-    record = median_time(lambda: trace(_chain, x), repeat=5)
-    dynamic = median_time(lambda: trace(_chain, x, dynamic={0: {0: "B"}}), repeat=5)
-    executed = median_time(lambda: trace(_chain, x, execute=True), repeat=5)
-    eager = median_time(lambda: _chain(x), repeat=5)
-    rows.append((f"record a {N_OPS}-op graph, per op (8x8 f32)", {
-        "eager run": eager / N_OPS,
-        "record symbolic": record / N_OPS,
-        "record dynamic B": dynamic / N_OPS,
-        "record execute": executed / N_OPS,
-    }))
+    times = interleaved({
+        "eager run": lambda: _chain(x),
+        "record symbolic": lambda: trace(_chain, x),
+        "record dynamic B": lambda: trace(_chain, x, dynamic={0: {0: "B"}}),
+        "record execute": lambda: trace(_chain, x, execute=True),
+    })
+    rows.append((f"record a {N_OPS}-op graph, per op (8x8 f32)", {k: v / N_OPS for k, v in times.items()}))
     gm = trace(_chain, x)
     times = interleaved({
         "eager run": lambda: _chain(x),
