@@ -83,6 +83,14 @@ class Index(Tensor[*S], Generic[V, *S]):
         out = super().__getitem__(key)
         return _rewrap(out, self._bound)
 
+    def _as_data_input(self, placeholder: Tensor[*tuple[Any, ...]]) -> Index[V, *tuple[Any, ...]]:
+        """The graph recorder's placeholder for this tensor, as an ``Index`` with the same bound; the bound
+        is kept on the placeholder (``meta["index_bound"]``) so the graph checks the range of its inputs."""
+        meta = getattr(placeholder._data, "meta", None)
+        if isinstance(meta, dict):
+            meta["index_bound"] = int(self._bound)
+        return Index(placeholder._ops, placeholder._data, self._bound)
+
     def with_shape(self, *shape: *S2) -> Index[V, *S2]:
         """The same index tensor, typed with the dims ``shape`` (checked against the actual shape)."""
         _check_shape(tuple(self.shape), tuple(shape), "Index.with_shape")

@@ -16,6 +16,7 @@ import numpy as np
 from interpreters.graph.ir import Graph, Literal, Var, substitute
 from spec.errors import DTypeError, GraphCaptureError, ShapeError
 from tensorplay import random_state
+from tensorplay.errors import IndexRangeError
 from tensorplay.symbolic import SymDim, bind_shape, check_shape
 from tensorplay.tensor import Tensor
 
@@ -34,6 +35,8 @@ def bind_inputs(graph: Graph, inputs: Sequence[Any]) -> dict[str, Any]:
         dtype = x._data.dtype if isinstance(x, Tensor) else np.asarray(x).dtype
         if dtype != p.dtype:
             raise DTypeError(f"graph input {p.name!r}: expected dtype {p.aval.dtype}, got {dtype}")
+        if p._meta is not None and "index_bound" in p._meta:
+            _check_index_bound(p, x, p._meta["index_bound"])
         if symbolic:
             try:
                 bind_shape(p.shape, shape, binding, f"graph input {p.name!r}")
@@ -48,6 +51,22 @@ def bind_inputs(graph: Graph, inputs: Sequence[Any]) -> dict[str, Any]:
             except ValueError as error:
                 raise ShapeError(str(error)) from None
     return binding
+
+
+def _check_index_bound(p: Var, x: Any, bound: int) -> None:
+    """A data input traced as an ``Index`` (``tp.index``): its values must stay in ``[0, bound)``."""
+    if isinstance(x, Tensor):
+        if getattr(x._ops, "level", 0) != 0:  # a value being recorded has no data to check
+            return
+        array = np.asarray(x._data)
+    else:
+        array = np.asarray(x)
+    if array.size and (array.min() < 0 or array.max() >= bound):
+        bad = (array < 0) | (array >= bound)
+        position = [int(i) for i in np.argwhere(bad)[0]]
+        raise IndexRangeError(f"graph input {p.name!r}: value {int(array[tuple(position)])} at position {position} "
+                              f"is out of range; it was traced as an index tensor with bound {bound} "
+                              f"(expected 0 <= value < {bound})")
 
 
 def input_values(graph: Graph, ops: Any, inputs: Sequence[Any],

@@ -161,7 +161,9 @@ def trace(fn: Any, *example_args: Any, execute: bool = False, dynamic: Any = Non
                 except ValueError as error:
                     raise ValueError(f"dynamic: {error}") from None
             value = np.asarray(t._ops.concrete(t)) if execute else None
-            new_leaves.append(recorder.input(name, Aval(shape, base.dtype), "user_input", value))
+            placeholder = recorder.input(name, Aval(shape, base.dtype), "user_input", value)
+            as_data = getattr(leaf, "_as_data_input", None)  # an Index: a bounded integer data input
+            new_leaves.append(as_data(placeholder) if as_data is not None else placeholder)
         recorded_args.append(tree.unflatten(td, new_leaves))
     recorder.binding = {k: v for k, v in binding.items() if isinstance(v, int)}
 
