@@ -33,15 +33,39 @@ _NUMPY_DTYPES = {name: np.dtype(name) for name in ("float32", "float64", "int32"
 _WARNS = frozenset({"log", "log1p", "sqrt", "rsqrt", "div", "pow", "exp", "expm1"})
 
 
+_DTYPE_NAMES = {dtype: name for name, dtype in _NUMPY_DTYPES.items()}
+_RULE_CACHE: dict[Any, Aval] = {}
+_RULE_CACHE_LIMIT = 8192
+
+
 def aval_of(x: Any) -> Aval:
     """The abstract value of an eager tensor or a Python scalar (weak)."""
     if isinstance(x, Tensor):
-        return Aval(tuple(x._data.shape), x._data.dtype.name)
+        dtype = x._data.dtype
+        return Aval(tuple(x._data.shape), _DTYPE_NAMES.get(dtype) or dtype.name)
     return Aval((), weak_kind(x))
 
 
+def _signature(x: Any) -> Any:
+    if isinstance(x, Tensor):
+        return (x._data.shape, x._data.dtype)
+    return None if x is None else type(x)
+
+
 def _rule(name: str, inputs: tuple[Any, ...], params: dict[str, Any]) -> Aval:
-    return SPECS[name].rule(*(None if x is None else aval_of(x) for x in inputs), **params)
+    """The spec rule's result for these inputs; results are cached by (shapes, dtypes, scalar kinds,
+    params), since the rule depends on nothing else. Errors are never cached."""
+    key = (name, tuple(_signature(x) for x in inputs), tuple(params.items()))
+    try:
+        found = _RULE_CACHE.get(key)
+    except TypeError:  # an unhashable param: run the rule uncached
+        return SPECS[name].rule(*(None if x is None else aval_of(x) for x in inputs), **params)
+    if found is None:
+        found = SPECS[name].rule(*(None if x is None else aval_of(x) for x in inputs), **params)
+        if len(_RULE_CACHE) >= _RULE_CACHE_LIMIT:
+            _RULE_CACHE.clear()
+        _RULE_CACHE[key] = found
+    return found
 
 
 def _payload(x: Any) -> Any:
@@ -52,7 +76,7 @@ def _array(value: Any, dtype: str) -> Array:
     """An ndarray of ``dtype`` (numpy returns scalars for 0-d results; we never do)."""
     if type(value) is not np.ndarray:
         return np.asarray(value, dtype=_NUMPY_DTYPES[dtype])
-    if value.dtype.name != dtype:
+    if value.dtype is not _NUMPY_DTYPES[dtype]:
         return value.astype(_NUMPY_DTYPES[dtype])
     return value
 
@@ -191,8 +215,12 @@ class EagerInterpreter(DerivedOps):
     def _binary(self, name: str, x: Any, y: Any) -> Any:
         xd = x._data if isinstance(x, Tensor) else x
         yd = y._data if isinstance(y, Tensor) else y
-        if (type(xd) is np.ndarray and xd.dtype.kind == "f"
-                and (type(yd) is float or type(yd) is np.ndarray and yd.dtype is xd.dtype)):
+        if type(xd) is np.ndarray:
+            fast = xd.dtype.kind == "f" and (type(yd) is float or type(yd) is int
+                                             or type(yd) is np.ndarray and yd.dtype is xd.dtype)
+        else:
+            fast = (type(xd) is float or type(xd) is int) and type(yd) is np.ndarray and yd.dtype.kind == "f"
+        if fast:
             if name in _WARNS:
                 with np.errstate(all="ignore"):
                     out = BINARY[name](xd, yd)
