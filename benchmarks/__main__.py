@@ -12,7 +12,7 @@ import sys
 
 from benchmarks.timing import environment, table
 
-MODULES = ("dispatch", "kernels", "training", "graph", "func")
+MODULES = ("dispatch", "kernels", "training", "graph", "func", "shapecheck")
 
 
 def main(argv: list[str]) -> int:
