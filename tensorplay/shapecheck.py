@@ -11,8 +11,8 @@ what mypy cannot decide, on every call::
 * a named dim (a ``NewType`` such as ``Batch``, a ``TypeVar`` such as ``In``, or a
   class) binds to its size on first use and must agree afterwards, across all
   arguments, the attributes of ``self`` annotated on its class (``weight:
-  Tensor[Out, In]``) and the return value; an ``int`` argument annotated with a
-  NewType dim (``n: Hidden``) binds that dim too;
+  Tensor[Out, In]``, or an int ``in_features: In``) and the return value; an ``int``
+  argument annotated with a NewType dim (``n: Hidden``) binds that dim too;
 * a variadic ``*Lead`` binds a whole run of axes; ``*tuple[Any, ...]``, ``int``
   and ``Any`` match anything; ``Tensor[()]`` is a 0-d tensor;
 * :class:`~tensorplay.index.Index` arguments bind their bound dim
@@ -423,7 +423,9 @@ def _self_plan(cls: type) -> list[tuple[str, Any]]:
                     except Exception:
                         continue
                 checker = _checker(ann)
-                if isinstance(checker, _TensorCheck):
+                if checker is None and isinstance(ann, TypeVar):
+                    checker = _SizeCheck(ann)       # ``in_features: In`` binds ``In`` to its value
+                if isinstance(checker, (_TensorCheck, _SizeCheck)):
                     plan = [(a, c) for a, c in plan if a != attr] + [(attr, checker)]
         _SELF_PLANS[cls] = plan
     return plan

@@ -273,3 +273,13 @@ def test_symbolic_dims_are_not_refused() -> None:
 
     gm = trace(f, tp.randn(4, 3), tp.randn(4, 3), dynamic={0: {0: "B"}, 1: {0: "B"}})
     assert tuple(gm(tp.randn(6, 3), tp.randn(6, 3)).shape) == (6, 3)
+
+
+def test_int_attributes_annotated_with_a_typevar_bind_it() -> None:
+    """``nn.Linear`` declares ``in_features: In``: a checked forward binds ``In`` from it."""
+    forward = tp.shapecheck(nn.Linear.forward)
+    layer = nn.Linear(6, 2)
+    assert tuple(forward(layer, tp.randn(3, 6)).shape) == (3, 2)
+    with pytest.raises(tp.ShapeError, match=r"Linear\.forward\(\): argument 'x' axis 1 \(dim 'In'\): expected "
+                                            r"size 6 \(bound by attribute 'self\.in_features'\), got 4"):
+        forward(layer, tp.randn(3, 4))
