@@ -121,18 +121,17 @@ def evaluate(graph: Graph, ops: Any, *inputs: Any, state: Mapping[str, Any] | No
     previous = ops.location_override if recording else None
     try:
         for node in graph.nodes:
-            target = node.target
-            fn = methods.get(target)
+            fn = methods.get(node.target)
             if fn is None:
-                fn = methods[target] = getattr(ops, target)
+                fn = methods[node.target] = getattr(ops, node.target)
             args = [env[v] if v.__class__ is Var else (None if v is None else v.value) for v in node.inputs]
             if recording:
                 ops.location_override = node.location
+            params = node.params
             if node.has_sym:
                 args = [a.subs(bound) if isinstance(a, SymDim) else a for a in args]
-                env[node.outputs[0]] = fn(*args, **substitute(node.params, bound))
-            else:
-                env[node.outputs[0]] = fn(*args, **node.params)
+                params = substitute(params, bound)
+            env[node.outputs[0]] = fn(*args, **params) if params else fn(*args)
     finally:
         if recording:
             ops.location_override = previous
