@@ -11,7 +11,7 @@ import builtins
 
 from interpreters.eager import tape as _tape
 from interpreters.eager.interpreter import eager
-from tensorplay import autograd, dims
+from tensorplay import autograd, dims, graph
 from tensorplay.creation import (
     arange, cat, empty, empty_like, eye, from_numpy, full, full_like, linspace, manual_seed, ones,
     ones_like, rand, rand_like, randint, randn, randn_like, stack, tensor, where, zeros, zeros_like,
@@ -55,7 +55,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AutogradError", "AxisError", "DType", "DTypeError", "GraphCaptureError", "Index", "IndexRangeError",
     "Interpreter", "MissingRuleError", "Ops", "Program", "ShapeError", "Size", "Tensor", "TensorplayError",
-    "arange", "autograd", "bool", "bool_", "cat", "dims", "eager", "empty", "empty_like", "enable_grad", "eye",
+    "arange", "autograd", "bool", "bool_", "cat", "dims", "eager", "empty", "empty_like", "enable_grad", "eye", "graph",
     "float32", "float64", "from_numpy", "full", "full_like", "index", "int32", "int64", "is_grad_enabled",
     "linspace", "manual_seed", "no_grad", "ones", "ones_like", "ops_of", "program", "rand", "rand_like",
     "randint", "randn", "randn_like", "set_grad_enabled", "shapecheck", "stack", "tensor", "where", "zeros",
