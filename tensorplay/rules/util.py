@@ -128,3 +128,23 @@ def mean_keep(ops: Ops, x: AnyTensor, axis: int) -> AnyTensor:
     """Mean over one axis, keeping it (size 1)."""
     n = shape_of(x)[axis]  # an int, or a symbolic size under export tracing
     return ops.div(ops.reduce_sum(x, axes=(axis,), keepdims=True), float(n) if isinstance(n, int) else n)
+
+
+def move_axis(ops: Ops, x: AnyTensor, source: int, destination: int) -> AnyTensor:
+    """``x`` with axis ``source`` moved to position ``destination`` (both may be negative); the other
+    axes keep their order (``numpy.moveaxis`` as a ``permute``; no op when nothing moves)."""
+    n = len(shape_of(x))
+    src = int(source) % n
+    dst = int(destination) % n
+    if src == dst:
+        return x
+    order = [i for i in range(n) if i != src]
+    order.insert(dst, src)
+    return ops.permute(x, perm=tuple(order))
+
+
+def move_to_front(ops: Ops, x: AnyTensor, dim: int | None) -> AnyTensor:
+    """``x`` with its batch axis ``dim`` moved to position 0 (``x`` itself when ``dim`` is ``None``)."""
+    if dim is None:
+        return x
+    return move_axis(ops, x, dim, 0)
