@@ -372,6 +372,9 @@ def test_state_dict_round_trip_and_sharing() -> None:
     np_sd = {k: v.numpy().copy() for k, v in b.state_dict().items()}
     a.load_state_dict(np_sd)  # numpy arrays load too
     np.testing.assert_array_equal(a.norm.weight.detach().numpy(), b.norm.weight.detach().numpy())
+    a.load_state_dict(np_sd, assign=True)  # the parameter holds the given array itself
+    np_sd["norm.bias"][0] = 42.0
+    assert float(a.norm.bias.detach().numpy()[0]) == 42.0
 
 
 def test_load_state_dict_errors_list_every_problem() -> None:

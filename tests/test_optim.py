@@ -194,3 +194,31 @@ def test_closure_is_evaluated() -> None:
     loss = opt.step(closure)
     assert float(loss.item()) == 9.0
     assert float(p.detach().numpy()[0]) == pytest.approx(3.0 - 0.25 * 6.0)
+
+
+@pytest.mark.parametrize("kind", ["sgd", "adam"])
+def test_updates_with_any_memory_layout_match_pytorch(kind: str) -> None:
+    """Row-major weights used through F.linear get column-major gradients: the update falls back from
+    the fused kernel and must still match PyTorch; so must float64 parameters."""
+    rng = np.random.default_rng(4)
+    w_np = rng.standard_normal((5, 3)).astype(np.float32)
+    w64_np = rng.standard_normal((3, 2))
+    x_np = rng.standard_normal((4, 3)).astype(np.float32)
+    w, w64 = nn.Parameter(w_np.copy()), nn.Parameter(w64_np.copy())
+    wt, wt64 = torch.nn.Parameter(torch.tensor(w_np)), torch.nn.Parameter(torch.tensor(w64_np))
+    assert w.detach().numpy().flags.c_contiguous
+    make = (lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True)) if kind == "sgd" else \
+        (lambda ps: optim.Adam(ps, lr=0.05, amsgrad=True))
+    make_t = (lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True)) if kind == "sgd" else \
+        (lambda ps: torch.optim.Adam(ps, lr=0.05, amsgrad=True))
+    opt, opt_t = make([w, w64]), make_t([wt, wt64])
+    for _ in range(5):
+        opt.zero_grad()
+        opt_t.zero_grad()
+        (F.linear(tp.tensor(x_np), w).tanh().sum() + (w64 * w64).sum()).backward()
+        (torch.nn.functional.linear(torch.tensor(x_np), wt).tanh().sum() + (wt64 * wt64).sum()).backward()
+        assert w.grad is not None and not w.grad.numpy().flags.c_contiguous
+        opt.step()
+        opt_t.step()
+    np.testing.assert_allclose(w.detach().numpy(), wt.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(w64.detach().numpy(), wt64.detach().numpy(), rtol=1e-10)

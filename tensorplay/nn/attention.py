@@ -80,7 +80,7 @@ class MultiheadAttention(Module, Generic[D]):
         self.head_dim = embed_dim // num_heads
         self.dropout = dropout
         self.batch_first = batch_first
-        self.in_proj_weight = empty_parameter((3 * int(embed_dim), int(embed_dim)), dtype)
+        self.in_proj_weight = empty_parameter((3 * int(embed_dim), int(embed_dim)), dtype, order="F")
         if bias:
             self.in_proj_bias = empty_parameter((3 * int(embed_dim),), dtype)
         else:

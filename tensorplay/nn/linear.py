@@ -23,10 +23,14 @@ Lead = TypeVarTuple("Lead")
 S = TypeVarTuple("S")
 
 
-def empty_parameter(shape: tuple[int, ...], dtype: Any = None) -> Parameter[*tuple[Any, ...]]:
-    """A new parameter of ``shape`` (zeros; the layer initialises it)."""
+def empty_parameter(shape: tuple[int, ...], dtype: Any = None, order: str = "C") -> Parameter[*tuple[Any, ...]]:
+    """A new parameter of ``shape`` (zeros; the layer initialises it).
+
+    ``order="F"`` stores a ``linear`` weight ``[out, in]`` column-major: ``x @ w^T`` then reads a
+    row-major ``w^T``, and the weight's gradient (which arrives through that transpose) has the same
+    memory order as the weight, so optimizers update both in one contiguous pass."""
     name = "float32" if dtype is None else _dt.to_dtype(dtype).name
-    return Parameter(np.zeros(shape, dtype=name))
+    return Parameter(np.zeros(shape, dtype=name, order="F" if order == "F" else "C"))
 
 
 class Linear(Module, Generic[In, Out]):
@@ -43,7 +47,7 @@ class Linear(Module, Generic[In, Out]):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = empty_parameter((int(out_features), int(in_features)), dtype)
+        self.weight = empty_parameter((int(out_features), int(in_features)), dtype, order="F")
         if bias:
             self.bias = empty_parameter((int(out_features),), dtype)
         else:

@@ -405,7 +405,8 @@ class Module:
 
         With ``strict`` (the default) a missing or unexpected key is an error; a shape mismatch always
         is. Every problem is listed in one :class:`StateDictError` and nothing is copied when there is
-        one. ``assign=True`` makes each parameter hold the given array itself instead of a copy.
+        one. ``assign=True`` makes each parameter hold the given array itself (when it has the right
+        dtype and is contiguous) instead of copying into the existing payload.
         """
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"load_state_dict: expected a mapping of names to tensors, got "
@@ -436,8 +437,10 @@ class Module:
         if problems:
             raise StateDictError(f"Error(s) in loading state_dict for {self._get_name()}:\n\t" + "\n\t".join(problems))
         for target, value in updates:
-            if assign:
-                target._data = np.array(value, dtype=target._data.dtype, order="C", copy=True)
+            if assign:  # hold the given array itself when it can be a payload as is
+                usable = value.dtype == target._data.dtype and value.flags.writeable and (
+                    value.flags.c_contiguous or value.flags.f_contiguous)
+                target._data = value if usable else np.array(value, dtype=target._data.dtype, order="K")
                 bump_version(target)
             else:
                 write_payload(target, value)

@@ -29,7 +29,7 @@ def _owned_array(data: Any) -> np.ndarray[Any, Any]:
         else:
             raise DTypeError(f"Parameter: cannot hold data of numpy dtype {array.dtype}; expected one of "
                              f"{', '.join(_SUPPORTED)}")
-    if not (array.flags.c_contiguous and array.flags.writeable):
+    if not ((array.flags.c_contiguous or array.flags.f_contiguous) and array.flags.writeable):
         array = np.array(array, copy=True, order="C")
     return array
 
@@ -38,7 +38,7 @@ class Parameter(Tensor[*Shape]):
     """A tensor that is a module parameter: assigning one to a module attribute registers it.
 
     ``Parameter(data, requires_grad=True)`` shares memory with ``data`` (a tensor or a numpy
-    array) when it is a writeable row-major array, as PyTorch does. Parameters are eager
+    array) when it is a writeable contiguous array, as PyTorch does. Parameters are eager
     leaves; a graph recorder that meets one lifts it into its graph as an input.
     """
 

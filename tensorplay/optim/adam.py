@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from tensorplay.optim._kernels import kernel_views, kernels
 from tensorplay.optim.optimizer import AnyTensor, Optimizer, OptimizerError, bump_version
 
 
@@ -56,19 +57,26 @@ class Adam(Optimizer):
                     state["max_exp_avg_sq"] = np.zeros_like(data)
             state["step"] += 1
             step = state["step"]
+            step_size = lr / (1 - b1 ** step)
+            bias_correction2_sqrt = math.sqrt(1 - b2 ** step)
+            m, v = state["exp_avg"], state["exp_avg_sq"]
+            vmax = state.setdefault("max_exp_avg_sq", np.zeros_like(data)) if amsgrad else m
+            views = kernel_views(data, g, m, v, vmax)
+            if views is not None:
+                scalar = data.dtype.type
+                kernels().adam_update(*views, scalar(lr), scalar(b1), scalar(b2), scalar(eps), scalar(weight_decay),
+                                      scalar(step_size), scalar(bias_correction2_sqrt), self.decoupled, bool(amsgrad))
+                bump_version(p)
+                continue
             if weight_decay != 0:
                 if self.decoupled:
                     data *= 1 - lr * weight_decay
                 else:
                     g = g + weight_decay * data
-            m, v = state["exp_avg"], state["exp_avg_sq"]
             m += (g - m) * (1 - b1)
             v *= b2
             v += (1 - b2) * (g * g)
-            step_size = lr / (1 - b1 ** step)
-            bias_correction2_sqrt = math.sqrt(1 - b2 ** step)
             if amsgrad:
-                vmax = state.setdefault("max_exp_avg_sq", np.zeros_like(data))
                 np.maximum(vmax, v, out=vmax)
                 denom = np.sqrt(vmax)
             else:

@@ -211,7 +211,9 @@ class Optimizer:
                     if value.shape != p._data.shape:
                         raise OptimizerError(f"state '{name}' of parameter {key} has shape {list(value.shape)}, "
                                              f"the parameter has {list(p._data.shape)}")
-                    value = np.array(value, dtype=p._data.dtype, copy=True)
+                    array = np.empty_like(p._data)  # the parameter's memory order, for the fused updates
+                    array[...] = value
+                    value = array
                 elif hasattr(value, "detach") and hasattr(value, "numpy"):  # a PyTorch tensor
                     array = np.asarray(value.detach().cpu().numpy())
                     value = array.item() if array.ndim == 0 else np.array(array, dtype=p._data.dtype)

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from tensorplay.optim._kernels import kernel_views, kernels
 from tensorplay.optim.optimizer import AnyTensor, Optimizer, OptimizerError, bump_version
 
 
@@ -39,13 +40,25 @@ class SGD(Optimizer):
             if g is None:
                 continue
             data = p._data
+            state = self.state.get_state(p) if momentum != 0 else {}
+            buf = state.get("momentum_buffer")
+            first = buf is None
+            views = kernel_views(data, g, data if buf is None else buf)
+            if views is not None:
+                if momentum != 0 and buf is None:
+                    buf = state["momentum_buffer"] = np.empty_like(data)
+                    views = kernel_views(data, g, buf)
+                    assert views is not None
+                scalar = data.dtype.type
+                kernels().sgd_update(*views, scalar(lr), scalar(momentum), scalar(dampening), scalar(weight_decay),
+                                     bool(nesterov), bool(maximize), first, momentum != 0)
+                bump_version(p)
+                continue
             if maximize:
                 g = -g
             if weight_decay != 0:
                 g = g + weight_decay * data
             if momentum != 0:
-                state = self.state.get_state(p)
-                buf = state.get("momentum_buffer")
                 if buf is None:
                     buf = state["momentum_buffer"] = np.array(g, copy=True)
                 else:
