@@ -9,12 +9,16 @@ process; each row is the median seconds per step after warm-up.
 (c) pre-norm transformer block (d_model 64, 4 heads, seq 32, batch 16: layer_norm + attention + GELU MLP),
     Adam, MSE loss.
 
-``python benchmarks/bench_training.py`` (or ``python -m benchmarks training``).
+``python benchmarks/bench_training.py [--threads N]`` (or ``python -m benchmarks training``).
+The two implementations are timed in alternating rounds; each row is the median.
 """
 
 from __future__ import annotations
 
+import contextlib
+import statistics
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,7 +28,7 @@ import numpy as np
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.timing import environment, median_time, table  # noqa: E402
+from benchmarks.timing import environment, table  # noqa: E402
 
 Row = tuple[str, dict[str, float]]
 
@@ -81,7 +85,7 @@ def _block_classes(tp: Any, torch: Any) -> tuple[Any, Any]:
             x = x + self.attn(self.ln1(x), need_weights=False)[0]
             return x + self.fc2(self.act(self.fc1(self.ln2(x))))
 
-    class TorchBlock(tnn.Module):  # type: ignore[misc]
+    class TorchBlock(tnn.Module):  # type: ignore[name-defined, misc]
         def __init__(self, d: int, heads: int) -> None:
             super().__init__()
             self.ln1 = tnn.LayerNorm(d)
@@ -146,31 +150,69 @@ CASES: dict[str, Callable[[Any, Any], tuple[Callable[[], Any], Callable[[], Any]
 }
 
 
-def run(repeat: int = 9) -> list[Row]:
-    """Rows of (benchmark, {implementation: seconds per step})."""
+def _interleaved(fns: dict[str, Callable[[], Any]], rounds: int, min_time: float = 0.05,
+                 warmup: int = 5) -> dict[str, float]:
+    """Median seconds per call of each function, timed in alternating rounds (so a change of machine
+    load affects every implementation alike)."""
+    numbers = {}
+    for name, fn in fns.items():
+        for _ in range(warmup):
+            fn()
+        number, elapsed = 1, 0.0
+        while elapsed < min_time:
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            elapsed = time.perf_counter() - start
+            if elapsed < min_time:
+                number *= 2
+        numbers[name] = number
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            for _ in range(numbers[name]):
+                fn()
+            samples[name].append((time.perf_counter() - start) / numbers[name])
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def run(repeat: int = 15, threads: int | None = None) -> list[Row]:
+    """Rows of (benchmark, {implementation: seconds per step}); ``threads`` limits PyTorch's and the
+    BLAS/OpenMP pools of both (default: leave them as they are)."""
     import torch
 
     import tensorplay as tp
 
-    tp.manual_seed(0)
-    torch.manual_seed(0)
+    limiter: Any = contextlib.nullcontext()
+    previous = torch.get_num_threads()
+    if threads is not None:
+        from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+        limiter = threadpool_limits(limits=threads)
+        torch.set_num_threads(threads)
     rows: list[Row] = []
-    for name, make in CASES.items():
-        ours, theirs = make(tp, torch)
-        rows.append((name, {
-            "torch": median_time(theirs, repeat=repeat, min_time=0.1, warmup=5),
-            "tensorplay": median_time(ours, repeat=repeat, min_time=0.1, warmup=5),
-        }))
+    try:
+        with limiter:
+            tp.manual_seed(0)
+            torch.manual_seed(0)
+            suffix = "" if threads is None else f" [{threads} thread{'s' if threads > 1 else ''}]"
+            for name, make in CASES.items():
+                ours, theirs = make(tp, torch)
+                rows.append((name + suffix, _interleaved({"torch": theirs, "tensorplay": ours}, repeat)))
+    finally:
+        torch.set_num_threads(previous)
     return rows
 
 
-def main() -> None:
-    """Print the environment and the table with ratios against PyTorch."""
+def main(argv: list[str]) -> None:
+    """Print the environment and the table with ratios against PyTorch (``--threads N`` to limit
+    both libraries' thread pools)."""
     import torch
+    threads = int(argv[argv.index("--threads") + 1]) if "--threads" in argv else None
     print(environment())
-    print(f"torch threads: {torch.get_num_threads()}")
-    print(table(run(), "torch"))
+    print(f"torch threads: {threads or torch.get_num_threads()}")
+    print(table(run(threads=threads), "torch"))
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -103,8 +103,14 @@ class MultiheadAttention(Module, Generic[D]):
             r = len(lead)
             qkv = prefix.linear(ops, w, b, query)
             qkv = ops.reshape(qkv, shape=lead + (n, 3, h, d // h))
-            qkv = ops.permute(qkv, perm=(r + 1,) + tuple(range(r)) + (r + 2, r, r + 3))
-            return getitem(ops, qkv, 0), getitem(ops, qkv, 1), getitem(ops, qkv, 2)
+            qkv = ops.permute(qkv, perm=(r + 1,) + tuple(range(r)) + (r + 2, r, r + 3))  # [3, *lead, h, n, dh]
+            full = shape_of(qkv)
+            steps = (1,) * len(full)
+
+            def take(i: int) -> AnyTensor:
+                part = ops.slice(qkv, starts=(i,) + (0,) * (len(full) - 1), stops=(i + 1,) + full[1:], steps=steps)
+                return ops.reshape(part, shape=full[1:])  # type: ignore[no-any-return]
+            return take(0), take(1), take(2)
         out = []
         for i, x in enumerate((query, key, value)):
             wi = getitem(ops, w, slice(i * d, (i + 1) * d))
