@@ -38,6 +38,14 @@ def test_missing_rule_is_named() -> None:
         batch_rule("no_such_primitive")
 
 
+def test_a_batch_axis_out_of_range_is_an_error() -> None:
+    from spec.errors import AxisError
+
+    x = tp.from_numpy(rand((2, 3), "float64", 1))
+    with pytest.raises(AxisError, match="batch axis 2 of input 0 of 'exp'"):
+        BATCH_RULES["exp"](ops, (x,), (2,))
+
+
 # ---- batches of perturbed copies ----------------------------------------------------------------------
 
 def _copy(value: Any, b: int, salt: int) -> Any:

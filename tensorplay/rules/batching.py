@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from spec.errors import MissingRuleError
+from spec.errors import AxisError, MissingRuleError
 from tensorplay.ops import PRIMITIVE_NAMES
 from tensorplay.rules.util import (
     AnyTensor, channel_column, dtype_name, is_tensor, move_to_front, normalize_axes, shape_of,
@@ -57,10 +57,15 @@ def _register(*names: str) -> Callable[[BatchRule], BatchRule]:
 def _with_unbatched_case(name: str, fn: BatchRule) -> BatchRule:
     def rule(ops: Ops, inputs: tuple[Any, ...], dims: Dims, **params: Any) -> Batched:
         if len(dims) != len(inputs):
-            raise ValueError(f"batching {name}: got {len(dims)} batch dims for {len(inputs)} inputs")
+            raise ValueError(f"vmap: '{name}' got {len(dims)} batch dims for {len(inputs)} inputs")
         clean = tuple(d if d is not None and is_tensor(x) else None for x, d in zip(inputs, dims))
         if all(d is None for d in clean):
             return getattr(ops, name)(*inputs, **params), None
+        for i, (x, d) in enumerate(zip(inputs, clean)):
+            n = len(shape_of(x)) if d is not None else 0
+            if d is not None and not -n <= d < n:
+                raise AxisError(f"vmap: batch axis {d} of input {i} of '{name}' is out of range for a tensor "
+                                f"of rank {n} (expected {-n} <= axis < {n})")
         clean = tuple(None if d is None else int(d) % len(shape_of(x)) for x, d in zip(inputs, clean))
         return fn(ops, inputs, clean, **params)
     rule.__name__ = getattr(fn, "__name__", name)
@@ -123,7 +128,7 @@ def _unfold(ops: Ops, y: AnyTensor, lead: tuple[Any, ...]) -> AnyTensor:
 
 def _concrete_size(size: Any, prim: str, why: str) -> int:
     if not isinstance(size, int):
-        raise MissingRuleError(f"batching: primitive '{prim}' {why} needs a concrete batch size, got the "
+        raise MissingRuleError(f"vmap: primitive '{prim}' {why} needs a concrete batch size, got the "
                                f"symbolic size {size}")
     return size
 
