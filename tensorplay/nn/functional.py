@@ -334,7 +334,7 @@ def _check_indices(ops: Any, indices: AnyTensor, size: int, where: str, what: st
     if not is_eager(ops) or not is_eager(indices._ops):
         return None
     data = indices._data
-    if data.size == 0:
+    if data.size == 0 or (data.min() >= 0 and data.max() < size):
         return data  # type: ignore[no-any-return]
     bad = (data < 0) | (data >= size)
     if allowed is not None:
@@ -472,22 +472,31 @@ def _nll(ops: Any, logp: AnyTensor, target: AnyTensor, weight: AnyTensor | None,
         raise ShapeError(f"{where}: weight must have shape [{c}] (one per class), got {list(weight.shape)}")
     flat_logp, lead = _classes_last(ops, logp)
     m = numel(lead)
-    t = ops.reshape(target, shape=(m,)) if target.ndim != 1 else target
     concrete = _check_indices(ops, target, c, where, "target", allowed=ignore_index)
     valid: AnyTensor | None
-    if concrete is not None:
+    safe: Any
+    if concrete is not None:  # eager: the indices are computed in numpy, off the tape
         tflat = concrete.reshape(-1)
         ignored = tflat == ignore_index
         any_ignored = bool(ignored.any())
         safe_np = np.where(ignored, 0, tflat) if any_ignored else tflat
-        flat_index = ops.constant(np.arange(m, dtype=np.int64) * c + safe_np)
-        safe = ops.constant(safe_np.astype(np.int64, copy=False))
-        valid = ops.constant(~ignored) if any_ignored else None
+        flat_index = ops.wrap(np.arange(m, dtype=np.int64) * c + safe_np)
+        safe = ops.wrap(safe_np.astype(np.int64, copy=False)) if weight is not None else None
+        valid = ops.wrap(~ignored) if any_ignored else None
     else:
+        t = ops.reshape(target, shape=(m,)) if target.ndim != 1 else target
         valid = ops.ne(t, ignore_index)
         safe = ops.where(valid, t, 0)
         flat_index = ops.add(ops.mul(ops.iota(length=m, dtype=safe.dtype.name), c), safe)
     picked = ops.gather(ops.reshape(flat_logp, shape=(m * c,)), flat_index, axis=0)  # [M]
+    if weight is None and valid is None and smoothing == 0.0 and reduction != "none":
+        # the common case, in two recorded operations: -sum(picked) (/ M)
+        total = ops.reduce_sum(picked, axes=(0,), keepdims=False)
+        if reduction == "sum":
+            return ops.neg(total)  # type: ignore[no-any-return]
+        if isinstance(m, int):
+            return ops.mul(total, -1.0 / m)  # type: ignore[no-any-return]
+        return ops.div(ops.neg(total), m)  # type: ignore[no-any-return]
     denominator: Any
     if weight is not None:
         wt = ops.gather(weight, safe, axis=0)
