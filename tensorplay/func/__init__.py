@@ -1,0 +1,55 @@
+"""``tensorplay.func``: composable function transforms with PyTorch's ``torch.func`` API.
+
+Each transform traces the function to a graph (:mod:`tensorplay.func.tracing`) and
+interprets it with rules that emit into the caller's interpreter, so transforms nest
+freely: ``grad(grad(f))``, ``vmap(grad(f))`` (per-sample gradients), ``jacrev(vmap(f))``,
+``hessian(f)``. Functions see ordinary tensors; inputs and outputs are pytrees (tuples,
+lists, dicts) of tensors. A primitive without a rule for a transform raises
+:class:`~tensorplay.errors.MissingRuleError` naming both.
+
+* reverse mode: :func:`vjp`, :func:`grad`, :func:`grad_and_value`, :func:`jacrev`, :func:`hessian`
+* forward mode: :func:`jvp`, :func:`linearize`, :func:`jacfwd`
+* batching: :func:`vmap`, :func:`chunk_vmap`
+* modules: :func:`functional_call`, :func:`stack_module_state`,
+  :func:`replace_all_batch_norm_modules_`, :func:`batch_norm_without_running_stats`
+* :func:`functionalize`, :func:`rearrange`, :func:`unwrap`
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from tensorplay.func.functionalize import functionalize
+from tensorplay.func.jac import hessian, jacfwd, jacrev
+from tensorplay.func.jvp import jvp, linearize
+from tensorplay.func.module_utils import (
+    batch_norm_without_running_stats, functional_call, replace_all_batch_norm_modules_, stack_module_state,
+)
+from tensorplay.func.rearrange import RearrangeError, rearrange
+from tensorplay.func.vjp import grad, grad_and_value, vjp
+from tensorplay.func.vmap import chunk_vmap, vmap
+
+T = TypeVar("T")
+
+
+def unwrap(value: T) -> T:
+    """Return ``value`` unchanged (a tensor or any pytree).
+
+    Transforms never hand wrapped tensors to the function: inside ``grad`` or ``vmap`` the function
+    sees ordinary :class:`~tensorplay.Tensor` objects (per-sample shapes under ``vmap``), so there is
+    nothing to unwrap. This entry point exists for code written against APIs that need one.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import unwrap, vmap
+    >>> vmap(lambda x: unwrap(x).shape[0] + x)(tp.zeros(2, 3))
+    tensor([[3., 3., 3.],
+            [3., 3., 3.]])
+    """
+    return value
+
+
+__all__ = [
+    "RearrangeError", "batch_norm_without_running_stats", "chunk_vmap", "functional_call", "functionalize",
+    "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "linearize", "rearrange",
+    "replace_all_batch_norm_modules_", "stack_module_state", "unwrap", "vjp", "vmap",
+]

@@ -1,0 +1,138 @@
+"""Forward mode: ``jvp`` and ``linearize``.
+
+``jvp`` traces the function, computes the primal values in the caller's interpreter
+and pushes tangents forward with the jvp rules of :mod:`tensorplay.rules.jvp`.
+``linearize`` does the same once, but records the tangent computation into its own
+graph: everything that depends only on the primals (``cos(x)`` for ``sin``, the
+forward pass itself) is computed at linearization time, and ``jvp_fn`` evaluates
+only the recorded tangent graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from interpreters.graph.evaluate import evaluate
+from interpreters.graph.recorder import Recorder, foreign_aval
+from tensorplay.func.pytree import TreeSpec, tensor_leaves, tree_flatten, tree_unflatten
+from tensorplay.func.tracing import (
+    Dispatch, aux_output, caller_of, forward, graph_sources, highest, read, sweep_ops, tangent_sweep, trace,
+    zeros_like,
+)
+from tensorplay.tensor import Tensor
+
+AnyTensor = Tensor[*tuple[Any, ...]]
+
+
+def check_tangents(where: str, primal_leaves: Sequence[AnyTensor], primal_spec: TreeSpec,
+                   tangents: Any) -> list[AnyTensor]:
+    """The tangent leaves, checked against the primals: same structure, shapes and dtypes."""
+    leaves, spec = tree_flatten(tangents)
+    if spec != primal_spec:
+        raise ValueError(f"{where}: tangents must have the structure of the primals {primal_spec}, got {spec}")
+    for i, (t, p) in enumerate(zip(leaves, primal_leaves)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{where}: tangent {i} is a {type(t).__name__}, expected a tensor")
+        if tuple(t.shape) != tuple(p.shape):
+            raise ValueError(f"{where}: tangent {i} has shape {list(t.shape)}, expected {list(p.shape)} (the shape "
+                             f"of primal {i})")
+        if t.dtype != p.dtype:
+            raise TypeError(f"{where}: tangent {i} has dtype {t.dtype}, expected {p.dtype} (the dtype of primal {i})")
+    return leaves
+
+
+def _float_primals(where: str, leaves: Sequence[AnyTensor]) -> None:
+    for i, p in enumerate(leaves):
+        if p.dtype.name not in ("float32", "float64"):
+            raise TypeError(f"{where}: primal {i} has dtype {p.dtype}; forward-mode derivatives need float tensors")
+
+
+def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, strict: bool = False,
+        has_aux: bool = False) -> Any:
+    """``(output, jvp_out)`` (or ``(output, jvp_out, aux)``): ``func(*primals)`` and its
+    Jacobian-vector product with ``tangents``, in one forward pass.
+
+    ``primals`` is a tuple of arguments (tensors or pytrees of tensors); ``tangents`` must match
+    it in structure, shapes and dtypes. ``jvp_out`` has the structure of ``output``. With
+    ``strict=True``, an output that does not depend on the primals is an error (otherwise its
+    tangent is zeros). With ``has_aux=True``, ``func`` returns ``(output, aux)``.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import jvp
+    >>> x = tp.tensor([0.0, 1.0])
+    >>> out, tangent = jvp(lambda x: x.exp(), (x,), (tp.ones(2),))
+    >>> tangent
+    tensor([1.0000, 2.7183])
+    """
+    if not isinstance(primals, tuple):
+        raise TypeError(f"jvp: expected primals to be a tuple (so that func(*primals) is valid), got "
+                        f"{type(primals).__name__}")
+    if not isinstance(tangents, tuple):
+        raise TypeError(f"jvp: expected tangents to be a tuple like the primals, got {type(tangents).__name__}")
+    leaves, spec = tensor_leaves(primals, "jvp: primals")
+    _float_primals("jvp", leaves)
+    t_leaves = check_tangents("jvp", leaves, spec, tangents)
+    traced = trace(func, leaves, spec, range(len(leaves)), "jvp", has_aux=has_aux)
+    caller = caller_of(traced, leaves)
+    env = forward(traced, caller, leaves)
+    ops = sweep_ops(caller, t_leaves)
+    tan = tangent_sweep(traced, env, ops, dict(zip(traced.in_vars, t_leaves)), "jvp")
+    outs = [read(env, v) for v in traced.out_vars]
+    out_tangents = []
+    for i, (v, o) in enumerate(zip(traced.out_vars, outs)):
+        t = tan.get(v)
+        if t is None:
+            if strict:
+                raise RuntimeError(f"jvp(strict=True): output {i} does not depend on the primals (its tangent is "
+                                   "identically zero)")
+            t = zeros_like(ops, o)
+        out_tangents.append(t)
+    output = tree_unflatten(traced.out_spec, outs)
+    jvp_out = tree_unflatten(traced.out_spec, out_tangents)
+    if has_aux:
+        return output, jvp_out, aux_output(traced, env)
+    return output, jvp_out
+
+
+def linearize(func: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
+    """``(output, jvp_fn)``: ``func(*primals)`` computed once, and ``jvp_fn(*tangents)`` giving the
+    Jacobian-vector product at ``primals`` for tangents shaped like ``primals``.
+
+    ``jvp_fn`` runs only the recorded tangent graph: the primal computation and every quantity
+    that depends only on the primals are done once, here. It can be called many times (and under
+    other transforms).
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import linearize
+    >>> out, jvp_fn = linearize(lambda x: x.sin(), tp.tensor([0.0, 1.0]))
+    >>> jvp_fn(tp.tensor([1.0, 1.0]))
+    tensor([1.0000, 0.5403])
+    """
+    leaves, spec = tensor_leaves(primals, "linearize: primals")
+    _float_primals("linearize", leaves)
+    traced = trace(func, leaves, spec, range(len(leaves)), "linearize")
+    caller = caller_of(traced, leaves)
+    env = forward(traced, caller, leaves)
+    outs = [read(env, v) for v in traced.out_vars]
+    recorder = Recorder()
+    seeds = [recorder.input(f"t{i}", foreign_aval(p), "user_input") for i, p in enumerate(leaves)]
+    tan = tangent_sweep(traced, env, Dispatch(caller), dict(zip(traced.in_vars, seeds)), "linearize")
+    out_tangents = [tan.get(v) for v in traced.out_vars]
+    graph = recorder.graph
+    graph.outputs = [recorder.lift(t) for t in out_tangents if t is not None]
+    recorder.close()
+    output = tree_unflatten(traced.out_spec, outs)
+
+    def jvp_fn(*tangents: Any) -> Any:
+        """The Jacobian-vector product for ``tangents`` (one per primal, same structures and shapes)."""
+        t_leaves = check_tangents("linearize: jvp_fn", leaves, spec, tangents)
+        ops = highest(graph_sources(graph), highest(t_leaves))
+        flat = iter(evaluate(graph, ops, *t_leaves))
+        results = [next(flat) if t is not None else zeros_like(ops, o) for t, o in zip(out_tangents, outs)]
+        return tree_unflatten(traced.out_spec, results)
+
+    return output, jvp_fn
+
+
+__all__ = ["check_tangents", "jvp", "linearize"]

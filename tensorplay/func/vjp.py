@@ -1,0 +1,213 @@
+"""Reverse mode: ``vjp``, ``grad`` and ``grad_and_value``.
+
+The function is traced once (:func:`~tensorplay.func.tracing.trace`); the forward
+values are computed in the caller's interpreter and the reverse sweep runs the vjp
+rules of :mod:`tensorplay.rules.vjp` there, so the results are ordinary tensors of
+the caller (eager tensors at top level, an outer transform's values when nested).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tensorplay.func.pytree import TreeSpec, tensor_leaves, tree_flatten, tree_unflatten
+from tensorplay.func.tracing import (
+    aux_output, backward, caller_of, forward, ones_like, read, sweep_ops, trace, zeros_like,
+)
+from tensorplay.tensor import Tensor
+
+AnyTensor = Tensor[*tuple[Any, ...]]
+ArgNums = int | tuple[int, ...]
+
+
+def _is_float(x: AnyTensor) -> bool:
+    return x.dtype.name in ("float32", "float64")
+
+
+def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
+    """``(output, vjp_fn)`` (or ``(output, vjp_fn, aux)``): the output of ``func(*primals)`` and a
+    function computing vector-Jacobian products at ``primals``.
+
+    ``primals`` are tensors or pytrees (tuples, lists, dicts) of tensors. ``vjp_fn(cotangents)``
+    takes cotangents with the structure, shapes and dtypes of ``output`` and returns a tuple with
+    one cotangent per primal (each with that primal's structure). It can be called many times
+    (the forward pass is not repeated) and under other transforms (``vmap(vjp_fn)`` is how
+    :func:`~tensorplay.func.jacrev` works). With ``has_aux=True``, ``func`` returns
+    ``(output, aux)`` and ``aux`` is returned as computed, without derivatives.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import vjp
+    >>> x = tp.tensor([1.0, 2.0, 3.0])
+    >>> out, vjp_fn = vjp(lambda x: x * x, x)
+    >>> vjp_fn(tp.ones(3))
+    (tensor([2., 4., 6.]),)
+    """
+    leaves, spec = tensor_leaves(primals, "vjp: primals")
+    traced = trace(func, leaves, spec, range(len(leaves)), "vjp", has_aux=has_aux)
+    caller = caller_of(traced, leaves)
+    env = forward(traced, caller, leaves)
+    outs = [read(env, v) for v in traced.out_vars]
+    output = tree_unflatten(traced.out_spec, outs)
+
+    def vjp_fn(cotangents: Any, *more: Any) -> tuple[Any, ...]:
+        """Cotangents of the primals (a tuple, one entry per primal) for ``cotangents`` of the output."""
+        if more:
+            raise TypeError(f"vjp_fn takes the output's cotangents as one argument (a pytree like the output), "
+                            f"got {1 + len(more)} arguments")
+        ct_leaves, ct_spec = tree_flatten(cotangents)
+        if ct_spec != traced.out_spec:
+            raise ValueError(f"vjp_fn: expected cotangents with the structure of the output {traced.out_spec}, "
+                             f"got {ct_spec}")
+        for i, (g, o) in enumerate(zip(ct_leaves, outs)):
+            if not isinstance(g, Tensor):
+                raise TypeError(f"vjp_fn: cotangent {i} is a {type(g).__name__}, expected a tensor")
+            if tuple(g.shape) != tuple(o.shape):
+                raise ValueError(f"vjp_fn: cotangent {i} has shape {list(g.shape)}, expected {list(o.shape)} "
+                                 f"(the shape of output {i})")
+            if g.dtype != o.dtype:
+                raise TypeError(f"vjp_fn: cotangent {i} has dtype {g.dtype}, expected {o.dtype} (the dtype of "
+                                f"output {i})")
+        ops = sweep_ops(caller, ct_leaves)
+        cts = backward(traced, env, ops, list(zip(traced.out_vars, ct_leaves)), traced.in_vars, "vjp")
+        grads: tuple[Any, ...] = tree_unflatten(spec, _fill(ops, cts, leaves))
+        return grads
+
+    if has_aux:
+        return output, vjp_fn, aux_output(traced, env)
+    return output, vjp_fn
+
+
+def _fill(ops: Any, cts: Sequence[Any], like: Sequence[AnyTensor]) -> list[AnyTensor]:
+    """Cotangents with zeros where none reached an input (``ops`` may be a dispatcher)."""
+    return [zeros_like(ops, x) if g is None else g for g, x in zip(cts, like)]
+
+
+def _argnums(argnums: ArgNums, n_args: int, where: str) -> tuple[int, ...]:
+    """``argnums`` normalised to a tuple of positions in ``range(n_args)``."""
+    single = isinstance(argnums, int)
+    items = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    if not items:
+        raise ValueError(f"{where}: argnums must be non-empty")
+    out = []
+    for a in items:
+        if not isinstance(a, int) or isinstance(a, bool):
+            raise TypeError(f"{where}: argnums must be an int or a tuple of ints, got {argnums!r}")
+        if not -n_args <= a < n_args:
+            raise ValueError(f"{where}: argnums {a} is out of range for a function called with {n_args} "
+                             f"positional argument(s)")
+        out.append(a % n_args)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{where}: argnums {argnums!r} has duplicates")
+    del single
+    return tuple(out)
+
+
+def diff_args(args: tuple[Any, ...], argnums: ArgNums, where: str) -> tuple[list[Any], TreeSpec, list[int]]:
+    """Flatten ``args`` and pick the leaves of the arguments in ``argnums``: ``(leaves, spec, positions)``.
+    Those leaves must be float tensors."""
+    positions = _argnums(argnums, len(args), where)
+    leaves: list[Any] = []
+    wrt: list[int] = []
+    for i, arg in enumerate(args):
+        sub, _ = tree_flatten(arg)
+        if i in positions:
+            for j, leaf in enumerate(sub):
+                if not isinstance(leaf, Tensor):
+                    raise TypeError(f"{where}: argument {i} (in argnums) must be a tensor or a pytree of tensors; "
+                                    f"leaf {j} is a {type(leaf).__name__}")
+                if not _is_float(leaf):
+                    raise TypeError(f"{where}: can only differentiate with respect to float tensors; argument "
+                                    f"{i}, leaf {j} has dtype {leaf.dtype}")
+                wrt.append(len(leaves) + j)
+        leaves.extend(sub)
+    _, spec = tree_flatten(args)
+    return leaves, spec, wrt
+
+
+def grad_results(args: tuple[Any, ...], argnums: ArgNums, grads_flat: list[Any]) -> Any:
+    """Pack flat gradients into the structure of the differentiated arguments (a tuple for tuple argnums)."""
+    positions = _argnums(argnums, len(args), "grad")
+    it = iter(grads_flat)
+    packed = []
+    for i in positions:
+        sub, sub_spec = tree_flatten(args[i])
+        packed.append(tree_unflatten(sub_spec, [next(it) for _ in sub]))
+    return packed[0] if isinstance(argnums, int) else tuple(packed)
+
+
+def grad_and_value(func: Callable[..., Any], argnums: ArgNums = 0, has_aux: bool = False) -> Callable[..., Any]:
+    """A function returning ``(gradient, value)`` of ``func`` from one forward pass.
+
+    ``func`` must return a scalar (0-d float tensor); ``argnums`` selects the arguments to
+    differentiate (an int: the gradient has that argument's structure; a tuple: a tuple of such).
+    With ``has_aux=True``, ``func`` returns ``(value, aux)`` and the result is
+    ``(gradient, (value, aux))``.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import grad_and_value
+    >>> g, v = grad_and_value(lambda x: (x ** 2).sum())(tp.tensor([1.0, 2.0]))
+    >>> g, v
+    (tensor([2., 4.]), tensor(5.))
+    """
+    name = getattr(func, "__name__", "f")
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        leaves, spec, wrt = diff_args(args, argnums, "grad")
+        traced = trace(func, leaves, spec, wrt, "grad", kwargs=kwargs, has_aux=has_aux)
+        if len(traced.out_vars) != 1 or traced.out_spec.num_nodes != 1:
+            raise ValueError(f"grad({name}): expected the function to return a scalar tensor, got an output with "
+                             f"structure {traced.out_spec}; use vjp or jacrev for functions with several outputs")
+        out_var = traced.out_vars[0]
+        if tuple(out_var.shape) != ():
+            raise ValueError(f"grad({name}): expected the function to return a scalar (a 0-d tensor), got shape "
+                             f"{list(out_var.shape)}; use vjp or jacrev for non-scalar outputs")
+        if out_var.dtype.kind != "f":
+            raise TypeError(f"grad({name}): expected a float scalar output, got dtype {out_var.dtype}")
+        inputs = [leaves[i] for i in wrt]
+        caller = caller_of(traced, inputs)
+        env = forward(traced, caller, inputs)
+        value = read(env, out_var)
+        cts = backward(traced, env, caller, [(out_var, ones_like(caller, value))], traced.in_vars, "grad")
+        grads = grad_results(args, argnums, _fill(caller, cts, inputs))
+        if has_aux:
+            return grads, (value, aux_output(traced, env))
+        return grads, value
+
+    return wrapper
+
+
+def grad(func: Callable[..., Any], argnums: ArgNums = 0, has_aux: bool = False) -> Callable[..., Any]:
+    """The gradient of a scalar function: ``grad(f)(*args)`` has the structure of ``args[argnums]``.
+
+    ``argnums`` is an int or a tuple of ints (then a tuple of gradients is returned). With
+    ``has_aux=True``, ``f`` returns ``(value, aux)`` and the result is ``(gradient, aux)``.
+    Composes with every transform: ``grad(grad(f))``, ``vmap(grad(f))`` (per-sample gradients),
+    ``jacrev(grad(f))``. A non-scalar output is an error (use :func:`vjp` or
+    :func:`~tensorplay.func.jacrev`).
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import grad
+    >>> x = tp.tensor(0.5)
+    >>> grad(lambda x: x.sin())(x)
+    tensor(0.8776)
+    >>> grad(grad(lambda x: x.sin()))(x)
+    tensor(-0.4794)
+    >>> grad(lambda x, y: (x * y).sum(), argnums=(0, 1))(tp.tensor([1.0, 2.0]), tp.tensor([3.0, 4.0]))
+    (tensor([3., 4.]), tensor([1., 2.]))
+    """
+    inner = grad_and_value(func, argnums, has_aux)
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        grads, value = inner(*args, **kwargs)
+        if has_aux:
+            return grads, value[1]
+        return grads
+
+    return wrapper
+
+
+__all__ = ["diff_args", "grad", "grad_and_value", "grad_results", "vjp"]
