@@ -956,10 +956,18 @@ class Tensor(Generic[*Shape]):
     def __getitem__(self, key: Any) -> Tensor[*AnyShape]: ...
 
     def __getitem__(self, key: Any) -> Any:
-        return _p.getitem(self._ops, self, key)
+        ops = self._ops
+        for item in key if isinstance(key, tuple) else (key,):
+            if isinstance(item, Tensor) and item._ops is not ops:
+                ops = pick_interpreter(ops, item._ops)
+        return _p.getitem(ops, self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        self._ops.setitem(self, key, value)  # type: ignore[attr-defined]
+        ops = self._ops
+        for item in (key if isinstance(key, tuple) else (key,)) + (value,):
+            if isinstance(item, Tensor) and item._ops is not ops:
+                ops = pick_interpreter(ops, item._ops)
+        ops.setitem(self, key, value)  # type: ignore[attr-defined]
 
     # ---- in place (eager only; bump the version counter) -----------------------------------
     def add_(self, other: Tensor[*Shape] | Scalar, alpha: Scalar = 1) -> Tensor[*Shape]:
