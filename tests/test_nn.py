@@ -574,3 +574,16 @@ def test_batchnorm_training_under_the_recorder_updates_running_stats() -> None:
     np.testing.assert_allclose(out.detach().numpy(), bn_b(x).detach().numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(bn_a.running_var.numpy(), bn_b.running_var.numpy(), rtol=1e-6)
     assert not np.allclose(bn_a.running_var.numpy(), 1.0)
+
+
+def test_deepcopy_gives_an_independent_working_model() -> None:
+    import copy
+    net = Net()
+    clone = copy.deepcopy(net)
+    x = tp.tensor(rand(4, 1, 4, 4))
+    clone.eval(), net.eval()
+    np.testing.assert_array_equal(clone(x).detach().numpy(), net(x).detach().numpy())
+    assert isinstance(clone.norm.weight, nn.Parameter) and clone.norm.weight is not net.norm.weight
+    clone.train()
+    clone(x)  # batch norm statistics update in the copy only
+    assert not np.allclose(clone.features[1].running_mean.numpy(), net.features[1].running_mean.numpy())

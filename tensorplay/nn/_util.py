@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from tensorplay.ops import Interpreter
 
 AnyTensor = Tensor[*tuple[Any, ...]]
+_EAGER_TYPE = type(eager)
 IntOrTuple = int | Sequence[int]
 
 
@@ -33,8 +34,9 @@ def ops_for(where: str, x: Any, *others: Any) -> Any:
 
 
 def is_eager(ops: Any) -> bool:
-    """Whether ``ops`` is the eager interpreter (whose payloads are concrete numpy arrays)."""
-    return ops is eager
+    """Whether ``ops`` is the eager interpreter (whose payloads are concrete numpy arrays); a copy of
+    it (made by ``copy.deepcopy`` of a tensor) counts too."""
+    return ops is eager or isinstance(ops, _EAGER_TYPE)
 
 
 def ntuple(value: IntOrTuple, rank: int, name: str, where: str) -> tuple[int, ...]:

@@ -25,7 +25,7 @@ _LINEAR_LIKE = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "con
 
 
 def _write(tensor: T, values: np.ndarray[Any, Any]) -> T:
-    if not isinstance(tensor, Tensor) or tensor._ops is not eager:
+    if not isinstance(tensor, Tensor) or not isinstance(tensor._ops, type(eager)):
         raise TypeError(f"init: expected an eager tensor (e.g. a Parameter), got {type(tensor).__name__}")
     tensor._data[...] = values
     box = tensor._version

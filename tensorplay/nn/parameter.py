@@ -57,6 +57,17 @@ class Parameter(Tensor[*Shape]):
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Parameter[*Shape]:
+        """A parameter with a copy of the value (and of the gradient), on the eager interpreter."""
+        found = memo.get(id(self))
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+        new: Parameter[*Shape] = Parameter(np.array(self._data, copy=True, order="K"), self._requires_grad)
+        if self._grad is not None:
+            new._grad = Tensor(_EAGER, np.array(self._grad._data, copy=True, order="K"))
+        memo[id(self)] = new
+        return new
+
 
 def is_parameter(value: object) -> bool:
     """Whether ``value`` is a :class:`Parameter`."""
