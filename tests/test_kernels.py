@@ -81,7 +81,7 @@ def test_threaded_paths_match_single_thread() -> None:
         lambda: K.softmax(x, axis=0),  # one outer block: the columns are split
         lambda: K.log_softmax(x.reshape(3, 700, 1000), axis=1),
         lambda: K.layer_norm(x, g, b, eps=1e-5),
-        lambda: K.gelu(x[:700], approximate="none"),
+        lambda: K.gelu(x, approximate="none"),
         lambda: K.avg_pool(xp, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1)),
         lambda: K.scatter_add(x, np.arange(2100) % 7, x, axis=0),
     ]
@@ -472,7 +472,7 @@ def test_gather_is_numpy_take(dt: Any, axis: int) -> None:
     idx = RNG.integers(-n, n, size=(3, 2))
     got = K.gather(x, idx, axis=axis)
     np.testing.assert_array_equal(got, np.take(x, idx, axis=axis))
-    assert got.dtype == x.dtype and got.flags.owndata or got.base is None or not np.shares_memory(got, x)
+    assert got.dtype == x.dtype and not np.shares_memory(got, x)
     assert K.gather(x, np.zeros((0,), np.int64), axis=axis).shape == tuple(
         np.take(x, np.zeros((0,), np.int64), axis=axis).shape)
 

@@ -88,5 +88,5 @@ def gelu(x: Array, *, approximate: str = "none") -> Array:
     xf = as_float(x, dt).reshape(-1)
     of = out.reshape(-1)
     kernel: Any = getattr(nb(), name or ("gelu_erf64" if dt == F64 else "gelu_erf32"))
-    split_call(kernel, xf.size, xf.size * 4, xf, of)
+    split_call(kernel, xf.size, xf.size, xf, of)
     return out
