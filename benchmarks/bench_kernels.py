@@ -55,24 +55,25 @@ def interleaved(fns: dict[str, Callable[[], Any]], rounds: int = 11, min_time: f
     return {name: statistics.median(s) for name, s in samples.items()}
 
 
-def _numpy_layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
+def _numpy_layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float) -> Any:
     mean = x.mean(axis=-1, keepdims=True)
     var = x.var(axis=-1, keepdims=True)
     return (x - mean) / np.sqrt(var + eps) * g + b
 
 
-def _numpy_softmax(x: np.ndarray) -> np.ndarray:
+def _numpy_softmax(x: np.ndarray) -> Any:
     e = np.exp(x - x.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
 
 
 def run() -> list[Row]:
     """Rows of (benchmark, {implementation: seconds per call})."""
-    import torch
-    import torch.nn.functional as F
+    import torch as torch_module
 
     from interpreters.eager import kernels as K
 
+    torch: Any = torch_module
+    F: Any = torch.nn.functional
     rng = np.random.default_rng(0)
     rows: list[Row] = []
 
@@ -102,7 +103,7 @@ def run() -> list[Row]:
     xc = rng.standard_normal((32, 3, 32, 32)).astype(np.float32)
     wc = rng.standard_normal((32, 3, 3, 3)).astype(np.float32)
     txc, twc = torch.from_numpy(xc), torch.from_numpy(wc)
-    conv_params = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
+    conv_params: dict[str, Any] = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
     rows.append(("conv2d b32 3->32 32x32 3x3 pad 1", interleaved({
         "tensorplay": lambda: K.conv(xc, wc, **conv_params),
         "torch": lambda: F.conv2d(txc, twc, None, 1, 1),
@@ -126,7 +127,7 @@ def run() -> list[Row]:
         "torch": lambda: F.conv2d(txm, twm, None, 1, 1),
     })))
 
-    pool = dict(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))
+    pool: dict[str, Any] = dict(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))
     rows.append(("max_pool 2x2 on the conv output (32,32,32,32)", interleaved({
         "tensorplay": lambda: K.max_pool(y, **pool),
         "torch": lambda: F.max_pool2d(ty, 2, 2),
