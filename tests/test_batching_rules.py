@@ -293,7 +293,7 @@ _SYMBOLIC_CASES = [s for s in SAMPLES if s.prim not in ("full", "iota", "random_
 def test_batching_rules_with_a_symbolic_batch_size(sample: Sample) -> None:
     """Rules never read the batch size as a number: recorded with a symbolic ``B`` they replay to the loop."""
     configs = dict(_configs(sample))
-    chosen = [configs.get("mixed", configs["last"])]
+    chosen = [configs["front"], configs.get("mixed", configs["last"])]
     if sample.prim in ("conv", "conv_transpose", "conv_weight_grad"):  # both batched needs a concrete size
         chosen = [configs["first-only"], configs["rest-only"]]
     for dims in chosen:
