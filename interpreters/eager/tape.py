@@ -209,6 +209,7 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
     """The reverse sweep. With ``targets`` None, leaves' ``.grad`` accumulate; otherwise the
     cotangents of ``targets`` are returned (``None`` where a target is unreached)."""
     from interpreters.eager.interpreter import eager
+    from tensorplay.rules.util import _NEEDED as needed  # the inputs that want a cotangent, read by rules
     node_grads: dict[int, Any] = {}
     leaf_grads: dict[int, Any] = {}
     roots: list[Node] = []
@@ -237,7 +238,9 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
             _check_versions(node)
             rule = _vjp_rule(node.name)
             output = node.saved_output() if node.name in _uses_output() else node.output()
+            needed.mask = tuple(edge is not None for edge in node.edges)  # rules may skip the others
             cotangents = rule(eager, g, node.inputs, output, **node.params)
+            needed.mask = None
             for edge, ct in zip(node.edges, cotangents):
                 if edge is None or ct is None:
                     continue
@@ -253,6 +256,7 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
                 node.out_data = None
                 node.freed = True
     finally:
+        needed.mask = None
         set_grad_enabled(previous)
     if targets is not None:
         for i, t in enumerate(targets):

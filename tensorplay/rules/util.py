@@ -7,6 +7,7 @@ compose under every transform.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,22 @@ AnyTensor = Any
 
 FLOAT_DTYPES = ("float32", "float64")
 _LOWEST = {"float32": -3.4028234663852886e38, "float64": -1.7976931348623157e308}
+
+
+_NEEDED = threading.local()
+
+
+def set_needed_inputs(mask: tuple[bool, ...] | None) -> None:
+    """Tell the rules which inputs of the node being differentiated want a cotangent (the eager tape
+    sets it around each rule call; ``None``, the default, means every input)."""
+    _NEEDED.mask = mask
+
+
+def input_needed(index: int) -> bool:
+    """Whether input ``index`` wants a cotangent: rules may skip computing the others (e.g. ``matmul``
+    skips ``g b^T`` for a data input that needs no gradient)."""
+    mask = getattr(_NEEDED, "mask", None)
+    return True if mask is None else mask[index]
 
 
 def is_tensor(x: object) -> bool:

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 from spec.errors import MissingRuleError
 from tensorplay.ops import PRIMITIVE_NAMES
 from tensorplay.rules.util import (
-    AnyTensor, as_float, channel_column, cotangent_for, dtype_name, is_float_tensor, is_tensor, lowest,
-    mean_keep, normalize_axes, shape_of, sum_to, swap_last, unreduce, zeros_like,
+    AnyTensor, as_float, channel_column, cotangent_for, dtype_name, input_needed, is_float_tensor, is_tensor,
+    lowest, mean_keep, normalize_axes, shape_of, sum_to, swap_last, unreduce, zeros_like,
 )
 
 if TYPE_CHECKING:
@@ -511,8 +511,8 @@ def cast_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor,
 def matmul_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) -> Cotangents:
     """``g b^T`` and ``a^T g``, summed over broadcast batch axes."""
     a, b = inputs
-    ga = _ct(ops, ops.matmul(g, swap_last(ops, b)), a) if is_float_tensor(a) else None
-    gb = _ct(ops, ops.matmul(swap_last(ops, a), g), b) if is_float_tensor(b) else None
+    ga = _ct(ops, ops.matmul(g, swap_last(ops, b)), a) if is_float_tensor(a) and input_needed(0) else None
+    gb = _ct(ops, ops.matmul(swap_last(ops, a), g), b) if is_float_tensor(b) and input_needed(1) else None
     return (ga, gb)
 
 
@@ -557,9 +557,9 @@ def conv_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor,
     """``dx = conv_transpose(g, w)``, ``dw = conv_weight_grad(x, g)``."""
     x, w = inputs
     gx = gw = None
-    if is_float_tensor(x):
+    if is_float_tensor(x) and input_needed(0):
         gx = _ct(ops, _conv_input_grad(ops, g, w, shape_of(x)[2:], stride, padding, dilation, groups), x)
-    if is_float_tensor(w):
+    if is_float_tensor(w) and input_needed(1):
         gw = _ct(ops, ops.conv_weight_grad(x, g, kernel_size=tuple(shape_of(w)[2:]), stride=stride,
                                            padding=padding, dilation=dilation, groups=groups), w)
     return (gx, gw)
