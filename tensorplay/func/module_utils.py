@@ -187,7 +187,14 @@ def stack_module_state(models: Sequence[Module]) -> tuple[dict[str, AnyTensor], 
 
 def batch_norm_without_running_stats(module: Module) -> Module:
     """Make one batch-norm module use batch statistics always and stop tracking running statistics
-    (its running buffers become ``None``); any other module is left alone. Returns ``module``."""
+    (its running buffers become ``None``); any other module is left alone. Returns ``module``.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import batch_norm_without_running_stats
+    >>> bn = batch_norm_without_running_stats(tp.nn.BatchNorm2d(4))
+    >>> bn.running_var is None, bn.track_running_stats
+    (True, False)
+    """
     if isinstance(module, _BatchNorm) and module.track_running_stats:
         module.running_mean = None
         module.running_var = None

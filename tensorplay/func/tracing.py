@@ -290,6 +290,7 @@ def backward(traced: Traced, env: dict[Any, Any], ops: Any, seeds: Sequence[tupl
     Only nodes that depend on ``wanted`` and received a cotangent are visited (a cotangent is never
     pushed through a node that received none); cotangents reaching one value are summed. An entry is
     ``None`` when no cotangent reached that input."""
+    from tensorplay.rules.util import _NEEDED, set_needed_inputs
     from tensorplay.rules.vjp import VJP_RULES
     needed = traced.depends_on(wanted)
     ct: dict[Var, Any] = {}
@@ -303,6 +304,7 @@ def backward(traced: Traced, env: dict[Any, Any], ops: Any, seeds: Sequence[tupl
     target = ops.default if isinstance(ops, Dispatch) else ops
     recording = isinstance(target, Recorder)
     previous = target.location_override if recording else None
+    previous_mask = getattr(_NEEDED, "mask", None)
     try:
         for node in reversed(traced.graph.nodes):
             out = node.outputs[0]
@@ -316,6 +318,8 @@ def backward(traced: Traced, env: dict[Any, Any], ops: Any, seeds: Sequence[tupl
             if recording:
                 target.location_override = node.location
             inputs = tuple(env[v] if v.__class__ is Var else (None if v is None else v.value) for v in node.inputs)
+            # rules may skip the cotangents of inputs that do not depend on ``wanted``
+            set_needed_inputs(tuple(v.__class__ is Var and v in needed for v in node.inputs))
             cts = rule(ops, g, inputs, env[out], **node.params)
             for v, c in zip(node.inputs, cts):
                 if c is None or v.__class__ is not Var or v not in needed:
@@ -323,6 +327,7 @@ def backward(traced: Traced, env: dict[Any, Any], ops: Any, seeds: Sequence[tupl
                 prev = ct.get(v)
                 ct[v] = c if prev is None else ops.add(prev, c)
     finally:
+        set_needed_inputs(previous_mask)
         if recording:
             target.location_override = previous
     return [ct.get(v) for v in wanted]

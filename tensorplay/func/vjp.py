@@ -45,6 +45,10 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     (tensor([2., 4., 6.]),)
     """
     leaves, spec = tensor_leaves(primals, "vjp: primals")
+    for i, leaf in enumerate(leaves):
+        if not _is_float(leaf):
+            raise TypeError(f"vjp: primal {i} has dtype {leaf.dtype.name}; only float tensors can be differentiated "
+                            "(close over integer inputs instead of passing them as primals)")
     traced = trace(func, leaves, spec, range(len(leaves)), "vjp", has_aux=has_aux)
     caller = caller_of(traced, leaves)
     env = forward(traced, caller, leaves)
@@ -67,7 +71,7 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
                 raise ValueError(f"vjp_fn: cotangent {i} has shape {list(g.shape)}, expected {list(o.shape)} "
                                  f"(the shape of output {i})")
             if g.dtype != o.dtype:
-                raise TypeError(f"vjp_fn: cotangent {i} has dtype {g.dtype}, expected {o.dtype} (the dtype of "
+                raise TypeError(f"vjp_fn: cotangent {i} has dtype {g.dtype.name}, expected {o.dtype.name} (the dtype of "
                                 f"output {i})")
         ops = sweep_ops(caller, ct_leaves)
         cts = backward(traced, env, ops, list(zip(traced.out_vars, ct_leaves)), traced.in_vars, "vjp")
@@ -119,7 +123,7 @@ def diff_args(args: tuple[Any, ...], argnums: ArgNums, where: str) -> tuple[list
                                     f"leaf {j} is a {type(leaf).__name__}")
                 if not _is_float(leaf):
                     raise TypeError(f"{where}: can only differentiate with respect to float tensors; argument "
-                                    f"{i}, leaf {j} has dtype {leaf.dtype}")
+                                    f"{i}, leaf {j} has dtype {leaf.dtype.name}")
                 wrt.append(len(leaves) + j)
         leaves.extend(sub)
     _, spec = tree_flatten(args)

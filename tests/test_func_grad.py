@@ -1,0 +1,204 @@
+"""Reverse mode (vjp, grad, grad_and_value): semantics, composition and errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tensorplay as tp
+from tensorplay.errors import MissingRuleError
+from tensorplay.func import grad, grad_and_value, hessian, jacfwd, jacrev, vjp, vmap
+
+torch = pytest.importorskip("torch")
+tf = pytest.importorskip("torch.func")
+
+
+def close(a: Any, b: Any, tol: float = 1e-5) -> None:
+    a = a.detach().numpy() if isinstance(a, tp.Tensor) else a
+    b = b.detach().numpy() if hasattr(b, "detach") else b
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
+
+
+def test_higher_order_derivatives() -> None:
+    x = tp.tensor(0.7)
+    f = lambda x: x.sin() * x  # noqa: E731
+    d1, d2, d3 = grad(f), grad(grad(f)), grad(grad(grad(f)))
+    xt = torch.tensor(0.7)
+    ft = lambda x: x.sin() * x  # noqa: E731
+    close(d1(x), tf.grad(ft)(xt))
+    close(d2(x), tf.grad(tf.grad(ft))(xt))
+    close(d3(x), tf.grad(tf.grad(tf.grad(ft)))(xt))
+
+
+def test_python_control_flow_on_values() -> None:
+    def f(x: Any) -> Any:
+        if x.sum() > 0:
+            return (x * 2).sum()
+        return (x ** 3).sum()
+
+    close(grad(f)(tp.tensor([1.0, 2.0])), [2.0, 2.0])
+    close(grad(f)(tp.tensor([-1.0, -2.0])), [3.0, 12.0])
+    close(grad(grad(lambda x: f(x) * x.sum()))(tp.tensor(-1.0)), grad(grad(lambda x: x ** 4))(tp.tensor(-1.0)))
+
+
+def test_argnums_pytrees_and_kwargs() -> None:
+    def f(a: Any, b: dict[str, Any], c: Any, *, scale: float) -> Any:
+        return ((a * b["u"]).sum() + (b["v"] * c).sum()) * scale
+
+    a, u, v, c = tp.tensor([1.0, 2.0]), tp.tensor([3.0, 4.0]), tp.tensor(5.0), tp.tensor(6.0)
+    g = grad(f, argnums=1)(a, {"u": u, "v": v}, c, scale=2.0)
+    assert set(g) == {"u", "v"}
+    close(g["u"], [2.0, 4.0])
+    close(g["v"], 12.0)
+    ga, gc = grad(f, argnums=(0, 2))(a, {"u": u, "v": v}, c, scale=1.0)
+    close(ga, [3.0, 4.0])
+    close(gc, 5.0)
+    gb = grad(f, argnums=-3)(a, {"u": u, "v": v}, c, scale=1.0)
+    close(gb, [3.0, 4.0])
+
+
+def test_disconnected_inputs_get_zeros_and_no_nan() -> None:
+    g = grad(lambda x, y: (x * 2).sum(), argnums=(0, 1))(tp.ones(2), tp.ones(3))
+    close(g[1], np.zeros(3))
+    # a branch that receives no cotangent is never visited: no 0 * inf = nan
+    x = tp.tensor([0.0, 4.0])
+    out = grad(lambda x: (x.sqrt() * 0.0).sum() + x.sum())(x)
+    assert np.all(np.isfinite(out.numpy()))
+    unused = grad(lambda x: x.sum() + x.sqrt().sum() * 0)(x)
+    assert np.all(np.isfinite(unused.numpy()))
+
+
+def test_float64_and_identity_functions() -> None:
+    x = tp.tensor(np.array([1.0, 2.0]))
+    assert grad(lambda x: (x * x).sum())(x).dtype == tp.float64
+    out, vjp_fn = vjp(lambda x: x, tp.tensor([1.0, 2.0]))
+    close(vjp_fn(tp.tensor([3.0, 4.0]))[0], [3.0, 4.0])
+    out, vjp_fn = vjp(lambda x: (x, x), tp.tensor([1.0, 2.0]))
+    close(vjp_fn((tp.ones(2), tp.ones(2)))[0], [2.0, 2.0])
+
+
+def test_closures_over_tensors_of_an_outer_transform() -> None:
+    def outer(x: Any) -> Any:
+        def inner(y: Any) -> Any:
+            return (x * y.sin()).sum()
+        return grad(inner)(x * 2)
+
+    def outer_t(x: Any) -> Any:
+        def inner(y: Any) -> Any:
+            return (x * y.sin()).sum()
+        return tf.grad(inner)(x * 2)
+
+    x = np.array([0.3, 0.7], dtype=np.float32)
+    close(grad(lambda x: outer(x).sum())(tp.tensor(x)), tf.grad(lambda x: outer_t(x).sum())(torch.tensor(x)))
+    # a closure over an eager tensor is a constant for the transform
+    w = tp.tensor([1.0, -1.0])
+    close(grad(lambda x: (x * w).sum())(tp.tensor([5.0, 6.0])), [1.0, -1.0])
+    # vmap inside grad closing over the grad's value
+    close(grad(lambda s: vmap(lambda r: (r * s).sum())(tp.ones(3, 2)).sum())(tp.tensor(2.0)), 6.0)
+
+
+def test_program_functions_and_modules() -> None:
+    @tp.program
+    def prog(ops: Any, w: Any, x: Any) -> Any:
+        return ops.reduce_sum(ops.tanh(ops.mul(w, x)), axes=(0,))
+
+    w, x = tp.tensor([1.0, 2.0]), tp.tensor([0.5, 0.1])
+    close(grad(prog)(w, x), x.numpy() * (1 - np.tanh(w.numpy() * x.numpy()) ** 2))
+    per = vmap(grad(prog), in_dims=(None, 0))(w, tp.tensor([[0.5, 0.1], [0.2, 0.3]]))
+    assert per.shape == (2, 2)
+    # a module's own parameters are constants unless passed through functional_call
+    lin = tp.nn.Linear(2, 1)
+    close(grad(lambda x: lin(x).sum())(tp.ones(3, 2)), np.tile(lin.weight.detach().numpy(), (3, 1)))
+
+
+def test_grad_of_an_eager_function_on_the_tape() -> None:
+    # primals that require grad: the transform's result is itself differentiable by backward()
+    x = tp.tensor([0.5, 1.5], requires_grad=True)
+    g = grad(lambda x: (x ** 3).sum())(x)
+    g.sum().backward()
+    assert x.grad is not None
+    close(x.grad, 6 * x.detach().numpy())
+
+
+def test_non_scalar_output_error_suggests_vjp_and_jacrev() -> None:
+    with pytest.raises(ValueError, match=r"scalar.*shape \[3\].*vjp or jacrev"):
+        grad(lambda x: x * 2)(tp.ones(3))
+    with pytest.raises(ValueError, match="vjp or jacrev"):
+        grad(lambda x: (x.sum(), x.sum()))(tp.ones(3))
+
+
+def test_argument_errors() -> None:
+    with pytest.raises(TypeError, match="float tensors"):
+        grad(lambda x: x.sum())(tp.tensor([1, 2]))
+    with pytest.raises(TypeError, match="argument 0 .* leaf 0 is a float"):
+        grad(lambda x: x)(1.0)
+    with pytest.raises(ValueError, match="argnums 3 is out of range"):
+        grad(lambda x: x.sum(), argnums=3)(tp.ones(2))
+    with pytest.raises(ValueError, match="duplicates"):
+        grad(lambda x, y: x.sum(), argnums=(0, 0))(tp.ones(2), tp.ones(2))
+    with pytest.raises(TypeError, match="pair"):
+        grad(lambda x: x.sum(), has_aux=True)(tp.ones(2))
+    _, vjp_fn = vjp(lambda x: x * 2, tp.ones(3))
+    with pytest.raises(ValueError, match=r"cotangent 0 has shape \[2\], expected \[3\]"):
+        vjp_fn(tp.ones(2))
+    with pytest.raises(TypeError, match="dtype"):
+        vjp_fn(tp.tensor(np.ones(3)))
+    with pytest.raises(ValueError, match="structure"):
+        vjp_fn((tp.ones(3),))
+    with pytest.raises(TypeError, match="only float tensors"):
+        vjp(lambda x: x, tp.tensor([1, 2]))
+
+
+def test_aux_may_hold_non_tensors() -> None:
+    g, aux = grad(lambda x: ((x * x).sum(), {"n": 3, "y": x * 2}), has_aux=True)(tp.ones(2))
+    assert aux["n"] == 3
+    close(aux["y"], [2.0, 2.0])
+    close(g, [2.0, 2.0])
+
+
+def test_missing_vjp_rule_names_the_primitive_and_the_transform(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tensorplay.rules import vjp as vjp_rules
+    monkeypatch.delitem(vjp_rules.VJP_RULES, "sin")
+    with pytest.raises(MissingRuleError, match="grad: no vjp rule for primitive 'sin'"):
+        grad(lambda x: x.sin().sum())(tp.ones(2))
+    with pytest.raises(MissingRuleError, match="vjp: no vjp rule for primitive 'sin'"):
+        vjp(lambda x: x.sin(), tp.ones(2))[1](tp.ones(2))
+    # a node that receives no cotangent needs no rule
+    close(grad(lambda x, c: (x * c.sin()).sum())(tp.ones(2), tp.ones(2)), np.sin(1.0) * np.ones(2))
+
+
+def test_under_a_symbolic_graph_trace() -> None:
+    from tensorplay.graph import trace
+
+    gm = trace(lambda x: grad(lambda y: (y.sin() * y).sum())(x), tp.ones(3), dynamic={0: {0: "B"}})
+    x = tp.tensor([0.1, 0.2, 0.3, 0.4])
+    close(gm(x), np.sin(x.numpy()) + x.numpy() * np.cos(x.numpy()))
+
+
+def test_hessian_of_an_mlp_loss_wrt_a_small_weight() -> None:
+    rng = np.random.default_rng(0)
+    w, x = rng.standard_normal((2, 3)).astype(np.float32), rng.standard_normal((4, 3)).astype(np.float32)
+
+    def loss(w: Any, x: Any) -> Any:
+        return (x @ w.T).tanh().pow(2).mean()
+
+    ours = hessian(loss)(tp.tensor(w), tp.tensor(x))
+    theirs = tf.hessian(loss)(torch.tensor(w), torch.tensor(x))
+    close(ours, theirs, 1e-4)
+    close(jacrev(jacfwd(loss))(tp.tensor(w), tp.tensor(x)), theirs, 1e-4)
+    close(jacfwd(jacrev(loss))(tp.tensor(w), tp.tensor(x)), theirs, 1e-4)
+
+
+def test_grad_and_value_runs_one_forward_pass() -> None:
+    calls = []
+
+    def f(x: Any) -> Any:
+        calls.append(1)
+        return (x * x).sum()
+
+    g, v = grad_and_value(f)(tp.tensor([1.0, 2.0]))
+    assert len(calls) == 1
+    close(v, 5.0)
+    close(g, [2.0, 4.0])
