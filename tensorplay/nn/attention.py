@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, TypeVarTuple
 import numpy as np
 
 from tensorplay import prefix as _prefix_module
-from tensorplay.program import getitem, mean, transpose
+from tensorplay.program import mean, transpose
 from tensorplay.errors import DTypeError, ShapeError
 from tensorplay.nn import init
 from tensorplay.nn._util import numel, ops_for, random_key, shape_of
@@ -98,23 +98,12 @@ class MultiheadAttention(Module, Generic[D]):
     def _project(self, ops: Any, query: AnyTensor, key: AnyTensor,
                  value: AnyTensor) -> tuple[AnyTensor, AnyTensor, AnyTensor]:
         w, b, h, d = self.in_proj_weight, self.in_proj_bias, self.num_heads, int(self.embed_dim)
-        if key is query and value is query:
-            lead, n = tuple(query.shape[:-2]), query.shape[-2]
-            r = len(lead)
-            qkv = prefix.linear(ops, w, b, query)
-            qkv = ops.reshape(qkv, shape=lead + (n, 3, h, d // h))
-            qkv = ops.permute(qkv, perm=(r + 1,) + tuple(range(r)) + (r + 2, r, r + 3))  # [3, *lead, h, n, dh]
-            full = shape_of(qkv)
-            steps = (1,) * len(full)
-
-            def take(i: int) -> AnyTensor:
-                part = ops.slice(qkv, starts=(i,) + (0,) * (len(full) - 1), stops=(i + 1,) + full[1:], steps=steps)
-                return ops.reshape(part, shape=full[1:])  # type: ignore[no-any-return]
-            return take(0), take(1), take(2)
+        # one projection per input from row blocks of the stacked weight: slicing the small weight
+        # (rather than a fused [*lead, n, 3d] activation) keeps the backward's padding cheap
         out = []
         for i, x in enumerate((query, key, value)):
-            wi = getitem(ops, w, slice(i * d, (i + 1) * d))
-            bi = None if b is None else getitem(ops, b, slice(i * d, (i + 1) * d))
+            wi = ops.slice(w, starts=(i * d, 0), stops=((i + 1) * d, d), steps=(1, 1))
+            bi = None if b is None else ops.slice(b, starts=(i * d,), stops=((i + 1) * d,), steps=(1,))
             out.append(_split_heads(ops, prefix.linear(ops, wi, bi, x), h))
         return out[0], out[1], out[2]
 
