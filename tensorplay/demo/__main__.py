@@ -31,7 +31,9 @@ def register_post_training_step(step: PostTrainingStep) -> PostTrainingStep:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """The command line."""
     defaults = TrainConfig()
-    parser = argparse.ArgumentParser(prog="python -m tensorplay.demo", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tensorplay.demo",
+                                     description="Train the typed CNN on scikit-learn's 8x8 digits and report "
+                                                 "the test accuracy after each epoch.")
     parser.add_argument("--epochs", type=int, default=defaults.epochs)
     parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
     parser.add_argument("--lr", type=float, default=defaults.lr)
