@@ -1,6 +1,8 @@
 """The eager interpreter's compute kernels side by side with PyTorch (CPU) and composed numpy.
 
-``python -m benchmarks kernels`` or ``python benchmarks/bench_kernels.py``.
+``python -m benchmarks kernels`` or ``python benchmarks/bench_kernels.py``; on a shared
+machine, ``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 TP_NUM_THREADS=1`` compares one thread
+per library (multi-threaded OpenBLAS and oneDNN degrade badly when the cores are busy).
 ``run()`` returns rows of ``(name, {implementation: seconds per call})``; the
 implementation called ``tensorplay`` is the kernel from
 :mod:`interpreters.eager.kernels`. Every function is warmed up (numba compiles
@@ -170,8 +172,10 @@ def settings() -> str:
 
     from interpreters.eager import kernels as K
 
+    threads_env = {k: v for k, v in os.environ.items() if k in ("OMP_NUM_THREADS", "TP_NUM_THREADS")}
     return (f"{environment()}\n"
             f"tensorplay kernel threads: {K.num_threads()}; torch threads: {torch.get_num_threads()}; "
+            f"thread env: {threads_env or 'unset'}; "
             f"MALLOC_* = {({k: v for k, v in os.environ.items() if k.startswith('MALLOC_')} or 'glibc defaults')}")
 
 

@@ -100,6 +100,29 @@ def test_threaded_paths_match_single_thread() -> None:
         K.set_num_threads(0)
 
 
+def test_single_threaded_blas_restores_the_thread_count() -> None:
+    from interpreters.eager.kernels import _blas
+    api = _blas._api()
+    if api is None:
+        pytest.skip("OpenBLAS not found in this process")
+    setter, getter = api
+    before = getter()
+    setter(2)
+    try:
+        with _blas.single_threaded_blas():
+            assert getter() == 1
+            a = randn(4, 30, 30)
+            np.testing.assert_allclose(a @ a, np.einsum("bij,bjk->bik", a, a), rtol=1e-4, atol=1e-4)
+        assert getter() == 2
+        with _blas.single_threaded_blas(False):
+            assert getter() == 2
+        with pytest.raises(RuntimeError), _blas.single_threaded_blas():
+            raise RuntimeError
+        assert getter() == 2
+    finally:
+        setter(before)
+
+
 def test_vexp_is_accurate_over_its_whole_range() -> None:
     nb = _support.nb()
     for dt, lo, hi in [(np.float32, -87.3, 88.7), (np.float64, -708.0, 709.7)]:

@@ -5,7 +5,8 @@ All spatial ranks share the 3-d kernels: ``x[N, C, *spatial]`` is viewed as
 dilation 1 there). The column matrix is ``cols[N, C*K, L]`` (``K`` kernel taps,
 ``L`` output positions), channel-major so a group's rows are one block, and the
 GEMM ``w[g, O/g, C/g*K] @ cols[N, g, C/g*K, L]`` writes ``[N, O, L]`` in place:
-no transpose of the result. 1x1 convolutions with stride 1 and no padding skip
+no transpose of the result. A stack of small GEMMs runs with one OpenBLAS thread
+(:mod:`._blas`). 1x1 convolutions with stride 1 and no padding skip
 im2col entirely. Columns live in a reused per-thread scratch buffer and are built
 for a block of samples at a time, so memory stays bounded for large batches.
 """
@@ -16,6 +17,7 @@ import math
 
 import numpy as np
 
+from ._blas import SMALL_GEMM_MACS, single_threaded_blas
 from ._support import Array, as_float, float_dtype, nb, scratch
 
 COLS_BLOCK_BYTES = 64 << 20
@@ -68,6 +70,11 @@ def _block(n: int, per_sample_bytes: int) -> int:
     return max(1, min(n, COLS_BLOCK_BYTES // max(1, per_sample_bytes)))
 
 
+def _small(count: int, macs: int) -> bool:
+    """A stack of ``count`` GEMMs of ``macs`` multiply-adds each that runs best on one BLAS thread."""
+    return count > 1 and macs < SMALL_GEMM_MACS
+
+
 def _is_pointwise(k: Triple, s: Triple, p: Triple) -> bool:
     return k == (1, 1, 1) and s == (1, 1, 1) and p == (0, 0, 0)
 
@@ -102,8 +109,10 @@ def conv(x: Array, w: Array, *, stride: tuple[int, ...], padding: tuple[int, ...
     x5 = as_float(x, dt).reshape(x5s)
     wg = as_float(w, dt).reshape(g, og, cg * kk)
     out4 = out.reshape(n, g, og, ll)
+    small = _small(n * g, og * cg * kk * ll)
     if _is_pointwise(k, s, p):
-        np.matmul(wg, x5.reshape(n, g, cg, ll), out=out4)
+        with single_threaded_blas(small):
+            np.matmul(wg, x5.reshape(n, g, cg, ll), out=out4)
         return out
     o3 = (osp[0], osp[1], osp[2])
     blk = _block(n, c * kk * ll * dt.itemsize)
@@ -111,7 +120,8 @@ def conv(x: Array, w: Array, *, stride: tuple[int, ...], padding: tuple[int, ...
         n1 = min(n, n0 + blk)
         cols = scratch((n1 - n0, c * kk, ll), dt)
         _im2col(x5[n0:n1], cols, k, s, p, d, o3)
-        np.matmul(wg, cols.reshape(n1 - n0, g, cg * kk, ll), out=out4[n0:n1])
+        with single_threaded_blas(small):
+            np.matmul(wg, cols.reshape(n1 - n0, g, cg * kk, ll), out=out4[n0:n1])
     return out
 
 
@@ -147,9 +157,11 @@ def conv_transpose(x: Array, w: Array, *, stride: tuple[int, ...], padding: tupl
     x5 = as_float(x, dt).reshape(x5s)
     wt = as_float(w, dt).reshape(g, cg, og * kk).transpose(0, 2, 1)  # [g, O/g*K, C/g]
     xg = x5.reshape(n, g, cg, lin)
+    small = _small(n * g, og * kk * cg * lin)
     if _is_pointwise(k, s, p) and osp == isp:
         out = np.empty(out_shape, dt)
-        np.matmul(wt, xg, out=out.reshape(n, g, og, lin))
+        with single_threaded_blas(small):
+            np.matmul(wt, xg, out=out.reshape(n, g, og, lin))
         return out
     out = np.zeros(out_shape, dt)
     out5 = out.reshape((n, o_ch) + osp)
@@ -157,7 +169,8 @@ def conv_transpose(x: Array, w: Array, *, stride: tuple[int, ...], padding: tupl
     for n0 in range(0, n, blk):
         n1 = min(n, n0 + blk)
         cols = scratch((n1 - n0, o_ch * kk, lin), dt)
-        np.matmul(wt, xg[n0:n1], out=cols.reshape(n1 - n0, g, og * kk, lin))
+        with single_threaded_blas(small):
+            np.matmul(wt, xg[n0:n1], out=cols.reshape(n1 - n0, g, og * kk, lin))
         _col2im(cols, out5[n0:n1], k, s, p, d, isp)
     return out
 
@@ -189,9 +202,11 @@ def conv_weight_grad(x: Array, g: Array, *, kernel_size: tuple[int, ...], stride
     ll = osp[0] * osp[1] * osp[2]
     x5 = as_float(x, dt).reshape(x5s)
     g4 = as_float(g, dt).reshape(n, gr, og, ll)
+    small = _small(n * gr, og * cg * kk * ll)
     if _is_pointwise(k, s, p):
         cols_all = x5.reshape(n, gr, cg, ll)
-        res = np.matmul(g4, cols_all.transpose(0, 1, 3, 2)).sum(axis=0)
+        with single_threaded_blas(small):
+            res = np.matmul(g4, cols_all.transpose(0, 1, 3, 2)).sum(axis=0)
         return np.ascontiguousarray(res).reshape(res_shape)
     o3 = (osp[0], osp[1], osp[2])
     acc = np.zeros((gr, og, cg * kk), dt)
@@ -201,5 +216,6 @@ def conv_weight_grad(x: Array, g: Array, *, kernel_size: tuple[int, ...], stride
         cols = scratch((n1 - n0, c * kk, ll), dt)
         _im2col(x5[n0:n1], cols, k, s, p, d, o3)
         colsg = cols.reshape(n1 - n0, gr, cg * kk, ll)
-        acc += np.matmul(g4[n0:n1], colsg.transpose(0, 1, 3, 2)).sum(axis=0)
+        with single_threaded_blas(small):
+            acc += np.matmul(g4[n0:n1], colsg.transpose(0, 1, 3, 2)).sum(axis=0)
     return acc.reshape(res_shape)

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ._blas import SMALL_GEMM_MACS, single_threaded_blas
 from ._support import Array, as_float, float_dtype, nb
 
 
@@ -39,22 +40,23 @@ def attention(q: Array, k: Array, v: Array, mask: Array | None, *, scale: float)
         except ValueError:
             raise ValueError(f"attention: mask of shape {mk.shape} does not broadcast to the "
                              f"scores' shape {score_shape}") from None
-    if math.prod(out_shape) == 0:
+    if math.prod(out_shape) == 0 or m == 0:  # no keys: every row is fully masked
         return np.zeros(out_shape, dt)
     qf, kf, vf = as_float(q, dt), as_float(k, dt), as_float(v, dt)
-    scores = np.matmul(qf, np.swapaxes(kf, -1, -2))
-    if m == 0:
-        return np.zeros(out_shape, dt)
-    if scores.shape != score_shape:  # k's batch was larger than q's
-        scores = np.ascontiguousarray(np.broadcast_to(scores, score_shape))
-    s2 = scores.reshape(-1, m)
-    kern = nb()
-    sc = float(scale)
-    # one thread: this runs between two GEMMs, whose OpenBLAS workers are still spinning
-    if mk is None:
-        kern.scaled_softmax_rows(s2, sc, s2, 0, s2.shape[0])
-    else:
-        m2 = np.ascontiguousarray(mk).reshape(-1, m)
-        kern.masked_softmax_rows(s2, m2, sc, s2, 0, s2.shape[0])
-    result: Array = np.matmul(scores, vf)
+    # a stack of small GEMMs: one BLAS thread (see _blas); the softmax between them runs on
+    # this thread too, so no second pool competes with OpenBLAS's workers
+    small = max(n * m * qf.shape[-1], n * m * dv) < SMALL_GEMM_MACS and math.prod(batch) > 1
+    with single_threaded_blas(small):
+        scores = np.matmul(qf, np.swapaxes(kf, -1, -2))
+        if scores.shape != score_shape:  # v's batch was larger than q's and k's
+            scores = np.ascontiguousarray(np.broadcast_to(scores, score_shape))
+        s2 = scores.reshape(-1, m)
+        kern = nb()
+        sc = float(scale)
+        if mk is None:
+            kern.scaled_softmax_rows(s2, sc, s2, 0, s2.shape[0])
+        else:
+            m2 = np.ascontiguousarray(mk).reshape(-1, m)
+            kern.masked_softmax_rows(s2, m2, sc, s2, 0, s2.shape[0])
+        result: Array = np.matmul(scores, vf)
     return result
