@@ -25,8 +25,29 @@ def _mlp_params(rng: np.random.Generator, sizes: tuple[int, ...]) -> dict[str, n
     return params
 
 
-def run() -> list[tuple[str, dict[str, float]]]:
-    """Rows of (benchmark, {implementation: seconds per call})."""
+def run(threads: int | None = 1) -> list[tuple[str, dict[str, float]]]:
+    """Rows of (benchmark, {implementation: seconds per call}). ``threads`` limits both libraries' thread
+    pools (PyTorch's and the BLAS under numpy); 1 by default, since two pools spinning on two shared
+    cores make PyTorch's multi-threaded times erratic. ``None`` leaves them as they are."""
+    import torch
+
+    previous = torch.get_num_threads()
+    limiter = None
+    if threads is not None:
+        from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+        limiter = threadpool_limits(limits=threads)
+        torch.set_num_threads(threads)
+    try:
+        rows = _rows()
+    finally:
+        torch.set_num_threads(previous)
+        if limiter is not None:
+            limiter.restore_original_limits()
+    suffix = "" if threads is None else f" [{threads} thread{'s' if threads > 1 else ''}]"
+    return [(name + suffix, times) for name, times in rows]
+
+
+def _rows() -> list[tuple[str, dict[str, float]]]:
     import torch
     import torch.func as tf
 
@@ -34,7 +55,6 @@ def run() -> list[tuple[str, dict[str, float]]]:
     import tensorplay.func as F
     from tensorplay.nn import functional as TPF
 
-    torch.set_num_threads(2)
     rng = np.random.default_rng(0)
     rows: list[tuple[str, dict[str, float]]] = []
 
@@ -128,4 +148,10 @@ def run() -> list[tuple[str, dict[str, float]]]:
 
 
 if __name__ == "__main__":
-    print(table(run(), "torch"))
+    import sys
+
+    from benchmarks.timing import environment
+
+    print(environment())
+    n = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 1
+    print(table(run(threads=n if n > 0 else None), "torch"))

@@ -13,6 +13,7 @@ from tensorplay.func import grad, grad_and_value, hessian, jacfwd, jacrev, vjp, 
 
 torch = pytest.importorskip("torch")
 tf = pytest.importorskip("torch.func")
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch.func internals
 
 
 def close(a: Any, b: Any, tol: float = 1e-5) -> None:

@@ -117,7 +117,7 @@ def linearize(func: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..
     outs = [read(env, v) for v in traced.out_vars]
     recorder = Recorder()
     seeds = [recorder.input(f"t{i}", foreign_aval(p), "user_input") for i, p in enumerate(leaves)]
-    tan = tangent_sweep(traced, env, Dispatch(caller), dict(zip(traced.in_vars, seeds)), "linearize")
+    tan = tangent_sweep(traced, env, Dispatch(caller, recorder), dict(zip(traced.in_vars, seeds)), "linearize")
     out_tangents = [tan.get(v) for v in traced.out_vars]
     graph = recorder.graph
     graph.outputs = [recorder.lift(t) for t in out_tangents if t is not None]

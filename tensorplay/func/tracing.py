@@ -21,6 +21,7 @@ computes everything that does not depend on them once, in the caller's interpret
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -37,8 +38,14 @@ from tensorplay.tensor import Tensor
 
 AnyTensor = Tensor[*tuple[Any, ...]]
 
-_ACTIVE: list[Recorder] = []
-"""Recorders of the transforms now tracing, innermost last."""
+class _Active(threading.local):
+    """Recorders of the transforms now tracing in this thread, innermost last."""
+
+    def __init__(self) -> None:
+        self.stack: list[Recorder] = []
+
+
+_ACTIVE = _Active()
 
 
 # ---- interpreters ---------------------------------------------------------------------------------
@@ -72,7 +79,7 @@ def concrete_value(x: AnyTensor) -> Any:
 
 def in_symbolic_transform() -> bool:
     """True while a transform traces symbolically (values of that recording have no data)."""
-    return any(not r.execute for r in _ACTIVE)
+    return any(not r.execute for r in _ACTIVE.stack)
 
 
 class Dispatch:
@@ -81,9 +88,11 @@ class Dispatch:
 
     name = "dispatch"
 
-    def __init__(self, default: Any) -> None:
+    def __init__(self, default: Any, top: Any = None) -> None:
         self.default = default
+        self.top = default if top is None else top
         self.level = default.level
+        self.recorders = [r for r in (default, self.top) if isinstance(r, Recorder)]
 
     def __repr__(self) -> str:
         return f"<dispatch, default {self.default!r}>"
@@ -110,7 +119,7 @@ def sweep_ops(caller: Any, seeds: Sequence[Any]) -> Any:
     """The ``ops`` a rule sweep uses: the caller's interpreter, or a :class:`Dispatch` over it when a
     seed (cotangent, tangent) belongs to a newer interpreter."""
     top = highest(seeds, caller)
-    return caller if top is caller else Dispatch(caller)
+    return caller if top is caller else Dispatch(caller, top)
 
 
 # ---- tracing --------------------------------------------------------------------------------------
@@ -182,7 +191,7 @@ def _trace(fn: Callable[..., Any], leaves: Sequence[Any], spec: TreeSpec, wrt: S
         in_vars.append(t._data)
         new_leaves[i] = t
     args = tree_unflatten(spec, new_leaves)
-    _ACTIVE.append(recorder)
+    _ACTIVE.stack.append(recorder)
     try:
         result = fn(*args, **(kwargs or {}))
         if has_aux:
@@ -203,7 +212,7 @@ def _trace(fn: Callable[..., Any], leaves: Sequence[Any], spec: TreeSpec, wrt: S
             aux_vars = [recorder.lift(x) if isinstance(x, Tensor) else None for x in aux_leaves]
             aux = (aux_vars, aux_spec, aux_leaves)
     finally:
-        _ACTIVE.pop()
+        _ACTIVE.stack.pop()
         recorder.close()
     graph = recorder.graph
     graph.outputs = list(out_vars) + ([v for v in aux[0] if v is not None] if aux is not None else [])
@@ -276,10 +285,12 @@ def aux_output(traced: Traced, env: dict[Any, Any]) -> Any:
     return tree_unflatten(aux_spec, leaves)
 
 
-def _set_location(ops: Any, location: Any) -> None:
-    target = ops.default if isinstance(ops, Dispatch) else ops
-    if isinstance(target, Recorder):
-        target.location_override = location
+def recorders_of(ops: Any) -> list[Recorder]:
+    """The recorders a sweep with ``ops`` may record into (their ``location_override`` is set per node,
+    so recorded nodes keep the location of the node they come from, without walking the stack)."""
+    if isinstance(ops, Dispatch):
+        return ops.recorders
+    return [ops] if isinstance(ops, Recorder) else []
 
 
 def backward(traced: Traced, env: dict[Any, Any], ops: Any, seeds: Sequence[tuple[Any, Any]],
@@ -301,9 +312,8 @@ def backward(traced: Traced, env: dict[Any, Any], ops: Any, seeds: Sequence[tupl
         ct[v] = g if prev is None else ops.add(prev, g)
     if not ct:
         return [None] * len(wanted)
-    target = ops.default if isinstance(ops, Dispatch) else ops
-    recording = isinstance(target, Recorder)
-    previous = target.location_override if recording else None
+    recorders = recorders_of(ops)
+    previous = [r.location_override for r in recorders]
     previous_mask = getattr(_NEEDED, "mask", None)
     try:
         for node in reversed(traced.graph.nodes):
@@ -315,8 +325,8 @@ def backward(traced: Traced, env: dict[Any, Any], ops: Any, seeds: Sequence[tupl
             if rule is None:
                 raise MissingRuleError(f"{transform}: no vjp rule for primitive '{node.target}' (recorded at "
                                        f"{node.location}); differentiating through it is not supported")
-            if recording:
-                target.location_override = node.location
+            for r in recorders:
+                r.location_override = node.location
             inputs = tuple(env[v] if v.__class__ is Var else (None if v is None else v.value) for v in node.inputs)
             # rules may skip the cotangents of inputs that do not depend on ``wanted``
             set_needed_inputs(tuple(v.__class__ is Var and v in needed for v in node.inputs))
@@ -328,8 +338,8 @@ def backward(traced: Traced, env: dict[Any, Any], ops: Any, seeds: Sequence[tupl
                 ct[v] = c if prev is None else ops.add(prev, c)
     finally:
         set_needed_inputs(previous_mask)
-        if recording:
-            target.location_override = previous
+        for r, p in zip(recorders, previous):
+            r.location_override = p
     return [ct.get(v) for v in wanted]
 
 
@@ -339,9 +349,8 @@ def tangent_sweep(traced: Traced, env: dict[Any, Any], ops: Any, tangents: dict[
     placeholders), emitted into ``ops``. Values not reached have no entry (a zero tangent)."""
     from tensorplay.rules.jvp import JVP_RULES
     tan: dict[Var, Any] = {v: t for v, t in tangents.items() if t is not None}
-    target = ops.default if isinstance(ops, Dispatch) else ops
-    recording = isinstance(target, Recorder)
-    previous = target.location_override if recording else None
+    recorders = recorders_of(ops)
+    previous = [r.location_override for r in recorders]
     try:
         for node in traced.graph.nodes:
             ts = [tan.get(v) if v.__class__ is Var else None for v in node.inputs]
@@ -351,16 +360,16 @@ def tangent_sweep(traced: Traced, env: dict[Any, Any], ops: Any, tangents: dict[
             if rule is None:
                 raise MissingRuleError(f"{transform}: no jvp rule for primitive '{node.target}' (recorded at "
                                        f"{node.location}); forward-mode differentiation through it is not supported")
-            if recording:
-                target.location_override = node.location
+            for r in recorders:
+                r.location_override = node.location
             primals = tuple(env[v] if v.__class__ is Var else (None if v is None else v.value) for v in node.inputs)
             out = node.outputs[0]
             t_out = rule(ops, primals, tuple(ts), env[out], **node.params)
             if t_out is not None:
                 tan[out] = t_out
     finally:
-        if recording:
-            target.location_override = previous
+        for r, p in zip(recorders, previous):
+            r.location_override = p
     return tan
 
 
