@@ -203,3 +203,31 @@ def test_grad_and_value_runs_one_forward_pass() -> None:
     assert len(calls) == 1
     close(v, 5.0)
     close(g, [2.0, 4.0])
+
+
+def test_jacobians_under_a_symbolic_graph_trace() -> None:
+    from tensorplay.graph import trace
+
+    gm = trace(lambda x, y: jacrev(lambda a, b: (a.sin(), b * 2), argnums=(0, 1))(x, y), tp.ones(3), tp.ones(2),
+               dynamic={0: {0: "B"}})
+    (da_a, da_b), (db_a, db_b) = gm(tp.tensor([0.0, 1.0]), tp.ones(2))
+    close(da_a, np.diag(np.cos([0.0, 1.0])))
+    close(db_b, 2 * np.eye(2))
+    close(da_b, np.zeros((2, 2)))
+    gm2 = trace(lambda x: jacfwd(lambda r: r.sin())(x), tp.ones(3), dynamic={0: {0: "B"}})
+    close(gm2(tp.tensor([0.0, 1.0, 2.0, 3.0])), np.diag(np.cos([0.0, 1.0, 2.0, 3.0])))
+    gm3 = trace(lambda x: hessian(lambda r: (r ** 3).sum())(x), tp.ones(3), dynamic={0: {0: "B"}})
+    close(gm3(tp.tensor([1.0, 2.0])), np.diag([6.0, 12.0]))
+
+
+def test_missing_rules_name_the_jacobian_transforms(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tensorplay.rules import jvp as jvp_rules
+    from tensorplay.rules import vjp as vjp_rules
+    monkeypatch.delitem(vjp_rules.VJP_RULES, "cos")
+    monkeypatch.delitem(jvp_rules.JVP_RULES, "cos")
+    with pytest.raises(MissingRuleError, match="jacrev: no vjp rule for primitive 'cos'"):
+        jacrev(lambda x: x.cos())(tp.ones(2))
+    with pytest.raises(MissingRuleError, match="jacfwd: no jvp rule for primitive 'cos'"):
+        jacfwd(lambda x: x.cos())(tp.ones(2))
+    with pytest.raises(MissingRuleError, match="jacrev: no vjp rule for primitive 'cos'"):
+        hessian(lambda x: x.sin().sum())(tp.ones(2))  # sin's vjp uses cos; its derivative needs cos's rule

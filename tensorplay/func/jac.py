@@ -15,44 +15,56 @@ from typing import Any
 import numpy as np
 
 from tensorplay.program import reshape, permute
-from tensorplay.func.jvp import jvp
+from tensorplay.func.jvp import jvp_named
 from tensorplay.func.pytree import tree_flatten, tree_unflatten
 from tensorplay.func.tracing import highest
-from tensorplay.func.vjp import ArgNums, diff_args, grad_results, vjp
+from tensorplay.func.vjp import ArgNums, diff_args, grad_results, vjp_named
 from tensorplay.func.vmap import vmap
 from tensorplay.tensor import Tensor
 
 AnyTensor = Tensor[*tuple[Any, ...]]
 
 
-def _numel(shape: Sequence[Any]) -> int:
-    n = 1
+def _numel(shape: Sequence[Any]) -> Any:
+    """The number of elements (an int, or a symbolic size under a trace with symbolic dims)."""
+    n: Any = 1
     for d in shape:
-        n *= int(d)
+        n = n * d
     return n
 
 
-def _basis_blocks(ops: Any, likes: Sequence[AnyTensor]) -> tuple[list[AnyTensor], list[int]]:
+def _basis_blocks(ops: Any, likes: Sequence[AnyTensor]) -> tuple[list[AnyTensor], list[Any]]:
     """For tensors ``likes`` with ``n_i`` elements (``N`` in all), the standard basis of the flattened
-    concatenation as one tensor ``[N, *like_i.shape]`` per tensor, and the offsets of each block."""
+    concatenation as one tensor ``[N, *like_i.shape]`` per tensor, and the offsets of each block.
+    Concrete sizes give constants; symbolic sizes build the basis with ``iota`` and ``eq``."""
     sizes = [_numel(t.shape) for t in likes]
-    total = sum(sizes)
+    total: Any = 0
+    for n in sizes:
+        total = total + n
     blocks: list[AnyTensor] = []
-    offsets: list[int] = []
-    start = 0
+    offsets: list[Any] = []
+    start: Any = 0
+    symbolic = not isinstance(total, int)
+    rows = ops.reshape(ops.iota(length=total, dtype="int64"), shape=(total, 1)) if symbolic else None
     for t, n in zip(likes, sizes):
-        block = np.zeros((total, n), dtype=t.dtype.numpy)
-        block[start:start + n] = np.eye(n, dtype=t.dtype.numpy)
-        blocks.append(ops.constant(block.reshape((total,) + tuple(t.shape))))
+        shape = (total,) + tuple(t.shape)
+        if symbolic:
+            cols = ops.reshape(ops.add(ops.iota(length=n, dtype="int64"), start), shape=(1, n))
+            block = ops.cast(ops.eq(rows, cols), dtype=t.dtype.name)
+            blocks.append(ops.reshape(block, shape=shape))
+        else:
+            array = np.zeros((total, n), dtype=t.dtype.numpy)
+            array[start:start + n] = np.eye(n, dtype=t.dtype.numpy)
+            blocks.append(ops.constant(array.reshape(shape)))
         offsets.append(start)
-        start += n
+        start = start + n
     return blocks, offsets
 
 
-def _rows(x: AnyTensor, start: int, stop: int) -> AnyTensor:
+def _rows(x: AnyTensor, start: Any, stop: Any) -> AnyTensor:
     """Rows ``start:stop`` of ``x`` along axis 0 (``x`` itself when that is all of it)."""
     shape = tuple(x.shape)
-    if start == 0 and stop == shape[0]:
+    if isinstance(start, int) and start == 0 and stop == shape[0]:  # structural equality for symbolic sizes
         return x
     return x._ops.slice(x, starts=(start,) + (0,) * (len(shape) - 1), stops=(stop,) + shape[1:],
                         steps=(1,) * len(shape))
@@ -87,7 +99,7 @@ def jacrev(func: Callable[..., Any], argnums: ArgNums = 0, *, has_aux: bool = Fa
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         leaves, spec, wrt = diff_args(args, argnums, "jacrev")
         xs = [leaves[i] for i in wrt]
-        result = vjp(_partial(func, leaves, spec, wrt, kwargs), *xs, has_aux=has_aux)
+        result = vjp_named(_partial(func, leaves, spec, wrt, kwargs), tuple(xs), has_aux, "jacrev")
         output, vjp_fn = result[0], result[1]
         out_leaves, out_spec = tree_flatten(output)
         ops = highest(out_leaves)
@@ -129,7 +141,7 @@ def jacfwd(func: Callable[..., Any], argnums: ArgNums = 0, has_aux: bool = False
         out_spec_box: list[Any] = []
 
         def push(*ts: Any) -> Any:
-            result = jvp(flat, tuple(xs), tuple(ts), has_aux=has_aux)
+            result = jvp_named(flat, tuple(xs), tuple(ts), False, has_aux, "jacfwd")
             t_leaves, t_spec = tree_flatten(result[1])
             out_spec_box.append(t_spec)
             return (t_leaves, result[2]) if has_aux else t_leaves

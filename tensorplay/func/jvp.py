@@ -65,19 +65,25 @@ def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, strict: bool =
     >>> tangent
     tensor([1.0000, 2.7183])
     """
+    return jvp_named(func, primals, tangents, strict, has_aux, "jvp")
+
+
+def jvp_named(func: Callable[..., Any], primals: Any, tangents: Any, strict: bool, has_aux: bool,
+              transform: str) -> Any:
+    """:func:`jvp`, naming ``transform`` in its errors (``jacfwd`` is built on it)."""
     if not isinstance(primals, tuple):
         raise TypeError(f"jvp: expected primals to be a tuple (so that func(*primals) is valid), got "
                         f"{type(primals).__name__}")
     if not isinstance(tangents, tuple):
         raise TypeError(f"jvp: expected tangents to be a tuple like the primals, got {type(tangents).__name__}")
     leaves, spec = tensor_leaves(primals, "jvp: primals")
-    _float_primals("jvp", leaves)
-    t_leaves = check_tangents("jvp", leaves, spec, tangents)
-    traced = trace(func, leaves, spec, range(len(leaves)), "jvp", has_aux=has_aux)
+    _float_primals(transform, leaves)
+    t_leaves = check_tangents(transform, leaves, spec, tangents)
+    traced = trace(func, leaves, spec, range(len(leaves)), transform, has_aux=has_aux)
     caller = caller_of(traced, leaves)
     env = forward(traced, caller, leaves)
     ops = sweep_ops(caller, t_leaves)
-    tan = tangent_sweep(traced, env, ops, dict(zip(traced.in_vars, t_leaves)), "jvp")
+    tan = tangent_sweep(traced, env, ops, dict(zip(traced.in_vars, t_leaves)), transform)
     outs = [read(env, v) for v in traced.out_vars]
     out_tangents = []
     for i, (v, o) in enumerate(zip(traced.out_vars, outs)):
@@ -135,4 +141,4 @@ def linearize(func: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..
     return output, jvp_fn
 
 
-__all__ = ["check_tangents", "jvp", "linearize"]
+__all__ = ["check_tangents", "jvp", "jvp_named", "linearize"]

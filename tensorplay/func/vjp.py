@@ -44,12 +44,17 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     >>> vjp_fn(tp.ones(3))
     (tensor([2., 4., 6.]),)
     """
-    leaves, spec = tensor_leaves(primals, "vjp: primals")
+    return vjp_named(func, primals, has_aux, "vjp")
+
+
+def vjp_named(func: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool, transform: str) -> Any:
+    """:func:`vjp`, naming ``transform`` in its errors (``jacrev`` is built on it)."""
+    leaves, spec = tensor_leaves(primals, f"{transform}: primals")
     for i, leaf in enumerate(leaves):
         if not _is_float(leaf):
-            raise TypeError(f"vjp: primal {i} has dtype {leaf.dtype.name}; only float tensors can be differentiated "
+            raise TypeError(f"{transform}: primal {i} has dtype {leaf.dtype.name}; only float tensors can be differentiated "
                             "(close over integer inputs instead of passing them as primals)")
-    traced = trace(func, leaves, spec, range(len(leaves)), "vjp", has_aux=has_aux)
+    traced = trace(func, leaves, spec, range(len(leaves)), transform, has_aux=has_aux)
     caller = caller_of(traced, leaves)
     env = forward(traced, caller, leaves)
     outs = [read(env, v) for v in traced.out_vars]
@@ -74,7 +79,7 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
                 raise TypeError(f"vjp_fn: cotangent {i} has dtype {g.dtype.name}, expected {o.dtype.name} (the dtype of "
                                 f"output {i})")
         ops = sweep_ops(caller, ct_leaves)
-        cts = backward(traced, env, ops, list(zip(traced.out_vars, ct_leaves)), traced.in_vars, "vjp")
+        cts = backward(traced, env, ops, list(zip(traced.out_vars, ct_leaves)), traced.in_vars, transform)
         grads: tuple[Any, ...] = tree_unflatten(spec, _fill(ops, cts, leaves))
         return grads
 
@@ -214,4 +219,4 @@ def grad(func: Callable[..., Any], argnums: ArgNums = 0, has_aux: bool = False) 
     return wrapper
 
 
-__all__ = ["diff_args", "grad", "grad_and_value", "grad_results", "vjp"]
+__all__ = ["diff_args", "grad", "grad_and_value", "grad_results", "vjp", "vjp_named"]
