@@ -585,6 +585,18 @@ def test_attention_matches_reference(dt: Any, mask_kind: str) -> None:
         assert np.all(got[0, 1, 2] == 0)
 
 
+def test_attention_batch_prefixes_broadcast() -> None:
+    q = randn(2, 3, 5, 4)
+    k = randn(1, 3, 6, 4)
+    v = randn(2, 1, 6, 7)
+    mask = RNG.random((6,)) > 0.3
+    got = K.attention(q, k, v, mask, scale=0.5)
+    want = _attention_ref(q, k, v, mask, 0.5)
+    assert_close(got, want, np.float32)
+    got2 = K.attention(q[:1, :1], k, np.broadcast_to(v, (2, 3, 6, 7)), None, scale=0.5)
+    assert_close(got2, _attention_ref(q[:1, :1], k, np.broadcast_to(v, (2, 3, 6, 7)), None, 0.5), np.float32)
+
+
 def test_attention_zero_sizes_and_errors() -> None:
     q = randn(2, 3, 4)
     assert K.attention(q, randn(2, 0, 4), randn(2, 0, 5), None, scale=1.0).tolist() == np.zeros((2, 3, 5)).tolist()

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ._blas import SMALL_GEMM_MACS, single_threaded_blas
-from ._support import Array, as_float, float_dtype, nb
+from ._support import Array, as_float, float_dtype, nb, scratch
 
 
 def attention(q: Array, k: Array, v: Array, mask: Array | None, *, scale: float) -> Array:
@@ -47,16 +47,20 @@ def attention(q: Array, k: Array, v: Array, mask: Array | None, *, scale: float)
     # this thread too, so no second pool competes with OpenBLAS's workers
     small = max(n * m * qf.shape[-1], n * m * dv) < SMALL_GEMM_MACS and math.prod(batch) > 1
     with single_threaded_blas(small):
-        scores = np.matmul(qf, np.swapaxes(kf, -1, -2))
-        if scores.shape != score_shape:  # v's batch was larger than q's and k's
-            scores = np.ascontiguousarray(np.broadcast_to(scores, score_shape))
+        # scores and probabilities live in reused scratch buffers; they are separate arrays
+        # because the softmax kernels only vectorise when input and output do not alias
+        scores = scratch(score_shape, dt, slot=1)
+        np.matmul(np.broadcast_to(qf, batch + (n, qf.shape[-1])),
+                  np.broadcast_to(np.swapaxes(kf, -1, -2), batch + (kf.shape[-1], m)), out=scores)
+        probs = scratch(score_shape, dt, slot=2)
         s2 = scores.reshape(-1, m)
+        p2 = probs.reshape(-1, m)
         kern = nb()
         sc = float(scale)
         if mk is None:
-            kern.scaled_softmax_rows(s2, sc, s2, 0, s2.shape[0])
+            kern.scaled_softmax_rows(s2, sc, p2, 0, s2.shape[0])
         else:
             m2 = np.ascontiguousarray(mk).reshape(-1, m)
-            kern.masked_softmax_rows(s2, m2, sc, s2, 0, s2.shape[0])
-        result: Array = np.matmul(scores, vf)
+            kern.masked_softmax_rows(s2, m2, sc, p2, 0, s2.shape[0])
+        result: Array = np.matmul(probs, vf)
     return result
