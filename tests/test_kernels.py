@@ -469,6 +469,27 @@ def test_conv_batch_blocks_and_threads(monkeypatch: Any) -> None:
     assert_close(dx, F.conv_transpose2d(t(full), t(w), None, 1, 1), np.float32, rtol=1e-4, atol=1e-4)
 
 
+def test_conv_split_over_threads_matches_torch() -> None:
+    x = randn(16, 8, 24, 24)
+    w = randn(16, 8, 3, 3)
+    params = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
+    n = K.num_threads()
+    K.set_num_threads(2)
+    try:
+        y = K.conv(x, w, **params)
+        gw = K.conv_weight_grad(x, y, kernel_size=(3, 3), **params)
+        dx = K.conv_transpose(y, w, stride=(1, 1), padding=(1, 1), output_padding=(0, 0), dilation=(1, 1),
+                              groups=1)
+    finally:
+        K.set_num_threads(n)
+    tw = t(w).requires_grad_()
+    ty = F.conv2d(t(x), tw, None, 1, 1)
+    assert_close(y, ty, np.float32, rtol=1e-4, atol=1e-4)
+    ty.backward(ty.detach())
+    assert_close(gw, tw.grad, np.float32, rtol=1e-4, atol=1e-2)
+    assert_close(dx, F.conv_transpose2d(ty.detach(), t(w), None, 1, 1), np.float32, rtol=1e-4, atol=1e-3)
+
+
 def test_conv_zero_size_and_errors() -> None:
     params = dict(stride=(1,), padding=(0,), dilation=(1,), groups=1)
     assert K.conv(np.zeros((0, 2, 5), np.float32), np.ones((3, 2, 3), np.float32), **params).shape == (0, 3, 3)

@@ -18,6 +18,7 @@ from ._support import num_threads, set_num_threads
 from .sdpa import attention
 from .convolution import conv, conv_transpose, conv_weight_grad
 from .indexing import gather, scatter_add
+from .outer import outer_matmul
 from .pool import (avg_pool, avg_pool_backward, max_pool, max_pool_backward, max_pool_select,
                    smooth_max_pool, smooth_max_pool_backward)
 from .randomness import random_normal, random_randint, random_uniform
@@ -38,6 +39,7 @@ __all__ = [
     "max_pool_backward",
     "max_pool_select",
     "num_threads",
+    "outer_matmul",
     "random_normal",
     "random_randint",
     "random_uniform",

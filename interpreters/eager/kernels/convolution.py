@@ -14,11 +14,12 @@ for a block of samples at a time, so memory stays bounded for large batches.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 from ._blas import SMALL_GEMM_MACS, single_threaded_blas
-from ._support import Array, as_float, float_dtype, nb, scratch
+from ._support import Array, as_float, float_dtype, nb, parallel_for, scratch
 
 COLS_BLOCK_BYTES = 4 << 20
 """Upper bound on the column buffer; larger batches are processed in blocks of samples (a
@@ -76,6 +77,17 @@ def _small(count: int, macs: int) -> bool:
     return count > 1 and macs < SMALL_GEMM_MACS
 
 
+def _by_samples(small: bool, n: int, macs: int, body: Callable[[int, int], None]) -> None:
+    """Run ``body`` over the samples. Stacks of small GEMMs run with one OpenBLAS thread, and
+    then the samples are split over the kernel threads instead (each thread builds its own
+    columns and runs its own single-threaded GEMMs, so only one pool is busy at a time)."""
+    with single_threaded_blas(small):
+        if small:
+            parallel_for(n, macs, body)
+        else:
+            body(0, n)
+
+
 def _is_pointwise(k: Triple, s: Triple, p: Triple) -> bool:
     return k == (1, 1, 1) and s == (1, 1, 1) and p == (0, 0, 0)
 
@@ -117,12 +129,15 @@ def conv(x: Array, w: Array, *, stride: tuple[int, ...], padding: tuple[int, ...
         return out
     o3 = (osp[0], osp[1], osp[2])
     blk = _block(n, c * kk * ll * dt.itemsize)
-    for n0 in range(0, n, blk):
-        n1 = min(n, n0 + blk)
-        cols = scratch((n1 - n0, c * kk, ll), dt)
-        _im2col(x5[n0:n1], cols, k, s, p, d, o3)
-        with single_threaded_blas(small):
+
+    def samples(start: int, stop: int) -> None:
+        for n0 in range(start, stop, blk):
+            n1 = min(stop, n0 + blk)
+            cols = scratch((n1 - n0, c * kk, ll), dt)  # per thread
+            _im2col(x5[n0:n1], cols, k, s, p, d, o3)
             np.matmul(wg, cols.reshape(n1 - n0, g, cg * kk, ll), out=out4[n0:n1])
+
+    _by_samples(small, n, n * og * g * cg * kk * ll, samples)
     return out
 
 
@@ -167,12 +182,15 @@ def conv_transpose(x: Array, w: Array, *, stride: tuple[int, ...], padding: tupl
     out = np.zeros(out_shape, dt)
     out5 = out.reshape((n, o_ch) + osp)
     blk = _block(n, o_ch * kk * lin * dt.itemsize)
-    for n0 in range(0, n, blk):
-        n1 = min(n, n0 + blk)
-        cols = scratch((n1 - n0, o_ch * kk, lin), dt)
-        with single_threaded_blas(small):
+
+    def samples(start: int, stop: int) -> None:
+        for n0 in range(start, stop, blk):
+            n1 = min(stop, n0 + blk)
+            cols = scratch((n1 - n0, o_ch * kk, lin), dt)
             np.matmul(wt, xg[n0:n1], out=cols.reshape(n1 - n0, g, og * kk, lin))
-        _col2im(cols, out5[n0:n1], k, s, p, d, isp)
+            _col2im(cols, out5[n0:n1], k, s, p, d, isp)
+
+    _by_samples(small, n, n * g * og * kk * cg * lin, samples)
     return out
 
 
@@ -210,13 +228,21 @@ def conv_weight_grad(x: Array, g: Array, *, kernel_size: tuple[int, ...], stride
             res = np.matmul(g4, cols_all.transpose(0, 1, 3, 2)).sum(axis=0)
         return np.ascontiguousarray(res).reshape(res_shape)
     o3 = (osp[0], osp[1], osp[2])
-    acc = np.zeros((gr, og, cg * kk), dt)
     blk = _block(n, c * kk * ll * dt.itemsize)
-    for n0 in range(0, n, blk):
-        n1 = min(n, n0 + blk)
-        cols = scratch((n1 - n0, c * kk, ll), dt)
-        _im2col(x5[n0:n1], cols, k, s, p, d, o3)
-        colsg = cols.reshape(n1 - n0, gr, cg * kk, ll)
-        with single_threaded_blas(small):
+    partials: list[Array] = []  # one per thread; list.append is atomic
+
+    def samples(start: int, stop: int) -> None:
+        acc = np.zeros((gr, og, cg * kk), dt)
+        for n0 in range(start, stop, blk):
+            n1 = min(stop, n0 + blk)
+            cols = scratch((n1 - n0, c * kk, ll), dt)
+            _im2col(x5[n0:n1], cols, k, s, p, d, o3)
+            colsg = cols.reshape(n1 - n0, gr, cg * kk, ll)
             acc += np.matmul(g4[n0:n1], colsg.transpose(0, 1, 3, 2)).sum(axis=0)
-    return acc.reshape(res_shape)
+        partials.append(acc)
+
+    _by_samples(small, n, n * gr * og * cg * kk * ll, samples)
+    total = partials[0]
+    for extra in partials[1:]:
+        total += extra
+    return total.reshape(res_shape)
