@@ -369,7 +369,13 @@ class EagerInterpreter(DerivedOps):
             aval = _rule("matmul", (a, b), {})
             ad, bd = ad.astype(aval.dtype, copy=False), bd.astype(aval.dtype, copy=False)
         try:
-            out = np.matmul(ad, bd)
+            if ad.ndim > 2 and bd.ndim == 2 and ad.flags.c_contiguous and ad.shape[-1] == bd.shape[0]:
+                # a broadcast 2-d right operand: one GEMM over the folded batch (np.matmul would loop)
+                out = np.matmul(ad.reshape(-1, ad.shape[-1]), bd).reshape(ad.shape[:-1] + bd.shape[-1:])
+            elif ad.shape[-1] == 1 and bd.shape[-2] == 1 and (ad.ndim > 2 or bd.ndim > 2):
+                out = K.outer_matmul(ad, bd)  # K == 1: batched outer products (np.matmul's loop is slow)
+            else:
+                out = np.matmul(ad, bd)
         except ValueError:
             _rule("matmul", (a, b), {})
             raise

@@ -10,7 +10,7 @@ from typing import Any
 import numba
 
 
-@numba.njit(cache=True, nogil=True, fastmath=True)  # type: ignore[misc]
+@numba.njit(cache=True, nogil=True, fastmath=True)
 def batched_outer(a: Any, b: Any, out: Any) -> None:  # pragma: no cover - compiled
     """``out[i, m, n] = a[i, m] * b[i, n]`` for C-contiguous 2-d ``a``, ``b`` and 3-d ``out``."""
     for i in range(a.shape[0]):

@@ -24,7 +24,7 @@ def outer_matmul(a: Array, b: Array) -> Array:
     m, n = a.shape[-2], b.shape[-1]
     size = int(np.prod(batch, dtype=np.int64)) * m * n
     if a.dtype != b.dtype or a.dtype.kind != "f" or size < _MIN_SIZE:
-        return np.multiply(a, b)  # type: ignore[no-any-return]
+        return np.multiply(a, b)
     global _JIT
     if _JIT is None:
         from . import _numba_outer
