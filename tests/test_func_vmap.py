@@ -214,3 +214,18 @@ def test_missing_batching_rule_names_the_primitive_and_the_transform(monkeypatch
     c = randn(2)
     out = vmap(lambda x: x * c.sin())(randn(3, 2))
     assert out.shape == (3, 2)
+
+
+@pytest.mark.parametrize("sa,sb", [((128, 128, 1), (128, 1, 128)), ((1, 64, 1), (128, 1, 96)), ((64, 1), (128, 1, 128)),
+                                   ((5, 3, 1), (5, 1, 4)), ((128, 1, 64), (64, 128)), ((4, 5, 3), (3, 2))])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matmul_paths_of_per_sample_gradients_match_numpy(sa: tuple[int, ...], sb: tuple[int, ...], dtype: Any) -> None:
+    """Batched outer products (K = 1) and a broadcast 2-d right operand take fast eager paths."""
+    a = RNG.standard_normal(sa).astype(dtype)
+    b = RNG.standard_normal(sb).astype(dtype)
+    out = (tp.tensor(a) @ tp.tensor(b)).numpy()
+    assert out.dtype == dtype
+    np.testing.assert_allclose(out, np.matmul(a, b), rtol=1e-6, atol=1e-6)
+    transposed = np.ascontiguousarray(np.swapaxes(a, -1, -2))
+    view = tp.tensor(transposed).transpose(-1, -2)  # a non-contiguous left operand
+    np.testing.assert_allclose((view @ tp.tensor(b)).numpy(), np.matmul(a, b), rtol=1e-6, atol=1e-6)
