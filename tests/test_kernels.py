@@ -618,6 +618,18 @@ def test_attention_batch_prefixes_broadcast() -> None:
     assert_close(got2, _attention_ref(q[:1, :1], k, np.broadcast_to(v, (2, 3, 6, 7)), None, 0.5), np.float32)
 
 
+def test_attention_split_over_threads() -> None:
+    q, k, v = randn(4, 8, 64, 32), randn(4, 8, 64, 32), randn(4, 8, 64, 16)
+    mask = RNG.random((4, 1, 64, 64)) > 0.2
+    n = K.num_threads()
+    K.set_num_threads(2)
+    try:
+        got = K.attention(q, k, v, mask, scale=0.2)
+    finally:
+        K.set_num_threads(n)
+    assert_close(got, _attention_ref(q, k, v, mask, 0.2), np.float32)
+
+
 def test_attention_zero_sizes_and_errors() -> None:
     q = randn(2, 3, 4)
     assert K.attention(q, randn(2, 0, 4), randn(2, 0, 5), None, scale=1.0).tolist() == np.zeros((2, 3, 5)).tolist()

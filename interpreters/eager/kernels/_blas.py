@@ -1,11 +1,13 @@
-"""Keeping OpenBLAS to one thread around stacks of small GEMMs.
+"""Keeping OpenBLAS to one thread around stacks of GEMMs.
 
 numpy's ``matmul`` on a stack calls BLAS once per matrix. OpenBLAS threads every
-GEMM above ~0.26M multiply-adds, so a stack of small matrices (attention heads,
-per-sample convolution GEMMs) pays one thread hand-off per matrix. That costs
-little on an idle machine but is ruinous when the cores are busy: measured here
-under load, ``matmul`` of ``(8, 4, 128, 64) @ (8, 4, 64, 128)`` took 26.6 ms with
-two OpenBLAS threads and 0.87 ms with one (attention: 131 ms against 7.3 ms).
+GEMM above ~0.26M multiply-adds, so a stack (attention heads, per-sample
+convolution GEMMs) pays one thread hand-off per matrix. That costs little on an
+idle machine but is ruinous when a core is busy elsewhere (each hand-off can wait
+a scheduler tick): measured here under load, ``matmul`` of
+``(8, 4, 128, 64) @ (8, 4, 64, 128)`` took 26.6 ms with two OpenBLAS threads and
+0.87 ms with one (attention: 131 ms against 7.3 ms). The kernels hold OpenBLAS to
+one thread around such stacks and split the stack over their own threads instead.
 
 :func:`single_threaded_blas` sets OpenBLAS to one thread for a block and restores
 it after (two C calls, ~1 us); it is a no-op where OpenBLAS cannot be found
@@ -19,9 +21,6 @@ import ctypes
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-
-SMALL_GEMM_MACS = 1 << 22
-"""A stack of GEMMs each below this many multiply-adds runs with one BLAS thread."""
 
 _NAMES = (("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
           ("scipy_openblas_set_num_threads", "scipy_openblas_get_num_threads"),

@@ -5,8 +5,8 @@ All spatial ranks share the 3-d kernels: ``x[N, C, *spatial]`` is viewed as
 dilation 1 there). The column matrix is ``cols[N, C*K, L]`` (``K`` kernel taps,
 ``L`` output positions), channel-major so a group's rows are one block, and the
 GEMM ``w[g, O/g, C/g*K] @ cols[N, g, C/g*K, L]`` writes ``[N, O, L]`` in place:
-no transpose of the result. A stack of small GEMMs runs with one OpenBLAS thread
-(:mod:`._blas`). 1x1 convolutions with stride 1 and no padding skip
+no transpose of the result. Batches are split over the kernel threads with OpenBLAS held
+to one thread (see :func:`_by_samples`). 1x1 convolutions with stride 1 and no padding skip
 im2col entirely. Columns live in a reused per-thread scratch buffer and are built
 for a block of samples at a time, so memory stays bounded for large batches.
 """
@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._blas import SMALL_GEMM_MACS, single_threaded_blas
+from ._blas import single_threaded_blas
 from ._support import Array, as_float, float_dtype, nb, parallel_for, scratch
 
 COLS_BLOCK_BYTES = 4 << 20
@@ -72,20 +72,22 @@ def _block(n: int, per_sample_bytes: int) -> int:
     return max(1, min(n, COLS_BLOCK_BYTES // max(1, per_sample_bytes)))
 
 
-def _small(count: int, macs: int) -> bool:
-    """A stack of ``count`` GEMMs of ``macs`` multiply-adds each that runs best on one BLAS thread."""
-    return count > 1 and macs < SMALL_GEMM_MACS
+def _by_samples(n: int, macs: int, body: Callable[[int, int], None]) -> None:
+    """Run ``body(start, stop)`` over the samples.
 
-
-def _by_samples(small: bool, n: int, macs: int, body: Callable[[int, int], None]) -> None:
-    """Run ``body`` over the samples. Stacks of small GEMMs run with one OpenBLAS thread, and
-    then the samples are split over the kernel threads instead (each thread builds its own
-    columns and runs its own single-threaded GEMMs, so only one pool is busy at a time)."""
-    with single_threaded_blas(small):
-        if small:
-            parallel_for(n, macs, body)
-        else:
-            body(0, n)
+    With several samples, OpenBLAS is held to one thread and the samples are split over the
+    kernel threads instead: each thread builds its own columns (thread-local scratch) and runs
+    its own single-threaded GEMMs, so one pool is busy at a time and a call synchronises
+    threads once, not once per GEMM. (Measured here: with a core busy elsewhere, each
+    multi-threaded OpenBLAS call can wait a scheduler tick for its worker; 32 per-sample GEMMs
+    of a 64->64 channel conv took 140-780 ms instead of ~11 ms.) A single sample keeps
+    OpenBLAS's own threads.
+    """
+    if n <= 1:
+        body(0, n)
+        return
+    with single_threaded_blas():
+        parallel_for(n, macs, body)
 
 
 def _is_pointwise(k: Triple, s: Triple, p: Triple) -> bool:
@@ -122,10 +124,14 @@ def conv(x: Array, w: Array, *, stride: tuple[int, ...], padding: tuple[int, ...
     x5 = as_float(x, dt).reshape(x5s)
     wg = as_float(w, dt).reshape(g, og, cg * kk)
     out4 = out.reshape(n, g, og, ll)
-    small = _small(n * g, og * cg * kk * ll)
+    macs = n * og * g * cg * kk * ll
     if _is_pointwise(k, s, p):
-        with single_threaded_blas(small):
-            np.matmul(wg, x5.reshape(n, g, cg, ll), out=out4)
+        xg = x5.reshape(n, g, cg, ll)
+
+        def pointwise(start: int, stop: int) -> None:
+            np.matmul(wg, xg[start:stop], out=out4[start:stop])
+
+        _by_samples(n, macs, pointwise)
         return out
     o3 = (osp[0], osp[1], osp[2])
     blk = _block(n, c * kk * ll * dt.itemsize)
@@ -137,7 +143,7 @@ def conv(x: Array, w: Array, *, stride: tuple[int, ...], padding: tuple[int, ...
             _im2col(x5[n0:n1], cols, k, s, p, d, o3)
             np.matmul(wg, cols.reshape(n1 - n0, g, cg * kk, ll), out=out4[n0:n1])
 
-    _by_samples(small, n, n * og * g * cg * kk * ll, samples)
+    _by_samples(n, macs, samples)
     return out
 
 
@@ -173,11 +179,15 @@ def conv_transpose(x: Array, w: Array, *, stride: tuple[int, ...], padding: tupl
     x5 = as_float(x, dt).reshape(x5s)
     wt = as_float(w, dt).reshape(g, cg, og * kk).transpose(0, 2, 1)  # [g, O/g*K, C/g]
     xg = x5.reshape(n, g, cg, lin)
-    small = _small(n * g, og * kk * cg * lin)
+    macs = n * g * og * kk * cg * lin
     if _is_pointwise(k, s, p) and osp == isp:
         out = np.empty(out_shape, dt)
-        with single_threaded_blas(small):
-            np.matmul(wt, xg, out=out.reshape(n, g, og, lin))
+        out4 = out.reshape(n, g, og, lin)
+
+        def pointwise(start: int, stop: int) -> None:
+            np.matmul(wt, xg[start:stop], out=out4[start:stop])
+
+        _by_samples(n, macs, pointwise)
         return out
     out = np.zeros(out_shape, dt)
     out5 = out.reshape((n, o_ch) + osp)
@@ -190,7 +200,7 @@ def conv_transpose(x: Array, w: Array, *, stride: tuple[int, ...], padding: tupl
             np.matmul(wt, xg[n0:n1], out=cols.reshape(n1 - n0, g, og * kk, lin))
             _col2im(cols, out5[n0:n1], k, s, p, d, isp)
 
-    _by_samples(small, n, n * g * og * kk * cg * lin, samples)
+    _by_samples(n, macs, samples)
     return out
 
 
@@ -221,12 +231,8 @@ def conv_weight_grad(x: Array, g: Array, *, kernel_size: tuple[int, ...], stride
     ll = osp[0] * osp[1] * osp[2]
     x5 = as_float(x, dt).reshape(x5s)
     g4 = as_float(g, dt).reshape(n, gr, og, ll)
-    small = _small(n * gr, og * cg * kk * ll)
-    if _is_pointwise(k, s, p):
-        cols_all = x5.reshape(n, gr, cg, ll)
-        with single_threaded_blas(small):
-            res = np.matmul(g4, cols_all.transpose(0, 1, 3, 2)).sum(axis=0)
-        return np.ascontiguousarray(res).reshape(res_shape)
+    macs = n * gr * og * cg * kk * ll
+    pointwise = _is_pointwise(k, s, p)
     o3 = (osp[0], osp[1], osp[2])
     blk = _block(n, c * kk * ll * dt.itemsize)
     partials: list[Array] = []  # one per thread; list.append is atomic
@@ -235,13 +241,16 @@ def conv_weight_grad(x: Array, g: Array, *, kernel_size: tuple[int, ...], stride
         acc = np.zeros((gr, og, cg * kk), dt)
         for n0 in range(start, stop, blk):
             n1 = min(stop, n0 + blk)
-            cols = scratch((n1 - n0, c * kk, ll), dt)
-            _im2col(x5[n0:n1], cols, k, s, p, d, o3)
-            colsg = cols.reshape(n1 - n0, gr, cg * kk, ll)
+            if pointwise:
+                colsg = x5[n0:n1].reshape(n1 - n0, gr, cg, ll)
+            else:
+                cols = scratch((n1 - n0, c * kk, ll), dt)
+                _im2col(x5[n0:n1], cols, k, s, p, d, o3)
+                colsg = cols.reshape(n1 - n0, gr, cg * kk, ll)
             acc += np.matmul(g4[n0:n1], colsg.transpose(0, 1, 3, 2)).sum(axis=0)
         partials.append(acc)
 
-    _by_samples(small, n, n * gr * og * cg * kk * ll, samples)
+    _by_samples(n, macs, samples)
     total = partials[0]
     for extra in partials[1:]:
         total += extra

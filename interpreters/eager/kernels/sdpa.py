@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from ._blas import SMALL_GEMM_MACS, single_threaded_blas
-from ._support import Array, as_float, float_dtype, nb, scratch
+from ._blas import single_threaded_blas
+from ._support import Array, as_float, float_dtype, nb, parallel_for, scratch
 
 
 def attention(q: Array, k: Array, v: Array, mask: Array | None, *, scale: float) -> Array:
@@ -43,24 +43,39 @@ def attention(q: Array, k: Array, v: Array, mask: Array | None, *, scale: float)
     if math.prod(out_shape) == 0 or m == 0:  # no keys: every row is fully masked
         return np.zeros(out_shape, dt)
     qf, kf, vf = as_float(q, dt), as_float(k, dt), as_float(v, dt)
-    # a stack of small GEMMs: one BLAS thread (see _blas); the softmax between them runs on
-    # this thread too, so no second pool competes with OpenBLAS's workers
-    small = max(n * m * qf.shape[-1], n * m * dv) < SMALL_GEMM_MACS and math.prod(batch) > 1
-    with single_threaded_blas(small):
-        # scores and probabilities live in reused scratch buffers; they are separate arrays
-        # because the softmax kernels only vectorise when input and output do not alias
-        scores = scratch(score_shape, dt, slot=1)
-        np.matmul(np.broadcast_to(qf, batch + (n, qf.shape[-1])),
-                  np.broadcast_to(np.swapaxes(kf, -1, -2), batch + (kf.shape[-1], m)), out=scores)
-        probs = scratch(score_shape, dt, slot=2)
+    nb_ = math.prod(batch)
+    d = qf.shape[-1]
+    # flatten the batch (a copy only where an input is broadcast)
+    q3 = np.broadcast_to(qf, batch + (n, d)).reshape(nb_, n, d)
+    k3 = np.broadcast_to(kf, batch + (m, d)).reshape(nb_, m, d)
+    v3 = np.broadcast_to(vf, batch + (m, dv)).reshape(nb_, m, dv)
+    m3 = None if mk is None else np.ascontiguousarray(mk).reshape(nb_, n, m)
+    out = np.empty((nb_, n, dv), dt)
+    kern = nb()
+    sc = float(scale)
+
+    def heads(start: int, stop: int) -> None:
+        # scores and probabilities live in reused per-thread scratch buffers; they are
+        # separate arrays because the softmax kernels only vectorise when input and output
+        # do not alias
+        cnt = stop - start
+        scores = scratch((cnt, n, m), dt, slot=1)
+        np.matmul(q3[start:stop], np.swapaxes(k3[start:stop], -1, -2), out=scores)
+        probs = scratch((cnt, n, m), dt, slot=2)
         s2 = scores.reshape(-1, m)
         p2 = probs.reshape(-1, m)
-        kern = nb()
-        sc = float(scale)
-        if mk is None:
+        if m3 is None:
             kern.scaled_softmax_rows(s2, sc, p2, 0, s2.shape[0])
         else:
-            m2 = np.ascontiguousarray(mk).reshape(-1, m)
-            kern.masked_softmax_rows(s2, m2, sc, p2, 0, s2.shape[0])
-        result: Array = np.matmul(probs, vf)
+            kern.masked_softmax_rows(s2, m3[start:stop].reshape(-1, m), sc, p2, 0, s2.shape[0])
+        np.matmul(probs, v3[start:stop], out=out[start:stop])
+
+    if nb_ > 1:
+        # a stack of GEMMs: OpenBLAS held to one thread, the batch split over the kernel
+        # threads instead (one pool busy at a time; see _blas and convolution._by_samples)
+        with single_threaded_blas():
+            parallel_for(nb_, nb_ * n * m * (d + dv), heads)
+    else:
+        heads(0, 1)
+    result: Array = out.reshape(out_shape)
     return result
