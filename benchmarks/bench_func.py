@@ -2,16 +2,22 @@
 
 Rows: per-sample gradients of an MLP loss (``vmap(grad(loss))``, batch 128), ``jacrev`` and
 ``jacfwd`` of a 64 -> 64 MLP, ``hessian`` of a scalar function of 32 inputs, and ``grad``
-of the MLP loss over the whole batch. Run as ``python -m benchmarks func`` or as a script.
+of the MLP loss over the whole batch. Run as ``python -m benchmarks func`` or ``python benchmarks/bench_func.py [--threads N]`` (N = 0: leave
+the thread pools as they are; the default is one thread for both libraries).
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchmarks.timing import median_time, table
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.timing import median_time, table  # noqa: E402
 
 BATCH = 128
 MLP_SIZES = (64, 128, 128, 10)
@@ -148,8 +154,6 @@ def _rows() -> list[tuple[str, dict[str, float]]]:
 
 
 if __name__ == "__main__":
-    import sys
-
     from benchmarks.timing import environment
 
     print(environment())
