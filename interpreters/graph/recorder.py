@@ -197,12 +197,17 @@ class Recorder(DerivedOps):
                 f"an outer one{_at(user_location(2))}")
         value = None
         if self.execute:
-            try:
+            payload = x._data
+            if isinstance(payload, Var):
+                # a value of another recording: read its data without recording a guard there (capturing
+                # a value decides nothing; reads of it inside this recording are guarded here)
+                value = payload.value
+            else:
                 value = np.asarray(x._ops.concrete(x))
-            except GraphCaptureError:
+            if value is None:
                 raise GraphCaptureError(
                     "execute-mode recording captured a value of a symbolic recording, which has no data"
-                    f"{_at(user_location(2))}") from None
+                    f"{_at(user_location(2))}")
         self._n_captured += 1
         var = self.graph.add_input(f"captured_{self._n_captured - 1}", foreign_aval(x), "captured", x)
         var.value = value
