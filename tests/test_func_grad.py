@@ -231,3 +231,24 @@ def test_missing_rules_name_the_jacobian_transforms(monkeypatch: pytest.MonkeyPa
         jacfwd(lambda x: x.cos())(tp.ones(2))
     with pytest.raises(MissingRuleError, match="jacrev: no vjp rule for primitive 'cos'"):
         hessian(lambda x: x.sin().sum())(tp.ones(2))  # sin's vjp uses cos; its derivative needs cos's rule
+
+
+def test_under_an_execute_mode_graph_trace_guards_propagate() -> None:
+    from tensorplay.graph import GuardError, trace
+
+    # capturing a value of the outer recording is not a decision on it: no guard
+    gm = trace(lambda x: grad(lambda w: (w * x).sum())(tp.ones(3)), tp.ones(3), execute=True)
+    assert not gm.graph.guards
+    close(gm(tp.tensor([1.0, 2.0, 3.0])), [1.0, 2.0, 3.0])
+
+    # Python control flow inside the transform is guarded in the outer recording too
+    def f(x: Any) -> Any:
+        if x.sum() > 0:
+            return (x * 2).sum()
+        return (x ** 3).sum()
+
+    gm = trace(lambda x: grad(f)(x), tp.ones(3), execute=True)
+    assert len(gm.graph.guards) == 1
+    close(gm(tp.tensor([1.0, 2.0, 3.0])), [2.0, 2.0, 2.0])
+    with pytest.raises(GuardError):
+        gm(tp.tensor([-1.0, -2.0, -3.0]))

@@ -246,6 +246,12 @@ def forward(traced: Traced, ops: Any, inputs: Sequence[Any]) -> dict[Any, Any]:
         else:
             return env
     run_nodes(graph.nodes, ops, env)
+    if graph.guards and isinstance(ops, Recorder):
+        # Python control flow decided on values while tracing: the caller's recording depends on it too
+        for guard in graph.guards:
+            outer = env.get(guard.value)
+            if type(outer) is Tensor and outer._ops is ops:
+                ops.graph.guards.append(guard._replace(value=outer._data))
     return env
 
 
