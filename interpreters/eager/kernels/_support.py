@@ -56,15 +56,16 @@ def as_float(a: Array, dtype: np.dtype[Any]) -> Array:
 
 
 # ---- threading ----------------------------------------------------------------------------
-# The jitted kernels release the GIL (nogil=True); big standalone ones (row kernels, pooling,
-# gelu) split their outer loop over a few Python threads. Idle pool threads sleep on a queue
-# (no spinning). Measured here: 2 threads make softmax on (4096, 1024) 1.9x faster when the
-# machine is otherwise idle, are neutral right after an OpenBLAS GEMM (whose workers keep
-# spinning for a while after each call), and hurt badly when the cores are busy with other
-# work or when the kernel is small and sandwiched between GEMMs (attention: 58 ms instead of
-# 21 ms under load). Hence a high threshold, and kernels that run between two GEMMs
-# (attention's softmax, conv's im2col/col2im) never use threads.
-# ``TP_NUM_THREADS=1`` (or ``set_num_threads(1)``) turns kernel threading off.
+# The jitted kernels release the GIL (nogil=True); big kernels split their outer loop over a
+# few Python threads, whose idle workers sleep on a queue (no spinning). Measured here:
+# 2 threads make softmax on (4096, 1024) 1.9x faster on an otherwise idle machine and are
+# neutral right after an OpenBLAS GEMM (whose workers keep spinning for a while). Stacks of
+# GEMMs (conv's per-sample GEMMs, attention heads) hold OpenBLAS to one thread and split the
+# stack over these threads instead, so one pool is busy at a time (see _blas).
+# When the cores are oversubscribed (other processes running), every multi-threaded scheme
+# here (these threads, OpenBLAS's, PyTorch's OpenMP) can stall for scheduler ticks at its
+# synchronisation points; ``TP_NUM_THREADS=1`` (or ``set_num_threads(1)``) is then the
+# robust setting. Threads start only from 2 * PARALLEL_MIN_WORK elements of work.
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
