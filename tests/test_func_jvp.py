@@ -151,3 +151,16 @@ def test_linearize_evaluates_the_primal_once(monkeypatch: pytest.MonkeyPatch) ->
     assert calls.count("mul") == 2 and calls.count("matmul") == 1
     assert len(traced_calls) == 1
     close(t1, jvp(g, (tp.tensor(X),), (tp.tensor(TX),))[1])
+
+
+def test_closures_over_tensors_of_an_outer_transform() -> None:
+    x0, t0 = tp.tensor(X), tp.tensor(TX)
+    # d/ds of the jvp of x -> x * sin(s x): the inner jvp closes over the outer grad's s
+    g = grad(lambda s: jvp(lambda x: x * (s * x).sin(), (x0,), (t0,))[1].sum())(tp.tensor(0.7))
+    g_t = tf.grad(lambda s: tf.jvp(lambda x: x * (s * x).sin(), (torch.tensor(X),), (torch.tensor(TX),))[1].sum())(
+        torch.tensor(0.7))
+    close(g, g_t)
+    # a linearized function closing over a vmapped value
+    out = vmap(lambda s: linearize(lambda x: (x * s).sin(), x0)[1](t0))(tp.tensor([0.5, 1.5]))
+    s = np.array([0.5, 1.5], dtype=np.float32)[:, None]
+    close(out, np.cos(X * s) * s * TX)  # (torch.func cannot vmap linearize)
