@@ -2,8 +2,9 @@
 
 Rows: per-sample gradients of an MLP loss (``vmap(grad(loss))``, batch 128), ``jacrev`` and
 ``jacfwd`` of a 64 -> 64 MLP, ``hessian`` of a scalar function of 32 inputs, and ``grad``
-of the MLP loss over the whole batch. Run as ``python -m benchmarks func`` or ``python benchmarks/bench_func.py [--threads N]`` (N = 0: leave
-the thread pools as they are; the default is one thread for both libraries).
+of the MLP loss over the whole batch. Run as ``python -m benchmarks func`` or
+``python benchmarks/bench_func.py [--threads N]`` (N = 0: leave the thread pools as they are; the
+default is one thread for both libraries).
 """
 
 from __future__ import annotations

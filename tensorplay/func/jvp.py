@@ -38,14 +38,16 @@ def check_tangents(where: str, primal_leaves: Sequence[AnyTensor], primal_spec: 
             raise ValueError(f"{where}: tangent {i} has shape {list(t.shape)}, expected {list(p.shape)} (the shape "
                              f"of primal {i})")
         if t.dtype != p.dtype:
-            raise TypeError(f"{where}: tangent {i} has dtype {t.dtype.name}, expected {p.dtype.name} (the dtype of primal {i})")
+            raise TypeError(f"{where}: tangent {i} has dtype {t.dtype.name}, expected {p.dtype.name} (the dtype of "
+                            f"primal {i})")
     return leaves
 
 
 def _float_primals(where: str, leaves: Sequence[AnyTensor]) -> None:
     for i, p in enumerate(leaves):
         if p.dtype.name not in ("float32", "float64"):
-            raise TypeError(f"{where}: primal {i} has dtype {p.dtype.name}; forward-mode derivatives need float tensors")
+            raise TypeError(f"{where}: primal {i} has dtype {p.dtype.name}; forward-mode derivatives need float "
+                            "tensors")
 
 
 def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, strict: bool = False,

@@ -52,8 +52,8 @@ def vjp_named(func: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool,
     leaves, spec = tensor_leaves(primals, f"{transform}: primals")
     for i, leaf in enumerate(leaves):
         if not _is_float(leaf):
-            raise TypeError(f"{transform}: primal {i} has dtype {leaf.dtype.name}; only float tensors can be differentiated "
-                            "(close over integer inputs instead of passing them as primals)")
+            raise TypeError(f"{transform}: primal {i} has dtype {leaf.dtype.name}; only float tensors can be "
+                            "differentiated (close over integer inputs instead of passing them as primals)")
     traced = trace(func, leaves, spec, range(len(leaves)), transform, has_aux=has_aux)
     caller = caller_of(traced, leaves)
     env = forward(traced, caller, leaves)
@@ -76,8 +76,8 @@ def vjp_named(func: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool,
                 raise ValueError(f"vjp_fn: cotangent {i} has shape {list(g.shape)}, expected {list(o.shape)} "
                                  f"(the shape of output {i})")
             if g.dtype != o.dtype:
-                raise TypeError(f"vjp_fn: cotangent {i} has dtype {g.dtype.name}, expected {o.dtype.name} (the dtype of "
-                                f"output {i})")
+                raise TypeError(f"vjp_fn: cotangent {i} has dtype {g.dtype.name}, expected {o.dtype.name} (the "
+                                f"dtype of output {i})")
         ops = sweep_ops(caller, ct_leaves)
         cts = backward(traced, env, ops, list(zip(traced.out_vars, ct_leaves)), traced.in_vars, transform)
         grads: tuple[Any, ...] = tree_unflatten(spec, _fill(ops, cts, leaves))
