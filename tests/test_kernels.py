@@ -469,7 +469,7 @@ def test_conv_batch_blocks_and_threads(monkeypatch: Any) -> None:
     assert_close(dx, F.conv_transpose2d(t(full), t(w), None, 1, 1), np.float32, rtol=1e-4, atol=1e-4)
 
 
-def test_conv_split_over_threads_matches_torch() -> None:
+def test_conv_larger_batch_with_threads_enabled_matches_torch() -> None:
     x = randn(16, 8, 24, 24)
     w = randn(16, 8, 3, 3)
     params = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
@@ -618,7 +618,7 @@ def test_attention_batch_prefixes_broadcast() -> None:
     assert_close(got2, _attention_ref(q[:1, :1], k, np.broadcast_to(v, (2, 3, 6, 7)), None, 0.5), np.float32)
 
 
-def test_attention_split_over_threads() -> None:
+def test_attention_many_heads_with_threads_enabled() -> None:
     q, k, v = randn(4, 8, 64, 32), randn(4, 8, 64, 32), randn(4, 8, 64, 16)
     mask = RNG.random((4, 1, 64, 64)) > 0.2
     n = K.num_threads()

@@ -7,7 +7,8 @@ idle machine but is ruinous when a core is busy elsewhere (each hand-off can wai
 a scheduler tick): measured here under load, ``matmul`` of
 ``(8, 4, 128, 64) @ (8, 4, 64, 128)`` took 26.6 ms with two OpenBLAS threads and
 0.87 ms with one (attention: 131 ms against 7.3 ms). The kernels hold OpenBLAS to
-one thread around such stacks and split the stack over their own threads instead.
+one thread around such stacks and run them on the calling thread (calling OpenBLAS from
+two threads at once stalled just as badly under load).
 
 :func:`single_threaded_blas` sets OpenBLAS to one thread for a block and restores
 it after (two C calls, ~1 us); it is a no-op where OpenBLAS cannot be found

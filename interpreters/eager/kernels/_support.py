@@ -60,8 +60,9 @@ def as_float(a: Array, dtype: np.dtype[Any]) -> Array:
 # few Python threads, whose idle workers sleep on a queue (no spinning). Measured here:
 # 2 threads make softmax on (4096, 1024) 1.9x faster on an otherwise idle machine and are
 # neutral right after an OpenBLAS GEMM (whose workers keep spinning for a while). Stacks of
-# GEMMs (conv's per-sample GEMMs, attention heads) hold OpenBLAS to one thread and split the
-# stack over these threads instead, so one pool is busy at a time (see _blas).
+# GEMMs (conv's per-sample GEMMs, attention heads) hold OpenBLAS to one thread and run on the
+# calling thread (see _blas, convolution._by_samples): kernels that call BLAS never use
+# these threads.
 # When the cores are oversubscribed (other processes running), every multi-threaded scheme
 # here (these threads, OpenBLAS's, PyTorch's OpenMP) can stall for scheduler ticks at its
 # synchronisation points; ``TP_NUM_THREADS=1`` (or ``set_num_threads(1)``) is then the

@@ -5,8 +5,8 @@ All spatial ranks share the 3-d kernels: ``x[N, C, *spatial]`` is viewed as
 dilation 1 there). The column matrix is ``cols[N, C*K, L]`` (``K`` kernel taps,
 ``L`` output positions), channel-major so a group's rows are one block, and the
 GEMM ``w[g, O/g, C/g*K] @ cols[N, g, C/g*K, L]`` writes ``[N, O, L]`` in place:
-no transpose of the result. Batches are split over the kernel threads with OpenBLAS held
-to one thread (see :func:`_by_samples`). 1x1 convolutions with stride 1 and no padding skip
+no transpose of the result. A batch runs with OpenBLAS held to one thread, on the calling
+thread (see :func:`_by_samples`). 1x1 convolutions with stride 1 and no padding skip
 im2col entirely. Columns live in a reused per-thread scratch buffer and are built
 for a block of samples at a time, so memory stays bounded for large batches.
 """
@@ -19,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ._blas import single_threaded_blas
-from ._support import Array, as_float, float_dtype, nb, parallel_for, scratch
+from ._support import Array, as_float, float_dtype, nb, scratch
 
 COLS_BLOCK_BYTES = 4 << 20
 """Upper bound on the column buffer; larger batches are processed in blocks of samples (a
@@ -73,21 +73,18 @@ def _block(n: int, per_sample_bytes: int) -> int:
 
 
 def _by_samples(n: int, macs: int, body: Callable[[int, int], None]) -> None:
-    """Run ``body(start, stop)`` over the samples.
+    """Run ``body(start, stop)`` over the samples, on the calling thread.
 
-    With several samples, OpenBLAS is held to one thread and the samples are split over the
-    kernel threads instead: each thread builds its own columns (thread-local scratch) and runs
-    its own single-threaded GEMMs, so one pool is busy at a time and a call synchronises
-    threads once, not once per GEMM. (Measured here: with a core busy elsewhere, each
-    multi-threaded OpenBLAS call can wait a scheduler tick for its worker; 32 per-sample GEMMs
-    of a 64->64 channel conv took 140-780 ms instead of ~11 ms.) A single sample keeps
-    OpenBLAS's own threads.
+    With several samples, OpenBLAS is held to one thread: numpy runs one GEMM per sample,
+    and a multi-threaded OpenBLAS synchronises its workers once per GEMM. Splitting the
+    samples over kernel threads instead was tried and rejected: OpenBLAS called from two
+    threads at once (even at one thread each) stalled for 100-480 ms per call whenever the
+    cores were busy with other processes (64->64 channel conv: ~800 ms instead of ~11 ms),
+    and so did 32 multi-threaded per-sample GEMMs. A single sample keeps OpenBLAS's threads.
+    ``macs`` (the work) is kept for a future split that is safe.
     """
-    if n <= 1:
+    with single_threaded_blas(n > 1):
         body(0, n)
-        return
-    with single_threaded_blas():
-        parallel_for(n, macs, body)
 
 
 def _is_pointwise(k: Triple, s: Triple, p: Triple) -> bool:
