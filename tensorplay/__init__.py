@@ -50,6 +50,16 @@ class set_grad_enabled:  # noqa: N801 - PyTorch spelling
 
 __version__ = "0.1.0"
 
+_LAZY_SUBMODULES = ("func", "nn", "optim")
+
+
+def __getattr__(name: str) -> object:
+    """``tp.func``, ``tp.nn`` and ``tp.optim`` load on first use, keeping ``import tensorplay`` fast."""
+    if name in _LAZY_SUBMODULES:
+        import importlib
+        return importlib.import_module(f"tensorplay.{name}")
+    raise AttributeError(f"module 'tensorplay' has no attribute {name!r}")
+
 # The public names. mypy --strict (no implicit re-export) only lets users write ``tp.zeros`` for
 # names listed here: add every new public name.
 __all__ = [
