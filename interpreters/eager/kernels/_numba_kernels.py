@@ -23,6 +23,11 @@ last two arguments. All are ``nogil``.
   not vectorise here).
 * ``vexp`` is a polynomial ``exp`` that vectorises; numba's ``math.exp`` is a
   scalar libm call on this build (no SVML).
+* Kernels that walk the same loops in opposite directions (``im2col``/``col2im``,
+  ``max_pool_bwd``/``max_pool_select``) share one body whose direction flag is a
+  compile-time constant (``numba.literally``): the branch is pruned, so each kernel
+  compiles to its own loops. (A jitted function passed as an argument would not be
+  cached, and a helper called per window is not always inlined: measured slower.)
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import numba
 import numpy as np
 from numba.core import types
 from numba.extending import intrinsic, overload
+from numba.misc.special import literally
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -264,15 +270,22 @@ def layer_norm_rows(x: Any, gamma: Any, beta: Any, eps: Any, out: Any, start: An
 
 
 @jit
+def _row_max(x: Any, i: Any) -> Any:
+    """NaN-propagating max of row ``i`` of ``x[R, D]``."""
+    m = x[i, 0]
+    for j in range(x.shape[1]):
+        m = fmaximum(m, x[i, j])
+    return m
+
+
+@jit
 def softmax_rows(x: Any, out: Any, start: Any, stop: Any) -> None:
     """Softmax of each row of ``x[R, D]`` (``out`` may be ``x``, but then LLVM's runtime alias
     check picks the scalar loop: 6x slower)."""
     d = x.shape[1]
     zero = x.dtype.type(0)
     for i in range(start, stop):
-        m = x[i, 0]
-        for j in range(d):
-            m = fmaximum(m, x[i, j])
+        m = _row_max(x, i)
         s = zero
         for j in range(d):
             e = vexp_nonpos(x[i, j] - m)
@@ -289,15 +302,29 @@ def log_softmax_rows(x: Any, out: Any, start: Any, stop: Any) -> None:
     d = x.shape[1]
     zero = x.dtype.type(0)
     for i in range(start, stop):
-        m = x[i, 0]
-        for j in range(d):
-            m = fmaximum(m, x[i, j])
+        m = _row_max(x, i)
         s = zero
         for j in range(d):
             s += vexp_nonpos(x[i, j] - m)
         ls = x.dtype.type(math.log(s))
         for j in range(d):
             out[i, j] = sub_exact(x[i, j] - m, ls)
+
+
+@jit
+def _col_max(x: Any, a: Any, b0: Any, b1: Any, m: Any, s: Any) -> None:
+    """``m[k]`` = NaN-propagating max of ``x[a, :, b0 + k]`` over axis 1, and ``s[k] = 0``, for the
+    columns ``[b0, b1)`` (row views indexed by ``range`` variables, so loops vectorise)."""
+    n = x.shape[1]
+    b = b1 - b0
+    xr = x[a, 0, b0:b1]
+    for k in range(b):
+        m[k] = xr[k]
+        s[k] = 0.0
+    for i in range(1, n):
+        xr = x[a, i, b0:b1]
+        for k in range(b):
+            m[k] = fmaximum(m[k], xr[k])
 
 
 @jit
@@ -309,14 +336,7 @@ def softmax_cols(x: Any, out: Any, start: Any, stop: Any, b0: Any, b1: Any) -> N
     m = np.empty(b, x.dtype)
     s = np.empty(b, x.dtype)
     for a in range(start, stop):
-        xr = x[a, 0, b0:b1]
-        for k in range(b):
-            m[k] = xr[k]
-            s[k] = 0.0
-        for i in range(1, n):
-            xr = x[a, i, b0:b1]
-            for k in range(b):
-                m[k] = fmaximum(m[k], xr[k])
+        _col_max(x, a, b0, b1, m, s)
         for i in range(n):
             xr = x[a, i, b0:b1]
             orow = out[a, i, b0:b1]
@@ -341,14 +361,7 @@ def log_softmax_cols(x: Any, out: Any, start: Any, stop: Any, b0: Any, b1: Any) 
     m = np.empty(b, x.dtype)
     s = np.empty(b, x.dtype)
     for a in range(start, stop):
-        xr = x[a, 0, b0:b1]
-        for k in range(b):
-            m[k] = xr[k]
-            s[k] = 0.0
-        for i in range(1, n):
-            xr = x[a, i, b0:b1]
-            for k in range(b):
-                m[k] = fmaximum(m[k], xr[k])
+        _col_max(x, a, b0, b1, m, s)
         for i in range(n):
             xr = x[a, i, b0:b1]
             for k in range(b):
@@ -494,6 +507,13 @@ def _valid_range(off: Any, stride: Any, n_out: Any, n_in: Any) -> Any:
 
 
 @jit
+def _window(i: Any, stride: Any, pad: Any, k: Any, n: Any) -> Any:
+    """The input positions ``[lo, hi)`` in range of output position ``i``'s window along one axis."""
+    first = i * stride - pad
+    return max(first, 0), min(first + k, n)
+
+
+@jit
 def _max_row(xp: Any, acc: Any, z0: Any, z1: Any, y0: Any, y1: Any, kw: Any, sw: Any, pw: Any) -> None:
     """``acc[k]`` = NaN-propagating max over the window rows ``[z0, z1) x [y0, y1)`` of plane ``xp``."""
     ow = acc.shape[0]
@@ -550,59 +570,55 @@ def max_pool_fwd(x: Any, out: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, 
     for p in range(start, stop):
         xp = x[p]
         for i in range(od):
-            z0 = max(i * sd - pd, 0)
-            z1 = min(i * sd - pd + kd, dd)
+            z0, z1 = _window(i, sd, pd, kd, dd)
             for j in range(oh):
-                y0 = max(j * sh - ph, 0)
-                y1 = min(j * sh - ph + kh, hh)
+                y0, y1 = _window(j, sh, ph, kh, hh)
                 _max_row(xp, out[p, i, j], z0, z1, y0, y1, kw, sw, pw)
+
+
+@jit
+def _argmax_route(x: Any, src: Any, dst: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
+                  pd: Any, ph: Any, pw: Any, start: Any, stop: Any, gather: Any) -> None:
+    """Values routed through each window's first argmax in ``x``, for planes ``[start, stop)``:
+    ``gather`` false adds ``src`` (pooled) into ``dst`` (like ``x``) at the argmaxes; true sets ``dst``
+    (pooled) to ``src`` (like ``x``) read there, 0 for an empty window. ``gather`` is a compile-time
+    constant (``literally``): each direction compiles to its own loops."""
+    literally(gather)
+    pooled = dst if gather else src
+    dd, hh = x.shape[1], x.shape[2]
+    od, oh, ow = pooled.shape[1], pooled.shape[2], pooled.shape[3]
+    accv = np.empty(ow, x.dtype)
+    acci = np.empty(ow, np.int64)
+    for p in range(start, stop):
+        xp = x[p]
+        full = (src if gather else dst)[p].reshape(-1)
+        for i in range(od):
+            z0, z1 = _window(i, sd, pd, kd, dd)
+            for j in range(oh):
+                y0, y1 = _window(j, sh, ph, kh, hh)
+                _argmax_row(xp, accv, acci, z0, z1, y0, y1, kw, sw, pw)
+                row = pooled[p, i, j]
+                if gather:
+                    for k in range(ow):
+                        row[k] = full[acci[k]] if acci[k] >= 0 else 0
+                else:
+                    for k in range(ow):
+                        if acci[k] >= 0:
+                            full[acci[k]] += row[k]
 
 
 @jit
 def max_pool_bwd(x: Any, g: Any, dx: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
                  pd: Any, ph: Any, pw: Any, start: Any, stop: Any) -> None:
     """``dx`` (zeroed, like ``x``) += ``g`` routed to each window's first argmax."""
-    dd, hh = x.shape[1], x.shape[2]
-    od, oh, ow = g.shape[1], g.shape[2], g.shape[3]
-    accv = np.empty(ow, x.dtype)
-    acci = np.empty(ow, np.int64)
-    for p in range(start, stop):
-        xp = x[p]
-        dxp = dx[p].reshape(-1)
-        for i in range(od):
-            z0 = max(i * sd - pd, 0)
-            z1 = min(i * sd - pd + kd, dd)
-            for j in range(oh):
-                y0 = max(j * sh - ph, 0)
-                y1 = min(j * sh - ph + kh, hh)
-                _argmax_row(xp, accv, acci, z0, z1, y0, y1, kw, sw, pw)
-                grow = g[p, i, j]
-                for k in range(ow):
-                    if acci[k] >= 0:
-                        dxp[acci[k]] += grow[k]
+    _argmax_route(x, g, dx, kd, kh, kw, sd, sh, sw, pd, ph, pw, start, stop, False)
 
 
 @jit
 def max_pool_select(x: Any, h: Any, out: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
                     pd: Any, ph: Any, pw: Any, start: Any, stop: Any) -> None:
     """``out[window] = h[first argmax of the window in x]`` (0 for an empty window)."""
-    dd, hh = x.shape[1], x.shape[2]
-    od, oh, ow = out.shape[1], out.shape[2], out.shape[3]
-    accv = np.empty(ow, x.dtype)
-    acci = np.empty(ow, np.int64)
-    for p in range(start, stop):
-        xp = x[p]
-        hp = h[p].reshape(-1)
-        for i in range(od):
-            z0 = max(i * sd - pd, 0)
-            z1 = min(i * sd - pd + kd, dd)
-            for j in range(oh):
-                y0 = max(j * sh - ph, 0)
-                y1 = min(j * sh - ph + kh, hh)
-                _argmax_row(xp, accv, acci, z0, z1, y0, y1, kw, sw, pw)
-                orow = out[p, i, j]
-                for k in range(ow):
-                    orow[k] = hp[acci[k]] if acci[k] >= 0 else 0
+    _argmax_route(x, h, out, kd, kh, kw, sd, sh, sw, pd, ph, pw, start, stop, True)
 
 
 @jit
@@ -615,11 +631,9 @@ def avg_pool_fwd(x: Any, out: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, 
     inv = x.dtype.type(1.0 / (kd * kh * kw))
     for p in range(start, stop):
         for i in range(od):
-            z0 = max(i * sd - pd, 0)
-            z1 = min(i * sd - pd + kd, dd)
+            z0, z1 = _window(i, sd, pd, kd, dd)
             for j in range(oh):
-                y0 = max(j * sh - ph, 0)
-                y1 = min(j * sh - ph + kh, hh)
+                y0, y1 = _window(j, sh, ph, kh, hh)
                 acc = out[p, i, j]
                 for k in range(ow):
                     acc[k] = 0
@@ -645,11 +659,9 @@ def avg_pool_bwd(g: Any, dx: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, s
     inv = g.dtype.type(1.0 / (kd * kh * kw))
     for p in range(start, stop):
         for i in range(od):
-            z0 = max(i * sd - pd, 0)
-            z1 = min(i * sd - pd + kd, dd)
+            z0, z1 = _window(i, sd, pd, kd, dd)
             for j in range(oh):
-                y0 = max(j * sh - ph, 0)
-                y1 = min(j * sh - ph + kh, hh)
+                y0, y1 = _window(j, sh, ph, kh, hh)
                 grow = g[p, i, j]
                 for z in range(z0, z1):
                     for y in range(y0, y1):
@@ -671,14 +683,11 @@ def smooth_max_pool_fwd(x: Any, out: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh
     od, oh, ow = out.shape[1], out.shape[2], out.shape[3]
     for p in range(start, stop):
         for i in range(od):
-            z0 = max(i * sd - pd, 0)
-            z1 = min(i * sd - pd + kd, dd)
+            z0, z1 = _window(i, sd, pd, kd, dd)
             for j in range(oh):
-                y0 = max(j * sh - ph, 0)
-                y1 = min(j * sh - ph + kh, hh)
+                y0, y1 = _window(j, sh, ph, kh, hh)
                 for k in range(ow):
-                    w0 = max(k * sw - pw, 0)
-                    w1 = min(k * sw - pw + kw, ww)
+                    w0, w1 = _window(k, sw, pw, kw, ww)
                     m = -np.inf
                     for z in range(z0, z1):
                         for y in range(y0, y1):
@@ -704,14 +713,11 @@ def smooth_max_pool_bwd(x: Any, g: Any, dx: Any, kd: Any, kh: Any, kw: Any, sd: 
     od, oh, ow = g.shape[1], g.shape[2], g.shape[3]
     for p in range(start, stop):
         for i in range(od):
-            z0 = max(i * sd - pd, 0)
-            z1 = min(i * sd - pd + kd, dd)
+            z0, z1 = _window(i, sd, pd, kd, dd)
             for j in range(oh):
-                y0 = max(j * sh - ph, 0)
-                y1 = min(j * sh - ph + kh, hh)
+                y0, y1 = _window(j, sh, ph, kh, hh)
                 for k in range(ow):
-                    w0 = max(k * sw - pw, 0)
-                    w1 = min(k * sw - pw + kw, ww)
+                    w0, w1 = _window(k, sw, pw, kw, ww)
                     m = -np.inf
                     for z in range(z0, z1):
                         for y in range(y0, y1):
@@ -743,19 +749,23 @@ def smooth_max_pool_bwd(x: Any, g: Any, dx: Any, kd: Any, kh: Any, kw: Any, sd: 
 
 
 @jit
-def im2col(x: Any, cols: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
-           pd: Any, ph: Any, pw: Any, dd: Any, dh: Any, dw: Any,
-           od: Any, oh: Any, ow: Any, start: Any, stop: Any) -> None:
-    """Fill ``cols[N, C*kd*kh*kw, od*oh*ow]`` from ``x[N, C, D, H, W]`` for samples ``[start, stop)``."""
-    c_in, d_in, h_in, w_in = x.shape[1], x.shape[2], x.shape[3], x.shape[4]
-    xf = x.reshape(-1)
+def _im2col_walk(img: Any, cols: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
+                 pd: Any, ph: Any, pw: Any, dd: Any, dh: Any, dw: Any,
+                 od: Any, oh: Any, ow: Any, start: Any, stop: Any, adjoint: Any) -> None:
+    """The walk over every (column row, output position) pair of ``img[N, C, D, H, W]``, samples
+    ``[start, stop)``: ``adjoint`` false fills ``cols`` from ``img`` (zeros outside it); true adds the
+    columns into ``img``. ``adjoint`` is a compile-time constant (``literally``): each direction compiles
+    to its own loops."""
+    literally(adjoint)
+    c_in, d_in, h_in, w_in = img.shape[1], img.shape[2], img.shape[3], img.shape[4]
+    imf = img.reshape(-1)
     cf = cols.reshape(-1)
     kk = kd * kh * kw
     ll = od * oh * ow
     plane = d_in * h_in * w_in
     for n in range(start, stop):
         for c in range(c_in):
-            xbase = (n * c_in + c) * plane
+            ibase = (n * c_in + c) * plane
             for a in range(kd):
                 for b in range(kh):
                     yoff = b * dh - ph
@@ -767,31 +777,55 @@ def im2col(x: Any, cols: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: A
                         k0, k1 = _valid_range(xoff, sw, ow, w_in)
                         for i in range(od):
                             z = i * sd - pd + a * dd
-                            block = cf[cbase + i * oh * ow:cbase + (i + 1) * oh * ow]
-                            if z < 0 or z >= d_in:
-                                for q in range(oh * ow):
+                            if adjoint:
+                                if z < 0 or z >= d_in:
+                                    continue
+                                for j in range(j0, j1):
+                                    src = cbase + (i * oh + j) * ow + k0
+                                    dst = ibase + (z * h_in + j * sh + yoff) * w_in + xoff + k0 * sw
+                                    crow = cf[src:src + (k1 - k0)]
+                                    if sw == 1:
+                                        orow = imf[dst:dst + (k1 - k0)]
+                                        for k in range(k1 - k0):
+                                            orow[k] += crow[k]
+                                    else:
+                                        orow = imf[dst:dst + (k1 - k0) * sw]
+                                        for k in range(k1 - k0):
+                                            orow[k * sw] += crow[k]
+                            else:
+                                block = cf[cbase + i * oh * ow:cbase + (i + 1) * oh * ow]
+                                if z < 0 or z >= d_in:
+                                    for q in range(oh * ow):
+                                        block[q] = 0
+                                    continue
+                                for q in range(j0 * ow):
                                     block[q] = 0
-                                continue
-                            for q in range(j0 * ow):
-                                block[q] = 0
-                            for q in range(j1 * ow, oh * ow):
-                                block[q] = 0
-                            for j in range(j0, j1):
-                                crow = block[j * ow:(j + 1) * ow]
-                                src = xbase + (z * h_in + j * sh + yoff) * w_in + xoff + k0 * sw
-                                for k in range(k0):
-                                    crow[k] = 0
-                                cmid = crow[k0:k1]
-                                if sw == 1:
-                                    xrow = xf[src:src + (k1 - k0)]
-                                    for k in range(k1 - k0):
-                                        cmid[k] = xrow[k]
-                                else:
-                                    xrow = xf[src:src + (k1 - k0) * sw]
-                                    for k in range(k1 - k0):
-                                        cmid[k] = xrow[k * sw]
-                                for k in range(k1, ow):
-                                    crow[k] = 0
+                                for q in range(j1 * ow, oh * ow):
+                                    block[q] = 0
+                                for j in range(j0, j1):
+                                    crow = block[j * ow:(j + 1) * ow]
+                                    src = ibase + (z * h_in + j * sh + yoff) * w_in + xoff + k0 * sw
+                                    for k in range(k0):
+                                        crow[k] = 0
+                                    cmid = crow[k0:k1]
+                                    if sw == 1:
+                                        xrow = imf[src:src + (k1 - k0)]
+                                        for k in range(k1 - k0):
+                                            cmid[k] = xrow[k]
+                                    else:
+                                        xrow = imf[src:src + (k1 - k0) * sw]
+                                        for k in range(k1 - k0):
+                                            cmid[k] = xrow[k * sw]
+                                    for k in range(k1, ow):
+                                        crow[k] = 0
+
+
+@jit
+def im2col(x: Any, cols: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
+           pd: Any, ph: Any, pw: Any, dd: Any, dh: Any, dw: Any,
+           od: Any, oh: Any, ow: Any, start: Any, stop: Any) -> None:
+    """Fill ``cols[N, C*kd*kh*kw, od*oh*ow]`` from ``x[N, C, D, H, W]`` for samples ``[start, stop)``."""
+    _im2col_walk(x, cols, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, od, oh, ow, start, stop, False)
 
 
 @jit
@@ -800,40 +834,7 @@ def col2im(cols: Any, out: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw:
            od: Any, oh: Any, ow: Any, start: Any, stop: Any) -> None:
     """The adjoint of :func:`im2col`: ``out[N, C, D, H, W]`` (zeroed) += the columns, samples
     ``[start, stop)``."""
-    c_in, d_in, h_in, w_in = out.shape[1], out.shape[2], out.shape[3], out.shape[4]
-    of = out.reshape(-1)
-    cf = cols.reshape(-1)
-    kk = kd * kh * kw
-    ll = od * oh * ow
-    plane = d_in * h_in * w_in
-    for n in range(start, stop):
-        for c in range(c_in):
-            obase = (n * c_in + c) * plane
-            for a in range(kd):
-                for b in range(kh):
-                    yoff = b * dh - ph
-                    j0, j1 = _valid_range(yoff, sh, oh, h_in)
-                    for e in range(kw):
-                        row = ((c * kd + a) * kh + b) * kw + e
-                        cbase = (n * c_in * kk + row) * ll
-                        xoff = e * dw - pw
-                        k0, k1 = _valid_range(xoff, sw, ow, w_in)
-                        for i in range(od):
-                            z = i * sd - pd + a * dd
-                            if z < 0 or z >= d_in:
-                                continue
-                            for j in range(j0, j1):
-                                src = cbase + (i * oh + j) * ow + k0
-                                dst = obase + (z * h_in + j * sh + yoff) * w_in + xoff + k0 * sw
-                                crow = cf[src:src + (k1 - k0)]
-                                if sw == 1:
-                                    orow = of[dst:dst + (k1 - k0)]
-                                    for k in range(k1 - k0):
-                                        orow[k] += crow[k]
-                                else:
-                                    orow = of[dst:dst + (k1 - k0) * sw]
-                                    for k in range(k1 - k0):
-                                        orow[k * sw] += crow[k]
+    _im2col_walk(out, cols, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, od, oh, ow, start, stop, True)
 
 
 # ---- scatter_add ------------------------------------------------------------------------------
