@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -54,6 +55,22 @@ def _check_common(name: str, x: Array, w: Array, groups: int) -> int:
 def _shape5(a_shape: tuple[int, ...], nsp: int) -> tuple[int, int, int, int, int]:
     s = tuple(a_shape[:2]) + (1,) * (3 - nsp) + tuple(a_shape[2:])
     return (s[0], s[1], s[2], s[3], s[4])
+
+
+def _conv_spatial(x5s: tuple[int, ...], k: Triple, s: Triple, p: Triple, d: Triple) -> tuple[int, int, int]:
+    """The conv output sizes ``(in + 2p - d(k-1) - 1)//s + 1`` (at least 0) of the spatial dims of ``x5s``."""
+    o = tuple(max(0, (x5s[2 + i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1) for i in range(3))
+    return (o[0], o[1], o[2])
+
+
+def _trivial(x: Array, w: Array, out_shape: tuple[int, ...], dt: np.dtype[Any]) -> Array | None:
+    """The result when there is nothing to multiply: empty for an empty output, zeros when ``x`` or
+    ``w`` is empty; ``None`` otherwise."""
+    if math.prod(out_shape) == 0:
+        return np.empty(out_shape, dt)
+    if x.size == 0 or w.size == 0:
+        return np.zeros(out_shape, dt)
+    return None
 
 
 # im2col/col2im run on the calling thread: they alternate with GEMMs, and a second thread
@@ -105,15 +122,14 @@ def conv(x: Array, w: Array, *, stride: tuple[int, ...], padding: tuple[int, ...
                  kernel_size=tuple(w.shape[2:]))
     k, s, p, d = t["kernel_size"], t["stride"], t["padding"], t["dilation"]
     x5s = _shape5(x.shape, nsp)
-    osp = tuple(max(0, (x5s[2 + i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1) for i in range(3))
+    osp = _conv_spatial(x5s, k, s, p, d)
     if min(s) < 1 or min(d) < 1 or min(p) < 0:
         raise ValueError(f"conv: need stride >= 1, dilation >= 1, padding >= 0; got {stride}, {dilation}, {padding}")
     dt = float_dtype(x, w)
     out_shape = (n, o_ch) + osp[3 - nsp:]
-    if math.prod(out_shape) == 0:
-        return np.empty(out_shape, dt)
-    if x.size == 0 or w.size == 0:
-        return np.zeros(out_shape, dt)
+    trivial = _trivial(x, w, out_shape, dt)
+    if trivial is not None:
+        return trivial
     out = np.empty(out_shape, dt)
     g, cg, og = groups, c // groups, o_ch // groups
     kk = k[0] * k[1] * k[2]
@@ -130,14 +146,13 @@ def conv(x: Array, w: Array, *, stride: tuple[int, ...], padding: tuple[int, ...
 
         _by_samples(n, macs, pointwise)
         return out
-    o3 = (osp[0], osp[1], osp[2])
     blk = _block(n, c * kk * ll * dt.itemsize)
 
     def samples(start: int, stop: int) -> None:
         for n0 in range(start, stop, blk):
             n1 = min(stop, n0 + blk)
             cols = scratch((n1 - n0, c * kk, ll), dt)  # per thread
-            _im2col(x5[n0:n1], cols, k, s, p, d, o3)
+            _im2col(x5[n0:n1], cols, k, s, p, d, osp)
             np.matmul(wg, cols.reshape(n1 - n0, g, cg * kk, ll), out=out4[n0:n1])
 
     _by_samples(n, macs, samples)
@@ -167,10 +182,9 @@ def conv_transpose(x: Array, w: Array, *, stride: tuple[int, ...], padding: tupl
     osp = tuple(max(0, (isp[i] - 1) * s[i] - 2 * p[i] + d[i] * (k[i] - 1) + op[i] + 1) for i in range(3))
     dt = float_dtype(x, w)
     out_shape = (n, o_ch) + osp[3 - nsp:]
-    if math.prod(out_shape) == 0:
-        return np.empty(out_shape, dt)
-    if x.size == 0 or w.size == 0:
-        return np.zeros(out_shape, dt)
+    trivial = _trivial(x, w, out_shape, dt)
+    if trivial is not None:
+        return trivial
     kk = k[0] * k[1] * k[2]
     lin = isp[0] * isp[1] * isp[2]
     x5 = as_float(x, dt).reshape(x5s)
@@ -214,7 +228,7 @@ def conv_weight_grad(x: Array, g: Array, *, kernel_size: tuple[int, ...], stride
                  kernel_size=kernel_size)
     k, s, p, d = t["kernel_size"], t["stride"], t["padding"], t["dilation"]
     x5s = _shape5(x.shape, nsp)
-    osp = tuple(max(0, (x5s[2 + i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1) for i in range(3))
+    osp = _conv_spatial(x5s, k, s, p, d)
     want = (n, o_ch) + osp[3 - nsp:]
     if tuple(g.shape) != want:
         raise ValueError(f"conv_weight_grad: g must have shape {want} for x{list(x.shape)} and these "
@@ -230,7 +244,6 @@ def conv_weight_grad(x: Array, g: Array, *, kernel_size: tuple[int, ...], stride
     g4 = as_float(g, dt).reshape(n, gr, og, ll)
     macs = n * gr * og * cg * kk * ll
     pointwise = _is_pointwise(k, s, p)
-    o3 = (osp[0], osp[1], osp[2])
     blk = _block(n, c * kk * ll * dt.itemsize)
     partials: list[Array] = []  # one per thread; list.append is atomic
 
@@ -242,7 +255,7 @@ def conv_weight_grad(x: Array, g: Array, *, kernel_size: tuple[int, ...], stride
                 colsg = x5[n0:n1].reshape(n1 - n0, gr, cg, ll)
             else:
                 cols = scratch((n1 - n0, c * kk, ll), dt)
-                _im2col(x5[n0:n1], cols, k, s, p, d, o3)
+                _im2col(x5[n0:n1], cols, k, s, p, d, osp)
                 colsg = cols.reshape(n1 - n0, gr, cg * kk, ll)
             acc += np.matmul(g4[n0:n1], colsg.transpose(0, 1, 3, 2)).sum(axis=0)
         partials.append(acc)

@@ -61,18 +61,37 @@ def _check_g(name: str, g: Array, x_shape: tuple[int, ...], out_sp: tuple[int, .
                          f"got {tuple(g.shape)}")
 
 
-def max_pool(x: Array, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
-             padding: tuple[int, ...]) -> Array:
-    """Window max over ``x[N, C, *in]``; padding is ``-inf``; NaN propagates."""
-    geo, osp = _geometry("max_pool", x.shape, kernel_size, stride, padding)
+def _forward(kernel_name: str, x: Array, geo: Geometry, osp: tuple[int, ...], cost: int = 1,
+             extra: tuple[Any, ...] = ()) -> Array:
+    """``out[N, C, *osp]`` of a pooling kernel reading ``x`` (``cost``: its work per window tap)."""
     dt = float_dtype(x)
     out = np.empty(x.shape[:2] + osp, dt)
     if out.size == 0:
         return out
     x4 = as_float(x, dt).reshape(_as4(x, x.shape[2:]))
-    o4 = out.reshape(_as4(out, osp))
-    _run("max_pool_fwd", (x4, o4), geo, x4.shape[0], out.size * math.prod(geo[0]))
+    _run(kernel_name, (x4, out.reshape(_as4(out, osp))), geo, x4.shape[0], cost * out.size * math.prod(geo[0]),
+         extra)
     return out
+
+
+def _backward(kernel_name: str, x: Array, g: Array, geo: Geometry, osp: tuple[int, ...], cost: int = 1,
+              extra: tuple[Any, ...] = ()) -> Array:
+    """``dx`` like ``x`` from a kernel spreading ``g[N, C, *osp]`` over the windows of ``x``."""
+    dt = float_dtype(x, g)
+    dx = np.zeros(x.shape, dt)
+    if dx.size == 0 or g.size == 0:
+        return dx
+    x4 = as_float(x, dt).reshape(_as4(x, x.shape[2:]))
+    g4 = as_float(g, dt).reshape(_as4(g, osp))
+    _run(kernel_name, (x4, g4, dx.reshape(x4.shape)), geo, x4.shape[0], cost * g.size * math.prod(geo[0]), extra)
+    return dx
+
+
+def max_pool(x: Array, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
+             padding: tuple[int, ...]) -> Array:
+    """Window max over ``x[N, C, *in]``; padding is ``-inf``; NaN propagates."""
+    geo, osp = _geometry("max_pool", x.shape, kernel_size, stride, padding)
+    return _forward("max_pool_fwd", x, geo, osp)
 
 
 def max_pool_backward(x: Array, g: Array, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
@@ -80,14 +99,7 @@ def max_pool_backward(x: Array, g: Array, *, kernel_size: tuple[int, ...], strid
     """Routes ``g[N, C, *out]`` to the first argmax (row-major) of each window of ``x``; result like ``x``."""
     geo, osp = _geometry("max_pool_backward", x.shape, kernel_size, stride, padding)
     _check_g("max_pool_backward", g, x.shape, osp)
-    dt = float_dtype(x, g)
-    dx = np.zeros(x.shape, dt)
-    if dx.size == 0 or g.size == 0:
-        return dx
-    x4 = as_float(x, dt).reshape(_as4(x, x.shape[2:]))
-    g4 = as_float(g, dt).reshape(_as4(g, osp))
-    _run("max_pool_bwd", (x4, g4, dx.reshape(x4.shape)), geo, x4.shape[0], g.size * math.prod(geo[0]))
-    return dx
+    return _backward("max_pool_bwd", x, g, geo, osp)
 
 
 def max_pool_select(x: Array, h: Array, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
@@ -112,13 +124,7 @@ def avg_pool(x: Array, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
              padding: tuple[int, ...]) -> Array:
     """Window mean; padded positions count as zeros (divisor is always ``prod(k)``)."""
     geo, osp = _geometry("avg_pool", x.shape, kernel_size, stride, padding)
-    dt = float_dtype(x)
-    out = np.empty(x.shape[:2] + osp, dt)
-    if out.size == 0:
-        return out
-    x4 = as_float(x, dt).reshape(_as4(x, x.shape[2:]))
-    _run("avg_pool_fwd", (x4, out.reshape(_as4(out, osp))), geo, x4.shape[0], out.size * math.prod(geo[0]))
-    return out
+    return _forward("avg_pool_fwd", x, geo, osp)
 
 
 def avg_pool_backward(g: Array, *, input_shape: tuple[int, ...], kernel_size: tuple[int, ...],
@@ -145,14 +151,7 @@ def smooth_max_pool(x: Array, *, kernel_size: tuple[int, ...], stride: tuple[int
     geo, osp = _geometry("smooth_max_pool", x.shape, kernel_size, stride, padding)
     if beta == 0:
         raise ValueError("smooth_max_pool: beta must be non-zero")
-    dt = float_dtype(x)
-    out = np.empty(x.shape[:2] + osp, dt)
-    if out.size == 0:
-        return out
-    x4 = as_float(x, dt).reshape(_as4(x, x.shape[2:]))
-    _run("smooth_max_pool_fwd", (x4, out.reshape(_as4(out, osp))), geo, x4.shape[0],
-         8 * out.size * math.prod(geo[0]), (float(beta),))
-    return out
+    return _forward("smooth_max_pool_fwd", x, geo, osp, 8, (float(beta),))
 
 
 def smooth_max_pool_backward(x: Array, g: Array, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
@@ -162,12 +161,4 @@ def smooth_max_pool_backward(x: Array, g: Array, *, kernel_size: tuple[int, ...]
     _check_g("smooth_max_pool_backward", g, x.shape, osp)
     if beta == 0:
         raise ValueError("smooth_max_pool_backward: beta must be non-zero")
-    dt = float_dtype(x, g)
-    dx = np.zeros(x.shape, dt)
-    if dx.size == 0 or g.size == 0:
-        return dx
-    x4 = as_float(x, dt).reshape(_as4(x, x.shape[2:]))
-    g4 = as_float(g, dt).reshape(_as4(g, osp))
-    _run("smooth_max_pool_bwd", (x4, g4, dx.reshape(x4.shape)), geo, x4.shape[0],
-         16 * g.size * math.prod(geo[0]), (float(beta),))
-    return dx
+    return _backward("smooth_max_pool_bwd", x, g, geo, osp, 16, (float(beta),))
