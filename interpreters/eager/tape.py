@@ -199,6 +199,18 @@ def _vjp_rule(name: str) -> Callable[..., Any]:
     return rule  # type: ignore[no-any-return]
 
 
+_FUSED: dict[str, Callable[..., Any]] | None = None  # interpreters.eager.fused_vjp.FUSED_VJP, imported lazily
+
+
+def _fused_rules() -> dict[str, Callable[..., Any]]:
+    """The fused backward rules, used instead of the composite ones when no graph is created."""
+    global _FUSED
+    if _FUSED is None:
+        from interpreters.eager.fused_vjp import FUSED_VJP
+        _FUSED = FUSED_VJP
+    return _FUSED
+
+
 def _uses_output() -> frozenset[str]:
     return _rules().USES_OUTPUT  # type: ignore[no-any-return]
 
@@ -222,6 +234,8 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
     target_nodes = {id(t._node): i for i, t in enumerate(targets or ()) if t._node is not None}
     found: list[Any] = [None] * len(targets or ())
     leaves: dict[int, Tensor[*tuple[Any, ...]]] = {}
+    # without create_graph, fused kernels replace the composite rules (those stay for higher derivatives)
+    fused = None if create_graph else _fused_rules()
     previous = grad_enabled()
     set_grad_enabled(create_graph)
     try:
@@ -236,7 +250,7 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
                     "backward: trying to backward through the graph a second time (its saved values were "
                     "freed after the first backward); pass retain_graph=True to the first backward call")
             _check_versions(node)
-            rule = _vjp_rule(node.name)
+            rule = (fused.get(node.name) if fused is not None else None) or _vjp_rule(node.name)
             output = node.saved_output() if node.name in _uses_output() else node.output()
             needed.mask = tuple(edge is not None for edge in node.edges)  # rules may skip the others
             cotangents = rule(eager, g, node.inputs, output, **node.params)
