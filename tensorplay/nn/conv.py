@@ -125,16 +125,32 @@ class _ConvNd(Module):
         return ", ".join(parts)
 
 
-class Conv1d(_ConvNd, Generic[InC, OutC]):
-    """1-d convolution: ``x[*lead, InC, L] -> [*lead, OutC, L']``."""
-
-    rank = 1
+class _Conv(_ConvNd, Generic[InC, OutC]):
+    """The constructor of ``Conv1d``/``Conv2d``/``Conv3d`` (PyTorch's argument order)."""
 
     def __init__(self, in_channels: InC, out_channels: OutC, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
                  padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1, bias: bool = True,
                  padding_mode: str = "zeros", dtype: Any = None) -> None:
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                          padding_mode, dtype)
+
+
+class _ConvTranspose(_ConvNd, Generic[InC, OutC]):
+    """The constructor of ``ConvTranspose1d``/``ConvTranspose2d`` (PyTorch's argument order)."""
+
+    transposed = True
+
+    def __init__(self, in_channels: InC, out_channels: OutC, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
+                 padding: IntOrTuple = 0, output_padding: IntOrTuple = 0, groups: int = 1, bias: bool = True,
+                 dilation: IntOrTuple = 1, padding_mode: str = "zeros", dtype: Any = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, dtype, output_padding)
+
+
+class _Rank1(_ConvNd, Generic[InC, OutC]):
+    """The typed ``forward`` of the 1-d layers."""
+
+    rank = 1
 
     @overload
     def forward(self, x: Tensor[*Lead, InC, int]) -> Tensor[*Lead, OutC, int]: ...
@@ -143,23 +159,17 @@ class Conv1d(_ConvNd, Generic[InC, OutC]):
     def forward(self, x: Tensor[*Lead, InC, int], out: tuple[L2]) -> Tensor[*Lead, OutC, L2]: ...
 
     def forward(self, x: Any, out: Any = None) -> Any:
-        """Convolve; ``out=(L2,)`` names (and checks) the output length."""
+        """Convolve (transposed, for ``ConvTranspose1d``); ``out=(L2,)`` names (and checks) the output length."""
         return self._conv(x, out)
 
     if TYPE_CHECKING:
         __call__ = forward
 
 
-class Conv2d(_ConvNd, Generic[InC, OutC]):
-    """2-d convolution: ``x[*lead, InC, H, W] -> [*lead, OutC, H', W']``."""
+class _Rank2(_ConvNd, Generic[InC, OutC]):
+    """The typed ``forward`` of the 2-d layers."""
 
     rank = 2
-
-    def __init__(self, in_channels: InC, out_channels: OutC, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
-                 padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros", dtype: Any = None) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, dtype)
 
     @overload
     def forward(self, x: Tensor[*Lead, InC, int, int]) -> Tensor[*Lead, OutC, int, int]: ...
@@ -168,23 +178,17 @@ class Conv2d(_ConvNd, Generic[InC, OutC]):
     def forward(self, x: Tensor[*Lead, InC, int, int], out: tuple[H2, W2]) -> Tensor[*Lead, OutC, H2, W2]: ...
 
     def forward(self, x: Any, out: Any = None) -> Any:
-        """Convolve; ``out=(H2, W2)`` names (and checks) the output size."""
+        """Convolve (transposed, for ``ConvTranspose2d``); ``out=(H2, W2)`` names (and checks) the output size."""
         return self._conv(x, out)
 
     if TYPE_CHECKING:
         __call__ = forward
 
 
-class Conv3d(_ConvNd, Generic[InC, OutC]):
-    """3-d convolution: ``x[*lead, InC, D, H, W] -> [*lead, OutC, D', H', W']``."""
+class _Rank3(_ConvNd, Generic[InC, OutC]):
+    """The typed ``forward`` of the 3-d layers."""
 
     rank = 3
-
-    def __init__(self, in_channels: InC, out_channels: OutC, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
-                 padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros", dtype: Any = None) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, dtype)
 
     @overload
     def forward(self, x: Tensor[*Lead, InC, int, int, int]) -> Tensor[*Lead, OutC, int, int, int]: ...
@@ -201,53 +205,21 @@ class Conv3d(_ConvNd, Generic[InC, OutC]):
         __call__ = forward
 
 
-class ConvTranspose1d(_ConvNd, Generic[InC, OutC]):
+class Conv1d(_Conv[InC, OutC], _Rank1[InC, OutC]):
+    """1-d convolution: ``x[*lead, InC, L] -> [*lead, OutC, L']``."""
+
+
+class Conv2d(_Conv[InC, OutC], _Rank2[InC, OutC]):
+    """2-d convolution: ``x[*lead, InC, H, W] -> [*lead, OutC, H', W']``."""
+
+
+class Conv3d(_Conv[InC, OutC], _Rank3[InC, OutC]):
+    """3-d convolution: ``x[*lead, InC, D, H, W] -> [*lead, OutC, D', H', W']``."""
+
+
+class ConvTranspose1d(_ConvTranspose[InC, OutC], _Rank1[InC, OutC]):
     """1-d transposed convolution: ``x[*lead, InC, L] -> [*lead, OutC, (L-1)s - 2p + d(k-1) + op + 1]``."""
 
-    rank = 1
-    transposed = True
 
-    def __init__(self, in_channels: InC, out_channels: OutC, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
-                 padding: IntOrTuple = 0, output_padding: IntOrTuple = 0, groups: int = 1, bias: bool = True,
-                 dilation: IntOrTuple = 1, padding_mode: str = "zeros", dtype: Any = None) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, dtype, output_padding)
-
-    @overload
-    def forward(self, x: Tensor[*Lead, InC, int]) -> Tensor[*Lead, OutC, int]: ...
-
-    @overload
-    def forward(self, x: Tensor[*Lead, InC, int], out: tuple[L2]) -> Tensor[*Lead, OutC, L2]: ...
-
-    def forward(self, x: Any, out: Any = None) -> Any:
-        """Transposed convolution; ``out=(L2,)`` names (and checks) the output length."""
-        return self._conv(x, out)
-
-    if TYPE_CHECKING:
-        __call__ = forward
-
-
-class ConvTranspose2d(_ConvNd, Generic[InC, OutC]):
+class ConvTranspose2d(_ConvTranspose[InC, OutC], _Rank2[InC, OutC]):
     """2-d transposed convolution: ``x[*lead, InC, H, W] -> [*lead, OutC, H', W']``."""
-
-    rank = 2
-    transposed = True
-
-    def __init__(self, in_channels: InC, out_channels: OutC, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
-                 padding: IntOrTuple = 0, output_padding: IntOrTuple = 0, groups: int = 1, bias: bool = True,
-                 dilation: IntOrTuple = 1, padding_mode: str = "zeros", dtype: Any = None) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, dtype, output_padding)
-
-    @overload
-    def forward(self, x: Tensor[*Lead, InC, int, int]) -> Tensor[*Lead, OutC, int, int]: ...
-
-    @overload
-    def forward(self, x: Tensor[*Lead, InC, int, int], out: tuple[H2, W2]) -> Tensor[*Lead, OutC, H2, W2]: ...
-
-    def forward(self, x: Any, out: Any = None) -> Any:
-        """Transposed convolution; ``out=(H2, W2)`` names (and checks) the output size."""
-        return self._conv(x, out)
-
-    if TYPE_CHECKING:
-        __call__ = forward

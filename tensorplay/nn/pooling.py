@@ -61,89 +61,69 @@ class _PoolNd(Module):
         return f"kernel_size={k}, stride={s}, padding={p}"
 
 
-class MaxPool1d(_PoolNd):
+class _Pool1d(_PoolNd):
+    """The typed ``forward`` of the 1-d pools."""
+
+    rank = 1
+
+    @overload
+    def forward(self, x: Tensor[*Lead, int]) -> Tensor[*Lead, int]: ...
+
+    @overload
+    def forward(self, x: Tensor[*Lead, int], out: tuple[L2]) -> Tensor[*Lead, L2]: ...
+
+    def forward(self, x: Any, out: Any = None) -> Any:
+        """Pool; ``out=(L2,)`` names (and checks) the output length."""
+        return self._pool(x, out)
+
+    if TYPE_CHECKING:
+        __call__ = forward
+
+
+class _Pool2d(_PoolNd):
+    """The typed ``forward`` of the 2-d pools."""
+
+    rank = 2
+
+    @overload
+    def forward(self, x: Tensor[*Lead, int, int]) -> Tensor[*Lead, int, int]: ...
+
+    @overload
+    def forward(self, x: Tensor[*Lead, int, int], out: tuple[H2, W2]) -> Tensor[*Lead, H2, W2]: ...
+
+    def forward(self, x: Any, out: Any = None) -> Any:
+        """Pool; ``out=(H2, W2)`` names (and checks) the output size."""
+        return self._pool(x, out)
+
+    if TYPE_CHECKING:
+        __call__ = forward
+
+
+class _AvgPool(_PoolNd):
+    """The constructor of the average pools (PyTorch's, without ``dilation``)."""
+
+    prim = "avg_pool"
+
+    def __init__(self, kernel_size: IntOrTuple, stride: IntOrTuple | None = None, padding: IntOrTuple = 0,
+                 ceil_mode: bool = False, count_include_pad: bool = True) -> None:
+        super().__init__(kernel_size, stride, padding, 1, ceil_mode, count_include_pad)
+
+
+class MaxPool1d(_Pool1d):
     """Window max over the last axis: ``x[*lead, L] -> [*lead, L']`` (gradient to the first maximum)."""
 
-    rank = 1
     prim = "max_pool"
 
-    @overload
-    def forward(self, x: Tensor[*Lead, int]) -> Tensor[*Lead, int]: ...
 
-    @overload
-    def forward(self, x: Tensor[*Lead, int], out: tuple[L2]) -> Tensor[*Lead, L2]: ...
-
-    def forward(self, x: Any, out: Any = None) -> Any:
-        """Pool; ``out=(L2,)`` names (and checks) the output length."""
-        return self._pool(x, out)
-
-    if TYPE_CHECKING:
-        __call__ = forward
-
-
-class MaxPool2d(_PoolNd):
+class MaxPool2d(_Pool2d):
     """Window max over the last two axes: ``x[*lead, H, W] -> [*lead, H', W']``."""
 
-    rank = 2
     prim = "max_pool"
 
-    @overload
-    def forward(self, x: Tensor[*Lead, int, int]) -> Tensor[*Lead, int, int]: ...
 
-    @overload
-    def forward(self, x: Tensor[*Lead, int, int], out: tuple[H2, W2]) -> Tensor[*Lead, H2, W2]: ...
-
-    def forward(self, x: Any, out: Any = None) -> Any:
-        """Pool; ``out=(H2, W2)`` names (and checks) the output size."""
-        return self._pool(x, out)
-
-    if TYPE_CHECKING:
-        __call__ = forward
-
-
-class AvgPool1d(_PoolNd):
+class AvgPool1d(_AvgPool, _Pool1d):
     """Window mean over the last axis (padding counts as zeros)."""
 
-    rank = 1
-    prim = "avg_pool"
 
-    def __init__(self, kernel_size: IntOrTuple, stride: IntOrTuple | None = None, padding: IntOrTuple = 0,
-                 ceil_mode: bool = False, count_include_pad: bool = True) -> None:
-        super().__init__(kernel_size, stride, padding, 1, ceil_mode, count_include_pad)
-
-    @overload
-    def forward(self, x: Tensor[*Lead, int]) -> Tensor[*Lead, int]: ...
-
-    @overload
-    def forward(self, x: Tensor[*Lead, int], out: tuple[L2]) -> Tensor[*Lead, L2]: ...
-
-    def forward(self, x: Any, out: Any = None) -> Any:
-        """Pool; ``out=(L2,)`` names (and checks) the output length."""
-        return self._pool(x, out)
-
-    if TYPE_CHECKING:
-        __call__ = forward
-
-
-class AvgPool2d(_PoolNd):
+class AvgPool2d(_AvgPool, _Pool2d):
     """Window mean over the last two axes (padding counts as zeros)."""
-
-    rank = 2
-    prim = "avg_pool"
-
-    def __init__(self, kernel_size: IntOrTuple, stride: IntOrTuple | None = None, padding: IntOrTuple = 0,
-                 ceil_mode: bool = False, count_include_pad: bool = True) -> None:
-        super().__init__(kernel_size, stride, padding, 1, ceil_mode, count_include_pad)
-
-    @overload
-    def forward(self, x: Tensor[*Lead, int, int]) -> Tensor[*Lead, int, int]: ...
-
-    @overload
-    def forward(self, x: Tensor[*Lead, int, int], out: tuple[H2, W2]) -> Tensor[*Lead, H2, W2]: ...
-
-    def forward(self, x: Any, out: Any = None) -> Any:
-        """Pool; ``out=(H2, W2)`` names (and checks) the output size."""
-        return self._pool(x, out)
-
-    if TYPE_CHECKING:
-        __call__ = forward
