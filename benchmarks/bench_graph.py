@@ -15,38 +15,14 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.timing import table  # noqa: E402
+from benchmarks.timing import interleaved, table  # noqa: E402
 
 N_OPS = 200
 
 
-def interleaved(fns: dict[str, Any], rounds: int = 15, min_time: float = 0.02) -> dict[str, float]:
-    """Seconds per call of each function, measured in alternating batches (robust to load changes
-    on a shared machine): the median over rounds of each function's batch time."""
-    import statistics
-    import time
-
-    for fn in fns.values():
-        fn()
-    numbers = {}
-    for name, fn in fns.items():
-        number = 1
-        while True:
-            start = time.perf_counter()
-            for _ in range(number):
-                fn()
-            if time.perf_counter() - start >= min_time or number >= 1 << 16:
-                break
-            number *= 2
-        numbers[name] = number
-    samples: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            for _ in range(numbers[name]):
-                fn()
-            samples[name].append((time.perf_counter() - start) / numbers[name])
-    return {name: statistics.median(values) for name, values in samples.items()}
+def _time(fns: dict[str, Any]) -> dict[str, float]:
+    """:func:`benchmarks.timing.interleaved` with 15 rounds after one warm-up call."""
+    return interleaved(fns, rounds=15, warmup=1)
 
 
 def _chain(x: Any) -> Any:
@@ -90,7 +66,7 @@ def run() -> list[tuple[str, dict[str, float]]]:
 
     rows: list[tuple[str, dict[str, float]]] = []
     x = tp.randn(8, 8)
-    times = interleaved({
+    times = _time({
         "eager run": lambda: _chain(x),
         "record symbolic": lambda: trace(_chain, x),
         "record dynamic B": lambda: trace(_chain, x, dynamic={0: {0: "B"}}),
@@ -98,7 +74,7 @@ def run() -> list[tuple[str, dict[str, float]]]:
     })
     rows.append((f"record a {N_OPS}-op graph, per op (8x8 f32)", {k: v / N_OPS for k, v in times.items()}))
     gm = trace(_chain, x)
-    times = interleaved({
+    times = _time({
         "eager run": lambda: _chain(x),
         "evaluate(graph, eager)": lambda: evaluate(gm.graph, tp.eager, x),
         "GraphModule": lambda: gm(x),
@@ -110,7 +86,7 @@ def run() -> list[tuple[str, dict[str, float]]]:
     for batch in (128, 1):
         inp = tp.randn(batch, sizes[0])
         gm_mlp = trace(model, inp)
-        times = interleaved({
+        times = _time({
             "eager": lambda: model(inp),
             "evaluate(graph, eager)": lambda: evaluate(gm_mlp.graph, tp.eager, inp),
             "GraphModule": lambda: gm_mlp(inp),

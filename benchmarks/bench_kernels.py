@@ -14,10 +14,7 @@ on a shared machine hit them alike.
 from __future__ import annotations
 
 import os
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from typing import Any
 
 if __package__ in (None, ""):  # run as a script
@@ -25,36 +22,9 @@ if __package__ in (None, ""):  # run as a script
 
 import numpy as np  # noqa: E402
 
-from benchmarks.timing import environment, table  # noqa: E402
+from benchmarks.timing import environment, interleaved, table  # noqa: E402
 
 Row = tuple[str, dict[str, float]]
-
-
-def interleaved(fns: dict[str, Callable[[], Any]], rounds: int = 11, min_time: float = 0.02) -> dict[str, float]:
-    """Seconds per call of each function: warm up, size a batch to ``min_time``, then take the
-    median over ``rounds`` of batches run in alternation."""
-    numbers: dict[str, int] = {}
-    for name, fn in fns.items():
-        fn()
-        fn()
-        number = 1
-        while True:
-            start = time.perf_counter()
-            for _ in range(number):
-                fn()
-            if time.perf_counter() - start >= min_time or number >= 1 << 16:
-                break
-            number *= 2
-        numbers[name] = number
-    samples: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            number = numbers[name]
-            start = time.perf_counter()
-            for _ in range(number):
-                fn()
-            samples[name].append((time.perf_counter() - start) / number)
-    return {name: statistics.median(s) for name, s in samples.items()}
 
 
 def _numpy_layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float) -> Any:

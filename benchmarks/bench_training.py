@@ -16,9 +16,7 @@ The two implementations are timed in alternating rounds; each row is the median.
 from __future__ import annotations
 
 import contextlib
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,7 +26,7 @@ import numpy as np
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.timing import environment, table  # noqa: E402
+from benchmarks.timing import environment, interleaved, table  # noqa: E402
 
 Row = tuple[str, dict[str, float]]
 
@@ -116,11 +114,8 @@ def _transformer(tp: Any, torch: Any) -> tuple[Callable[[], Any], Callable[[], A
             _step_torch(torch, theirs, torch.optim.Adam(theirs.parameters(), lr=1e-3), x_np, y_np, "mse"))
 
 
-def _step_tp(tp: Any, model: Any, opt: Any, x_np: Any, y_np: Any, loss: str) -> Callable[[], Any]:
-    import tensorplay.nn.functional as F
-    x, y = tp.tensor(x_np), tp.tensor(y_np)
-    loss_fn = F.cross_entropy if loss == "ce" else F.mse_loss
-
+def _step(model: Any, opt: Any, x: Any, y: Any, loss_fn: Callable[[Any, Any], Any]) -> Callable[[], Any]:
+    """One training step on ``(x, y)``: zero the gradients, forward, loss, backward, optimizer step."""
     def step() -> Any:
         opt.zero_grad()
         out = loss_fn(model(x), y)
@@ -128,19 +123,17 @@ def _step_tp(tp: Any, model: Any, opt: Any, x_np: Any, y_np: Any, loss: str) -> 
         opt.step()
         return out
     return step
+
+
+def _step_tp(tp: Any, model: Any, opt: Any, x_np: Any, y_np: Any, loss: str) -> Callable[[], Any]:
+    import tensorplay.nn.functional as F
+    return _step(model, opt, tp.tensor(x_np), tp.tensor(y_np), F.cross_entropy if loss == "ce" else F.mse_loss)
 
 
 def _step_torch(torch: Any, model: Any, opt: Any, x_np: Any, y_np: Any, loss: str) -> Callable[[], Any]:
-    x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
-    loss_fn = torch.nn.functional.cross_entropy if loss == "ce" else torch.nn.functional.mse_loss
-
-    def step() -> Any:
-        opt.zero_grad()
-        out = loss_fn(model(x), y)
-        out.backward()
-        opt.step()
-        return out
-    return step
+    F = torch.nn.functional
+    return _step(model, opt, torch.from_numpy(x_np), torch.from_numpy(y_np),
+                 F.cross_entropy if loss == "ce" else F.mse_loss)
 
 
 CASES: dict[str, Callable[[Any, Any], tuple[Callable[[], Any], Callable[[], Any]]]] = {
@@ -148,33 +141,6 @@ CASES: dict[str, Callable[[Any, Any], tuple[Callable[[], Any], Callable[[], Any]
     "train step: CNN 8c3-16c3 28x28, b64, SGD": _cnn,
     "train step: transformer block d64 h4 s32 b16, Adam": _transformer,
 }
-
-
-def _interleaved(fns: dict[str, Callable[[], Any]], rounds: int, min_time: float = 0.05,
-                 warmup: int = 5) -> dict[str, float]:
-    """Median seconds per call of each function, timed in alternating rounds (so a change of machine
-    load affects every implementation alike)."""
-    numbers = {}
-    for name, fn in fns.items():
-        for _ in range(warmup):
-            fn()
-        number, elapsed = 1, 0.0
-        while elapsed < min_time:
-            start = time.perf_counter()
-            for _ in range(number):
-                fn()
-            elapsed = time.perf_counter() - start
-            if elapsed < min_time:
-                number *= 2
-        numbers[name] = number
-    samples: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            for _ in range(numbers[name]):
-                fn()
-            samples[name].append((time.perf_counter() - start) / numbers[name])
-    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def run(repeat: int = 15, threads: int | None = None) -> list[Row]:
@@ -198,7 +164,7 @@ def run(repeat: int = 15, threads: int | None = None) -> list[Row]:
             suffix = "" if threads is None else f" [{threads} thread{'s' if threads > 1 else ''}]"
             for name, make in CASES.items():
                 ours, theirs = make(tp, torch)
-                rows.append((name + suffix, _interleaved({"torch": theirs, "tensorplay": ours}, repeat)))
+                rows.append((name + suffix, interleaved({"torch": theirs, "tensorplay": ours}, repeat, min_time=0.05, warmup=5)))
     finally:
         torch.set_num_threads(previous)
     return rows

@@ -1,4 +1,5 @@
-"""Shared timing helpers: warm up, then the median of repeated runs (seconds per call)."""
+"""Shared timing helpers: warm up, then the median of repeated runs (seconds per call), alone
+(:func:`median_time`) or alternating between implementations (:func:`interleaved`)."""
 
 from __future__ import annotations
 
@@ -9,26 +10,49 @@ from collections.abc import Callable
 from typing import Any
 
 
-def median_time(fn: Callable[[], Any], repeat: int = 7, min_time: float = 0.05, warmup: int = 3) -> float:
-    """Median seconds per call of ``fn`` over ``repeat`` batches, each lasting at least ``min_time``."""
-    for _ in range(warmup):
-        fn()
+def _batch_size(fn: Callable[[], Any], min_time: float, max_number: int) -> int:
+    """Calls per batch: doubled from 1 until a batch lasts ``min_time`` (or reaches ``max_number``)."""
     number = 1
     while True:
         start = time.perf_counter()
         for _ in range(number):
             fn()
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_time or number >= 1 << 20:
-            break
+        if time.perf_counter() - start >= min_time or number >= max_number:
+            return number
         number *= 2
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(number):
+
+
+def _batch_time(fn: Callable[[], Any], number: int) -> float:
+    """Seconds per call of ``fn`` over one batch of ``number`` calls."""
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - start) / number
+
+
+def median_time(fn: Callable[[], Any], repeat: int = 7, min_time: float = 0.05, warmup: int = 3) -> float:
+    """Median seconds per call of ``fn`` over ``repeat`` batches, each lasting at least ``min_time``."""
+    for _ in range(warmup):
+        fn()
+    number = _batch_size(fn, min_time, 1 << 20)
+    return statistics.median(_batch_time(fn, number) for _ in range(repeat))
+
+
+def interleaved(fns: dict[str, Callable[[], Any]], rounds: int = 11, min_time: float = 0.02, warmup: int = 2,
+                max_number: int = 1 << 16) -> dict[str, float]:
+    """Seconds per call of each function: warm it up, size its batch to ``min_time``, then take the
+    median over ``rounds`` of batches run in alternation (so a change of load on a shared machine
+    hits every function alike)."""
+    numbers: dict[str, int] = {}
+    for name, fn in fns.items():
+        for _ in range(warmup):
             fn()
-        samples.append((time.perf_counter() - start) / number)
-    return statistics.median(samples)
+        numbers[name] = _batch_size(fn, min_time, max_number)
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            samples[name].append(_batch_time(fn, numbers[name]))
+    return {name: statistics.median(s) for name, s in samples.items()}
 
 
 def environment() -> str:
