@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from tests.helpers import is_float_array
+
 FLOATS = ("float32", "float64")
 
 
@@ -265,3 +267,6 @@ def _random() -> Iterator[Sample]:
 
 SAMPLES: list[Sample] = [*_elementwise(), *_reductions(), *_structure(), *_linalg_nn(), *_random()]
 """Every sample, in a stable order."""
+
+GRAD_SAMPLES: list[Sample] = [s for s in SAMPLES if s.differentiable and any(is_float_array(a) for a in s.args)]
+"""The samples whose derivatives the rule tests check: differentiable at their inputs, with a float array input."""

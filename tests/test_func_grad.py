@@ -10,16 +10,11 @@ import pytest
 import tensorplay as tp
 from tensorplay.errors import MissingRuleError
 from tensorplay.func import grad, grad_and_value, hessian, jacfwd, jacrev, vjp, vmap
+from tests.helpers import close
 
 torch = pytest.importorskip("torch")
 tf = pytest.importorskip("torch.func")
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch.func internals
-
-
-def close(a: Any, b: Any, tol: float = 1e-5) -> None:
-    a = a.detach().numpy() if isinstance(a, tp.Tensor) else a
-    b = b.detach().numpy() if hasattr(b, "detach") else b
-    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
 
 
 def test_higher_order_derivatives() -> None:

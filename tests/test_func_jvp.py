@@ -11,16 +11,11 @@ import tensorplay as tp
 from interpreters.eager.interpreter import EagerInterpreter
 from tensorplay.errors import MissingRuleError
 from tensorplay.func import grad, jvp, linearize, vjp, vmap
+from tests.helpers import close
 
 torch = pytest.importorskip("torch")
 tf = pytest.importorskip("torch.func")
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch.func internals
-
-
-def close(a: Any, b: Any, tol: float = 1e-5) -> None:
-    a = a.detach().numpy() if isinstance(a, tp.Tensor) else a
-    b = b.detach().numpy() if hasattr(b, "detach") else b
-    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
 
 
 def f(x: Any, y: Any) -> Any:

@@ -13,16 +13,11 @@ from tensorplay.func import (
     batch_norm_without_running_stats, functional_call, functionalize, grad, jacrev, replace_all_batch_norm_modules_,
     stack_module_state, vmap,
 )
+from tests.helpers import close
 
 torch = pytest.importorskip("torch")
 tf = pytest.importorskip("torch.func")
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch.func internals
-
-
-def close(a: Any, b: Any, tol: float = 1e-5) -> None:
-    a = a.detach().numpy() if isinstance(a, tp.Tensor) else a
-    b = b.detach().numpy() if hasattr(b, "detach") else b
-    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
 
 
 class Tied(nn.Module):

@@ -11,6 +11,7 @@ import pytest
 import tensorplay as tp
 from tensorplay.errors import MissingRuleError
 from tensorplay.func import chunk_vmap, grad, jacrev, vmap
+from tests.helpers import close
 
 RNG = np.random.default_rng(7)
 
@@ -29,10 +30,6 @@ def take(x: Any, i: int, d: int | None) -> Any:
 
 def loop(f: Any, in_dims: tuple[Any, ...], size: int, *args: Any) -> Any:
     return tp.stack([f(*(take(a, i, d) for a, d in zip(args, in_dims))) for i in range(size)])
-
-
-def close(a: Any, b: Any, tol: float = 1e-5) -> None:
-    np.testing.assert_allclose(np.asarray(a.detach().numpy()), np.asarray(b.detach().numpy()), rtol=tol, atol=tol)
 
 
 def f(x: Any, w: Any) -> Any:

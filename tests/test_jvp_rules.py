@@ -16,22 +16,11 @@ from spec.errors import MissingRuleError
 from tensorplay.ops import PRIMITIVE_NAMES
 from tensorplay.rules.jvp import JVP_RULES, jvp_rule, missing_rules
 from tensorplay.rules.vjp import VJP_RULES
-from tests.samples import SAMPLES, Sample, rand
+from tests.helpers import as_float64, batch_dims_like, is_float_array, placed
+from tests.samples import GRAD_SAMPLES, SAMPLES, Sample, rand
 
 ops = tp.eager
 Array = np.ndarray[Any, Any]
-
-
-def _is_float_array(value: Any) -> bool:
-    return isinstance(value, np.ndarray) and value.dtype.kind == "f"
-
-
-def _as_float64(value: Any) -> Any:
-    if _is_float_array(value) and value.dtype != np.float64:
-        out = np.empty_like(value, dtype=np.float64)  # keeps a non-contiguous layout
-        out[...] = value
-        return out
-    return value
 
 
 def _tensor(value: Any) -> Any:
@@ -45,7 +34,7 @@ def _call(sample: Sample, args: Sequence[Any]) -> Any:
 
 def _directions(args: Sequence[Any], seed: int) -> list[Array | None]:
     rng = np.random.default_rng(seed)
-    return [rng.standard_normal(a.shape).astype(a.dtype) if _is_float_array(a) else None for a in args]
+    return [rng.standard_normal(a.shape).astype(a.dtype) if is_float_array(a) else None for a in args]
 
 
 def _jvp(sample: Sample, args: Sequence[Any], tangents: Sequence[Array | None], ops_: Any = ops) -> Any:
@@ -70,7 +59,7 @@ def test_missing_rule_is_named() -> None:
 
 
 def test_every_primitive_with_a_derivative_has_a_jvp_sample() -> None:
-    covered = {s.prim for s in SAMPLES if s.differentiable and any(_is_float_array(a) for a in s.args)}
+    covered = {s.prim for s in SAMPLES if s.differentiable and any(is_float_array(a) for a in s.args)}
     covered |= {"max_pool_backward", "max_pool_select", "abs", "relu"}  # tested by consistency and below
     no_derivative = {"sign", "floor", "ceil", "logical_not", "eq", "ne", "lt", "le", "gt", "ge",
                      "logical_and", "logical_or", "argmax", "argmin", "stop_gradient", "full", "iota",
@@ -79,9 +68,6 @@ def test_every_primitive_with_a_derivative_has_a_jvp_sample() -> None:
 
 
 # ---- finite differences -------------------------------------------------------------------------------
-
-_GRAD_SAMPLES = [s for s in SAMPLES if s.differentiable and any(_is_float_array(a) for a in s.args)]
-
 
 def _check_fd(sample: Sample, args: list[Any], directions: list[Array | None], eps: float, rtol: float,
               atol: float) -> None:
@@ -98,10 +84,10 @@ def _check_fd(sample: Sample, args: list[Any], directions: list[Array | None], e
     np.testing.assert_allclose(tangent.numpy(), expected, rtol=rtol, atol=atol)
 
 
-@pytest.mark.parametrize("sample", _GRAD_SAMPLES, ids=[s.id for s in _GRAD_SAMPLES])
+@pytest.mark.parametrize("sample", GRAD_SAMPLES, ids=[s.id for s in GRAD_SAMPLES])
 def test_jvp_matches_finite_differences(sample: Sample) -> None:
     """Along a random direction of all float inputs together, and of each float input alone."""
-    args = [_as_float64(a) for a in sample.args]
+    args = [as_float64(a) for a in sample.args]
     if sample.params.get("dtype") == "float32":  # a float32 result: finite differences need a larger step
         eps, rtol, atol = 1e-3, 1e-3, 1e-4
     else:
@@ -117,7 +103,7 @@ def test_jvp_matches_finite_differences(sample: Sample) -> None:
 
 # ---- transposition: <J v, u> == <v, J^T u> -------------------------------------------------------------
 
-_CONSISTENCY = [s for s in SAMPLES if any(_is_float_array(a) for a in s.args)]
+_CONSISTENCY = [s for s in SAMPLES if any(is_float_array(a) for a in s.args)]
 
 
 @pytest.mark.parametrize("sample", _CONSISTENCY, ids=[s.id for s in _CONSISTENCY])
@@ -148,7 +134,7 @@ def test_no_tangent_in_gives_no_tangent_out(sample: Sample) -> None:
     assert tangent is None
 
 
-@pytest.mark.parametrize("sample", [s for s in SAMPLES if s.args and any(_is_float_array(a) for a in s.args)],
+@pytest.mark.parametrize("sample", [s for s in SAMPLES if s.args and any(is_float_array(a) for a in s.args)],
                          ids=lambda s: s.id)
 def test_tangents_have_the_result_shape_and_dtype(sample: Sample) -> None:
     tangent, out = _jvp(sample, sample.args, _directions(sample.args, 3))
@@ -241,31 +227,23 @@ def _traced(sample: Sample, dynamic_batch: bool) -> None:
 
     def rule_graph(*ts: Any) -> Any:
         rec = ts[0].interpreter
-        full = list(args)
-        for i, t in zip(positions, ts):
-            full[i] = t
-        tangents: list[Any] = [None] * len(args)
-        for i, t in zip(tangent_positions, ts[len(positions):]):
-            tangents[i] = t
+        full = placed(args, positions, ts)
+        tangents = placed([None] * len(args), tangent_positions, ts[len(positions):])
         out = getattr(rec, sample.prim)(*full, **sample.params)
         return JVP_RULES[sample.prim](rec, tuple(full), tuple(tangents), out, **sample.params)
 
     arrays = [args[i] for i in positions] + [directions[i] for i in tangent_positions]
-    dynamic = None
-    if dynamic_batch:
-        n0 = args[positions[0]].shape[0]
-        rank0 = args[positions[0]].ndim
-        dynamic = {j: {0: "B"} for j, a in enumerate(arrays) if a.ndim == rank0 and a.shape[0] == n0}
+    dynamic = batch_dims_like(arrays, args[positions[0]]) if dynamic_batch else None
     got = trace(rule_graph, *arrays, dynamic=dynamic)(*arrays)
     np.testing.assert_allclose(np.asarray(got), expected.numpy(), rtol=1e-6, atol=1e-7)
 
 
-@pytest.mark.parametrize("sample", _GRAD_SAMPLES, ids=[s.id for s in _GRAD_SAMPLES])
+@pytest.mark.parametrize("sample", GRAD_SAMPLES, ids=[s.id for s in GRAD_SAMPLES])
 def test_rules_run_under_the_graph_recorder(sample: Sample) -> None:
     _traced(sample, dynamic_batch=False)
 
 
-_BATCHED = [s for s in _GRAD_SAMPLES if s.prim in (
+_BATCHED = [s for s in GRAD_SAMPLES if s.prim in (
     "add", "mul", "div", "pow", "exp", "tanh", "sqrt", "maximum", "where", "reduce_max", "matmul", "conv",
     "conv_transpose", "conv_weight_grad", "max_pool", "avg_pool", "smooth_max_pool", "smooth_max_pool_backward",
     "avg_pool_backward", "layer_norm", "batch_norm", "softmax", "log_softmax", "attention", "gelu", "concat",
@@ -280,19 +258,19 @@ def test_rules_with_a_symbolic_batch_dim(sample: Sample) -> None:
 
 # ---- nested: the jvp rules differentiated by the eager tape ------------------------------------------
 
-_NESTED = [s for s in _GRAD_SAMPLES if s.params.get("dtype") != "float32"
+_NESTED = [s for s in GRAD_SAMPLES if s.params.get("dtype") != "float32"
            and s.prim not in ("reduce_max", "reduce_min", "maximum", "minimum")]
 
 
 @pytest.mark.parametrize("sample", _NESTED, ids=[s.id for s in _NESTED])
 def test_jvp_rules_differentiate_on_the_tape(sample: Sample) -> None:
     """``d/dx <jvp(x; v), u>`` by ``backward`` through the rule equals a finite difference along ``w``."""
-    args = [_as_float64(a) for a in sample.args]
+    args = [as_float64(a) for a in sample.args]
     directions = _directions(args, 5)
     ws = _directions(args, 6)
 
     def inner(arrays: Sequence[Any], grad: bool) -> tuple[float, list[Any], Any]:
-        inputs = [tp.tensor(a, requires_grad=grad) if _is_float_array(a) else _tensor(a) for a in arrays]
+        inputs = [tp.tensor(a, requires_grad=grad) if is_float_array(a) else _tensor(a) for a in arrays]
         out = getattr(ops, sample.prim)(*inputs, **sample.params)
         tangent = JVP_RULES[sample.prim](ops, tuple(inputs), tuple(None if d is None else tp.tensor(d)
                                                                   for d in directions), out, **sample.params)

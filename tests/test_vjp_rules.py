@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import tensorplay as tp
-from tests.samples import SAMPLES, Sample, non_contiguous, rand
+from tests.helpers import as_float64, batch_dims_like, central_difference, is_float_array, placed
+from tests.samples import GRAD_SAMPLES, SAMPLES, Sample, non_contiguous, rand
 from tensorplay.ops import PRIMITIVE_NAMES
 from tensorplay.rules.vjp import VJP_RULES
 
@@ -34,10 +35,6 @@ def _to_tensor(value: Any, requires_grad: bool) -> Any:
     return t
 
 
-def _is_float_array(value: Any) -> bool:
-    return isinstance(value, np.ndarray) and value.dtype.kind == "f"
-
-
 def _eval(fn: Callable[..., Any], args: Sequence[Any]) -> Array:
     with tp.no_grad():
         out = fn(*(_to_tensor(a, False) for a in args))
@@ -46,25 +43,14 @@ def _eval(fn: Callable[..., Any], args: Sequence[Any]) -> Array:
 
 def numeric_vjp(fn: Callable[..., Any], args: Sequence[Any], index: int, ct: Array, eps: float) -> Array:
     """Central differences of ``<fn(args), ct>`` w.r.t. ``args[index]`` (float64)."""
-    base = np.array(args[index], dtype=np.float64)
-    grad = np.zeros(base.shape)
-    for pos in np.ndindex(*base.shape):
-        vals = []
-        for sign in (1.0, -1.0):
-            moved = base.copy()
-            moved[pos] += sign * eps
-            new_args = list(args)
-            new_args[index] = moved
-            vals.append(float(np.sum(_eval(fn, new_args) * ct)))
-        grad[pos] = (vals[0] - vals[1]) / (2 * eps)
-    return grad
+    return central_difference(lambda a: float(np.sum(_eval(fn, a) * ct)), args, index, eps)
 
 
 def check_vjp(fn: Callable[..., Any], args: Sequence[Any], wrt: Sequence[int] | None = None, *,
               eps: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-7, seed: int = 0) -> None:
     """The tape gradient (``tp.autograd.grad`` with a random cotangent) equals finite differences."""
     if wrt is None:
-        wrt = [i for i, a in enumerate(args) if _is_float_array(a)]
+        wrt = [i for i, a in enumerate(args) if is_float_array(a)]
     tensors = [_to_tensor(a, i in wrt) for i, a in enumerate(args)]
     out = fn(*tensors)
     ct = np.random.default_rng(seed).standard_normal(tuple(out.shape))
@@ -82,7 +68,7 @@ def check_second_order(fn: Callable[..., Any], args: Sequence[Any], wrt: Sequenc
                        eps: float = 1e-5, rtol: float = 1e-5, atol: float = 1e-6, seed: int = 1) -> None:
     """``d/dx <d<fn, ct>/dx, v>`` from double backward equals finite differences of the first derivative."""
     if wrt is None:
-        wrt = [i for i, a in enumerate(args) if _is_float_array(a)]
+        wrt = [i for i, a in enumerate(args) if is_float_array(a)]
     rng = np.random.default_rng(seed)
     tensors = [_to_tensor(a, i in wrt) for i, a in enumerate(args)]
     out = fn(*tensors)
@@ -108,18 +94,9 @@ def check_second_order(fn: Callable[..., Any], args: Sequence[Any], wrt: Sequenc
     else:
         second = tp.autograd.grad(inner, [tensors[i] for i in wrt], allow_unused=True)
     for j, i in enumerate(wrt):
-        base = np.array(args[i], dtype=np.float64)
-        expected = np.zeros(base.shape)
-        for pos in np.ndindex(*base.shape):
-            vals = []
-            for sign in (1.0, -1.0):
-                moved = base.copy()
-                moved[pos] += sign * eps
-                new_args = list(args)
-                new_args[i] = moved
-                vals.append(sum(float(np.sum(g * v)) for g, v in zip(first(*new_args), vs)))
-            expected[pos] = (vals[0] - vals[1]) / (2 * eps)
-        got = np.zeros(base.shape) if second[j] is None else second[j].detach().numpy()
+        expected = central_difference(lambda a: sum(float(np.sum(g * v)) for g, v in zip(first(*a), vs)),
+                                      args, i, eps)
+        got = np.zeros(expected.shape) if second[j] is None else second[j].detach().numpy()
         np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, err_msg=f"second derivative, input {i}")
 
 
@@ -138,7 +115,7 @@ def test_every_primitive_has_a_vjp_rule() -> None:
 
 
 def test_every_primitive_with_float_inputs_has_a_gradient_sample() -> None:
-    covered = {s.prim for s in SAMPLES if s.differentiable and any(_is_float_array(a) for a in s.args)}
+    covered = {s.prim for s in SAMPLES if s.differentiable and any(is_float_array(a) for a in s.args)}
     covered |= {"max_pool_backward", "max_pool_select"}  # linear in g: tested below
     covered |= {"abs", "relu"}  # kinked: tested away from 0 against PyTorch, and at 0 by convention tests
     no_derivative = {"sign", "floor", "ceil", "logical_not", "eq", "ne", "lt", "le", "gt", "ge",
@@ -149,32 +126,21 @@ def test_every_primitive_with_float_inputs_has_a_gradient_sample() -> None:
 
 # ---- every sample of the registry: first derivatives ----------------------------------------------
 
-def _as_float64(value: Any) -> Any:
-    if _is_float_array(value) and value.dtype != np.float64:
-        out = np.empty_like(value, dtype=np.float64)  # keeps a non-contiguous layout
-        out[...] = value
-        return out
-    return value
-
-
-_GRAD_SAMPLES = [s for s in SAMPLES if s.differentiable and any(_is_float_array(a) for a in s.args)]
-
-
-@pytest.mark.parametrize("sample", _GRAD_SAMPLES, ids=[s.id for s in _GRAD_SAMPLES])
+@pytest.mark.parametrize("sample", GRAD_SAMPLES, ids=[s.id for s in GRAD_SAMPLES])
 def test_vjp_matches_finite_differences(sample: Sample) -> None:
-    args = [_as_float64(a) for a in sample.args]
+    args = [as_float64(a) for a in sample.args]
     if sample.params.get("dtype") == "float32":  # a float32 result: finite differences need a larger step
         check_vjp(prim(sample.prim, **sample.params), args, eps=1e-3, rtol=1e-3, atol=1e-4)
     else:
         check_vjp(prim(sample.prim, **sample.params), args)
 
 
-@pytest.mark.parametrize("sample", [s for s in SAMPLES if s.args and any(_is_float_array(a) for a in s.args)
+@pytest.mark.parametrize("sample", [s for s in SAMPLES if s.args and any(is_float_array(a) for a in s.args)
                                     and s.prim not in ("argmax", "argmin")],
                          ids=lambda s: s.id)
 def test_cotangents_have_input_shapes_and_dtypes(sample: Sample) -> None:
     """Also at non-smooth points and for mixed dtypes: one cotangent per input, of the input's shape and dtype."""
-    inputs = [_to_tensor(a, _is_float_array(a)) for a in sample.args]
+    inputs = [_to_tensor(a, is_float_array(a)) for a in sample.args]
     with np.errstate(all="ignore"):
         out = prim(sample.prim, **sample.params)(*inputs)
     if not out.requires_grad:
@@ -716,14 +682,14 @@ def test_smooth_max_pool_backward_3d() -> None:
     check_vjp(prim("smooth_max_pool_backward", **params), [x, g])
 
 
-_SECOND_SAMPLES = [s for s in _GRAD_SAMPLES
+_SECOND_SAMPLES = [s for s in GRAD_SAMPLES
                    if s.prim not in ("reduce_max", "reduce_min", "maximum", "minimum") or "float64" in s.id]
 
 
 @pytest.mark.parametrize("sample", _SECOND_SAMPLES, ids=[s.id for s in _SECOND_SAMPLES])
 def test_second_derivative_of_every_sample(sample: Sample) -> None:
     """grad of grad through every rule (rules of rules: max_pool_backward, conv_weight_grad, scatter, ...)."""
-    args = [_as_float64(a) for a in sample.args]
+    args = [as_float64(a) for a in sample.args]
     if sample.params.get("dtype") == "float32":
         pytest.skip("a float32 result: second differences are too noisy")
     check_second_order(prim(sample.prim, **sample.params), args, rtol=1e-4, atol=1e-5)
@@ -744,30 +710,25 @@ def _rule_outputs_traced(sample: Sample, dynamic_batch: bool) -> None:
 
     def rule_graph(gt: Any, *ts: Any) -> list[Any]:
         rec = gt.interpreter
-        full = list(args)
-        for i, t in zip(positions, ts):
-            full[i] = t
+        full = placed(args, positions, ts)
         out = getattr(rec, sample.prim)(*full, **sample.params)
         return [c for c in VJP_RULES[sample.prim](rec, gt, tuple(full), out, **sample.params) if c is not None]
 
     arrays = [g] + [args[i] for i in positions]
-    dynamic = None
-    if dynamic_batch:
-        n0 = g.shape[0]
-        dynamic = {j: {0: "B"} for j, a in enumerate(arrays) if a.ndim == g.ndim and a.shape[0] == n0}
+    dynamic = batch_dims_like(arrays, g) if dynamic_batch else None
     got = trace(rule_graph, *arrays, dynamic=dynamic)(*arrays)
     assert len(got) == len(expected)
     for a, b in zip(got, expected):
         np.testing.assert_allclose(np.asarray(a), b.numpy(), rtol=1e-6, atol=1e-7)
 
 
-@pytest.mark.parametrize("sample", _GRAD_SAMPLES, ids=[s.id for s in _GRAD_SAMPLES])
+@pytest.mark.parametrize("sample", GRAD_SAMPLES, ids=[s.id for s in GRAD_SAMPLES])
 def test_rules_run_under_the_graph_recorder(sample: Sample) -> None:
     """Rules use only Ops: recorded into a graph and replayed, they give the eager cotangents."""
     _rule_outputs_traced(sample, dynamic_batch=False)
 
 
-_BATCHED = [s for s in _GRAD_SAMPLES if s.prim in (
+_BATCHED = [s for s in GRAD_SAMPLES if s.prim in (
     "add", "mul", "div", "pow", "exp", "tanh", "sqrt", "maximum", "where", "matmul", "conv", "conv_transpose",
     "max_pool", "avg_pool", "smooth_max_pool", "smooth_max_pool_backward", "layer_norm", "batch_norm", "softmax",
     "log_softmax", "attention", "gelu") and s.args[0] is not None and np.ndim(s.args[0]) > 1]
