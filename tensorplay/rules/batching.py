@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from spec.errors import AxisError, MissingRuleError
-from tensorplay.ops import PRIMITIVE_NAMES
+from tensorplay.rules.registry import find_rule, registrar, uncovered
 from tensorplay.rules.util import (
     AnyTensor, channel_column, dtype_name, is_tensor, move_to_front, normalize_axes, shape_of,
 )
@@ -42,16 +42,6 @@ BatchRule = Callable[..., Batched]
 
 BATCH_RULES: dict[str, BatchRule] = {}
 """Primitive name -> batching rule. Complete over :data:`tensorplay.ops.PRIMITIVE_NAMES` (tested)."""
-
-
-def _register(*names: str) -> Callable[[BatchRule], BatchRule]:
-    """Register ``fn`` for ``names``; every registered rule first handles the case of no batched input
-    (the primitive itself, result unbatched) and drops batch dims given for non-tensor inputs."""
-    def deco(fn: BatchRule) -> BatchRule:
-        for name in names:
-            BATCH_RULES[name] = _with_unbatched_case(name, fn)
-        return fn
-    return deco
 
 
 def _with_unbatched_case(name: str, fn: BatchRule) -> BatchRule:
@@ -72,6 +62,11 @@ def _with_unbatched_case(name: str, fn: BatchRule) -> BatchRule:
     rule.__doc__ = fn.__doc__
     rule.__wrapped__ = fn  # type: ignore[attr-defined]
     return rule
+
+
+_register = registrar(BATCH_RULES, _with_unbatched_case)
+"""``@_register(*names)``: every registered rule first handles the case of no batched input (the primitive
+itself, result unbatched) and drops batch dims given for non-tensor inputs."""
 
 
 # ---- helpers ---------------------------------------------------------------------------------------
@@ -585,12 +580,9 @@ for _name in ("random_uniform", "random_normal", "random_randint"):
 
 def batch_rule(name: str) -> BatchRule:
     """The batching rule of primitive ``name``; a :class:`MissingRuleError` naming it when there is none."""
-    rule = BATCH_RULES.get(name)
-    if rule is None:
-        raise MissingRuleError(f"vmap: primitive '{name}' has no batching rule")
-    return rule
+    return find_rule(BATCH_RULES, name, "vmap", "batching rule")
 
 
 def missing_rules() -> list[str]:
     """Primitives of :data:`tensorplay.ops.PRIMITIVE_NAMES` without a batching rule (empty when complete)."""
-    return [name for name in PRIMITIVE_NAMES if name not in BATCH_RULES]
+    return uncovered(BATCH_RULES)

@@ -25,8 +25,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from spec.errors import MissingRuleError
-from tensorplay.ops import PRIMITIVE_NAMES
+from tensorplay.rules.registry import find_rule, registrar, uncovered
 from tensorplay.rules.util import (
     AnyTensor, channel_column, dtype_name, is_float_tensor, is_tensor, lowest, mean_keep, normalize_axes,
     shape_of, swap_last, unreduce, zeros,
@@ -45,12 +44,7 @@ JVP_RULES: dict[str, JvpRule] = {}
 """Primitive name -> jvp rule. Complete over :data:`tensorplay.ops.PRIMITIVE_NAMES` (tested)."""
 
 
-def _register(*names: str) -> Callable[[JvpRule], JvpRule]:
-    def deco(fn: JvpRule) -> JvpRule:
-        for name in names:
-            JVP_RULES[name] = fn
-        return fn
-    return deco
+_register = registrar(JVP_RULES)
 
 
 def _live(primal: object, tangent: Tangent) -> Tangent:
@@ -638,12 +632,9 @@ def attention_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, .
 
 def jvp_rule(name: str) -> JvpRule:
     """The jvp rule of primitive ``name``; a :class:`MissingRuleError` naming it when there is none."""
-    rule = JVP_RULES.get(name)
-    if rule is None:
-        raise MissingRuleError(f"jvp: primitive '{name}' has no jvp rule")
-    return rule
+    return find_rule(JVP_RULES, name, "jvp", "jvp rule")
 
 
 def missing_rules() -> list[str]:
     """Primitives of :data:`tensorplay.ops.PRIMITIVE_NAMES` without a jvp rule (empty when complete)."""
-    return [name for name in PRIMITIVE_NAMES if name not in JVP_RULES]
+    return uncovered(JVP_RULES)

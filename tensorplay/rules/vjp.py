@@ -29,8 +29,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from spec.errors import MissingRuleError
-from tensorplay.ops import PRIMITIVE_NAMES
+from tensorplay.rules.registry import find_rule, registrar, uncovered
 from tensorplay.rules.util import (
     AnyTensor, as_float, channel_column, cotangent_for, dtype_name, input_needed, is_float_tensor, is_tensor,
     lowest, mean_keep, normalize_axes, shape_of, sum_to, swap_last, unreduce, zeros_like,
@@ -47,12 +46,7 @@ VJP_RULES: dict[str, VjpRule] = {}
 """Primitive name -> vjp rule. Complete over :data:`tensorplay.ops.PRIMITIVE_NAMES` (tested)."""
 
 
-def _register(*names: str) -> Callable[[VjpRule], VjpRule]:
-    def deco(fn: VjpRule) -> VjpRule:
-        for name in names:
-            VJP_RULES[name] = fn
-        return fn
-    return deco
+_register = registrar(VJP_RULES)
 
 
 def _ct(ops: Ops, g: AnyTensor, x: object) -> AnyTensor | None:
@@ -846,12 +840,9 @@ USES_OUTPUT: frozenset[str] = frozenset({
 
 def vjp_rule(name: str) -> VjpRule:
     """The vjp rule of primitive ``name``; a :class:`MissingRuleError` naming it when there is none."""
-    rule = VJP_RULES.get(name)
-    if rule is None:
-        raise MissingRuleError(f"vjp: primitive '{name}' has no vjp rule")
-    return rule
+    return find_rule(VJP_RULES, name, "vjp", "vjp rule")
 
 
 def missing_rules() -> list[str]:
     """Primitives of :data:`tensorplay.ops.PRIMITIVE_NAMES` without a vjp rule (empty when complete)."""
-    return [name for name in PRIMITIVE_NAMES if name not in VJP_RULES]
+    return uncovered(VJP_RULES)
