@@ -22,7 +22,8 @@ computes everything that does not depend on them once, in the caller's interpret
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from interpreters.eager import tape
@@ -299,6 +300,39 @@ def recorders_of(ops: Any) -> list[Recorder]:
     return [ops] if isinstance(ops, Recorder) else []
 
 
+def _input_values(env: dict[Any, Any], node: Any) -> tuple[Any, ...]:
+    """The values of ``node``'s inputs: variables read from ``env``, literals as recorded (``None`` kept)."""
+    return tuple(env[v] if v.__class__ is Var else (None if v is None else v.value) for v in node.inputs)
+
+
+def _rule_for(rules: dict[str, Any], node: Any, transform: str, kind: str, unsupported: str) -> Any:
+    """The ``kind`` rule of ``node``'s primitive; a :class:`MissingRuleError` naming the primitive and where it
+    was recorded when there is none."""
+    rule = rules.get(node.target)
+    if rule is None:
+        raise MissingRuleError(f"{transform}: no {kind} rule for primitive '{node.target}' (recorded at "
+                               f"{node.location}); {unsupported} through it is not supported")
+    return rule
+
+
+@contextmanager
+def _node_locations(ops: Any) -> Iterator[Callable[[Any], None]]:
+    """A sweep's ``at(node)``: the recorders it may record into (:func:`recorders_of`) record at ``node``'s
+    location until the sweep ends, when their previous locations come back."""
+    recorders = recorders_of(ops)
+    previous = [r.location_override for r in recorders]
+
+    def at(node: Any) -> None:
+        for r in recorders:
+            r.location_override = node.location
+
+    try:
+        yield at
+    finally:
+        for r, p in zip(recorders, previous):
+            r.location_override = p
+
+
 def backward(traced: Traced, env: dict[Any, Any], ops: Any, seeds: Sequence[tuple[Any, Any]],
              wanted: Sequence[Var], transform: str) -> list[Any]:
     """The reverse sweep: cotangents of ``wanted`` (placeholders) given cotangents ``seeds`` of graph
@@ -311,41 +345,34 @@ def backward(traced: Traced, env: dict[Any, Any], ops: Any, seeds: Sequence[tupl
     from tensorplay.rules.vjp import VJP_RULES
     needed = traced.depends_on(wanted)
     ct: dict[Var, Any] = {}
-    for v, g in seeds:
-        if g is None or v.__class__ is not Var or v not in needed:
-            continue
+
+    def add(v: Any, c: Any) -> None:
+        if c is None or v.__class__ is not Var or v not in needed:
+            return
         prev = ct.get(v)
-        ct[v] = g if prev is None else ops.add(prev, g)
+        ct[v] = c if prev is None else ops.add(prev, c)
+
+    for v, g in seeds:
+        add(v, g)
     if not ct:
         return [None] * len(wanted)
-    recorders = recorders_of(ops)
-    previous = [r.location_override for r in recorders]
     previous_mask = getattr(_NEEDED, "mask", None)
     try:
-        for node in reversed(traced.graph.nodes):
-            out = node.outputs[0]
-            g = ct.pop(out, None)
-            if g is None:
-                continue
-            rule = VJP_RULES.get(node.target)
-            if rule is None:
-                raise MissingRuleError(f"{transform}: no vjp rule for primitive '{node.target}' (recorded at "
-                                       f"{node.location}); differentiating through it is not supported")
-            for r in recorders:
-                r.location_override = node.location
-            inputs = tuple(env[v] if v.__class__ is Var else (None if v is None else v.value) for v in node.inputs)
-            # rules may skip the cotangents of inputs that do not depend on ``wanted``
-            set_needed_inputs(tuple(v.__class__ is Var and v in needed for v in node.inputs))
-            cts = rule(ops, g, inputs, env[out], **node.params)
-            for v, c in zip(node.inputs, cts):
-                if c is None or v.__class__ is not Var or v not in needed:
+        with _node_locations(ops) as at:
+            for node in reversed(traced.graph.nodes):
+                out = node.outputs[0]
+                g = ct.pop(out, None)
+                if g is None:
                     continue
-                prev = ct.get(v)
-                ct[v] = c if prev is None else ops.add(prev, c)
+                rule = _rule_for(VJP_RULES, node, transform, "vjp", "differentiating")
+                at(node)
+                inputs = _input_values(env, node)
+                # rules may skip the cotangents of inputs that do not depend on ``wanted``
+                set_needed_inputs(tuple(v.__class__ is Var and v in needed for v in node.inputs))
+                for v, c in zip(node.inputs, rule(ops, g, inputs, env[out], **node.params)):
+                    add(v, c)
     finally:
         set_needed_inputs(previous_mask)
-        for r, p in zip(recorders, previous):
-            r.location_override = p
     return [ct.get(v) for v in wanted]
 
 
@@ -355,27 +382,17 @@ def tangent_sweep(traced: Traced, env: dict[Any, Any], ops: Any, tangents: dict[
     placeholders), emitted into ``ops``. Values not reached have no entry (a zero tangent)."""
     from tensorplay.rules.jvp import JVP_RULES
     tan: dict[Var, Any] = {v: t for v, t in tangents.items() if t is not None}
-    recorders = recorders_of(ops)
-    previous = [r.location_override for r in recorders]
-    try:
+    with _node_locations(ops) as at:
         for node in traced.graph.nodes:
             ts = [tan.get(v) if v.__class__ is Var else None for v in node.inputs]
             if all(t is None for t in ts):
                 continue
-            rule = JVP_RULES.get(node.target)
-            if rule is None:
-                raise MissingRuleError(f"{transform}: no jvp rule for primitive '{node.target}' (recorded at "
-                                       f"{node.location}); forward-mode differentiation through it is not supported")
-            for r in recorders:
-                r.location_override = node.location
-            primals = tuple(env[v] if v.__class__ is Var else (None if v is None else v.value) for v in node.inputs)
+            rule = _rule_for(JVP_RULES, node, transform, "jvp", "forward-mode differentiation")
+            at(node)
             out = node.outputs[0]
-            t_out = rule(ops, primals, tuple(ts), env[out], **node.params)
+            t_out = rule(ops, _input_values(env, node), tuple(ts), env[out], **node.params)
             if t_out is not None:
                 tan[out] = t_out
-    finally:
-        for r, p in zip(recorders, previous):
-            r.location_override = p
     return tan
 
 
