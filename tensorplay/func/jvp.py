@@ -15,7 +15,7 @@ from typing import Any
 
 from interpreters.graph.evaluate import evaluate
 from interpreters.graph.recorder import Recorder, foreign_aval
-from tensorplay.func.pytree import TreeSpec, tensor_leaves, tree_flatten, tree_unflatten
+from tensorplay.func.pytree import TreeSpec, check_leaves_like, tensor_leaves, tree_flatten, tree_unflatten
 from tensorplay.func.tracing import (
     Dispatch, aux_output, caller_of, forward, graph_sources, highest, read, sweep_ops, tangent_sweep, trace,
     zeros_like,
@@ -31,15 +31,7 @@ def check_tangents(where: str, primal_leaves: Sequence[AnyTensor], primal_spec: 
     leaves, spec = tree_flatten(tangents)
     if spec != primal_spec:
         raise ValueError(f"{where}: tangents must have the structure of the primals {primal_spec}, got {spec}")
-    for i, (t, p) in enumerate(zip(leaves, primal_leaves)):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{where}: tangent {i} is a {type(t).__name__}, expected a tensor")
-        if tuple(t.shape) != tuple(p.shape):
-            raise ValueError(f"{where}: tangent {i} has shape {list(t.shape)}, expected {list(p.shape)} (the shape "
-                             f"of primal {i})")
-        if t.dtype != p.dtype:
-            raise TypeError(f"{where}: tangent {i} has dtype {t.dtype.name}, expected {p.dtype.name} (the dtype of "
-                            f"primal {i})")
+    check_leaves_like(where, leaves, primal_leaves, "tangent", "primal")
     return leaves
 
 

@@ -11,6 +11,7 @@ the argument tree: an ``int`` or ``None`` applies to every leaf below it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import optree
@@ -81,4 +82,19 @@ def tensor_leaves(tree: Any, what: str) -> tuple[list[Tensor[*tuple[Any, ...]]],
     return leaves, spec
 
 
-__all__ = ["TreeSpec", "broadcast_prefix", "tensor_leaves", "tree_flatten", "tree_map", "tree_unflatten"]
+def check_leaves_like(where: str, leaves: Sequence[Any], refs: Sequence[Any], name: str, ref_name: str) -> None:
+    """Each of ``leaves`` is a tensor with the shape and dtype of the reference at its position; the errors
+    name leaf ``i`` as ``"{name} {i}"`` and its reference as ``"{ref_name} {i}"``."""
+    for i, (t, r) in enumerate(zip(leaves, refs)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{where}: {name} {i} is a {type(t).__name__}, expected a tensor")
+        if tuple(t.shape) != tuple(r.shape):
+            raise ValueError(f"{where}: {name} {i} has shape {list(t.shape)}, expected {list(r.shape)} (the shape "
+                             f"of {ref_name} {i})")
+        if t.dtype != r.dtype:
+            raise TypeError(f"{where}: {name} {i} has dtype {t.dtype.name}, expected {r.dtype.name} (the dtype of "
+                            f"{ref_name} {i})")
+
+
+__all__ = ["TreeSpec", "broadcast_prefix", "check_leaves_like", "tensor_leaves", "tree_flatten", "tree_map",
+           "tree_unflatten"]

@@ -12,7 +12,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tensorplay.func.pytree import TreeSpec, tensor_leaves, tree_flatten, tree_unflatten
+from tensorplay.func.pytree import TreeSpec, check_leaves_like, tensor_leaves, tree_flatten, tree_unflatten
 from tensorplay.func.tracing import (
     aux_output, backward, caller_of, forward, ones_like, read, sweep_ops, trace, zeros_like,
 )
@@ -69,15 +69,7 @@ def vjp_named(func: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool,
         if ct_spec != traced.out_spec:
             raise ValueError(f"vjp_fn: expected cotangents with the structure of the output {traced.out_spec}, "
                              f"got {ct_spec}")
-        for i, (g, o) in enumerate(zip(ct_leaves, outs)):
-            if not isinstance(g, Tensor):
-                raise TypeError(f"vjp_fn: cotangent {i} is a {type(g).__name__}, expected a tensor")
-            if tuple(g.shape) != tuple(o.shape):
-                raise ValueError(f"vjp_fn: cotangent {i} has shape {list(g.shape)}, expected {list(o.shape)} "
-                                 f"(the shape of output {i})")
-            if g.dtype != o.dtype:
-                raise TypeError(f"vjp_fn: cotangent {i} has dtype {g.dtype.name}, expected {o.dtype.name} (the "
-                                f"dtype of output {i})")
+        check_leaves_like("vjp_fn", ct_leaves, outs, "cotangent", "output")
         ops = sweep_ops(caller, ct_leaves)
         cts = backward(traced, env, ops, list(zip(traced.out_vars, ct_leaves)), traced.in_vars, transform)
         grads: tuple[Any, ...] = tree_unflatten(spec, _fill(ops, cts, leaves))
