@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from tensorplay.rules.registry import find_rule, registrar, uncovered
 from tensorplay.rules.util import (
-    AnyTensor, channel_column, dtype_name, is_float_tensor, is_tensor, lowest, mean_keep, normalize_axes,
-    shape_of, swap_last, unreduce, zeros,
+    AnyTensor, attention_probs, channel_column, dtype_name, is_float_tensor, is_tensor, mean_keep, normalize_axes,
+    shape_of, softmax_product, swap_last, unreduce, zeros,
 )
 from tensorplay.rules.vjp import _window_weighted_sum
 
@@ -585,8 +585,7 @@ def softmax_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...
     if t is None:
         return None
     (ax,) = normalize_axes((axis,), len(shape_of(x)))
-    dot = ops.reduce_sum(ops.mul(t, output), axes=(ax,), keepdims=True)
-    return _as_out(ops, ops.mul(output, ops.sub(t, dot)), output)
+    return _as_out(ops, softmax_product(ops, output, t, ax), output)
 
 
 @_register("log_softmax")
@@ -611,20 +610,13 @@ def attention_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, .
     tq, tk, tv = (_live(p, t) for p, t in zip((q, k, v), tangents[:3]))
     if tq is None and tk is None and tv is None:
         return None
-    scores = ops.mul(ops.matmul(q, swap_last(ops, k)), float(scale))
-    if mask is not None:
-        filled = ops.where(mask, scores, lowest(dtype_name(scores)))
-        p = ops.where(mask, ops.softmax(filled, axis=-1), 0.0)
-    else:
-        p = ops.softmax(scores, axis=-1)
+    p = attention_probs(ops, q, k, mask, scale)
     terms: list[Tangent] = []
     ds = _sum(ops, None if tq is None else ops.matmul(tq, swap_last(ops, k)),
               None if tk is None else ops.matmul(q, swap_last(ops, tk)))
     if ds is not None:
         ds = ops.mul(ds, float(scale))
-        last = len(shape_of(p)) - 1
-        dp = ops.mul(p, ops.sub(ds, ops.reduce_sum(ops.mul(ds, p), axes=(last,), keepdims=True)))
-        terms.append(ops.matmul(dp, v))
+        terms.append(ops.matmul(softmax_product(ops, p, ds), v))
     if tv is not None:
         terms.append(ops.matmul(p, tv))
     return _as_out(ops, _sum(ops, *terms), output)

@@ -147,6 +147,23 @@ def mean_keep(ops: Ops, x: AnyTensor, axis: int) -> AnyTensor:
     return ops.div(ops.reduce_sum(x, axes=(axis,), keepdims=True), float(n) if isinstance(n, int) else n)
 
 
+def attention_probs(ops: Ops, q: AnyTensor, k: AnyTensor, mask: AnyTensor | None, scale: float) -> AnyTensor:
+    """``p = softmax(scale q k^T)`` over the last axis; with a mask, masked scores are filled with the lowest
+    finite value and ``p`` is zeroed there (a fully masked row has ``p = 0``, and no NaN reaches a derivative)."""
+    scores = ops.mul(ops.matmul(q, swap_last(ops, k)), float(scale))
+    if mask is None:
+        return ops.softmax(scores, axis=-1)
+    filled = ops.where(mask, scores, lowest(dtype_name(scores)))
+    return ops.where(mask, ops.softmax(filled, axis=-1), 0.0)
+
+
+def softmax_product(ops: Ops, p: AnyTensor, d: AnyTensor, axis: int | None = None) -> AnyTensor:
+    """``p (d - sum(d p))`` along ``axis`` (non-negative; default the last): the softmax Jacobian (symmetric)
+    at the probabilities ``p`` applied to ``d``."""
+    ax = len(shape_of(p)) - 1 if axis is None else axis
+    return ops.mul(p, ops.sub(d, ops.reduce_sum(ops.mul(d, p), axes=(ax,), keepdims=True)))
+
+
 def move_axis(ops: Ops, x: AnyTensor, source: int, destination: int) -> AnyTensor:
     """``x`` with axis ``source`` moved to position ``destination`` (both may be negative); the other
     axes keep their order (``numpy.moveaxis`` as a ``permute``; no op when nothing moves)."""

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 from tensorplay.rules.registry import find_rule, registrar, uncovered
 from tensorplay.rules.util import (
-    AnyTensor, as_float, channel_column, cotangent_for, dtype_name, input_needed, is_float_tensor, is_tensor,
-    lowest, mean_keep, normalize_axes, shape_of, sum_to, swap_last, unreduce, zeros_like,
+    AnyTensor, as_float, attention_probs, channel_column, cotangent_for, dtype_name, input_needed, is_float_tensor,
+    is_tensor, mean_keep, normalize_axes, shape_of, softmax_product, sum_to, swap_last, unreduce, zeros_like,
 )
 
 if TYPE_CHECKING:
@@ -780,9 +780,7 @@ def softmax_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTens
     (x,) = inputs
     if not is_float_tensor(x):
         return (None,)
-    ax = int(axis) % len(shape_of(x))
-    dot = ops.reduce_sum(ops.mul(g, output), axes=(ax,), keepdims=True)
-    return (_ct(ops, ops.mul(output, ops.sub(g, dot)), x),)
+    return (_ct(ops, softmax_product(ops, output, g, int(axis) % len(shape_of(x))), x),)
 
 
 @_register("log_softmax")
@@ -804,19 +802,11 @@ def attention_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTe
     ``p`` zeroed there, so a fully masked row has ``p = 0`` and no NaN reaches any gradient), then
     ``dv = p^T g``, ``dp = g v^T``, ``ds = p (dp - sum(dp p))``, ``dq = scale ds k``, ``dk = scale ds^T q``."""
     q, k, v, mask = inputs
-    scores = ops.mul(ops.matmul(q, swap_last(ops, k)), float(scale))
-    if mask is not None:
-        filled = ops.where(mask, scores, lowest(dtype_name(scores)))
-        p = ops.where(mask, ops.softmax(filled, axis=-1), 0.0)
-    else:
-        p = ops.softmax(scores, axis=-1)
+    p = attention_probs(ops, q, k, mask, scale)
     gv = _ct(ops, ops.matmul(swap_last(ops, p), g), v) if is_float_tensor(v) else None
     gq = gk = None
     if is_float_tensor(q) or is_float_tensor(k):
-        dp = ops.matmul(g, swap_last(ops, v))
-        rank = len(shape_of(p))
-        ds = ops.mul(p, ops.sub(dp, ops.reduce_sum(ops.mul(dp, p), axes=(rank - 1,), keepdims=True)))
-        ds = ops.mul(ds, float(scale))
+        ds = ops.mul(softmax_product(ops, p, ops.matmul(g, swap_last(ops, v))), float(scale))
         if is_float_tensor(q):
             gq = _ct(ops, ops.matmul(ds, k), q)
         if is_float_tensor(k):
