@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from interpreters.graph.ir import Graph, Literal, Var
+from interpreters.graph.ir import Graph, Literal, Var, unique_name
 from tensorplay.symbolic import SymDim
 
 _counter = itertools.count()
@@ -47,14 +47,7 @@ class _Names:
         self.used: set[str] = set(_RESERVED)
 
     def fresh(self, base: str) -> str:
-        base = _identifier(base)
-        name = base
-        for i in itertools.count(1):
-            if name not in self.used:
-                break
-            name = f"{base}_{i}"
-        self.used.add(name)
-        return name
+        return unique_name(_identifier(base), self.used)
 
 
 class _Source:

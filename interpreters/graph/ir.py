@@ -257,6 +257,17 @@ class Guard(NamedTuple):
                f" == {self.outcome!r}{where}"
 
 
+def unique_name(base: str, used: set[str]) -> str:
+    """``base``, or ``base_1``, ``base_2``, ... : the first not in ``used``, which it is added to."""
+    name = base
+    for i in itertools.count(1):
+        if name not in used:
+            break
+        name = f"{base}_{i}"
+    used.add(name)
+    return name
+
+
 def _defaults() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for name in PRIMITIVE_NAMES:
@@ -343,13 +354,7 @@ class Graph:
     # ---- building ----------------------------------------------------------------------------
     def fresh_name(self, base: str) -> str:
         """A placeholder name not used yet in this graph (``base``, ``base_1``, ...)."""
-        name = base
-        for i in itertools.count(1):
-            if name not in self._names:
-                break
-            name = f"{base}_{i}"
-        self._names.add(name)
-        return name
+        return unique_name(base, self._names)
 
     def add_input(self, name: str, aval: Aval, kind: str = "user_input", source: Any = None) -> Var:
         """A new placeholder (its name is made unique)."""
