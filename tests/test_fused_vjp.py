@@ -395,3 +395,28 @@ def test_exp_helper_matches_numpy(dt: Any) -> None:
 
 def test_fused_module_is_documented() -> None:
     assert fused_vjp.__doc__ and "create_graph" in fused_vjp.__doc__
+
+
+def test_threaded_kernels_equal_single_threaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Split over threads (forced on small arrays), every backward kernel gives the same bits."""
+    from interpreters.eager.kernels import _support
+    x = randn((64, 33), np.float32, 2.0)
+    g = randn((64, 33), np.float32)
+    w = randn((33,), np.float32)
+    p = randn((4, 8, 6, 6), np.float32)
+    gp = randn((4, 8, 3, 3), np.float32)
+
+    def run() -> list[np.ndarray]:
+        dx, dw, db = KB.layer_norm_backward(x, w, g, eps=1e-5)
+        assert dx is not None and dw is not None and db is not None
+        pool = dict(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))
+        return [dx, dw, db, KB.gelu_backward(g, x), KB.gelu_backward(g, x, approximate="tanh"),
+                KB.relu_backward(g, np.maximum(x, 0)), KB.softmax_backward(x, g, axis=1),
+                KB.log_softmax_backward(x, g, axis=0), KB.erf(x), KB.max_pool_backward(p, gp, **pool)]
+
+    monkeypatch.setattr(_support, "_NUM_THREADS", 1)
+    single = run()
+    monkeypatch.setattr(_support, "_NUM_THREADS", 2)
+    monkeypatch.setattr(_support, "PARALLEL_MIN_WORK", 16)
+    for a, b in zip(single, run()):
+        np.testing.assert_array_equal(a, b)

@@ -86,19 +86,19 @@ def layer_norm_backward(x: Array, gamma: Array, g: Array, *, eps: float, need_x:
     dx2 = dx.reshape(-1, d) if dx is not None else np.empty((0, d), dt)
     rows = x2.shape[0]
     kernel = nbb().layer_norm_bwd_rows
-    partials: list[tuple[Array, Array]] = []
+    partials: dict[int, tuple[Array, Array]] = {}  # per row chunk, summed in chunk order (deterministic)
 
     def body(start: int, stop: int) -> None:
         acc = (np.zeros(d, np.float64), np.zeros(d, np.float64))
-        partials.append(acc)
+        partials[start] = acc
         kernel(x2, gm, g2, float(eps), dx2, acc[0], acc[1], need_x, start, stop)
 
     parallel_for(rows, x2.size * 2, body)
     if not need_params:
         return dx, None, None
-    dgamma = partials[0][0]
-    dbeta = partials[0][1]
-    for extra_g, extra_b in partials[1:]:
+    chunks = [partials[start] for start in sorted(partials)]
+    dgamma, dbeta = chunks[0]
+    for extra_g, extra_b in chunks[1:]:
         dgamma += extra_g
         dbeta += extra_b
     return dx, dgamma.astype(dt), dbeta.astype(dt)
