@@ -136,20 +136,29 @@ def _exp_le0_64(x: Any) -> Any:
     return 0.0 if x < _LO64 else e
 
 
-def exp_le0(x: Any) -> Any:
-    """Vectorisable ``exp(x)`` of a float32/float64 scalar ``x <= 88`` / ``709`` (jitted code only)."""
-    raise NotImplementedError("exp_le0 is only callable from jitted code")
+def _float_overload(name: str, doc: str, impl32: Callable[..., Any],
+                    impl64: Callable[..., Any]) -> Callable[..., Any]:
+    """A function ``name`` of one float scalar, callable from jitted code only, that compiles to
+    ``impl32`` for float32 and ``impl64`` for float64 (``EXACT`` fast-math: rounding order matters)."""
+
+    def stub(x: Any) -> Any:
+        raise NotImplementedError(f"{name} is only callable from jitted code")
+
+    def select(x: Any) -> Any:
+        if x == types.float32:
+            return impl32
+        if x == types.float64:
+            return impl64
+        return None
+
+    stub.__name__ = stub.__qualname__ = name
+    stub.__doc__ = f"{doc} (jitted code only)."
+    overload(stub, jit_options={"fastmath": set(EXACT), "error_model": "numpy"})(select)
+    return stub
 
 
-def _overload_exp_le0(x: Any) -> Any:
-    if x == types.float32:
-        return _exp_le0_32
-    if x == types.float64:
-        return _exp_le0_64
-    return None
-
-
-overload(exp_le0, jit_options={"fastmath": set(EXACT), "error_model": "numpy"})(_overload_exp_le0)
+exp_le0 = _float_overload("exp_le0", "Vectorisable ``exp(x)`` of a float32/float64 scalar ``x <= 88`` / ``709``",
+                          _exp_le0_32, _exp_le0_64)
 
 
 @jit
@@ -184,18 +193,18 @@ _IHALF64 = 2.2962962962962963
     7.1649077378798655e-09, 1.3391262894490648e-09, -4.4565949864300786e-10, -9.79339996723334e-11)
 
 
-def _erfcx32(z: Any) -> Any:
-    """``exp(z*z) erfc(z)`` for float32 ``z >= 0`` (relative error ~1e-7)."""
-    t = np.float32(1.0) / (np.float32(1.0) + z * _K32)
+def _erfcx32(x: Any) -> Any:
+    """``exp(x*x) erfc(x)`` for float32 ``x >= 0`` (relative error ~1e-7)."""
+    t = np.float32(1.0) / (np.float32(1.0) + x * _K32)
     s = (t - _MID32) * _IHALF32
     p = ((((((((_A9 * s + _A8) * s + _A7) * s + _A6) * s + _A5) * s + _A4) * s + _A3) * s + _A2) * s
          + _A1) * s + _A0
     return t * p
 
 
-def _erfcx64(z: Any) -> Any:
-    """``exp(z*z) erfc(z)`` for float64 ``z >= 0`` (relative error ~1e-15)."""
-    t = 1.0 / (1.0 + z * _K64)
+def _erfcx64(x: Any) -> Any:
+    """``exp(x*x) erfc(x)`` for float64 ``x >= 0`` (relative error ~1e-15)."""
+    t = 1.0 / (1.0 + x * _K64)
     s = (t - _MID64) * _IHALF64
     p = _B20
     p = p * s + _B19
@@ -221,20 +230,7 @@ def _erfcx64(z: Any) -> Any:
     return t * p
 
 
-def erfcx(z: Any) -> Any:
-    """``exp(z*z) erfc(z)`` of a float32/float64 scalar ``z >= 0`` (jitted code only)."""
-    raise NotImplementedError("erfcx is only callable from jitted code")
-
-
-def _overload_erfcx(z: Any) -> Any:
-    if z == types.float32:
-        return _erfcx32
-    if z == types.float64:
-        return _erfcx64
-    return None
-
-
-overload(erfcx, jit_options={"fastmath": set(EXACT), "error_model": "numpy"})(_overload_erfcx)
+erfcx = _float_overload("erfcx", "``exp(x*x) erfc(x)`` of a float32/float64 scalar ``x >= 0``", _erfcx32, _erfcx64)
 
 
 # Taylor coefficients of erf(x) = 2/sqrt(pi) * sum_n (-1)^n x^(2n+1) / (n! (2n+1)), used for |x| < 1/2
