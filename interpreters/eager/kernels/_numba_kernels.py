@@ -675,6 +675,25 @@ def avg_pool_bwd(g: Any, dx: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, s
 
 
 @jit
+def _window_lse(x: Any, p: Any, z0: Any, z1: Any, y0: Any, y1: Any, w0: Any, w1: Any, beta: Any) -> Any:
+    """The max ``m`` of ``beta x`` over the window ``[z0, z1) x [y0, y1) x [w0, w1)`` of plane ``x[p]``
+    and ``s = sum exp(beta x - m)`` there (float64; ``s`` is 0 when ``m`` is infinite)."""
+    m = -np.inf
+    for z in range(z0, z1):
+        for y in range(y0, y1):
+            for w in range(w0, w1):
+                m = fmaximum(m, beta * np.float64(x[p, z, y, w]))
+    s = 0.0
+    if math.isinf(m):
+        return m, s
+    for z in range(z0, z1):
+        for y in range(y0, y1):
+            for w in range(w0, w1):
+                s += math.exp(beta * np.float64(x[p, z, y, w]) - m)
+    return m, s
+
+
+@jit
 def smooth_max_pool_fwd(x: Any, out: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
                         pd: Any, ph: Any, pw: Any, beta: Any, start: Any, stop: Any) -> None:
     """``(1/beta) log sum exp(beta x)`` over the in-range positions of each window, shifted by the
@@ -688,19 +707,10 @@ def smooth_max_pool_fwd(x: Any, out: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh
                 y0, y1 = _window(j, sh, ph, kh, hh)
                 for k in range(ow):
                     w0, w1 = _window(k, sw, pw, kw, ww)
-                    m = -np.inf
-                    for z in range(z0, z1):
-                        for y in range(y0, y1):
-                            for w in range(w0, w1):
-                                m = fmaximum(m, beta * np.float64(x[p, z, y, w]))
+                    m, s = _window_lse(x, p, z0, z1, y0, y1, w0, w1, beta)
                     if math.isinf(m):
                         out[p, i, j, k] = m / beta
                         continue
-                    s = 0.0
-                    for z in range(z0, z1):
-                        for y in range(y0, y1):
-                            for w in range(w0, w1):
-                                s += math.exp(beta * np.float64(x[p, z, y, w]) - m)
                     out[p, i, j, k] = (m + math.log(s)) / beta
 
 
@@ -718,18 +728,9 @@ def smooth_max_pool_bwd(x: Any, g: Any, dx: Any, kd: Any, kh: Any, kw: Any, sd: 
                 y0, y1 = _window(j, sh, ph, kh, hh)
                 for k in range(ow):
                     w0, w1 = _window(k, sw, pw, kw, ww)
-                    m = -np.inf
-                    for z in range(z0, z1):
-                        for y in range(y0, y1):
-                            for w in range(w0, w1):
-                                m = fmaximum(m, beta * np.float64(x[p, z, y, w]))
+                    m, s = _window_lse(x, p, z0, z1, y0, y1, w0, w1, beta)
                     if math.isinf(m):  # all -inf (or a +inf) window: no finite weights
                         continue
-                    s = 0.0
-                    for z in range(z0, z1):
-                        for y in range(y0, y1):
-                            for w in range(w0, w1):
-                                s += math.exp(beta * np.float64(x[p, z, y, w]) - m)
                     c = np.float64(g[p, i, j, k]) / s
                     for z in range(z0, z1):
                         for y in range(y0, y1):
