@@ -145,24 +145,26 @@ def layer_norm_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any, *, ep
             _wrap(dbeta) if need_beta and dbeta is not None else None)
 
 
-@_register("softmax")
-def softmax_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any, *, axis: int) -> Cotangents:
-    """``y * (g - sum(g * y))`` in one kernel."""
+def _from_output(name: str, kernel: Callable[..., Array], g: Any, inputs: tuple[Any, ...], output: Any,
+                 axis: int) -> Cotangents:
+    """The rule of ``name`` (``softmax``, ``log_softmax``): ``kernel(y, g, axis=axis)`` on the output ``y``."""
     (x,) = inputs
     gd = _same_float(g, x, output)
     if gd is None or not isinstance(x, Tensor):
-        return _composite("softmax", g, inputs, output, {"axis": axis})
-    return (_wrap(KB.softmax_backward(output._data, gd, axis=axis)),)
+        return _composite(name, g, inputs, output, {"axis": axis})
+    return (_wrap(kernel(output._data, gd, axis=axis)),)
+
+
+@_register("softmax")
+def softmax_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any, *, axis: int) -> Cotangents:
+    """``y * (g - sum(g * y))`` in one kernel."""
+    return _from_output("softmax", KB.softmax_backward, g, inputs, output, axis)
 
 
 @_register("log_softmax")
 def log_softmax_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any, *, axis: int) -> Cotangents:
     """``g - exp(y) * sum(g)`` in one kernel."""
-    (x,) = inputs
-    gd = _same_float(g, x, output)
-    if gd is None or not isinstance(x, Tensor):
-        return _composite("log_softmax", g, inputs, output, {"axis": axis})
-    return (_wrap(KB.log_softmax_backward(output._data, gd, axis=axis)),)
+    return _from_output("log_softmax", KB.log_softmax_backward, g, inputs, output, axis)
 
 
 # ---- elementwise arithmetic: the composite formulas on payloads ------------------------------------
