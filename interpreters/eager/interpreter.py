@@ -21,14 +21,13 @@ from interpreters.eager import tape
 from interpreters.eager.special import erf
 from spec import SPECS
 from spec.aval import Aval
-from spec.dtypes import weak_kind
+from spec.dtypes import result_type, weak_kind
 from spec.errors import DTypeError, ShapeError
 from tensorplay.formatting import format_array
 from tensorplay.prefix import DerivedOps
 from tensorplay.tensor import Tensor
 
 Array = np.ndarray[Any, Any]
-_FLOAT_KINDS = "f"
 _NUMPY_DTYPES = {name: np.dtype(name) for name in ("float32", "float64", "int32", "int64", "bool")}
 _WARNS = frozenset({"log", "log1p", "sqrt", "rsqrt", "div", "pow", "exp", "expm1"})
 
@@ -397,7 +396,6 @@ def _rule_compute_dtype(name: str, out_dtype: str, x: Any, y: Any) -> str:
     if out_dtype != "bool":
         return out_dtype
     dtypes = [v._data.dtype.name for v in (x, y) if isinstance(v, Tensor)]
-    from spec.dtypes import result_type
     return result_type(dtypes + [weak_kind(v) for v in (x, y) if not isinstance(v, Tensor)])
 
 
