@@ -5,7 +5,7 @@ machine, ``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 TP_NUM_THREADS=1`` compares 
 per library (multi-threaded OpenBLAS and oneDNN degrade badly when the cores are busy).
 ``run()`` returns rows of ``(name, {implementation: seconds per call})``; the
 implementation called ``tensorplay`` is the kernel from
-:mod:`interpreters.eager.kernels`. Every function is warmed up (numba compiles
+:mod:`tensorplay.interpreters.eager.kernels`. Every function is warmed up (numba compiles
 or loads its cache on the first call), then all implementations of a row are
 timed in alternating batches and the median batch is reported, so load changes
 on a shared machine hit them alike.
@@ -42,7 +42,7 @@ def run() -> list[Row]:
     """Rows of (benchmark, {implementation: seconds per call})."""
     import torch as torch_module
 
-    from interpreters.eager import kernels as K
+    from tensorplay.interpreters.eager import kernels as K
 
     torch: Any = torch_module
     F: Any = torch.nn.functional
@@ -140,7 +140,7 @@ def settings() -> str:
     """Thread pools, malloc variables and kernel threads this benchmark runs under."""
     import torch
 
-    from interpreters.eager import kernels as K
+    from tensorplay.interpreters.eager import kernels as K
 
     threads_env = {k: v for k, v in os.environ.items() if k in ("OMP_NUM_THREADS", "TP_NUM_THREADS")}
     return (f"{environment()}\n"

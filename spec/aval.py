@@ -10,7 +10,7 @@ class Aval(NamedTuple):
 
     A shape entry is an ``int`` or a symbolic dimension expression (any object
     supporting ``+ - * //`` with ints, such as the graph IR's ``SymDim``).
-    ``dtype`` is a dtype name from :mod:`spec.dtypes`, or a weak kind for a
+    ``dtype`` is a dtype name from :mod:`tensorplay.spec.dtypes`, or a weak kind for a
     Python scalar.
     """
 

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from spec.aval import Aval
-from spec.errors import ShapeError
-from spec.shapes import (
+from .aval import Aval
+from .errors import ShapeError
+from .shapes import (
     Array, aval_of, conv_out_size, conv_transpose_out_size, finish, float_result, fmt_shape, fmt_tuple,
     int_tuple, is_known, known, positive_int, spatial_rank,
 )

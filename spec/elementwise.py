@@ -7,7 +7,7 @@ Dtypes follow PyTorch:
 * ``exp log log1p expm1 sqrt rsqrt sin cos tanh sigmoid erf`` give float32 for
   int and bool inputs (floats are kept);
 * ``gelu`` accepts floats only; ``logical_not`` gives bool;
-* binary arithmetic promotes with :func:`spec.dtypes.result_type` (Python scalars
+* binary arithmetic promotes with :func:`tensorplay.spec.dtypes.result_type` (Python scalars
   are weak); ``sub`` refuses bool operands; ``pow`` refuses a bool result;
   ``div`` of non-floats gives float32; comparisons and logic give bool.
 
@@ -22,10 +22,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from spec.aval import Aval
-from spec.dtypes import DEFAULT_FLOAT, is_float, result_type
-from spec.errors import DTypeError
-from spec.shapes import Array, as_array, aval_of, broadcast_shapes, finish, fmt_aval, strong
+from .aval import Aval
+from .dtypes import DEFAULT_FLOAT, is_float, result_type
+from .errors import DTypeError
+from .shapes import Array, as_array, aval_of, broadcast_shapes, finish, fmt_aval, strong
 
 UnaryRule = Callable[[Aval], Aval]
 UnaryRef = Callable[[object], Array]

@@ -1,6 +1,6 @@
 """The error hierarchy shared by every layer.
 
-It lives at the bottom layer (``spec``) so that shape rules can raise it;
+It lives at the bottom layer (``tensorplay.spec``) so that shape rules can raise it;
 ``tensorplay.errors`` re-exports it as the public hierarchy.
 """
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from spec.aval import Aval
-from spec.dtypes import is_float, result_type
-from spec.errors import DTypeError, ShapeError
-from spec.shapes import Array, aval_of, broadcast_shapes, finish, fmt_aval, known
+from .aval import Aval
+from .dtypes import is_float, result_type
+from .errors import DTypeError, ShapeError
+from .shapes import Array, aval_of, broadcast_shapes, finish, fmt_aval, known
 
 
 def matmul_rule(a: Aval, b: Aval) -> Aval:

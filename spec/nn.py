@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from spec.aval import Aval
-from spec.errors import DTypeError, ShapeError
-from spec.shapes import (
+from .aval import Aval
+from .errors import DTypeError, ShapeError
+from .shapes import (
     Array, aval_of, finish, float_result, fmt_aval, fmt_shape, known, normalize_axis, strong,
 )
 

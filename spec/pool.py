@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from spec.aval import Aval
-from spec.errors import ShapeError
-from spec.shapes import (
+from .aval import Aval
+from .errors import ShapeError
+from .shapes import (
     Array, aval_of, finish, float_result, fmt_shape, fmt_tuple, int_tuple, is_known, known, pool_out_size,
     spatial_rank, strong,
 )

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from spec.aval import Aval
-from spec.dtypes import FLOATS, INTS
-from spec.errors import DTypeError, ShapeError
-from spec.shapes import Array, aval_of, dtype_param, finish, fmt_aval, is_known, shape_param
+from .aval import Aval
+from .dtypes import FLOATS, INTS
+from .errors import DTypeError, ShapeError
+from .shapes import Array, aval_of, dtype_param, finish, fmt_aval, is_known, shape_param
 
 _MASK64 = (1 << 64) - 1
 _INT_RANGE = {"int32": (-(2 ** 31), 2 ** 31), "int64": (-(2 ** 63), 2 ** 63)}

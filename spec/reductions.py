@@ -1,7 +1,7 @@
 """Reductions: ``reduce_sum``, ``reduce_max``, ``reduce_min``, ``argmax``, ``argmin``.
 
 ``axes`` accept negative values; duplicates or out-of-range axes raise
-:class:`~spec.errors.AxisError`. An empty ``axes`` tuple is no reduction.
+:class:`~tensorplay.spec.errors.AxisError`. An empty ``axes`` tuple is no reduction.
 ``keepdims`` keeps reduced axes with size 1.
 """
 
@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from spec.aval import Aval
-from spec.dtypes import is_float
-from spec.errors import ShapeError
-from spec.shapes import Array, aval_of, finish, fmt_aval, is_known, normalize_axes, normalize_axis, strong
+from .aval import Aval
+from .dtypes import is_float
+from .errors import ShapeError
+from .shapes import Array, aval_of, finish, fmt_aval, is_known, normalize_axes, normalize_axis, strong
 
 
 def _reduced_shape(shape: tuple[Any, ...], axes: tuple[int, ...], keepdims: bool) -> tuple[Any, ...]:

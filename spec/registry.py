@@ -15,8 +15,8 @@ from types import ModuleType
 import numpy as np
 import numpy.typing as npt
 
-from spec import conv, elementwise, linalg, nn, pool, random, reductions, structure
-from spec.aval import Aval
+from . import conv, elementwise, linalg, nn, pool, random, reductions, structure
+from .aval import Aval
 
 
 @dataclass(frozen=True)

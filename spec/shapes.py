@@ -4,7 +4,7 @@
 * dims that may be ``int`` or symbolic: a size comparison is only checked
   when both sides are ``int`` (:func:`known`);
 * numpy broadcasting with messages that name both arguments and the axis;
-* axis normalisation (:class:`~spec.errors.AxisError` on a bad axis);
+* axis normalisation (:class:`~tensorplay.spec.errors.AxisError` on a bad axis);
 * the window-size formulas of convolution and pooling;
 * the bridge between concrete values and avals used by the references.
 """
@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from spec.aval import Aval
-from spec.dtypes import DEFAULT_FLOAT, DEFAULT_INT, DTYPES, is_float, result_type, weak_kind
-from spec.errors import AxisError, DTypeError, ShapeError
+from .aval import Aval
+from .dtypes import DEFAULT_FLOAT, DEFAULT_INT, DTYPES, is_float, result_type, weak_kind
+from .errors import AxisError, DTypeError, ShapeError
 
 Array = npt.NDArray[Any]
 
@@ -213,7 +213,7 @@ def shape_param(prim: str, name: str, value: object) -> tuple[Any, ...]:
 
 
 def dtype_param(prim: str, dtype: object) -> str:
-    """A ``dtype`` parameter: one of :data:`spec.dtypes.DTYPES`."""
+    """A ``dtype`` parameter: one of :data:`tensorplay.spec.dtypes.DTYPES`."""
     if dtype not in DTYPES:
         raise DTypeError(f"{prim}: dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     assert isinstance(dtype, str)

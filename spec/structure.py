@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from spec.aval import Aval
-from spec.dtypes import INTS, result_type
-from spec.errors import AxisError, DTypeError, ShapeError
-from spec.shapes import (
+from .aval import Aval
+from .dtypes import INTS, result_type
+from .errors import AxisError, DTypeError, ShapeError
+from .shapes import (
     Array, as_array, aval_of, dtype_param, finish, fmt_aval, fmt_shape, fmt_tuple, is_known, known,
     normalize_axis, shape_param, strong,
 )

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import builtins
 
-from interpreters.eager import tape as _tape
-from interpreters.eager.interpreter import eager
+from tensorplay.interpreters.eager import tape as _tape
+from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay import autograd, dims, graph
 from tensorplay.creation import (
     arange, cat, empty, empty_like, eye, from_numpy, full, full_like, linspace, manual_seed, ones,

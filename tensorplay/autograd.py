@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from interpreters.eager import tape
+from tensorplay.interpreters.eager import tape
 from tensorplay.tensor import Tensor
 
 

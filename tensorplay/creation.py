@@ -14,9 +14,9 @@ from typing import Any, Literal, TypeVarTuple, overload
 
 import numpy as np
 
-from interpreters.eager.interpreter import eager
+from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay import dtypes as _dt
-from tensorplay import program as _p
+from tensorplay import derived as _p
 from tensorplay import random_state
 from tensorplay.errors import DTypeError, ShapeError
 from tensorplay.tensor import Tensor, pick_interpreter

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, ParamSpec, TypeVar
 
-from interpreters.eager.interpreter import eager
+from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay.ops import Interpreter
 from tensorplay.tensor import Tensor, pick_interpreter
 

@@ -6,7 +6,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from spec.errors import DTypeError
+from tensorplay.spec.errors import DTypeError
 
 
 class DType:

@@ -1,6 +1,6 @@
-"""The public error hierarchy (defined in :mod:`spec.errors`, the bottom layer, and re-exported)."""
+"""The public error hierarchy (defined in :mod:`tensorplay.spec.errors`, the bottom layer, and re-exported)."""
 
-from spec.errors import (
+from tensorplay.spec.errors import (
     AutogradError,
     AxisError,
     DTypeError,

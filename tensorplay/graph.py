@@ -16,14 +16,14 @@
 * :class:`SymDim` / :func:`sym` build symbolic dims (``2*sym("B") + 1``).
 """
 
-from interpreters.graph.codegen import python_code
-from interpreters.graph.dot import to_dot
-from interpreters.graph.evaluate import evaluate
-from interpreters.graph.ir import INPUT_KINDS, Graph, Guard, Literal, Location, Node, Var
-from interpreters.graph.printer import format_graph
-from interpreters.graph.recorder import Recorder
-from interpreters.graph.trace import GraphModule, GuardError, trace
-from interpreters.graph.typecheck import GraphTypeError, typecheck
+from tensorplay.interpreters.graph.codegen import python_code
+from tensorplay.interpreters.graph.dot import to_dot
+from tensorplay.interpreters.graph.evaluate import evaluate
+from tensorplay.interpreters.graph.ir import INPUT_KINDS, Graph, Guard, Literal, Location, Node, Var
+from tensorplay.interpreters.graph.printer import format_graph
+from tensorplay.interpreters.graph.recorder import Recorder
+from tensorplay.interpreters.graph.trace import GraphModule, GuardError, trace
+from tensorplay.interpreters.graph.typecheck import GraphTypeError, typecheck
 from tensorplay.symbolic import Dim, SymDim, parse_dim, sym, symbols
 
 __all__ = [

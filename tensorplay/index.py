@@ -163,7 +163,7 @@ def index(values: Any, bound: Any, *, shape: Sequence[Any] | None = None) -> Any
         if array is None:
             return Index(t._ops, t._data, bound)
         _check_range(array, int(bound), "index")
-        from interpreters.eager.interpreter import eager
+        from tensorplay.interpreters.eager.interpreter import eager
         if values._ops is eager:  # a private copy: later writes to ``values`` cannot break the bound
             return Index(eager, np.array(array, dtype=np.int64, copy=True), bound)
         return Index(t._ops, t._data, bound)
@@ -173,7 +173,7 @@ def index(values: Any, bound: Any, *, shape: Sequence[Any] | None = None) -> Any
     if shape is not None:
         _check_shape(tuple(array.shape), tuple(shape), "index")
     _check_range(array, int(bound), "index")
-    from interpreters.eager.interpreter import eager
+    from tensorplay.interpreters.eager.interpreter import eager
     return Index(eager, np.array(array, dtype=np.int64, copy=True), bound)
 
 

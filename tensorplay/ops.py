@@ -4,7 +4,7 @@ Conventions shared by every primitive
 -------------------------------------
 * Tensor inputs are positional; static parameters are keyword-only. An
   interpreter method for primitive ``p`` is called as
-  ``ops.p(*inputs, **params)``; :func:`interpreters.graph.evaluate` relies on it.
+  ``ops.p(*inputs, **params)``; :func:`tensorplay.interpreters.graph.evaluate` relies on it.
 * Elementwise binary primitives broadcast like numpy and accept Python
   scalars on either side. Scalars are *weak*: ``f32 * 2.0`` stays float32,
   an int tensor with a float scalar gives float32, float32 with float64 gives
@@ -13,9 +13,9 @@ Conventions shared by every primitive
   :class:`~tensorplay.errors.AxisError`.
 * Spatial primitives (``conv``, pooling) take ``x[N, C, *spatial]`` with 1, 2
   or 3 spatial dims; the prefix-polymorphic versions in
-  :mod:`tensorplay.program` flatten any leading shape into ``N``.
+  :mod:`tensorplay.derived` flatten any leading shape into ``N``.
 * Zero-size dims are valid everywhere: the result has the shape the rule gives.
-* Shape rules live in :mod:`spec`; invalid geometry raises
+* Shape rules live in :mod:`tensorplay.spec`; invalid geometry raises
   :class:`~tensorplay.errors.ShapeError` naming the primitive and the shapes.
 """
 

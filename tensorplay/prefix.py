@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, TypeVarTuple, overload
 
 from tensorplay.errors import DTypeError, ShapeError
-from tensorplay.program import matmul, numel_of, reshape, unsqueeze  # noqa: F401 (reshape re-exported)
+from tensorplay.derived import matmul, numel_of, reshape, unsqueeze  # noqa: F401 (reshape re-exported)
 
 if TYPE_CHECKING:
     from tensorplay.ops import Ops

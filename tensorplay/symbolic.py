@@ -33,7 +33,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any, Union
 
-from spec.errors import GraphCaptureError
+from tensorplay.spec.errors import GraphCaptureError
 
 Dim = Union[int, "SymDim"]
 """A shape entry: a concrete size or a symbolic expression."""

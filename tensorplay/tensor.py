@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, TypeVarTuple, 
 import numpy as np
 
 from tensorplay import dtypes as _dt
-from tensorplay import program as _p
+from tensorplay import derived as _p
 from tensorplay.errors import DTypeError
 
 if TYPE_CHECKING:

@@ -376,7 +376,7 @@ def test_hessian_vector_product_matches_torch() -> None:
 
 
 def test_missing_rule_error_names_the_primitive() -> None:
-    from interpreters.eager import tape
+    from tensorplay.interpreters.eager import tape
     with pytest.raises(tp.MissingRuleError, match="'not_a_primitive'.*vjp"):
         tape._vjp_rule("not_a_primitive")
 

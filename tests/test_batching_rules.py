@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tensorplay as tp
-from spec.errors import MissingRuleError
+from tensorplay.spec.errors import MissingRuleError
 from tensorplay.ops import PRIMITIVE_NAMES
 from tensorplay.rules.batching import BATCH_RULES, batch_rule, missing_rules
 from tensorplay.rules.util import move_axis, move_to_front
@@ -39,7 +39,7 @@ def test_missing_rule_is_named() -> None:
 
 
 def test_a_batch_axis_out_of_range_is_an_error() -> None:
-    from spec.errors import AxisError
+    from tensorplay.spec.errors import AxisError
 
     x = tp.from_numpy(rand((2, 3), "float64", 1))
     with pytest.raises(AxisError, match="batch axis 2 of input 0 of 'exp'"):
@@ -262,7 +262,7 @@ def test_move_axis_helpers() -> None:
 # ---- the same rules under the graph recorder, with a symbolic batch size -------------------------------
 
 def _record_batched(sample: Sample, dims: tuple[int | None, ...], symbolic: bool) -> tuple[Array, Array]:
-    from interpreters.graph.trace import trace
+    from tensorplay.interpreters.graph.trace import trace
 
     batched, per_sample = _stacked(sample, dims)
     expected = _loop(sample, per_sample)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tensorplay as tp
-from spec import SPECS
+from tensorplay.spec import SPECS
 from tensorplay.ops import PRIMITIVE_NAMES
 from tests.samples import SAMPLES, Sample
 
@@ -42,7 +42,7 @@ def test_eager_matches_spec(sample: Sample) -> None:
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda s: s.id)
 def test_rule_predicts_eager_aval(sample: Sample) -> None:
-    from interpreters.eager.interpreter import aval_of
+    from tensorplay.interpreters.eager.interpreter import aval_of
     avals = [None if a is None else aval_of(to_tensor(a)) for a in sample.args]
     aval = SPECS[sample.prim].rule(*avals, **sample.params)
     out = getattr(tp.eager, sample.prim)(*(to_tensor(a) for a in sample.args), **sample.params)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tensorplay as tp
-from interpreters.eager.interpreter import EagerInterpreter
+from tensorplay.interpreters.eager.interpreter import EagerInterpreter
 from tensorplay.errors import MissingRuleError
 from tensorplay.func import grad, jvp, linearize, vjp, vmap
 from tests.helpers import close

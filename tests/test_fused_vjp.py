@@ -1,4 +1,4 @@
-"""Fused backward rules of the eager tape (``interpreters.eager.fused_vjp``): each equals the
+"""Fused backward rules of the eager tape (``tensorplay.interpreters.eager.fused_vjp``): each equals the
 composite vjp rule it replaces (float32 and float64, non-contiguous and broadcast inputs,
 zero-size, NaN/inf) and PyTorch's gradient; the tape uses them only without ``create_graph``."""
 
@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import tensorplay as tp
-from interpreters.eager import fused_vjp
-from interpreters.eager.fused_vjp import FUSED_VJP
-from interpreters.eager.interpreter import eager
-from interpreters.eager.kernels import backward as KB
+from tensorplay.interpreters.eager import fused_vjp
+from tensorplay.interpreters.eager.fused_vjp import FUSED_VJP
+from tensorplay.interpreters.eager.interpreter import eager
+from tensorplay.interpreters.eager.kernels import backward as KB
 from tensorplay.rules.util import set_needed_inputs
 from tensorplay.rules.vjp import VJP_RULES
 
@@ -399,7 +399,7 @@ def test_fused_module_is_documented() -> None:
 
 def test_threaded_kernels_equal_single_threaded(monkeypatch: pytest.MonkeyPatch) -> None:
     """Split over threads (forced on small arrays), every backward kernel gives the same bits."""
-    from interpreters.eager.kernels import _support
+    from tensorplay.interpreters.eager.kernels import _support
     x = randn((64, 33), np.float32, 2.0)
     g = randn((64, 33), np.float32)
     w = randn((33,), np.float32)

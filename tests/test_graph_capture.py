@@ -12,7 +12,7 @@ import pytest
 
 import tensorplay as tp
 from tensorplay.errors import GraphCaptureError, ShapeError
-from spec.aval import Aval
+from tensorplay.spec.aval import Aval
 from tensorplay.graph import GuardError, Recorder, evaluate, sym, trace, typecheck
 from tests.test_graph_swap import typecheck_every_recording  # noqa: F401 (autouse fixture)
 

@@ -132,7 +132,7 @@ def _derived_cases() -> list[tuple[str, str, str, AnyFn, list[Any]]]:
     seq = _r(2, 5, 8, seed=8)
     ws = [_r(8, 8, seed=9 + i) for i in range(4)]
     mask = tp.tensor(np.tril(np.ones((5, 5), dtype=bool)))
-    P, Q = "tensorplay.program", "tensorplay.prefix"
+    P, Q = "tensorplay.derived", "tensorplay.prefix"
     return [
         ("reduce_sum", P, "reduce", lambda f, ops, a: f(ops, "reduce_sum", a, (0, -1), False), [x]),
         ("reduce_max_keepdim", P, "reduce", lambda f, ops, a: f(ops, "reduce_max", a, 1, True), [x]),

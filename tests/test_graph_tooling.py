@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tensorplay as tp
-from spec.aval import Aval
+from tensorplay.spec.aval import Aval
 from tensorplay.errors import DTypeError, ShapeError
 from tensorplay.graph import (
     Graph, GraphModule, GraphTypeError, Literal, Node, Var, evaluate, format_graph, sym, to_dot, trace, typecheck,

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tensorplay as tp
-from spec.errors import MissingRuleError
+from tensorplay.spec.errors import MissingRuleError
 from tensorplay.ops import PRIMITIVE_NAMES
 from tensorplay.rules.jvp import JVP_RULES, jvp_rule, missing_rules
 from tensorplay.rules.vjp import VJP_RULES
@@ -217,7 +217,7 @@ def test_a_wrong_rule_is_caught() -> None:
 # ---- the same rules under the graph recorder ----------------------------------------------------------
 
 def _traced(sample: Sample, dynamic_batch: bool) -> None:
-    from interpreters.graph.trace import trace
+    from tensorplay.interpreters.graph.trace import trace
 
     args = list(sample.args)
     directions = _directions(args, 4)

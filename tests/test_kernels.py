@@ -14,8 +14,8 @@ import pytest
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-from interpreters.eager import kernels as K  # noqa: E402
-from interpreters.eager.kernels import _support  # noqa: E402
+from tensorplay.interpreters.eager import kernels as K  # noqa: E402
+from tensorplay.interpreters.eager.kernels import _support  # noqa: E402
 
 RNG = np.random.default_rng(0)
 DTYPES = [np.float32, np.float64]
@@ -101,7 +101,7 @@ def test_threaded_paths_match_single_thread() -> None:
 
 
 def test_single_threaded_blas_restores_the_thread_count() -> None:
-    from interpreters.eager.kernels import _blas
+    from tensorplay.interpreters.eager.kernels import _blas
     api = _blas._api()
     if api is None:
         pytest.skip("OpenBLAS not found in this process")
@@ -452,7 +452,7 @@ def test_conv_transpose_matches_torch(case: Any) -> None:
 
 
 def test_conv_batch_blocks_and_threads(monkeypatch: Any) -> None:
-    from interpreters.eager.kernels import convolution as conv_mod
+    from tensorplay.interpreters.eager.kernels import convolution as conv_mod
     x = randn(9, 3, 12, 12)
     w = randn(5, 3, 3, 3)
     want = F.conv2d(t(x), t(w), None, 1, 1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import math
 import subprocess
+from pathlib import Path
 import sys
 from typing import Any
 
@@ -13,9 +14,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from spec import SPECS, Aval
-from spec.dtypes import DTYPES, result_type
-from spec.errors import AxisError, DTypeError, ShapeError
+from tensorplay.spec import SPECS, Aval
+from tensorplay.spec.dtypes import DTYPES, result_type
+from tensorplay.spec.errors import AxisError, DTypeError, ShapeError
 from tensorplay.ops import PRIMITIVE_NAMES, Ops
 
 RNG = np.random.default_rng(1234)
@@ -77,7 +78,9 @@ def test_spec_imports_only_numpy_and_stdlib() -> None:
     code = ("import sys, spec, spec.registry; "
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
             "('tensorplay', 'interpreters', 'numba', 'torch', 'scipy')); print(bad)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    # spec/ is imported on its own, as a top-level package of the repository (installed, it is tensorplay.spec)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent)
     assert out.stdout.strip() == "[]"
 
 

@@ -698,7 +698,7 @@ def test_second_derivative_of_every_sample(sample: Sample) -> None:
 # ---- the same rules under the graph recorder ----------------------------------------------------------
 
 def _rule_outputs_traced(sample: Sample, dynamic_batch: bool) -> None:
-    from interpreters.graph.trace import trace
+    from tensorplay.interpreters.graph.trace import trace
 
     args = list(sample.args)
     positions = [i for i, a in enumerate(args) if isinstance(a, np.ndarray)]

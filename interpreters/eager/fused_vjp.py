@@ -1,7 +1,7 @@
 """Fused backward rules for the eager tape when no graph is being created.
 
 ``FUSED_VJP[name]`` has the signature of a vjp rule (:mod:`tensorplay.rules.vjp`):
-``rule(ops, g, inputs, output, **params) -> cotangents``. :func:`interpreters.eager.tape.run_backward`
+``rule(ops, g, inputs, output, **params) -> cotangents``. :func:`tensorplay.interpreters.eager.tape.run_backward`
 uses it instead of the composite rule only when ``create_graph=False``: the composite rules
 (built from ``Ops`` primitives, so differentiable again) stay the reference, and
 ``create_graph=True`` (second derivatives) always runs them.
@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 import tensorplay  # noqa: F401  (first: the eager interpreter and tensorplay import each other)
-from interpreters.eager import kernels as K
-from interpreters.eager.interpreter import eager
-from interpreters.eager.kernels import backward as KB
+from tensorplay.interpreters.eager import kernels as K
+from tensorplay.interpreters.eager.interpreter import eager
+from tensorplay.interpreters.eager.kernels import backward as KB
 from tensorplay.rules.util import input_needed
 from tensorplay.rules.vjp import VJP_RULES
 from tensorplay.tensor import Tensor

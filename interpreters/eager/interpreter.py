@@ -1,7 +1,7 @@
 """The eager interpreter: every primitive runs at once on numpy arrays.
 
 Hot path: an elementwise op on same-dtype float tensors goes straight to the
-numpy ufunc; shape and dtype rules from :mod:`spec` run only when the fast
+numpy ufunc; shape and dtype rules from :mod:`tensorplay.spec` run only when the fast
 path does not apply (mixed dtypes, non-float inputs) or when numpy refuses
 the input, so errors are the rules' clear errors while the common case
 costs one ufunc call plus a wrapper. Heavy primitives (conv, pooling, norms,
@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from interpreters.eager import kernels as K
-from interpreters.eager import tape
-from interpreters.eager.special import erf
-from spec import SPECS
-from spec.aval import Aval
-from spec.dtypes import result_type, weak_kind
-from spec.errors import DTypeError, ShapeError
+from tensorplay.interpreters.eager import kernels as K
+from tensorplay.interpreters.eager import tape
+from tensorplay.interpreters.eager.special import erf
+from tensorplay.spec import SPECS
+from tensorplay.spec.aval import Aval
+from tensorplay.spec.dtypes import result_type, weak_kind
+from tensorplay.spec.errors import DTypeError, ShapeError
 from tensorplay.formatting import format_array
 from tensorplay.prefix import DerivedOps
 from tensorplay.tensor import Tensor
@@ -171,7 +171,7 @@ class EagerInterpreter(DerivedOps):
         return out
 
     def backward(self, x: Tensor[*tuple[Any, ...]], gradient: Any, retain_graph: bool, create_graph: bool) -> None:
-        """Run the tape backwards from ``x`` (see :mod:`interpreters.eager.tape`)."""
+        """Run the tape backwards from ``x`` (see :mod:`tensorplay.interpreters.eager.tape`)."""
         tape.backward([x], None if gradient is None else [gradient], retain_graph, create_graph)
 
     def contiguous(self, x: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
@@ -186,7 +186,7 @@ class EagerInterpreter(DerivedOps):
         return copied
 
     def inplace(self, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tensor[*tuple[Any, ...]]:
-        """``x op= other`` in place; bumps the version counter (see :mod:`interpreters.eager.tape`)."""
+        """``x op= other`` in place; bumps the version counter (see :mod:`tensorplay.interpreters.eager.tape`)."""
         return tape.inplace(self, x, op, other)
 
     def setitem(self, x: Tensor[*tuple[Any, ...]], key: Any, value: Any) -> None:
@@ -427,7 +427,7 @@ def _make_kernel(name: str) -> Callable[..., Any]:
     def method(self: EagerInterpreter, *inputs: Any, **params: Any) -> Any:
         return self._kernel(name, inputs, params)
     method.__name__ = name
-    method.__doc__ = f"See :meth:`tensorplay.ops.Ops.{name}` (kernel in :mod:`interpreters.eager.kernels`)."
+    method.__doc__ = f"See :meth:`tensorplay.ops.Ops.{name}` (kernel in :mod:`tensorplay.interpreters.eager.kernels`)."
     return method
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from spec.errors import AutogradError, DTypeError
+from tensorplay.spec.errors import AutogradError, DTypeError
 from tensorplay.tensor import Tensor
 
 _state = threading.local()
@@ -94,7 +94,7 @@ class Node:
 
     def saved_output(self) -> Tensor[*tuple[Any, ...]]:
         """The primal result as a tensor produced by this node (so rules can differentiate through it)."""
-        from interpreters.eager.interpreter import eager
+        from tensorplay.interpreters.eager.interpreter import eager
         if self.out_box is not None and self.out_box[0] != self.out_version:
             raise AutogradError(
                 f"backward: the result of '{self.name}' (shape {list(self.out_data.shape)}) was modified in "
@@ -194,7 +194,7 @@ def _vjp_rule(name: str) -> Callable[..., Any]:
         return _clone_vjp
     rule = _rules().VJP_RULES.get(name)
     if rule is None:
-        from spec.errors import MissingRuleError
+        from tensorplay.spec.errors import MissingRuleError
         raise MissingRuleError(f"backward: primitive '{name}' has no vjp rule")
     return rule  # type: ignore[no-any-return]
 
@@ -206,7 +206,7 @@ def _fused_rules() -> dict[str, Callable[..., Any]]:
     """The fused backward rules, used instead of the composite ones when no graph is created."""
     global _FUSED
     if _FUSED is None:
-        from interpreters.eager.fused_vjp import FUSED_VJP
+        from tensorplay.interpreters.eager.fused_vjp import FUSED_VJP
         _FUSED = FUSED_VJP
     return _FUSED
 
@@ -220,7 +220,7 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
                  targets: Sequence[Tensor[*tuple[Any, ...]]] | None) -> list[Any]:
     """The reverse sweep. With ``targets`` None, leaves' ``.grad`` accumulate; otherwise the
     cotangents of ``targets`` are returned (``None`` where a target is unreached)."""
-    from interpreters.eager.interpreter import eager
+    from tensorplay.interpreters.eager.interpreter import eager
     from tensorplay.rules.util import _NEEDED as needed  # the inputs that want a cotangent, read by rules
     node_grads: dict[int, Any] = {}
     leaf_grads: dict[int, Any] = {}
@@ -322,7 +322,7 @@ def _check_fresh(x: Tensor[*tuple[Any, ...]], where: str) -> None:
 
 
 def _seed(out: Tensor[*tuple[Any, ...]], g: Any, where: str) -> Tensor[*tuple[Any, ...]]:
-    from interpreters.eager.interpreter import eager
+    from tensorplay.interpreters.eager.interpreter import eager
     if g is None:
         if out._data.size != 1:
             raise AutogradError(

@@ -2,11 +2,11 @@
 evaluation with any interpreter (:mod:`.evaluate`), the IR type checker, printer, code
 generator, Graphviz view and ``trace``. The public face is :mod:`tensorplay.graph`."""
 
-from interpreters.graph.evaluate import evaluate
-from interpreters.graph.ir import INPUT_KINDS, Graph, Guard, Literal, Location, Node, Var
-from interpreters.graph.recorder import Recorder
-from interpreters.graph.trace import GraphModule, GuardError, trace
-from interpreters.graph.typecheck import GraphTypeError, typecheck
+from tensorplay.interpreters.graph.evaluate import evaluate
+from tensorplay.interpreters.graph.ir import INPUT_KINDS, Graph, Guard, Literal, Location, Node, Var
+from tensorplay.interpreters.graph.recorder import Recorder
+from tensorplay.interpreters.graph.trace import GraphModule, GuardError, trace
+from tensorplay.interpreters.graph.typecheck import GraphTypeError, typecheck
 
 __all__ = [
     "INPUT_KINDS", "Graph", "GraphModule", "GraphTypeError", "Guard", "GuardError", "Literal", "Location",

@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from interpreters.graph.ir import Graph, Literal, Var, unique_name
+from tensorplay.interpreters.graph.ir import Graph, Literal, Var, unique_name
 from tensorplay.symbolic import SymDim
 
 _counter = itertools.count()

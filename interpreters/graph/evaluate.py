@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from interpreters.graph.ir import Graph, Literal, Var, substitute
-from spec.errors import DTypeError, GraphCaptureError, ShapeError
+from tensorplay.interpreters.graph.ir import Graph, Literal, Var, substitute
+from tensorplay.spec.errors import DTypeError, GraphCaptureError, ShapeError
 from tensorplay import random_state
 from tensorplay.errors import IndexRangeError
 from tensorplay.symbolic import SymDim, bind_shape, check_shape

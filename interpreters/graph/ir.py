@@ -36,8 +36,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from spec.aval import Aval
-from spec.dtypes import DTYPES, weak_kind
+from tensorplay.spec.aval import Aval
+from tensorplay.spec.dtypes import DTYPES, weak_kind
 from tensorplay.ops import Ops, PRIMITIVE_NAMES
 from tensorplay.symbolic import SymDim
 
@@ -306,7 +306,7 @@ def complete_params(target: str, params: dict[str, Any]) -> dict[str, Any]:
 class Graph:
     """A graph: placeholders (``inputs``), ``nodes`` in order, ``outputs`` and ``guards``.
 
-    Build one with a :class:`~interpreters.graph.recorder.Recorder` (``tensorplay.graph.trace``),
+    Build one with a :class:`~tensorplay.interpreters.graph.recorder.Recorder` (``tensorplay.graph.trace``),
     or by hand with :meth:`add_input` and :meth:`emit`.
     """
 
@@ -381,7 +381,7 @@ class Graph:
         """Add ``target(*inputs, **params)``, running its shape rule; returns the output ``Var``.
 
         Inputs are values of this graph or Python scalars (made literals)."""
-        from spec import SPECS
+        from tensorplay.spec import SPECS
         values: list[Value | None] = [
             v if isinstance(v, (Var, Literal)) or v is None else Literal(v) for v in inputs]
         params = complete_params(target, params)
@@ -442,7 +442,7 @@ class Graph:
 
     # ---- display -----------------------------------------------------------------------------
     def __str__(self) -> str:
-        from interpreters.graph.printer import format_graph
+        from tensorplay.interpreters.graph.printer import format_graph
         return format_graph(self)
 
     def __repr__(self) -> str:
@@ -450,11 +450,11 @@ class Graph:
                 f"{f', {len(self.guards)} guards' if self.guards else ''}>")
 
     def to_dot(self) -> str:
-        """Graphviz source (see :func:`interpreters.graph.dot.to_dot`)."""
-        from interpreters.graph.dot import to_dot
+        """Graphviz source (see :func:`tensorplay.interpreters.graph.dot.to_dot`)."""
+        from tensorplay.interpreters.graph.dot import to_dot
         return to_dot(self)
 
     def python_code(self) -> str:
-        """Python source of a function computing the graph (see :mod:`interpreters.graph.codegen`)."""
-        from interpreters.graph.codegen import python_code
+        """Python source of a function computing the graph (see :mod:`tensorplay.interpreters.graph.codegen`)."""
+        from tensorplay.interpreters.graph.codegen import python_code
         return python_code(self)

@@ -1,8 +1,8 @@
 """The recorder: an implementation of ``Ops`` that appends nodes to a :class:`Graph`.
 
-Every primitive call runs the primitive's shape rule from :mod:`spec` at record
+Every primitive call runs the primitive's shape rule from :mod:`tensorplay.spec` at record
 time, so a shape error names the user's file and line. Tensor payloads are
-:class:`~interpreters.graph.ir.Var` values (``.shape`` with ints and
+:class:`~tensorplay.interpreters.graph.ir.Var` values (``.shape`` with ints and
 ``SymDim``\\ s, ``.dtype`` a numpy dtype).
 
 Two modes:
@@ -33,14 +33,14 @@ from typing import Any
 
 import numpy as np
 
-from interpreters.eager.interpreter import eager
-from interpreters.graph.ir import (
+from tensorplay.interpreters.eager.interpreter import eager
+from tensorplay.interpreters.graph.ir import (
     NUMPY_DTYPES, PARAMS, Graph, Guard, Literal, Location, Node, Var, complete_params, has_symbolic,
     substitute,
 )
-from spec import SPECS
-from spec.aval import Aval
-from spec.errors import DTypeError, GraphCaptureError, TensorplayError
+from tensorplay.spec import SPECS
+from tensorplay.spec.aval import Aval
+from tensorplay.spec.errors import DTypeError, GraphCaptureError, TensorplayError
 from tensorplay import random_state
 from tensorplay.ops import PRIMITIVE_NAMES
 from tensorplay.prefix import DerivedOps
@@ -53,8 +53,10 @@ _RULE_MEMO: dict[Any, Aval] = {}
 # ---- the user's source location -----------------------------------------------------------------
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_ROOT = os.path.dirname(os.path.dirname(_HERE))
-_INTERNAL_PREFIXES = tuple(os.path.join(_ROOT, d) + os.sep for d in ("tensorplay", "spec", "interpreters"))
+_PACKAGE = os.path.dirname(os.path.dirname(_HERE))  # tensorplay/ (interpreters/ and spec/ are inside it)
+_INTERNAL_PREFIXES = tuple(sorted({path + os.sep for d in ("", "spec", "interpreters")
+                                   for path in (os.path.join(_PACKAGE, d).rstrip(os.sep),
+                                                os.path.realpath(os.path.join(_PACKAGE, d)))}))
 _internal_code: dict[CodeType, bool] = {}
 
 

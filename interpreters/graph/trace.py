@@ -20,15 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from interpreters.eager.interpreter import eager
-from interpreters.graph import tree
-from interpreters.graph.codegen import compile_graph
-from interpreters.graph.evaluate import apply_mutations, bind_inputs, input_values
-from interpreters.graph.ir import Graph, Literal, Var
-from interpreters.graph.printer import format_graph
-from interpreters.graph.recorder import Recorder, foreign_aval
-from spec.aval import Aval
-from spec.errors import GraphCaptureError
+from tensorplay.interpreters.eager.interpreter import eager
+from tensorplay.interpreters.graph import tree
+from tensorplay.interpreters.graph.codegen import compile_graph
+from tensorplay.interpreters.graph.evaluate import apply_mutations, bind_inputs, input_values
+from tensorplay.interpreters.graph.ir import Graph, Literal, Var
+from tensorplay.interpreters.graph.printer import format_graph
+from tensorplay.interpreters.graph.recorder import Recorder, foreign_aval
+from tensorplay.spec.aval import Aval
+from tensorplay.spec.errors import GraphCaptureError
 from tensorplay.symbolic import SymDim, bind_shape, check_shape
 from tensorplay.tensor import Tensor
 

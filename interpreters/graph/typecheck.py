@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from interpreters.graph.ir import INPUT_KINDS, NUMPY_DTYPES, Graph, Literal, Node, Var
-from spec.aval import Aval
-from spec.errors import TensorplayError
+from tensorplay.interpreters.graph.ir import INPUT_KINDS, NUMPY_DTYPES, Graph, Literal, Node, Var
+from tensorplay.spec.aval import Aval
+from tensorplay.spec.errors import TensorplayError
 from tensorplay.ops import PRIMITIVE_NAMES
 from tensorplay.symbolic import SymDim
 
@@ -52,7 +52,7 @@ def _name(v: Var) -> str:
 
 def typecheck(graph: Graph) -> Graph:
     """Check ``graph`` (see the module docstring); returns it, or raises :class:`GraphTypeError`."""
-    from spec import SPECS
+    from tensorplay.spec import SPECS
 
     defined: set[int] = set()
     for i, p in enumerate(graph.inputs):

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorplay.program import reshape, permute
+from tensorplay.derived import reshape, permute
 from tensorplay.func.jvp import jvp_named
 from tensorplay.func.pytree import tree_flatten, tree_unflatten
 from tensorplay.func.tracing import highest

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from interpreters.graph.evaluate import evaluate
-from interpreters.graph.recorder import Recorder, foreign_aval
+from tensorplay.interpreters.graph.evaluate import evaluate
+from tensorplay.interpreters.graph.recorder import Recorder, foreign_aval
 from tensorplay.func.pytree import TreeSpec, check_leaves_like, tensor_leaves, tree_flatten, tree_unflatten
 from tensorplay.func.tracing import (
     Dispatch, aux_output, caller_of, forward, graph_sources, highest, read, sweep_ops, tangent_sweep, trace,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tensorplay.program import reshape
+from tensorplay.derived import reshape
 from tensorplay.creation import stack
 from tensorplay.errors import ShapeError
 from tensorplay.tensor import Tensor

@@ -2,7 +2,7 @@
 
 Every transform does the same two steps:
 
-1. :func:`trace` records ``f`` with a fresh :class:`~interpreters.graph.recorder.Recorder`.
+1. :func:`trace` records ``f`` with a fresh :class:`~tensorplay.interpreters.graph.recorder.Recorder`.
    The recorder runs in *execute* mode when the inputs are concrete (eager tensors,
    or values of an outer execute-mode recording), so Python control flow on values
    works; otherwise (inside ``vmap``, or under a symbolic recording) it is symbolic.
@@ -26,13 +26,13 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from interpreters.eager import tape
-from interpreters.eager.interpreter import eager
-from interpreters.graph.evaluate import input_values
-from interpreters.graph.ir import Graph, Literal, Var
-from interpreters.graph.recorder import Recorder, foreign_aval
-from spec.aval import Aval
-from spec.errors import GraphCaptureError, MissingRuleError
+from tensorplay.interpreters.eager import tape
+from tensorplay.interpreters.eager.interpreter import eager
+from tensorplay.interpreters.graph.evaluate import input_values
+from tensorplay.interpreters.graph.ir import Graph, Literal, Var
+from tensorplay.interpreters.graph.recorder import Recorder, foreign_aval
+from tensorplay.spec.aval import Aval
+from tensorplay.spec.errors import GraphCaptureError, MissingRuleError
 from tensorplay.func.pytree import TreeSpec, tree_flatten, tree_unflatten
 from tensorplay.ops import PRIMITIVE_NAMES
 from tensorplay.tensor import Tensor

@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from interpreters.eager.interpreter import eager
-from interpreters.graph.ir import Graph, Var
-from interpreters.graph.recorder import Recorder
-from spec.aval import Aval
-from spec.errors import GraphCaptureError, MissingRuleError
-from tensorplay.program import unsqueeze
+from tensorplay.interpreters.eager.interpreter import eager
+from tensorplay.interpreters.graph.ir import Graph, Var
+from tensorplay.interpreters.graph.recorder import Recorder
+from tensorplay.spec.aval import Aval
+from tensorplay.spec.errors import GraphCaptureError, MissingRuleError
+from tensorplay.derived import unsqueeze
 from tensorplay import random_state
 from tensorplay.func.pytree import broadcast_prefix, tree_flatten, tree_unflatten
 from tensorplay.func.tracing import Traced, graph_sources, highest, trace

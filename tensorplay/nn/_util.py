@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from interpreters.eager.interpreter import eager
+from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay import random_state
 from tensorplay.errors import DTypeError, ShapeError
 from tensorplay.tensor import Tensor

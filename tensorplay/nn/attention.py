@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, TypeVarTuple
 import numpy as np
 
 from tensorplay import prefix as _prefix_module
-from tensorplay.program import mean, transpose
+from tensorplay.derived import mean, transpose
 from tensorplay.errors import DTypeError, ShapeError
 from tensorplay.nn import init
 from tensorplay.nn._util import numel, ops_for, random_key, shape_of

@@ -17,7 +17,7 @@ import numpy as np
 from tensorplay import prefix as _prefix_module
 from tensorplay.errors import DTypeError, IndexRangeError, ShapeError
 from tensorplay.nn._util import IntOrTuple, is_eager, ntuple, numel, ops_for, random_key, shape_of
-from tensorplay.program import transpose
+from tensorplay.derived import transpose
 from tensorplay.tensor import Tensor
 
 prefix: Any = _prefix_module  # typed loosely: the layers check shapes at run time
@@ -80,7 +80,7 @@ def leaky_relu(input: Tensor[*S], negative_slope: float = 0.01) -> Tensor[*S]:
 def _axis(dim: int | None, ndim: int, where: str) -> int:
     if dim is None:
         raise ValueError(f"{where}: pass dim= explicitly (the axis to normalise over)")
-    from tensorplay.program import normalize_axis
+    from tensorplay.derived import normalize_axis
     return normalize_axis(dim, ndim, where)
 
 

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from interpreters.eager.interpreter import eager as _eager
+from tensorplay.interpreters.eager.interpreter import eager as _eager
 from tensorplay import random_state
 from tensorplay.errors import ShapeError
 from tensorplay.tensor import Tensor

@@ -8,7 +8,7 @@ import numpy as np
 
 from tensorplay import dtypes as _dt
 from tensorplay import prefix as _prefix_module
-from tensorplay.program import flatten
+from tensorplay.derived import flatten
 from tensorplay.nn import init
 from tensorplay.nn._util import ops_for
 from tensorplay.nn.module import Module

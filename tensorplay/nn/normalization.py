@@ -16,7 +16,7 @@ from tensorplay.nn.linear import empty_parameter
 from tensorplay.nn.module import Module
 from tensorplay.tensor import Tensor
 
-from interpreters.eager.interpreter import eager
+from tensorplay.interpreters.eager.interpreter import eager
 
 S = TypeVarTuple("S")
 Lead = TypeVarTuple("Lead")

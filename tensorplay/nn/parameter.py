@@ -6,7 +6,7 @@ from typing import Any, TypeVarTuple
 
 import numpy as np
 
-from interpreters.eager.interpreter import eager as _eager
+from tensorplay.interpreters.eager.interpreter import eager as _eager
 from tensorplay.errors import DTypeError
 from tensorplay.tensor import Tensor
 

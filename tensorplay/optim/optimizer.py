@@ -142,7 +142,7 @@ class Optimizer:
         is called first when given, and its result returned."""
         loss = None
         if closure is not None:
-            from interpreters.eager import tape
+            from tensorplay.interpreters.eager import tape
             with tape.enable_grad():
                 loss = closure()
         for group in self.param_groups:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from spec.errors import AxisError, MissingRuleError
+from tensorplay.spec.errors import AxisError, MissingRuleError
 from tensorplay.rules.registry import find_rule, registrar, uncovered
 from tensorplay.rules.util import (
     AnyTensor, channel_column, dtype_name, is_tensor, move_to_front, normalize_axes, shape_of,

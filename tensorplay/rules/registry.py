@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from spec.errors import MissingRuleError
+from tensorplay.spec.errors import MissingRuleError
 from tensorplay.ops import PRIMITIVE_NAMES
 
 R = TypeVar("R", bound=Callable[..., Any])

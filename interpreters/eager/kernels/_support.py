@@ -13,7 +13,7 @@ from typing import Any, Callable
 import numpy as np
 import numpy.typing as npt
 
-from spec.errors import AxisError
+from tensorplay.spec.errors import AxisError
 
 Array = npt.NDArray[Any]
 

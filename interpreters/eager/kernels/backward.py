@@ -1,4 +1,4 @@
-"""Backward kernels for the eager tape's fused vjp rules (:mod:`interpreters.eager.fused_vjp`),
+"""Backward kernels for the eager tape's fused vjp rules (:mod:`tensorplay.interpreters.eager.fused_vjp`),
 and the vectorised ``erf``: numpy arrays in, new numpy arrays out.
 
 Inputs may have any layout (non-contiguous, broadcast views); each function computes in
@@ -192,7 +192,7 @@ def attention_backward(q: Array, k: Array, v: Array, mask: Array | None, g: Arra
 def max_pool_backward(x: Array, g: Array, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
                       padding: tuple[int, ...]) -> Array:
     """``g`` routed to the first maximum (row-major; the first NaN counts as the maximum) of each
-    window of ``x``: :func:`interpreters.eager.kernels.max_pool_backward`, with a faster kernel for
+    window of ``x``: :func:`tensorplay.interpreters.eager.kernels.max_pool_backward`, with a faster kernel for
     the common 2x2, stride 2, unpadded 2-d case."""
     if not (x.ndim == 4 and tuple(kernel_size) == (2, 2) and tuple(stride) == (2, 2)
             and tuple(padding) == (0, 0) and g.shape == x.shape[:2] + (x.shape[2] // 2, x.shape[3] // 2)):

@@ -1,8 +1,8 @@
 """Counter-based random numbers: the key (int64 ``[seed, counter]``) is an input value.
 
-The key-to-generator mapping is the one :mod:`spec.random` defines (both words
+The key-to-generator mapping is the one :mod:`tensorplay.spec.random` defines (both words
 become Philox's 128-bit *key*, Philox's own counter stays 0: consecutive counters
-would otherwise give overlapping streams); :func:`spec.random.generator` is used
+would otherwise give overlapping streams); :func:`tensorplay.spec.random.generator` is used
 directly so the two can never drift apart. The same key always gives the same
 numbers.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from spec.random import generator
+from tensorplay.spec.random import generator
 
 from ._support import Array
 
