@@ -284,7 +284,7 @@ def conv(ops: Ops, w: AnyTensor, b: AnyTensor | None, x: AnyTensor, stride: IntO
             raise ShapeError(f"conv: padding must be an int, a tuple, 'same' or 'valid', got {padding!r}")
     else:
         p = _tuple(padding, rank, "padding", "conv")
-    y = ops.conv(flat, w, stride=s, padding=p, dilation=d, groups=groups)
+    y = ops.conv_nd(flat, w, stride=s, padding=p, dilation=d, groups=groups)
     if b is not None:
         if tuple(b.shape) != (w.shape[0],):
             raise ShapeError(f"conv: bias must be [{w.shape[0]}], got shape {list(b.shape)}")
@@ -375,7 +375,7 @@ def conv_transpose(ops: Ops, w: AnyTensor, b: AnyTensor | None, x: AnyTensor, st
     op = _tuple(output_padding, rank, "output_padding", "conv_transpose")
     d = _tuple(dilation, rank, "dilation", "conv_transpose")
     flat, lead = _flatten_lead(ops, x, rank + 1, "conv_transpose")
-    y = ops.conv_transpose(flat, w, stride=s, padding=p, output_padding=op, dilation=d, groups=groups)
+    y = ops.conv_transpose_nd(flat, w, stride=s, padding=p, output_padding=op, dilation=d, groups=groups)
     out_channels = w.shape[1] * groups
     if b is not None:
         if tuple(b.shape) != (out_channels,):
@@ -396,7 +396,7 @@ def _pool(ops: Ops, prim: str, x: AnyTensor, kernel_size: IntOrTuple, stride: In
     shape = tuple(x.shape)
     lead, spatial = shape[:x.ndim - rank], shape[x.ndim - rank:]
     flat = ops.reshape(x, shape=(numel_of(lead), 1) + spatial)
-    y = getattr(ops, prim)(flat, kernel_size=k, stride=s, padding=p, **extra)
+    y = getattr(ops, f"{prim}_nd")(flat, kernel_size=k, stride=s, padding=p, **extra)
     _check_out(prim, lead + tuple(y.shape[2:]), out, rank)
     return ops.reshape(y, shape=lead + tuple(y.shape[2:]))
 
@@ -594,7 +594,7 @@ def layer_norm(ops: Ops, x: AnyTensor, gamma: AnyTensor | None, beta: AnyTensor 
     dtype = x.dtype.name
     g = gamma if gamma is not None else ops.full(shape=(dim,), value=1.0, dtype=dtype)
     b = beta if beta is not None else ops.full(shape=(dim,), value=0.0, dtype=dtype)
-    return ops.layer_norm(x, g, b, eps=eps)
+    return ops.layer_norm_last_axis(x, g, b, eps=eps)
 
 
 def _split_heads(ops: Ops, t: AnyTensor, heads: int) -> AnyTensor:
@@ -645,7 +645,7 @@ def attention(ops: Ops, wq: AnyTensor, wk: AnyTensor, wv: AnyTensor, wo: AnyTens
     k = _split_heads(ops, linear(ops, wk, None, x), num_heads)
     v = _split_heads(ops, linear(ops, wv, None, x), num_heads)
     head_mask = mask if mask is None or mask.ndim <= 2 else unsqueeze(ops, mask, -3)  # type: ignore[arg-type]
-    o = ops.attention(q, k, v, head_mask, scale=1.0 / math.sqrt(d // num_heads))
+    o = ops.dot_product_attention(q, k, v, head_mask, scale=1.0 / math.sqrt(d // num_heads))
     return linear(ops, wo, output_bias, _merge_heads(ops, o))
 
 

@@ -110,9 +110,9 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "logical_or": np.logical_or,
 }
 # primitives computed by one kernel function of the same name, after the shape rule
-KERNEL_PRIMS = ("gelu", "gather", "scatter_add", "conv", "conv_transpose", "conv_weight_grad", "max_pool",
-                "max_pool_backward", "max_pool_select", "avg_pool", "avg_pool_backward", "smooth_max_pool",
-                "smooth_max_pool_backward", "layer_norm", "softmax", "log_softmax", "attention",
+KERNEL_PRIMS = ("gelu", "gather", "scatter_add", "conv_nd", "conv_transpose_nd", "conv_weight_grad_nd", "max_pool_nd",
+                "max_pool_backward_nd", "max_pool_select_nd", "avg_pool_nd", "avg_pool_backward_nd", "smooth_max_pool_nd",
+                "smooth_max_pool_backward_nd", "layer_norm_last_axis", "softmax", "log_softmax", "dot_product_attention",
                 "random_uniform", "random_normal", "random_randint")
 
 

@@ -33,7 +33,7 @@ from tensorplay.interpreters.graph.ir import Graph, Literal, Var
 from tensorplay.interpreters.graph.recorder import Recorder, foreign_aval
 from tensorplay.spec.aval import Aval
 from tensorplay.spec.errors import GraphCaptureError, MissingRuleError
-from tensorplay.func.pytree import TreeSpec, tree_flatten, tree_unflatten
+from tensorplay.pytree import TreeSpec, tree_flatten, tree_unflatten
 from tensorplay.ops import PRIMITIVE_NAMES
 from tensorplay.tensor import Tensor
 

@@ -23,7 +23,7 @@ from tensorplay.spec.aval import Aval
 from tensorplay.spec.errors import GraphCaptureError, MissingRuleError
 from tensorplay.derived import unsqueeze
 from tensorplay import random_state
-from tensorplay.func.pytree import broadcast_prefix, tree_flatten, tree_unflatten
+from tensorplay.pytree import broadcast_prefix, tree_flatten, tree_unflatten
 from tensorplay.func.tracing import Traced, graph_sources, highest, trace
 from tensorplay.tensor import Tensor
 

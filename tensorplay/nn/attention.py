@@ -179,7 +179,7 @@ class MultiheadAttention(Module, Generic[D]):
         drop = self.dropout if self.training else 0.0
         weights: AnyTensor | None = None
         if not need_weights and additive is None and drop == 0.0:
-            o = ops.attention(q, k, v, allowed, scale=scale)
+            o = ops.dot_product_attention(q, k, v, allowed, scale=scale)
         else:
             scores = ops.mul(ops.matmul(q, transpose(ops, k, -2, -1)), scale)
             if allowed is not None:

@@ -400,7 +400,7 @@ def scaled_dot_product_attention(query: AnyTensor, key: AnyTensor, value: AnyTen
             raise ShapeError("scaled_dot_product_attention: pass either attn_mask or is_causal=True, not both")
         mask = _causal_mask(ops, n, m)
     if dropout_p == 0.0 and (mask is None or mask.dtype.name == "bool"):
-        return ops.attention(query, key, value, mask, scale=factor)  # type: ignore[no-any-return]
+        return ops.dot_product_attention(query, key, value, mask, scale=factor)  # type: ignore[no-any-return]
     scores = ops.mul(ops.matmul(query, transpose(ops, key, -2, -1)), factor)
     if mask is not None:
         if mask.dtype.name == "bool":

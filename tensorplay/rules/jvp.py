@@ -367,7 +367,7 @@ def _linear(name: str) -> JvpRule:
     return rule
 
 
-for _name in ("reshape", "permute", "broadcast_to", "slice", "cast", "avg_pool", "avg_pool_backward"):
+for _name in ("reshape", "permute", "broadcast_to", "slice", "cast", "avg_pool_nd", "avg_pool_backward_nd"):
     _register(_name)(_linear(_name))
 
 
@@ -443,13 +443,13 @@ def _bilinear(name: str) -> JvpRule:
     return rule
 
 
-for _name in ("matmul", "conv", "conv_transpose", "conv_weight_grad"):
+for _name in ("matmul", "conv_nd", "conv_transpose_nd", "conv_weight_grad_nd"):
     _register(_name)(_bilinear(_name))
 
 
 # ---- pooling ---------------------------------------------------------------------------------------
 
-@_register("max_pool")
+@_register("max_pool_nd")
 def max_pool_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor, *,
                  kernel_size: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...]) -> Tangent:
     """``max_pool_select(x, t)``: the tangent read at each window's first argmax."""
@@ -457,7 +457,7 @@ def max_pool_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ..
     t = _live(x, tangents[0])
     if t is None:
         return None
-    return _as_out(ops, ops.max_pool_select(x, t, kernel_size=kernel_size, stride=stride, padding=padding), output)
+    return _as_out(ops, ops.max_pool_select_nd(x, t, kernel_size=kernel_size, stride=stride, padding=padding), output)
 
 
 def _pool_linear_in_second(name: str) -> JvpRule:
@@ -475,11 +475,11 @@ def _pool_linear_in_second(name: str) -> JvpRule:
     return rule
 
 
-for _name in ("max_pool_backward", "max_pool_select"):
+for _name in ("max_pool_backward_nd", "max_pool_select_nd"):
     _register(_name)(_pool_linear_in_second(_name))
 
 
-@_register("smooth_max_pool")
+@_register("smooth_max_pool_nd")
 def smooth_max_pool_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor, *,
                         kernel_size: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...],
                         beta: float) -> Tangent:
@@ -492,7 +492,7 @@ def smooth_max_pool_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tang
     return _as_out(ops, _window_weighted_sum(ops, x, t, output, kernel_size, stride, padding, beta), output)
 
 
-@_register("smooth_max_pool_backward")
+@_register("smooth_max_pool_backward_nd")
 def smooth_max_pool_backward_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...],
                                  output: AnyTensor, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
                                  padding: tuple[int, ...], beta: float) -> Tangent:
@@ -502,20 +502,20 @@ def smooth_max_pool_backward_jvp(ops: Ops, primals: tuple[Any, ...], tangents: t
     x, g = primals
     tx, tg = _live(x, tangents[0]), _live(g, tangents[1])
     params: dict[str, Any] = {"kernel_size": kernel_size, "stride": stride, "padding": padding, "beta": beta}
-    dg = None if tg is None else ops.smooth_max_pool_backward(x, tg, **params)
+    dg = None if tg is None else ops.smooth_max_pool_backward_nd(x, tg, **params)
     dx = None
     if tx is not None:
-        smax = ops.smooth_max_pool(x, **params)
+        smax = ops.smooth_max_pool_nd(x, **params)
         window = _window_weighted_sum(ops, x, tx, smax, kernel_size, stride, padding, beta)
-        spread = ops.smooth_max_pool_backward(x, g, **params)
-        correction = ops.smooth_max_pool_backward(x, ops.mul(g, window), **params)
+        spread = ops.smooth_max_pool_backward_nd(x, g, **params)
+        correction = ops.smooth_max_pool_backward_nd(x, ops.mul(g, window), **params)
         dx = ops.mul(ops.sub(ops.mul(tx, spread), correction), float(beta))
     return _as_out(ops, _sum(ops, dg, dx), output)
 
 
 # ---- normalisation and attention -------------------------------------------------------------------
 
-@_register("layer_norm")
+@_register("layer_norm_last_axis")
 def layer_norm_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor, *,
                    eps: float) -> Tangent:
     """``y = xhat * gamma + beta`` with ``xhat = (x - mean) rstd``:
@@ -601,7 +601,7 @@ def log_softmax_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent,
     return _as_out(ops, ops.sub(t, dot), output)
 
 
-@_register("attention")
+@_register("dot_product_attention")
 def attention_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor, *,
                   scale: float) -> Tangent:
     """With ``p = softmax(scale q k^T)`` (masked entries 0, as in the vjp, so a fully masked row stays 0):
