@@ -123,6 +123,11 @@ class Primitive:
       do not suffice); a graph executor must then keep the output alive until the backward pass.
     * ``random``: True when the first input is a key and the result is a random draw (never merged
       by common-subexpression elimination; batched under ``vmap`` by the randomness policy).
+    * ``linearity``: ``"linear"`` when the primitive is linear in its one tensor input (its derivative
+      is the primitive itself applied to the tangent), ``"bilinear"`` when it is linear in each of its
+      two tensor inputs (``f(tx, y) + f(x, ty)``), ``""`` otherwise.
+    * ``vjp_reads_inputs``: False when the vjp rule reads only the shapes and dtypes of the inputs,
+      never their values (an in-place update of an input after the call cannot change the gradient).
     """
 
     name: str
@@ -134,6 +139,8 @@ class Primitive:
     has_derivative: bool = True
     uses_output: bool = False
     random: bool = False
+    linearity: str = ""
+    vjp_reads_inputs: bool = True
     param_names: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -160,18 +167,21 @@ def _p(name: str, type_: str, default: Any = REQUIRED) -> Param:
 
 
 _SPATIAL = (_p("kernel_size", "ints"), _p("stride", "ints"), _p("padding", "ints"))
+_LINEAR: dict[str, Any] = {"linearity": "linear", "vjp_reads_inputs": False}
+_CONST: dict[str, Any] = {"has_derivative": False, "vjp_reads_inputs": False}
 _KEEPDIMS = _p("keepdims", "bool", False)
 
 
 def _unary(name: str, dtypes: str, *, has_derivative: bool = True, uses_output: bool = False,
-           params: tuple[Param, ...] = ()) -> Primitive:
+           params: tuple[Param, ...] = (), **flags: Any) -> Primitive:
     return Primitive(name, "unary", ("x",), params, dtypes=dtypes, has_derivative=has_derivative,
-                     uses_output=uses_output)
+                     uses_output=uses_output, **flags)
 
 
-def _binary(name: str, dtypes: str, *, has_derivative: bool = True, uses_output: bool = False) -> Primitive:
+def _binary(name: str, dtypes: str, *, has_derivative: bool = True, uses_output: bool = False,
+            **flags: Any) -> Primitive:
     return Primitive(name, "binary", ("x", "y"), dtypes=dtypes, has_derivative=has_derivative,
-                     uses_output=uses_output)
+                     uses_output=uses_output, **flags)
 
 
 def _random(name: str, *params: Param) -> Primitive:
@@ -181,9 +191,9 @@ def _random(name: str, *params: Param) -> Primitive:
 
 _DECLARATIONS: tuple[Primitive, ...] = (
     # ---- elementwise unary --------------------------------------------------------------------
-    _unary("neg", "keep_numeric"),
+    _unary("neg", "keep_numeric", **_LINEAR),
     _unary("abs", "keep_numeric"),
-    _unary("sign", "keep", has_derivative=False),
+    _unary("sign", "keep", **_CONST),
     _unary("exp", "to_float", uses_output=True),
     _unary("log", "to_float"),
     _unary("log1p", "to_float"),
@@ -197,12 +207,12 @@ _DECLARATIONS: tuple[Primitive, ...] = (
     _unary("relu", "keep_numeric", uses_output=True),
     _unary("gelu", "float_only", params=(_p("approximate", "str", "none"),)),
     _unary("erf", "to_float"),
-    _unary("floor", "keep_numeric", has_derivative=False),
-    _unary("ceil", "keep_numeric", has_derivative=False),
+    _unary("floor", "keep_numeric", **_CONST),
+    _unary("ceil", "keep_numeric", **_CONST),
     _unary("logical_not", "to_bool", has_derivative=False),
     # ---- elementwise binary -------------------------------------------------------------------
-    _binary("add", "promote"),
-    _binary("sub", "promote_no_bool"),
+    _binary("add", "promote", vjp_reads_inputs=False),
+    _binary("sub", "promote_no_bool", vjp_reads_inputs=False),
     _binary("mul", "promote"),
     _binary("div", "promote_to_float"),
     _binary("pow", "promote_not_bool", uses_output=True),
@@ -218,43 +228,46 @@ _DECLARATIONS: tuple[Primitive, ...] = (
     _binary("logical_or", "logical", has_derivative=False),
     Primitive("where", "select", ("cond", "x", "y")),
     # ---- reductions ---------------------------------------------------------------------------
-    Primitive("reduce_sum", "reduce", ("x",), (_p("axes", "ints"), _KEEPDIMS)),
+    Primitive("reduce_sum", "reduce", ("x",), (_p("axes", "ints"), _KEEPDIMS), **_LINEAR),
     Primitive("reduce_max", "reduce", ("x",), (_p("axes", "ints"), _KEEPDIMS), uses_output=True),
     Primitive("reduce_min", "reduce", ("x",), (_p("axes", "ints"), _KEEPDIMS), uses_output=True),
     Primitive("argmax", "arg_reduce", ("x",), (_p("axis", "int"), _KEEPDIMS), has_derivative=False),
     Primitive("argmin", "arg_reduce", ("x",), (_p("axis", "int"), _KEEPDIMS), has_derivative=False),
     # ---- views and structure ------------------------------------------------------------------
-    Primitive("reshape", "view", ("x",), (_p("shape", "dims"),)),
-    Primitive("permute", "view", ("x",), (_p("perm", "ints"),)),
-    Primitive("broadcast_to", "view", ("x",), (_p("shape", "dims"),)),
-    Primitive("slice", "view", ("x",), (_p("starts", "dims"), _p("stops", "dims"), _p("steps", "ints"))),
-    Primitive("pad", "structure", ("x",), (_p("pads", "int_pairs"), _p("value", "scalar", 0.0))),
-    Primitive("concat", "structure", ("*xs",), (_p("axis", "int"),)),
+    Primitive("reshape", "view", ("x",), (_p("shape", "dims"),), **_LINEAR),
+    Primitive("permute", "view", ("x",), (_p("perm", "ints"),), **_LINEAR),
+    Primitive("broadcast_to", "view", ("x",), (_p("shape", "dims"),), **_LINEAR),
+    Primitive("slice", "view", ("x",), (_p("starts", "dims"), _p("stops", "dims"), _p("steps", "ints")),
+              **_LINEAR),
+    Primitive("pad", "structure", ("x",), (_p("pads", "int_pairs"), _p("value", "scalar", 0.0)),
+              vjp_reads_inputs=False),
+    Primitive("concat", "structure", ("*xs",), (_p("axis", "int"),), vjp_reads_inputs=False),
     Primitive("gather", "structure", ("x", "indices"), (_p("axis", "int"),)),
     Primitive("scatter_add", "structure", ("base", "indices", "updates"), (_p("axis", "int"),)),
-    Primitive("cast", "structure", ("x",), (_p("dtype", "dtype"),)),
-    Primitive("stop_gradient", "structure", ("x",), has_derivative=False),
+    Primitive("cast", "structure", ("x",), (_p("dtype", "dtype"),), **_LINEAR),
+    Primitive("stop_gradient", "structure", ("x",), **_CONST),
     # ---- creation -----------------------------------------------------------------------------
     Primitive("full", "creation", (), (_p("shape", "dims"), _p("value", "scalar"), _p("dtype", "dtype")),
               has_derivative=False),
     Primitive("iota", "creation", (), (_p("length", "dim"), _p("dtype", "dtype")), has_derivative=False),
     # ---- linear algebra -----------------------------------------------------------------------
-    Primitive("matmul", "linalg", ("a", "b")),
+    Primitive("matmul", "linalg", ("a", "b"), linearity="bilinear"),
     # ---- convolution (x[N, C, *spatial]) ------------------------------------------------------
     Primitive("conv_nd", "conv", ("x", "w"),
-              (_p("stride", "ints"), _p("padding", "ints"), _p("dilation", "ints"), _p("groups", "int"))),
+              (_p("stride", "ints"), _p("padding", "ints"), _p("dilation", "ints"), _p("groups", "int")),
+              linearity="bilinear"),
     Primitive("conv_transpose_nd", "conv", ("x", "w"),
               (_p("stride", "ints"), _p("padding", "ints"), _p("output_padding", "ints"), _p("dilation", "ints"),
-               _p("groups", "int"))),
+               _p("groups", "int")), linearity="bilinear"),
     Primitive("conv_weight_grad_nd", "conv", ("x", "g"),
               (_p("kernel_size", "ints"), _p("stride", "ints"), _p("padding", "ints"), _p("dilation", "ints"),
-               _p("groups", "int"))),
+               _p("groups", "int")), linearity="bilinear"),
     # ---- pooling (x[N, C, *spatial]) ----------------------------------------------------------
     Primitive("max_pool_nd", "pool", ("x",), _SPATIAL),
     Primitive("max_pool_backward_nd", "pool", ("x", "g"), _SPATIAL),
     Primitive("max_pool_select_nd", "pool", ("x", "h"), _SPATIAL),
-    Primitive("avg_pool_nd", "pool", ("x",), _SPATIAL),
-    Primitive("avg_pool_backward_nd", "pool", ("g",), (_p("input_shape", "dims"), *_SPATIAL)),
+    Primitive("avg_pool_nd", "pool", ("x",), _SPATIAL, **_LINEAR),
+    Primitive("avg_pool_backward_nd", "pool", ("g",), (_p("input_shape", "dims"), *_SPATIAL), **_LINEAR),
     Primitive("smooth_max_pool_nd", "pool", ("x",), (*_SPATIAL, _p("beta", "float"))),
     Primitive("smooth_max_pool_backward_nd", "pool", ("x", "g"), (*_SPATIAL, _p("beta", "float"))),
     # ---- normalisation, softmax, attention ----------------------------------------------------
@@ -304,6 +317,7 @@ def _check_table() -> None:
         assert p.family in FAMILIES, p
         assert not p.dtypes or p.dtypes in DTYPE_RULES, p
         assert all(q.type in PARAM_TYPES for q in p.params), p
+        assert p.linearity in ("", "linear", "bilinear"), p
         assert len(set(p.param_names)) == len(p.param_names), p
     assert len(PRIMITIVES) == len(_DECLARATIONS), "a primitive is declared twice"
 

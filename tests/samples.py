@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from tensorplay.spec.table import PRIMITIVES, names
 from tests.helpers import is_float_array
 
 FLOATS = ("float32", "float64")
@@ -57,17 +58,20 @@ def non_contiguous(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     return np.ascontiguousarray(np.swapaxes(array, -1, -2)).swapaxes(-1, -2)
 
 
-UNARY_ANY = ("neg", "abs", "sign", "sin", "cos", "tanh", "sigmoid", "relu", "erf", "floor", "ceil", "exp", "expm1")
-UNARY_POSITIVE = ("log", "log1p", "sqrt", "rsqrt")
-BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
-COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
+# Sample knowledge per primitive, where the family's defaults do not fit: the input range of unary
+# primitives defined (or smooth) only on part of the line, and those not smooth at a sampled point.
+UNARY_RANGE = {"log": (0.1, 3.0), "log1p": (0.1, 3.0), "sqrt": (0.1, 3.0), "rsqrt": (0.1, 3.0)}
+KINKED = ("abs", "relu")  # derivative undefined at 0, which random samples avoid only by luck
+UNARY_WITH_OWN_SAMPLES = ("gelu", "logical_not")  # a parameter, or bool semantics: sampled below
+BINARY = tuple(n for n in names("binary") if PRIMITIVES[n].dtypes.startswith("promote") and n != "pow")
+COMPARE = names("binary", dtypes="compare")
+LOGICAL = names("binary", dtypes="logical")
 
 
 def _elementwise() -> Iterator[Sample]:
-    for i, prim in enumerate(UNARY_ANY + UNARY_POSITIVE):
-        positive = prim in UNARY_POSITIVE
-        low, high = (0.1, 3.0) if positive else (-3.0, 3.0)
-        smooth = prim not in ("sign", "floor", "ceil", "abs", "relu")
+    for i, prim in enumerate(n for n in names("unary") if n not in UNARY_WITH_OWN_SAMPLES):
+        low, high = UNARY_RANGE.get(prim, (-3.0, 3.0))
+        smooth = PRIMITIVES[prim].has_derivative and prim not in KINKED
         for dtype in FLOATS:
             yield Sample(prim, (rand((3, 4), dtype, i, low, high),), note=dtype, differentiable=smooth)
         yield Sample(prim, (rand((), "float32", i, low, high),), note="0d", differentiable=smooth)
@@ -106,7 +110,7 @@ def _elementwise() -> Iterator[Sample]:
                  differentiable=False)
     yield Sample("maximum", (np.array([1.0, np.nan, 3.0], np.float32), np.array([2.0, 1.0, np.nan], np.float32)),
                  note="nan", differentiable=False)
-    for i, prim in enumerate(COMPARE + ("logical_and", "logical_or")):
+    for i, prim in enumerate(COMPARE + LOGICAL):
         yield Sample(prim, (np.array([1.0, 2.0, 3.0, np.nan], np.float32), np.array([2.0, 2.0, 1.0, 1.0], np.float32)),
                      note="f32", differentiable=False)
         yield Sample(prim, (rand((2, 3), "float64", i), 0.0), note="scalar", differentiable=False)

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from tensorplay.spec import SPECS, Aval
+from tensorplay.spec.table import names
 from tensorplay.spec.dtypes import DTYPES, result_type
 from tensorplay.spec.errors import AxisError, DTypeError, ShapeError
 from tensorplay.ops import PRIMITIVE_NAMES, Ops
@@ -91,15 +92,13 @@ def _samples() -> dict[str, tuple[tuple[Any, ...], dict[str, Any]]]:
     pool = {"kernel_size": (3, 2), "stride": (2, 1), "padding": (1, 1)}
     pooled = ref("max_pool_nd", img, **pool)
     s: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
-    for name in ("neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
-                 "sigmoid", "relu", "erf", "floor", "ceil", "logical_not", "stop_gradient"):
+    for name in (*names("unary"), "stop_gradient"):
         s[name] = ((x,), {})
     s["gelu"] = ((x,), {"approximate": "tanh"})
-    for name in ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
-                 "logical_and", "logical_or"):
+    for name in names("binary"):
         s[name] = ((x, 2), {})
     s["where"] = ((x > 0, x, 1.5), {})
-    for name in ("reduce_sum", "reduce_max", "reduce_min"):
+    for name in names("reduce"):
         s[name] = ((x,), {"axes": (0, -1), "keepdims": True})
     s["argmax"] = s["argmin"] = ((x,), {"axis": 1})
     s["reshape"] = ((x,), {"shape": (6, 5)})

@@ -30,7 +30,6 @@ from tensorplay.tensor import Tensor
 AnyTensor = Tensor[*tuple[Any, ...]]
 Dim = int | None
 _RANDOMNESS = ("error", "different", "same")
-_RANDOM_PRIMS = frozenset({"random_uniform", "random_normal", "random_randint"})
 _KEY_STRIDE = 0x5851F42D4C957F2D  # odd 63-bit multiplier: the seed word of sample i's key
 
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from tensorplay.spec.errors import AxisError, MissingRuleError
 from tensorplay.rules.registry import find_rule, registrar, uncovered
+from tensorplay.spec.table import names
 from tensorplay.rules.util import (
     AnyTensor, channel_column, dtype_name, is_tensor, move_to_front, normalize_axes, shape_of,
 )
@@ -141,8 +142,7 @@ def _same_dim(name: str) -> BatchRule:
     return rule
 
 
-for _name in ("neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
-              "sigmoid", "relu", "gelu", "erf", "floor", "ceil", "logical_not", "cast", "stop_gradient"):
+for _name in (*names("unary"), "cast", "stop_gradient"):
     _register(_name)(_same_dim(_name))
 
 
@@ -159,8 +159,7 @@ def _broadcasting(name: str) -> BatchRule:
     return rule
 
 
-for _name in ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
-              "logical_and", "logical_or", "where", "matmul"):
+for _name in (*names("binary"), *names("select"), *names("linalg")):
     _register(_name)(_broadcasting(_name))
 
 
@@ -178,7 +177,7 @@ def _reduction(name: str) -> BatchRule:
     return rule
 
 
-for _name in ("reduce_sum", "reduce_max", "reduce_min"):
+for _name in names("reduce"):
     _register(_name)(_reduction(_name))
 
 
@@ -193,7 +192,7 @@ def _arg_reduction(name: str) -> BatchRule:
     return rule
 
 
-for _name in ("argmax", "argmin"):
+for _name in names("arg_reduce"):
     _register(_name)(_arg_reduction(_name))
 
 
@@ -346,8 +345,7 @@ def _fold_spatial(name: str) -> BatchRule:
     return rule
 
 
-for _name in ("max_pool_nd", "max_pool_backward_nd", "max_pool_select_nd", "avg_pool_nd", "avg_pool_backward_nd",
-              "smooth_max_pool_nd", "smooth_max_pool_backward_nd"):
+for _name in names("pool"):
     _register(_name)(_fold_spatial(_name))
 
 
@@ -535,7 +533,7 @@ def _softmax_like(name: str) -> BatchRule:
     return rule
 
 
-for _name in ("softmax", "log_softmax"):
+for _name in names("softmax"):
     _register(_name)(_softmax_like(_name))
 
 
@@ -574,7 +572,7 @@ def _random(name: str) -> BatchRule:
     return rule
 
 
-for _name in ("random_uniform", "random_normal", "random_randint"):
+for _name in names("random"):
     _register(_name)(_random(_name))
 
 

@@ -25,6 +25,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from tensorplay.spec.table import names
 from tensorplay.rules.registry import find_rule, registrar, uncovered
 from tensorplay.rules.util import (
     AnyTensor, attention_probs, channel_column, dtype_name, is_float_tensor, is_tensor, mean_keep, normalize_axes,
@@ -94,11 +95,6 @@ def _unary(fn: Callable[[Ops, AnyTensor, AnyTensor, AnyTensor], AnyTensor]) -> J
     return rule
 
 
-def neg_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
-    """``-t``."""
-    return ops.neg(t)
-
-
 def abs_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``t * sign(x)`` (0 at ``x == 0``)."""
     return ops.mul(t, ops.sign(x))
@@ -165,7 +161,7 @@ def erf_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     return ops.mul(t, ops.mul(ops.exp(ops.neg(ops.mul(x, x))), 2.0 / math.sqrt(math.pi)))
 
 
-for _name, _fn in (("neg", neg_d), ("abs", abs_d), ("exp", exp_d), ("log", log_d), ("log1p", log1p_d),
+for _name, _fn in (("abs", abs_d), ("exp", exp_d), ("log", log_d), ("log1p", log1p_d),
                    ("expm1", expm1_d), ("sqrt", sqrt_d), ("rsqrt", rsqrt_d), ("sin", sin_d), ("cos", cos_d),
                    ("tanh", tanh_d), ("sigmoid", sigmoid_d), ("relu", relu_d), ("erf", erf_d)):
     _register(_name)(_unary(_fn))
@@ -199,9 +195,7 @@ def gelu_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], 
     return _as_out(ops, ops.mul(t, d), output)
 
 
-@_register("sign", "floor", "ceil", "logical_not", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
-           "logical_or", "argmax", "argmin", "stop_gradient", "full", "iota", "random_uniform", "random_normal",
-           "random_randint")
+@_register(*names(has_derivative=False))
 def zero_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor,
              **params: Any) -> Tangent:
     """No derivative: piecewise constant, a gradient barrier, a bool/integer result, a random draw or a
@@ -311,17 +305,6 @@ def where_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...],
 
 # ---- reductions ------------------------------------------------------------------------------------
 
-@_register("reduce_sum")
-def reduce_sum_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor, *,
-                   axes: tuple[int, ...], keepdims: bool = False) -> Tangent:
-    """``reduce_sum(t)`` over the same axes."""
-    (x,) = primals
-    t = _live(x, tangents[0])
-    if t is None:
-        return None
-    return _as_out(ops, ops.reduce_sum(t, axes=axes, keepdims=keepdims), output)
-
-
 def _extremum_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor,
                   axes: tuple[int, ...], keepdims: bool) -> Tangent:
     (x,) = primals
@@ -367,7 +350,7 @@ def _linear(name: str) -> JvpRule:
     return rule
 
 
-for _name in ("reshape", "permute", "broadcast_to", "slice", "cast", "avg_pool_nd", "avg_pool_backward_nd"):
+for _name in names(linearity="linear"):
     _register(_name)(_linear(_name))
 
 
@@ -443,7 +426,7 @@ def _bilinear(name: str) -> JvpRule:
     return rule
 
 
-for _name in ("matmul", "conv_nd", "conv_transpose_nd", "conv_weight_grad_nd"):
+for _name in names(linearity="bilinear"):
     _register(_name)(_bilinear(_name))
 
 

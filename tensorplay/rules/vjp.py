@@ -29,6 +29,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tensorplay.spec.table import names
 from tensorplay.rules.registry import find_rule, registrar, uncovered
 from tensorplay.rules.util import (
     AnyTensor, as_float, attention_probs, channel_column, cotangent_for, dtype_name, input_needed, is_float_tensor,
@@ -224,8 +225,7 @@ def erf_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) 
     return (_ct(ops, ops.mul(g, d), x),)
 
 
-@_register("logical_not")
-def no_grad_unary_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor,
+def no_grad_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor,
                       **params: Any) -> Cotangents:
     """A result with no derivative (bool, integer, random): no cotangent for any input."""
     return tuple(None for _ in inputs)
@@ -320,8 +320,6 @@ def minimum_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTens
     return _minmax_vjp(ops, g, x, y, False)
 
 
-_register("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "argmax", "argmin",
-          "random_uniform", "random_normal", "random_randint", "full", "iota")(no_grad_unary_vjp)
 
 
 @_register("where")
@@ -814,18 +812,17 @@ def attention_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTe
     return (gq, gk, gv, None)
 
 
-VALUE_FREE: frozenset[str] = frozenset({
-    "neg", "add", "sub", "reduce_sum", "reshape", "permute", "broadcast_to", "slice", "pad", "concat", "cast",
-    "stop_gradient", "sign", "floor", "ceil", "avg_pool_nd", "avg_pool_backward_nd", "clone",
-})
-"""Primitives whose vjp rule reads only the shapes and dtypes of its inputs, never their values: an
-in-place update of such an input after it was recorded cannot change the gradient."""
+VALUE_FREE: frozenset[str] = frozenset({*names(vjp_reads_inputs=False), "clone"})
+"""Primitives whose vjp rule reads only the shapes and dtypes of its inputs, never their values (the table's
+``vjp_reads_inputs=False``, plus the tape's ``clone``): an in-place update of such an input after it was
+recorded cannot change the gradient."""
 
-USES_OUTPUT: frozenset[str] = frozenset({
-    "relu", "exp", "expm1", "sqrt", "rsqrt", "tanh", "sigmoid", "pow", "reduce_max", "reduce_min", "softmax",
-    "log_softmax",
-})
-"""Primitives whose vjp rule reads the primal ``output``."""
+USES_OUTPUT: frozenset[str] = frozenset(names(uses_output=True))
+"""Primitives whose vjp rule reads the primal ``output`` (the table's ``uses_output`` flag)."""
+
+
+# every other primitive without a derivative (bool, integer or random results, creation): no cotangent
+_register(*(name for name in names(has_derivative=False) if name not in VJP_RULES))(no_grad_vjp)
 
 
 def vjp_rule(name: str) -> VjpRule:
