@@ -236,14 +236,20 @@ def avg_pool_backward_nd_ref(g: object, *, input_shape: tuple[int, ...], kernel_
 # ---- smooth_max_pool --------------------------------------------------------------------------
 
 def _check_beta(prim: str, beta: object, context: str) -> float:
-    if not isinstance(beta, (int, float)) or isinstance(beta, bool) or not beta > 0 or not math.isfinite(beta):
-        raise ValueError(f"{prim}: beta must be a positive finite number, got {beta!r} ({context})")
+    if not isinstance(beta, (int, float)) or isinstance(beta, bool) or beta == 0 or not math.isfinite(beta):
+        raise ValueError(f"{prim}: beta must be a finite non-zero number, got {beta!r} ({context})")
     return float(beta)
+
+
+def _zero_pad(x: Array, padding: tuple[int, ...]) -> Array:
+    """``x[N, C, *sp]`` with ``padding`` zeros on both sides of each spatial axis (smooth pooling counts them)."""
+    pads: Array = np.pad(x, ((0, 0), (0, 0)) + tuple((p, p) for p in padding))
+    return pads
 
 
 def smooth_max_pool_nd_rule(x: Aval, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
                          padding: tuple[int, ...], beta: float) -> Aval:
-    """``x[N, C, *in] -> [N, C, *out]`` like ``max_pool``; ``beta > 0``; float dtypes."""
+    """``x[N, C, *in] -> [N, C, *out]`` like ``max_pool``; ``beta`` finite and non-zero; float dtypes."""
     context = f"x: {fmt_shape(x.shape)}"
     _check_beta("smooth_max_pool_nd", beta, context)
     dtype = float_result("smooth_max_pool_nd", [("x", x)], context)
@@ -261,14 +267,16 @@ def _lse_parts(flat: Array, beta: float) -> tuple[Array, Array]:
 
 def smooth_max_pool_nd_ref(x: object, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
                         padding: tuple[int, ...], beta: float) -> Array:
-    """``(m + log sum exp(beta x - m)) / beta`` per window, ``m = beta * max``; a non-finite
-    window max gives that max (``-inf``, ``inf`` or NaN)."""
+    """``log(sum(exp(beta x))) / beta`` per window, padded cells counted as zeros, computed as
+    ``(m + log sum exp(beta x - m)) / beta`` with ``m`` the window's largest ``beta x``; a non-finite
+    ``m`` gives ``m / beta`` (``-inf``, ``inf`` or NaN)."""
     out = smooth_max_pool_nd_rule(aval_of("smooth_max_pool_nd", "x", x), kernel_size=kernel_size, stride=stride,
                                padding=padding, beta=beta)
-    xa = np.asarray(x, dtype=np.float64)
+    xa = _zero_pad(np.asarray(x, dtype=np.float64), padding)
     result = np.full(out.shape, -np.inf)
+    zero = (0,) * len(padding)
     with np.errstate(all="ignore"):
-        for o, window in _windows(_spatial(xa), kernel_size, stride, padding, tuple(out.shape[2:])):
+        for o, window in _windows(_spatial(xa), kernel_size, stride, zero, tuple(out.shape[2:])):
             if _empty(window):
                 continue
             z = beta * _flat(xa, window)
@@ -292,19 +300,22 @@ def smooth_max_pool_backward_nd_rule(x: Aval, g: Aval, *, kernel_size: tuple[int
 
 def smooth_max_pool_backward_nd_ref(x: object, g: object, *, kernel_size: tuple[int, ...],
                                  stride: tuple[int, ...], padding: tuple[int, ...], beta: float) -> Array:
-    """Each ``g[n, c, o]`` spread over window ``o`` with weights ``softmax(beta * x_window)``
-    (NaN weights where the window max is not finite)."""
+    """Each ``g[n, c, o]`` spread over window ``o`` (padded cells included as zeros) with weights
+    ``softmax(beta * x_window)``; the shares of padded cells are dropped (NaN weights where the
+    window's ``beta x`` has no finite maximum)."""
     out = smooth_max_pool_backward_nd_rule(aval_of("smooth_max_pool_backward_nd", "x", x),
                                         aval_of("smooth_max_pool_backward_nd", "g", g),
                                         kernel_size=kernel_size, stride=stride, padding=padding, beta=beta)
-    xa, ga = np.asarray(x, dtype=np.float64), np.asarray(g, dtype=np.float64)
+    xa, ga = _zero_pad(np.asarray(x, dtype=np.float64), padding), np.asarray(g, dtype=np.float64)
     result = np.zeros(xa.shape)
+    zero = (0,) * len(padding)
     with np.errstate(all="ignore"):
-        for o, window in _windows(_spatial(xa), kernel_size, stride, padding, _spatial(ga)):
+        for o, window in _windows(_spatial(xa), kernel_size, stride, zero, _spatial(ga)):
             if _empty(window):
                 continue
             _, weights = _lse_parts(_flat(xa, window), beta)
             contrib = weights * ga[(slice(None), slice(None)) + o][..., None]
             shape = xa.shape[:2] + tuple(sl.stop - sl.start for sl in window)
             result[(slice(None), slice(None)) + window] += contrib.reshape(shape)
-    return finish(result, out)
+    inner = (slice(None), slice(None)) + tuple(slice(p, p + n) for p, n in zip(padding, out.shape[2:]))
+    return finish(result[inner], out)

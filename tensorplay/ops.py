@@ -635,6 +635,12 @@ class Ops(Protocol):
         ...
 
     # ---- randomness (counter based: the key is an input value) -------------------------------
+    def random_key(self) -> Tensor[*tuple[Any, ...]]:
+        """A fresh key (int64 ``[2]``: seed, counter) for the random primitives: the global generator's next
+        key eagerly (``tp.manual_seed`` sets it), a key input of a recorded graph (drawn again at every
+        run), one key per sample under ``vmap(randomness="different")``."""
+        ...
+
     def random_uniform(self, key: Tensor[*tuple[Any, ...]], *, shape: tuple[int, ...],
                        dtype: str) -> Tensor[*tuple[Any, ...]]:
         """Uniform in ``[0, 1)`` from ``key`` (int64 ``[2]``: seed, counter) via Philox."""

@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.helpers import torch_smooth_max_pool
+
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
@@ -330,25 +332,14 @@ def test_avg_pool_forward_backward(dt: Any, case: Any) -> None:
     assert_close(K.avg_pool_backward_nd(g, input_shape=sp, kernel_size=k, stride=s, padding=p), tx.grad, dt)
 
 
-def _torch_smooth_max(x: Any, k: tuple[int, ...], s: tuple[int, ...], p: tuple[int, ...], beta: float) -> Any:
-    nsp = len(k)
-    pads: list[int] = []
-    for pi in reversed(p):
-        pads += [pi, pi]
-    xp = F.pad(x, pads, value=-math.inf)
-    for i in range(nsp):
-        xp = xp.unfold(2 + i, k[i], s[i])
-    return torch.logsumexp(beta * xp, dim=tuple(range(-nsp, 0))) / beta
-
-
 @pytest.mark.parametrize("dt", DTYPES)
 @pytest.mark.parametrize("case", POOL_CASES)
-@pytest.mark.parametrize("beta", [0.5, 20.0])
+@pytest.mark.parametrize("beta", [0.5, 20.0, -3.0])
 def test_smooth_max_pool_forward_backward(dt: Any, case: Any, beta: float) -> None:
     sp, k, s, p = case
     x = fortran(randn(2, 3, *sp, dtype=dt, scale=2.0))
     tx = t(x).requires_grad_()
-    ty = _torch_smooth_max(tx, k, s, p, beta)
+    ty = torch_smooth_max_pool(tx, k, s, p, beta)
     y = K.smooth_max_pool_nd(x, kernel_size=k, stride=s, padding=p, beta=beta)
     assert_close(y, ty, dt)
     g = randn(*y.shape, dtype=dt)

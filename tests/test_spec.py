@@ -10,6 +10,8 @@ import sys
 from typing import Any
 
 import numpy as np
+
+from tests.helpers import torch_smooth_max_pool
 import pytest
 import torch
 import torch.nn.functional as F
@@ -566,28 +568,28 @@ def test_max_pool_ties_go_to_the_first_position() -> None:
                                   [[[-2 / 3, -1.0, -2 / 3]]])
 
 
-def _torch_smooth_max_pool_2d(x: torch.Tensor, k: tuple[int, int], s: tuple[int, int], p: tuple[int, int],
-                              beta: float) -> torch.Tensor:
-    n, c, h, w = x.shape
-    padded = F.pad(x, (p[1], p[1], p[0], p[0]), value=-math.inf)
-    win = padded.unfold(2, k[0], s[0]).unfold(3, k[1], s[1])  # [N, C, oh, ow, kh, kw]
-    return torch.logsumexp(beta * win.reshape(*win.shape[:4], -1), dim=-1) / beta
-
-
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_smooth_max_pool_matches_torch_logsumexp(dtype: str) -> None:
     x = rand(2, 3, 7, 6, dtype=dtype)
     k, s, p, beta = (3, 2), (2, 1), (1, 1), 2.5
     xt = tt(x).requires_grad_()
-    y = _torch_smooth_max_pool_2d(xt, k, s, p, beta)
+    y = torch_smooth_max_pool(xt, k, s, p, beta)
     params = {"kernel_size": k, "stride": s, "padding": p, "beta": beta}
     assert_matches(ref("smooth_max_pool_nd", x, **params), y, dtype)
     g = rand(*y.shape, dtype=dtype)
     (gx,) = torch.autograd.grad(y, xt, tt(g))
     assert_matches(ref("smooth_max_pool_backward_nd", x, g, **params), gx, dtype)
-    big = ref("smooth_max_pool_nd", x.astype(np.float64), kernel_size=k, stride=s, padding=p, beta=1e4)
-    np.testing.assert_allclose(big, ref("max_pool_nd", x.astype(np.float64), kernel_size=k, stride=s, padding=p),
+    x64 = x.astype(np.float64)
+    big = ref("smooth_max_pool_nd", x64, kernel_size=k, stride=s, padding=p, beta=1e4)
+    zero_padded = np.pad(x64, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    np.testing.assert_allclose(big, ref("max_pool_nd", zero_padded, kernel_size=k, stride=s, padding=(0, 0)),
                                atol=1e-3)
+    # a negative beta is a smooth minimum: smooth_max(x, -b) = -smooth_max(-x, b)
+    low = ref("smooth_max_pool_nd", x64, kernel_size=k, stride=s, padding=p, beta=-2.5)
+    np.testing.assert_allclose(low, -ref("smooth_max_pool_nd", -x64, kernel_size=k, stride=s, padding=p, beta=2.5),
+                               rtol=1e-12)
+    yt = torch_smooth_max_pool(tt(x64), k, s, p, -2.5)
+    assert_matches(low, yt, "float64")
     huge = np.full((1, 1, 3), 1e30)
     assert np.isfinite(ref("smooth_max_pool_nd", huge, kernel_size=(2,), stride=(1,), padding=(0,), beta=1.0)).all()
 
@@ -726,7 +728,7 @@ ERROR_CASES: list[tuple[str, tuple[Any, ...], dict[str, Any], type[Exception], t
     ("avg_pool_backward_nd", (av((1, 2, 3, 2)),), {**POOL_P, "input_shape": (6, 6)}, ShapeError,
      ("avg_pool_backward_nd: g must have the avg_pool_nd output shape [1, 2, 3, 3], got [1, 2, 3, 2]",)),
     ("smooth_max_pool_nd", (av((1, 2, 6, 6)),), {**POOL_P, "beta": 0.0}, ValueError,
-     ("smooth_max_pool_nd: beta must be a positive", "[1, 2, 6, 6]")),
+     ("smooth_max_pool_nd: beta must be a finite non-zero number, got 0.0", "[1, 2, 6, 6]")),
     ("matmul", (av((2, 3, 4)), av((5, 6))), {}, ShapeError,
      ("matmul: inner dimensions differ: a has 4 columns", "b has 5 rows", "[2, 3, 4]", "[5, 6]")),
     ("matmul", (av((2, 3, 4)), av((3, 4, 6))), {}, ShapeError,

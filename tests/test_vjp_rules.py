@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tensorplay as tp
-from tests.helpers import as_float64, batch_dims_like, central_difference, is_float_array, placed
+from tests.helpers import as_float64, batch_dims_like, central_difference, is_float_array, placed, torch_smooth_max_pool
 from tests.samples import GRAD_SAMPLES, SAMPLES, Sample, non_contiguous, rand
 from tensorplay.ops import PRIMITIVE_NAMES
 from tensorplay.spec.table import names
@@ -595,17 +595,10 @@ def test_torch_pools(case: tuple[Any, ...]) -> None:
                   lambda t: _TORCH_AVG[n](t, k, s, p, count_include_pad=True), [x])
 
 
-def _torch_smooth_max_pool_2d(x: Any, k: tuple[int, int], s: tuple[int, int], p: tuple[int, int],
-                              beta: float) -> Any:
-    padded = F.pad(x, (p[1], p[1], p[0], p[0]), value=-math.inf)
-    windows = padded.unfold(2, k[0], s[0]).unfold(3, k[1], s[1])  # [N, C, oh, ow, kh, kw]
-    return torch.logsumexp(beta * windows.flatten(-2), dim=-1) / beta
-
-
 def test_torch_smooth_max_pool() -> None:
     k, s, p, beta = (3, 2), (2, 1), (1, 1), 1.7
     _torch_parity(prim("smooth_max_pool_nd", kernel_size=k, stride=s, padding=p, beta=beta),
-                  lambda t: _torch_smooth_max_pool_2d(t, k, s, p, beta), [rand((2, 2, 6, 5), "float64", 9)])
+                  lambda t: torch_smooth_max_pool(t, k, s, p, beta), [rand((2, 2, 6, 5), "float64", 9)])
 
 
 def test_torch_layer_norm_softmax_log_softmax_gelu() -> None:

@@ -25,8 +25,9 @@ from tensorplay.spec.aval import Aval
 from tensorplay.spec.dtypes import result_type, weak_kind
 from tensorplay.spec.errors import DTypeError, ShapeError
 from tensorplay.formatting import format_array
-from tensorplay.prefix import DerivedOps
-from tensorplay.tensor import Tensor
+from tensorplay import random_state
+from tensorplay.interpreter import BaseInterpreter
+from tensorplay.tensor import Tensor, highest_interpreter
 
 Array = np.ndarray[Any, Any]
 _NUMPY_DTYPES = {name: np.dtype(name) for name in ("float32", "float64", "int32", "int64", "bool")}
@@ -126,7 +127,7 @@ BINARY_KERNELS: dict[str, Callable[[Any, Any], Any]] = {
 operands, already converted to the compute dtype."""
 
 
-class EagerInterpreter(DerivedOps):
+class EagerInterpreter(BaseInterpreter):
     """Runs each primitive immediately; see the module docstring."""
 
     name = "eager"
@@ -148,6 +149,15 @@ class EagerInterpreter(DerivedOps):
         return result
 
     # ---- Interpreter services ------------------------------------------------------------------
+    def map(self, lead: int, x: Any, f: Callable[[Any], Any]) -> Any:
+        """See :func:`tensorplay.prefix.map`: one batched computation through the batching rules."""
+        from tensorplay.interpreters.graph.batched import map_over_lead
+        return map_over_lead(self, lead, x, f)
+
+    def random_key(self) -> Tensor[*tuple[Any, ...]]:
+        """The global generator's next key (``[2]`` int64; ``tp.manual_seed`` sets it)."""
+        return Tensor(self, random_state.next_key())
+
     def concrete(self, x: Tensor[*tuple[Any, ...]]) -> Array:
         """The numpy payload (not copied)."""
         return x._data  # type: ignore[no-any-return]
@@ -208,6 +218,8 @@ class EagerInterpreter(DerivedOps):
         if not isinstance(x, Tensor):
             raise DTypeError(f"{name}: expected a Tensor for argument x, got {type(x).__name__}")
         data = x._data
+        if type(data) is not np.ndarray:
+            return self._foreign(name, (x,), params)
         if data.dtype.kind != "f" or params:
             out_dtype = _rule(name, (x,), params).dtype
             if out_dtype != data.dtype.name and out_dtype != "bool":
@@ -233,6 +245,8 @@ class EagerInterpreter(DerivedOps):
                 raise
             if type(out) is not np.ndarray:
                 out = np.asarray(out)
+        elif (type(x) is Tensor and type(xd) is not np.ndarray) or (type(y) is Tensor and type(yd) is not np.ndarray):
+            return self._foreign(name, (x, y), {})
         else:
             out = self._binary_checked(name, x, y, xd, yd)
         result: Tensor[*tuple[Any, ...]] = Tensor(self, out)
@@ -255,9 +269,22 @@ class EagerInterpreter(DerivedOps):
         return _array(out, out_aval.dtype)
 
     def _kernel(self, name: str, inputs: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        if any(type(x) is Tensor and type(x._data) is not np.ndarray for x in inputs):
+            return self._foreign(name, inputs, params)
         aval = _rule(name, inputs, params)
         out = getattr(K, name)(*(_payload(x) for x in inputs), **params)
         return self._finish(name, inputs, params, _array(out, aval.dtype))
+
+    def _foreign(self, name: str, inputs: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        """An input belongs to a newer interpreter (a value being recorded, e.g. the sample a function
+        receives inside ``map`` or ``vmap``): the operation is that interpreter's, as if the caller had
+        used it. A payload that is not a numpy array of no other interpreter is an error."""
+        top = highest_interpreter(inputs, self)
+        if top is self:
+            bad = next(x for x in inputs if type(x) is Tensor and type(x._data) is not np.ndarray)
+            raise DTypeError(f"{name}: the eager interpreter got a tensor whose payload is a "
+                             f"{type(bad._data).__name__}, not a numpy array")
+        return getattr(top, name)(*inputs, **params)
 
     # ---- primitives with bespoke eager code -----------------------------------------------------
     def where(self, cond: Any, x: Any, y: Any) -> Any:
@@ -436,6 +463,20 @@ def _make_kernel(name: str) -> Callable[..., Any]:
     return method
 
 
+def _accepting_foreign(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    """A hand-written eager method that hands the operation to a newer interpreter when an input belongs
+    to one (see :meth:`EagerInterpreter._foreign`)."""
+    def run(self: EagerInterpreter, *inputs: Any, **params: Any) -> Any:
+        for x in inputs:
+            if type(x) is Tensor and type(x._data) is not np.ndarray:
+                return self._foreign(name, inputs, params)
+        return method(self, *inputs, **params)
+    run.__name__ = name
+    run.__doc__ = method.__doc__
+    run.__wrapped__ = method  # type: ignore[attr-defined]
+    return run
+
+
 def _install_generated_methods() -> None:
     """Every primitive of the table without a hand-written method gets one from its family: unary and
     binary primitives run their kernel from :data:`UNARY_KERNELS` / :data:`BINARY_KERNELS`; every other
@@ -443,6 +484,7 @@ def _install_generated_methods() -> None:
     shape rule."""
     for name, prim in PRIMITIVES.items():
         if name in vars(EagerInterpreter):
+            setattr(EagerInterpreter, name, _accepting_foreign(name, vars(EagerInterpreter)[name]))
             continue
         maker = {"unary": _make_unary, "binary": _make_binary}.get(prim.family, _make_kernel)
         setattr(EagerInterpreter, name, maker(name))

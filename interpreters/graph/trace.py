@@ -30,7 +30,7 @@ from tensorplay.spec.aval import Aval
 from tensorplay.spec.errors import GraphCaptureError
 from tensorplay.symbolic import SymDim, bind_shape, check_shape
 from tensorplay.pytree import Structure, join_static, leaf_names, split_static, structure_difference
-from tensorplay.tensor import Tensor
+from tensorplay.tensor import Tensor, highest_interpreter
 
 
 class GuardError(GraphCaptureError):
@@ -239,14 +239,8 @@ class GraphModule:
             diff = structure_difference(self.in_tree, td)
             if diff:
                 raise TypeError(f"{self.__name__}: arguments do not match the traced ones: {diff}")
-        ops: Any = eager
-        for x in leaves:
-            if isinstance(x, Tensor) and x._ops.level > ops.level:
-                ops = x._ops
-        for p in self.graph.inputs:
-            source = state.get(str(p.name), p.source) if state is not None else p.source
-            if isinstance(source, Tensor) and source._ops.level > ops.level:
-                ops = source._ops
+        sources = [state.get(str(p.name), p.source) if state is not None else p.source for p in self.graph.inputs]
+        ops: Any = highest_interpreter(sources, highest_interpreter(leaves, eager))
         inputs = [x if isinstance(x, Tensor) else eager.constant(np.asarray(x)) for x in leaves]
         bind_inputs(self.graph, inputs)
         values = input_values(self.graph, ops, inputs, state)

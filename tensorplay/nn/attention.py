@@ -190,7 +190,7 @@ class MultiheadAttention(Module, Generic[D]):
             if need_weights:
                 weights = mean(ops, probs, -3, False) if average_attn_weights else probs
             if drop > 0.0:
-                probs = prefix.dropout(ops, probs, drop, random_key(ops), True)
+                probs = prefix.dropout(ops, probs, drop, True, key=random_key(ops))
             o = ops.matmul(probs, v)
         out = self.out_proj(_merge_heads(ops, o))
         if not self.batch_first:

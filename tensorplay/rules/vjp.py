@@ -670,12 +670,13 @@ def smooth_max_pool_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output:
 def _window_weighted_sum(ops: Ops, x: AnyTensor, h: AnyTensor, smax: AnyTensor, kernel_size: tuple[int, ...],
                          stride: tuple[int, ...], padding: tuple[int, ...], beta: float) -> AnyTensor:
     """``sum_{i in window w} softmax_w(beta x)[i] * h[i]`` for every window ``w`` (shaped like ``smax``),
-    built from one strided slice per kernel offset; ``smax`` is ``smooth_max_pool(x)``, so every
-    weight ``exp(beta (x_i - smax_w))`` is at most 1 (no overflow)."""
+    built from one strided slice per kernel offset (padded cells take part as zeros); ``smax`` is
+    ``smooth_max_pool(x)``, so every weight ``exp(beta (x_i - smax_w)) = exp(beta x_i - lse_w)`` is at
+    most 1 (no overflow) for either sign of ``beta``."""
     xshape = shape_of(x)
     out_sp = shape_of(smax)[2:]
     pads = ((0, 0), (0, 0)) + tuple((int(p), int(p)) for p in padding)
-    xp = ops.pad(x, pads=pads, value=-math.inf)
+    xp = ops.pad(x, pads=pads, value=0.0)  # padded cells take part with value 0
     hp = ops.pad(h, pads=pads, value=0.0)
     total: AnyTensor | None = None
     offsets: list[tuple[int, ...]] = [()]

@@ -26,8 +26,7 @@ from .pool import avg_pool_backward as avg_pool_backward_nd
 from .pool import max_pool as max_pool_nd
 from .pool import max_pool_backward as max_pool_backward_nd
 from .pool import max_pool_select as max_pool_select_nd
-from .pool import smooth_max_pool as smooth_max_pool_nd
-from .pool import smooth_max_pool_backward as smooth_max_pool_backward_nd
+from .smooth import smooth_max_pool_backward_nd, smooth_max_pool_nd
 from .randomness import random_normal, random_randint, random_uniform
 from .rows import gelu, log_softmax, softmax
 from .rows import layer_norm as layer_norm_last_axis
