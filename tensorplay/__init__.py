@@ -51,19 +51,24 @@ class set_grad_enabled:  # noqa: N801 - PyTorch spelling
 
 __version__ = "0.1.0"
 
-_LAZY_SUBMODULES = ("func", "nn", "optim")
+_LAZY_SUBMODULES = ("compiler", "func", "nn", "optim")
 
 if TYPE_CHECKING:  # mypy sees the lazily loaded subpackages as attributes: tp.nn.Linear, tp.func.grad
+    from tensorplay import compiler as compiler
     from tensorplay import func as func
     from tensorplay import nn as nn
     from tensorplay import optim as optim
+    from tensorplay.compiler import compile as compile
 
 
 def __getattr__(name: str) -> object:
-    """``tp.func``, ``tp.nn`` and ``tp.optim`` load on first use, keeping ``import tensorplay`` fast."""
+    """``tp.compiler``, ``tp.func``, ``tp.nn`` and ``tp.optim`` (and ``tp.compile``) load on first use,
+    keeping ``import tensorplay`` fast."""
+    import importlib
     if name in _LAZY_SUBMODULES:
-        import importlib
         return importlib.import_module(f"tensorplay.{name}")
+    if name == "compile":
+        return importlib.import_module("tensorplay.compiler").compile
     raise AttributeError(f"module 'tensorplay' has no attribute {name!r}")
 
 # The public names. mypy --strict (no implicit re-export) only lets users write ``tp.zeros`` for
@@ -71,7 +76,7 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "AutogradError", "AxisError", "DType", "DTypeError", "GraphCaptureError", "Index", "IndexRangeError",
     "Interpreter", "MissingRuleError", "Ops", "Program", "ShapeError", "Size", "Tensor", "TensorplayError",
-    "arange", "autograd", "bool", "bool_", "cat", "dims", "eager", "empty", "empty_like", "enable_grad", "eye", "graph",
+    "arange", "autograd", "bool", "bool_", "cat", "compile", "compiler", "dims", "eager", "empty", "empty_like", "enable_grad", "eye", "graph",
     "float32", "float64", "from_numpy", "func", "nn", "optim", "full", "full_like", "index", "int32", "int64", "is_grad_enabled",
     "linspace", "manual_seed", "no_grad", "ones", "ones_like", "ops_of", "program", "rand", "rand_like",
     "randint", "randn", "randn_like", "set_grad_enabled", "shapecheck", "stack", "tensor", "where", "zeros",

@@ -16,6 +16,7 @@ import numpy as np
 
 from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay import dtypes as _dt
+from tensorplay import compile_hooks
 from tensorplay import derived as _p
 from tensorplay import random_state
 from tensorplay.errors import DTypeError, ShapeError
@@ -195,6 +196,9 @@ def manual_seed(seed: int) -> None:
 
 
 def _key() -> Tensor[*tuple[Any, ...]]:
+    handler = compile_hooks.handler()
+    if handler is not None:  # inside tensorplay.compile's capture: a key input, drawn at every call
+        return handler.random_key()  # type: ignore[no-any-return]
     return eager.wrap(random_state.next_key())
 
 

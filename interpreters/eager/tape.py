@@ -189,9 +189,15 @@ def _clone_vjp(ops: Any, g: Any, inputs: Any, output: Any, **params: Any) -> tup
     return (g,)
 
 
+EXTRA_VJP: dict[str, Callable[..., Any]] = {"clone": _clone_vjp}
+"""Backward rules of tape nodes that are not primitives (``rule(ops, g, inputs, output, **params)``): the
+eager ``clone``, and the nodes a compiled region adds (:mod:`tensorplay.compiler.autograd` registers them)."""
+
+
 def _vjp_rule(name: str) -> Callable[..., Any]:
-    if name == "clone":
-        return _clone_vjp
+    extra = EXTRA_VJP.get(name)
+    if extra is not None:
+        return extra
     rule = _rules().VJP_RULES.get(name)
     if rule is None:
         from tensorplay.spec.errors import MissingRuleError

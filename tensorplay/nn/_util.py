@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tensorplay.interpreters.eager.interpreter import eager
-from tensorplay import random_state
+from tensorplay import compile_hooks, random_state
 from tensorplay.errors import DTypeError, ShapeError
 from tensorplay.tensor import Tensor, highest_interpreter
 
@@ -53,6 +53,9 @@ def random_key(ops: Any) -> AnyTensor:
     source = getattr(ops, "random_key", None)
     if source is not None:
         return source()  # type: ignore[no-any-return]
+    handler = compile_hooks.handler()
+    if handler is not None:  # inside tensorplay.compile's capture: a key input, drawn at every call
+        return handler.random_key()  # type: ignore[no-any-return]
     return eager.wrap(random_state.next_key())
 
 

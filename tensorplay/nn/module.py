@@ -16,6 +16,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
+from tensorplay import compile_hooks
 from tensorplay import dtypes as _dt
 from tensorplay.errors import DTypeError, TensorplayError
 from tensorplay.nn.parameter import Parameter
@@ -336,6 +337,10 @@ class Module:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of every parameter (to ``None`` by default, else to zeros in place)."""
+        handler = compile_hooks.handler()
+        if handler is not None:  # inside tensorplay.compile's capture: recorded in the graph
+            handler.zero_grad(list(self.parameters()), set_to_none)
+            return
         for param in self.parameters():
             if param._grad is None:
                 continue

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from tensorplay import compile_hooks
 from tensorplay.errors import TensorplayError
 from tensorplay.tensor import Tensor
 
@@ -126,6 +127,10 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset every parameter's gradient: to ``None`` (default) or to zeros in place."""
+        handler = compile_hooks.handler()
+        if handler is not None:  # inside tensorplay.compile's capture: recorded in the graph
+            handler.zero_grad([p for group in self.param_groups for p in group["params"]], set_to_none)
+            return
         for group in self.param_groups:
             for p in group["params"]:
                 if p._grad is None:
@@ -140,6 +145,9 @@ class Optimizer:
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient; ``closure`` (re-evaluating the loss)
         is called first when given, and its result returned."""
+        handler = compile_hooks.handler()
+        if handler is not None:  # inside tensorplay.compile's capture: the update becomes part of the graph
+            return handler.optimizer_step(self, closure)
         loss = None
         if closure is not None:
             from tensorplay.interpreters.eager import tape
