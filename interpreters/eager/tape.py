@@ -22,6 +22,7 @@ from tensorplay.spec.errors import AutogradError, DTypeError
 from tensorplay.tensor import Tensor
 
 _state = threading.local()
+_GRAD_LOCK = threading.Lock()  # guards the accumulation into leaves' .grad (threads may share a leaf)
 
 
 def grad_enabled() -> bool:
@@ -283,9 +284,14 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
             leaf = next((o for o in outputs if id(o) == key), None)
         if leaf is None:
             continue
-        if not create_graph:
-            g = Tensor(eager, np.array(g._data, copy=True))
-        leaf._grad = g if leaf._grad is None else leaf._grad + g
+        with _GRAD_LOCK:  # read-add-write of .grad: atomic, so concurrent backward calls lose no update
+            old = leaf._grad
+            if old is not None:
+                leaf._grad = old + g
+            elif create_graph:
+                leaf._grad = eager.clone(g)  # its own writeable memory (g may be shared, or a broadcast view)
+            else:
+                leaf._grad = Tensor(eager, np.array(g._data, copy=True))
     return []
 
 

@@ -338,8 +338,7 @@ class Recorder(DerivedOps):
         self._n_keys += 1
         value = None
         if self.execute:
-            seed, counter = random_state._state
-            value = np.array([seed, counter + self._n_keys - 1], dtype=np.int64)
+            value = random_state.peek_key(self._n_keys - 1)
         return self.input("key", Aval((2,), "int64"), "random_key", value)
 
     def wrap(self, var: Var) -> Tensor[*tuple[Any, ...]]:
@@ -453,7 +452,9 @@ class Recorder(DerivedOps):
         """Make every registered state tensor of ``kinds`` (parameters by default) a tensor of this
         recorder holding its placeholder, so that ``self.weight.T`` in a forward is recorded rather
         than computed eagerly; returns what :meth:`restore_state` needs. (Buffers stay eager tensors:
-        layers read them directly; they are captured by name when they meet recorded values.)"""
+        layers read them directly; they are captured by name when they meet recorded values.)
+        The tensors change for every thread: ``trace`` uses this only for modules by duck typing;
+        a ``tensorplay.nn.Module`` reads :meth:`state_handle` tensors in the tracing thread alone."""
         saved = []
         for tensor, var in self._state.values():
             if var.kind not in kinds:
@@ -469,6 +470,21 @@ class Recorder(DerivedOps):
         for tensor, ops, data in saved:
             tensor._ops = ops
             tensor._data = data
+
+    def has_state(self, tensor: Tensor[*tuple[Any, ...]]) -> bool:
+        """Whether ``tensor`` was registered with :meth:`register_state`."""
+        entry = self._state.get(id(tensor))
+        return entry is not None and entry[0] is tensor
+
+    def state_handle(self, tensor: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
+        """A tensor of this recorder holding the placeholder of registered state ``tensor`` (what a
+        module's forward reads for ``self.weight`` while it is traced, so ``self.weight.T`` is
+        recorded); in-place updates of the handle are recorded as mutations of that state."""
+        entry = self._state[id(tensor)]
+        handle = _tensor(self, entry[1])
+        handle._requires_grad = tensor._requires_grad
+        self._state[id(handle)] = (handle, entry[1])
+        return handle
 
     def setitem(self, x: Tensor[*tuple[Any, ...]], key: Any, value: Any) -> None:
         """``x[key] = value`` recorded functionally (``where`` of a scattered update); rebinds ``x``.

@@ -29,6 +29,7 @@ from tensorplay.interpreters.graph.printer import format_graph
 from tensorplay.interpreters.graph.recorder import Recorder, foreign_aval
 from tensorplay.spec.aval import Aval
 from tensorplay.spec.errors import GraphCaptureError
+from tensorplay.swaps import replaced
 from tensorplay.symbolic import SymDim, bind_shape, check_shape
 from tensorplay.tensor import Tensor
 
@@ -167,9 +168,13 @@ def trace(fn: Any, *example_args: Any, execute: bool = False, dynamic: Any = Non
         recorded_args.append(tree.unflatten(td, new_leaves))
     recorder.binding = {k: v for k, v in binding.items() if isinstance(v, int)}
 
-    saved = recorder.swap_in_state()
+    # a tensorplay Module reads the recorder's handles for its parameters in this thread only; a module
+    # by duck typing (no named_modules) has its parameter tensors themselves swapped for the trace
+    duck = module is not None and not callable(getattr(module, "named_modules", None))
+    saved = recorder.swap_in_state() if duck else []
     try:
-        result = fn(*recorded_args)
+        with replaced(_parameter_handles(module, recorder) if module is not None and not duck else ()):
+            result = fn(*recorded_args)
     finally:
         recorder.restore_state(saved)
         recorder.close()
@@ -182,6 +187,23 @@ def trace(fn: Any, *example_args: Any, execute: bool = False, dynamic: Any = Non
     graph.out_tree = out_tree
     return GraphModule(graph, module=module, in_tree=in_tree, out_tree=out_tree,
                        name=getattr(fn, "__name__", type(fn).__name__))
+
+
+def _parameter_handles(module: Any, recorder: Recorder) -> list[tuple[Any, str, Tensor[*tuple[Any, ...]]]]:
+    """``(owner, name, handle)`` for every parameter of ``module`` under every name (tied weights too):
+    while tracing, the module's attribute reads give the recorder's handles -- in the tracing thread
+    only (:mod:`tensorplay.swaps`), so other threads using the module meanwhile see its own tensors."""
+    handles: dict[int, Tensor[*tuple[Any, ...]]] = {}
+    out = []
+    for _, owner in module.named_modules(remove_duplicate=False):
+        for name, tensor in owner.__dict__.get("_parameters", {}).items():
+            if tensor is None or not recorder.has_state(tensor):
+                continue
+            handle = handles.get(id(tensor))
+            if handle is None:
+                handle = handles[id(tensor)] = recorder.state_handle(tensor)
+            out.append((owner, name, handle))
+    return out
 
 
 class GraphModule:

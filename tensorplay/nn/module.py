@@ -6,6 +6,9 @@ Parameters, buffers and submodules assigned as attributes are registered in
 PyTorch's. A module is called as ``module(x)``, which runs ``forward``.
 Modules only use the operations of their inputs' interpreter, so the same
 module runs eagerly, under the graph recorder and inside transforms.
+``functional_call`` and ``trace(module)`` replace parameters and buffers for one
+thread only (:mod:`tensorplay.swaps`): attribute reads and ``named_parameters()``
+see the replacements in that thread, the module's own tensors everywhere else.
 """
 
 from __future__ import annotations
@@ -17,12 +20,14 @@ from typing import Any, NamedTuple, TypeVar
 import numpy as np
 
 from tensorplay import dtypes as _dt
+from tensorplay import swaps as _swaps
 from tensorplay.errors import DTypeError, TensorplayError
 from tensorplay.nn.parameter import Parameter
 from tensorplay.tensor import Tensor
 
 AnyTensor = Tensor[*tuple[Any, ...]]
 M = TypeVar("M", bound="Module")
+_SWAPS_ACTIVE = _swaps.active
 
 
 class StateDictError(TensorplayError, RuntimeError):
@@ -150,6 +155,10 @@ class Module:
             object.__setattr__(self, name, value)
 
     def __getattr__(self, name: str) -> Any:
+        if _SWAPS_ACTIVE[0]:
+            replaced = _swaps.replacements(self)
+            if replaced is not None and name in replaced:
+                return replaced[name]
         d = self.__dict__
         for registry in ("_parameters", "_buffers", "_modules"):
             table = d.get(registry)
@@ -279,7 +288,10 @@ class Module:
             else iter([(prefix, self)])
         for module_prefix, module in modules:
             table: dict[str, Any] = module.__dict__[registry]
+            replaced = _swaps.replacements(module)
             for name, value in table.items():
+                if replaced is not None:
+                    value = replaced.get(name, value)
                 if value is None:
                     continue
                 if remove_duplicate:
