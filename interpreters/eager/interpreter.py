@@ -297,6 +297,7 @@ class EagerInterpreter(DerivedOps):
     def _view(self, name: str, x: Any, params: dict[str, Any], out: Array) -> Any:
         result = self._finish(name, (x,), params, out)
         result._version = _share_version(x)
+        result._base = x if x._base is None else x._base  # in-place checks look at the viewed tensor
         if result._node is not None:
             result._node.alias_output(result._version)
         return result

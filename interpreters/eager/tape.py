@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from tensorplay.derived import clamp, setitem_plan, setitem_value
 from tensorplay.spec.errors import AutogradError, DTypeError
 from tensorplay.tensor import Tensor
 
@@ -379,12 +380,39 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     return tuple(found)
 
 
+def reset_grads(tensors: Any, set_to_none: bool) -> None:
+    """``zero_grad``: each tensor's ``.grad`` becomes ``None``, or zeros in place. A gradient with
+    history (from ``create_graph=True``) is detached first, and one whose memory cannot be written (a
+    read-only array, e.g. a broadcast) gets fresh zeros, as PyTorch detaches and zeroes it."""
+    for t in tensors:
+        grad = t._grad
+        if grad is None:
+            continue
+        if set_to_none:
+            t._grad = None
+        elif grad._node is not None or not grad._data.flags.writeable:
+            from tensorplay.interpreters.eager.interpreter import eager
+            t._grad = Tensor(eager, np.zeros(grad._data.shape, dtype=grad._data.dtype))
+        else:
+            grad._data[...] = 0
+            box = grad._version
+            if box is not None:
+                box[0] += 1
+
+
 # ---- in-place operations ---------------------------------------------------------------------------
 
 def _check_inplace_target(x: Tensor[*tuple[Any, ...]], where: str) -> None:
-    if x._requires_grad and x._node is None and grad_enabled():
-        raise AutogradError(f"{where}: a leaf tensor that requires grad is being used in an in-place operation; "
-                            "wrap the update in tp.no_grad() or operate on a clone")
+    if grad_enabled():
+        if x._requires_grad and x._node is None:
+            raise AutogradError(f"{where}: a leaf tensor that requires grad is being used in an in-place "
+                                "operation; wrap the update in tp.no_grad() or operate on a clone")
+        base = x._base
+        if base is not None and base._requires_grad and base._node is None:
+            raise AutogradError(f"{where}: a view of a leaf tensor that requires grad (shape "
+                                f"{list(base._data.shape)}) is being used in an in-place operation, which would "
+                                "change the leaf behind autograd's back; wrap the update in tp.no_grad() or "
+                                "operate on a clone")
     if not x._data.flags.writeable:
         raise AutogradError(f"{where}: the tensor is a read-only view (e.g. the result of expand); clone it first")
 
@@ -448,7 +476,7 @@ def inplace(ops: Any, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tenso
             base._node, base._requires_grad = x._node, True
             if x._node is not None:
                 x._node.preserve_output(x._data)
-        new = getattr(ops, op)(base, other)
+        new = clamp(ops, base, *other) if op == "clamp" else getattr(ops, op)(base, other)
     return _write(ops, x, new, where)
 
 
@@ -464,20 +492,11 @@ def setitem(ops: Any, x: Tensor[*tuple[Any, ...]], key: Any, value: Any) -> None
             box = x._version = [0]
         box[0] += 1
         return
-    # recorded: new = where(written, scatter of value, old x)
-    shape = tuple(x._data.shape)
-    positions = np.arange(x._data.size).reshape(shape)[index].reshape(-1)
-    written = np.zeros(x._data.size, dtype=bool)
-    written[positions] = True
-    val = value if isinstance(value, Tensor) else ops.constant(np.asarray(value, dtype=x._data.dtype))
-    region_shape = tuple(np.shape(x._data[index]))
-    flat_values = ops.reshape(ops.broadcast_to(val, shape=region_shape), shape=(positions.size,))
-    zeros = ops.constant(np.zeros(x._data.size, dtype=x._data.dtype))
-    scattered = ops.scatter_add(zeros, ops.constant(positions.astype(np.int64)), flat_values, axis=0)
+    # recorded: new = where(written, scatter of value, old x), numpy's last-write-wins for repeats
+    plan = setitem_plan(tuple(x._data.shape), index)
     _check_fresh(x, "setitem")
     old: Tensor[*tuple[Any, ...]] = Tensor(ops, x._data.copy())
     old._node, old._requires_grad = x._node, x._requires_grad
     if x._node is not None:
         x._node.preserve_output(x._data)
-    new = ops.where(ops.constant(written.reshape(shape)), ops.reshape(scattered, shape=shape), old)
-    _write(ops, x, new, "setitem")
+    _write(ops, x, setitem_value(ops, old, value, plan), "setitem")

@@ -43,6 +43,7 @@ from tensorplay.spec.aval import Aval
 from tensorplay.spec.errors import DTypeError, GraphCaptureError, TensorplayError
 from tensorplay import random_state
 from tensorplay.ops import PRIMITIVE_NAMES
+from tensorplay.derived import clamp, setitem_plan, setitem_value
 from tensorplay.prefix import DerivedOps
 from tensorplay.symbolic import SymDim
 from tensorplay.tensor import Tensor
@@ -396,6 +397,8 @@ class Recorder(DerivedOps):
             new = src
             if tuple(self.lift(src).shape) != tuple(var.shape):
                 new = self.record("broadcast_to", (src,), {"shape": var.shape})
+        elif op == "clamp":
+            new = clamp(self, x, *other)  # type: ignore[arg-type]  # a Recorder implements the Ops it uses
         else:
             new = self.record(op, (x, other), {})
         self._rebind(x, new, f"{op}_")
@@ -502,26 +505,7 @@ class Recorder(DerivedOps):
                 f"{_at(user_location(2))}; build the result with tp.where or concat")
         items = key if isinstance(key, tuple) else (key,)
         index = tuple(np.asarray(self.concrete(k)) if isinstance(k, Tensor) else k for k in items)
-        size = int(np.prod(shape, dtype=np.int64))
-        positions = np.arange(size, dtype=np.int64).reshape(shape)[index]
-        region_shape = tuple(np.shape(positions))
-        flat_positions = positions.reshape(-1)
-        written = np.zeros(size, dtype=bool)
-        written[flat_positions] = True
-        if isinstance(value, Tensor):
-            val = value
-        else:
-            val = self.constant(np.asarray(value, dtype=var.dtype))
-        if tuple(val.shape) != region_shape:
-            val = self.record("broadcast_to", (val,), {"shape": region_shape})
-        if val.dtype.numpy != var.dtype:
-            val = self.record("cast", (val,), {"dtype": var.aval.dtype})
-        flat = self.record("reshape", (val,), {"shape": (flat_positions.size,)})
-        zeros = self.record("full", (), {"shape": (size,), "value": 0, "dtype": var.aval.dtype})
-        scattered = self.record("scatter_add", (zeros, self.constant(flat_positions), flat), {"axis": 0})
-        scattered = self.record("reshape", (scattered,), {"shape": shape})
-        mask = self.constant(written.reshape(shape))
-        new = self.record("where", (mask, scattered, x), {})
+        new = setitem_value(self, x, value, setitem_plan(shape, index))  # type: ignore[arg-type]
         x._data = new._data
         self._note_mutation(x, new._data)
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from tensorplay.dtypes import plain_array
 from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay.interpreters.graph import tree
 from tensorplay.interpreters.graph.codegen import compile_graph
@@ -151,7 +152,7 @@ def trace(fn: Any, *example_args: Any, execute: bool = False, dynamic: Any = Non
         leaves, td = tree.flatten(arg)
         new_leaves = []
         for leaf, name in zip(leaves, names):
-            t = leaf if isinstance(leaf, Tensor) else eager.constant(np.asarray(leaf))
+            t = leaf if isinstance(leaf, Tensor) else eager.constant(plain_array(leaf, f"trace: input {name!r}"))
             base = foreign_aval(t)
             axes = _axis_spec(specs.get(name), len(base.shape), name)
             shape = tuple(axes.get(a, d) for a, d in enumerate(base.shape))
@@ -268,7 +269,7 @@ class GraphModule:
             source = state.get(str(p.name), p.source) if state is not None else p.source
             if isinstance(source, Tensor) and source._ops.level > ops.level:
                 ops = source._ops
-        inputs = [x if isinstance(x, Tensor) else eager.constant(np.asarray(x)) for x in leaves]
+        inputs = [x if isinstance(x, Tensor) else eager.constant(plain_array(x, self.__name__)) for x in leaves]
         bind_inputs(self.graph, inputs)
         values = input_values(self.graph, ops, inputs, state)
         guarded = bool(self.graph.guards) and ops is eager

@@ -73,3 +73,14 @@ def numel(shape: Sequence[Any]) -> Any:
     for d in shape:
         n = n * d
     return n
+
+
+def masked_softmax(ops: Any, scores: AnyTensor) -> AnyTensor:
+    """Softmax over the last axis where a row whose scores are all ``-inf`` (every key masked) gives
+    zeros, as the fused attention does (PyTorch too), instead of NaN; its gradient is zero."""
+    axis = scores.ndim - 1
+    if isinstance(scores.shape[axis], int) and scores.shape[axis] == 0:  # no keys (a symbolic length is not 0)
+        return ops.softmax(scores, axis=axis)  # type: ignore[no-any-return]
+    open_row = ops.gt(ops.reduce_max(scores, axes=(axis,), keepdims=True), float("-inf"))
+    safe = ops.where(open_row, scores, 0.0)  # a finite row: no NaN to mask, in the value or the gradient
+    return ops.where(open_row, ops.softmax(safe, axis=axis), 0.0)  # type: ignore[no-any-return]

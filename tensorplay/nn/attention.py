@@ -17,7 +17,7 @@ from tensorplay import prefix as _prefix_module
 from tensorplay.derived import mean, transpose
 from tensorplay.errors import DTypeError, ShapeError
 from tensorplay.nn import init
-from tensorplay.nn._util import numel, ops_for, random_key, shape_of
+from tensorplay.nn._util import masked_softmax, numel, ops_for, random_key, shape_of
 from tensorplay.nn.linear import Linear, empty_parameter
 from tensorplay.nn.module import Module
 from tensorplay.tensor import Tensor
@@ -186,7 +186,7 @@ class MultiheadAttention(Module, Generic[D]):
                 scores = ops.where(allowed, scores, float("-inf"))
             if additive is not None:
                 scores = ops.add(scores, additive)
-            probs = ops.softmax(scores, axis=scores.ndim - 1)
+            probs = masked_softmax(ops, scores)
             if need_weights:
                 weights = mean(ops, probs, -3, False) if average_attn_weights else probs
             if drop > 0.0:

@@ -16,7 +16,7 @@ import numpy as np
 
 from tensorplay import prefix as _prefix_module
 from tensorplay.errors import DTypeError, IndexRangeError, ShapeError
-from tensorplay.nn._util import IntOrTuple, is_eager, ntuple, numel, ops_for, random_key, shape_of
+from tensorplay.nn._util import IntOrTuple, is_eager, masked_softmax, ntuple, numel, ops_for, random_key, shape_of
 from tensorplay.derived import transpose
 from tensorplay.tensor import Tensor
 
@@ -407,7 +407,7 @@ def scaled_dot_product_attention(query: AnyTensor, key: AnyTensor, value: AnyTen
             scores = ops.where(mask, scores, float("-inf"))
         else:
             scores = ops.add(scores, mask)
-    weights = ops.softmax(scores, axis=scores.ndim - 1)
+    weights = masked_softmax(ops, scores)
     if dropout_p > 0.0:
         weights = prefix.dropout(ops, weights, dropout_p, random_key(ops), True)
     return ops.matmul(weights, value)  # type: ignore[no-any-return]

@@ -22,6 +22,7 @@ import numpy as np
 from tensorplay import dtypes as _dt
 from tensorplay import swaps as _swaps
 from tensorplay.errors import DTypeError, TensorplayError
+from tensorplay.interpreters.eager.tape import reset_grads
 from tensorplay.nn.parameter import Parameter
 from tensorplay.tensor import Tensor
 
@@ -46,7 +47,7 @@ def as_array(value: Any, where: str) -> np.ndarray[Any, Any]:
     if isinstance(value, Tensor):
         return np.asarray(value._ops.concrete(value))
     if isinstance(value, np.ndarray):
-        return value
+        return _dt.plain_array(value, where)
     detach = getattr(value, "detach", None)
     if callable(detach):  # a PyTorch (or similar) tensor
         value = detach()
@@ -348,16 +349,7 @@ class Module:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of every parameter (to ``None`` by default, else to zeros in place)."""
-        for param in self.parameters():
-            if param._grad is None:
-                continue
-            if set_to_none:
-                param._grad = None
-            else:
-                grad = param._grad
-                if grad._node is not None:
-                    param._grad = grad.detach()
-                param._grad._data[...] = 0
+        reset_grads(self.parameters(), set_to_none)
 
     def to(self: M, *args: Any, **kwargs: Any) -> M:
         """``to(dtype)``: convert every float parameter and buffer (and gradient) to ``dtype``, in place
