@@ -16,6 +16,7 @@ import numpy as np
 
 from tensorplay import dtypes as _dt
 from tensorplay import derived as _p
+from tensorplay import recording as _recording
 from tensorplay.errors import DTypeError, ShapeError
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ N = TypeVar("N")
 D = TypeVar("D")
 One = Literal[1]
 AnyShape = tuple[Any, ...]
+_RECORDING_ACTIVE = _recording.active
 
 
 class Size(tuple[int, ...]):
@@ -86,6 +88,8 @@ class Tensor(Generic[*Shape]):
         self._node = None
         self._version = None
         self._base = None
+        if _RECORDING_ACTIVE[0]:  # a graph trace runs in some thread: note tensors it creates
+            _recording.note_created(self)
 
     # ---- metadata --------------------------------------------------------------------------
     @property

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from tensorplay import recording
 from tensorplay.derived import clamp, setitem_plan, setitem_value
 from tensorplay.spec.errors import AutogradError, DTypeError
 from tensorplay.tensor import Tensor
@@ -445,9 +446,25 @@ def _write(ops: Any, x: Tensor[*tuple[Any, ...]], new: Tensor[*tuple[Any, ...]],
 _UFUNCS: dict[str, Any] = {"add": np.add, "sub": np.subtract, "mul": np.multiply}
 
 
+def _recorder_for_write(x: Tensor[*tuple[Any, ...]], other: Any) -> Any:
+    """The recorder that must handle an in-place write to eager ``x``: the active ``graph.trace`` when
+    ``x`` is state from outside the traced function (the write becomes a recorded mutation), or the
+    interpreter of a recorded ``other`` (which refuses what it cannot record); ``None``: write eagerly."""
+    if isinstance(other, Tensor) and other._ops.level > 0:
+        return other._ops
+    if recording.active[0]:
+        frame = recording.outside_state(x)
+        if frame is not None:
+            return frame.recorder
+    return None
+
+
 def inplace(ops: Any, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tensor[*tuple[Any, ...]]:
     """``x op= other``: computed out of place (recorded when needed), then written into ``x``."""
     where = f"{op}_"
+    recorder = _recorder_for_write(x, other)
+    if recorder is not None:
+        return recorder.inplace(x, op, other)  # type: ignore[no-any-return]
     _check_inplace_target(x, where)
     recording = grad_enabled() and (x._requires_grad or (isinstance(other, Tensor) and other._requires_grad))
     if not recording and op in _UFUNCS:
@@ -482,6 +499,10 @@ def inplace(ops: Any, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tenso
 
 def setitem(ops: Any, x: Tensor[*tuple[Any, ...]], key: Any, value: Any) -> None:
     """``x[key] = value`` (numpy indexing); differentiable w.r.t. ``value`` and the rest of ``x``."""
+    recorder = _recorder_for_write(x, value)
+    if recorder is not None:
+        recorder.setitem(x, key, value)
+        return
     _check_inplace_target(x, "setitem")
     index = tuple(k._data if isinstance(k, Tensor) else k for k in key) if isinstance(key, tuple) else (
         key._data if isinstance(key, Tensor) else key)

@@ -41,7 +41,7 @@ from tensorplay.interpreters.graph.ir import (
 from tensorplay.spec import SPECS
 from tensorplay.spec.aval import Aval
 from tensorplay.spec.errors import DTypeError, GraphCaptureError, TensorplayError
-from tensorplay import random_state
+from tensorplay import random_state, recording
 from tensorplay.ops import PRIMITIVE_NAMES
 from tensorplay.derived import clamp, setitem_plan, setitem_value
 from tensorplay.prefix import DerivedOps
@@ -383,26 +383,57 @@ class Recorder(DerivedOps):
 
     def inplace(self, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tensor[*tuple[Any, ...]]:
         """``x op= other`` recorded functionally: the handle ``x`` is rebound to the new value
-        (the dtype of ``x`` is kept: float results are not cast into int tensors)."""
+        (the dtype of ``x`` is kept: float results are not cast into int tensors). ``x`` from outside
+        the traced function (an eager global) is recorded as a state mutation (see
+        :mod:`tensorplay.recording`)."""
         if x._ops is not self:  # type: ignore[comparison-overlap]
-            raise GraphCaptureError(
-                f"in-place {op}_ on a tensor that is not a value of this recording (a captured "
-                f"{getattr(x._ops, 'name', '?')} tensor) would mutate state outside the graph"
-                f"{_at(user_location(2))}; compute a new tensor instead")
-        var: Var = x._data
-        if op == "fill":
-            new = self.record("full", (), {"shape": var.shape, "value": other, "dtype": var.aval.dtype})
-        elif op == "copy":
-            src = other if isinstance(other, Tensor) else self.constant(np.asarray(other))
-            new = src
-            if tuple(self.lift(src).shape) != tuple(var.shape):
-                new = self.record("broadcast_to", (src,), {"shape": var.shape})
-        elif op == "clamp":
-            new = clamp(self, x, *other)  # type: ignore[arg-type]  # a Recorder implements the Ops it uses
-        else:
-            new = self.record(op, (x, other), {})
-        self._rebind(x, new, f"{op}_")
+            self._check_outside_write(x, f"in-place {op}_")
+            self.write_state(x, self._inplace_value(x, op, other), f"{op}_")
+            return x
+        self._rebind(x, self._inplace_value(x, op, other), f"{op}_")
         return x
+
+    def _inplace_value(self, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tensor[*tuple[Any, ...]]:
+        """The value of ``x`` after ``x op= other`` (recorded)."""
+        shape = tuple(self.lift(x).shape)
+        dtype = self.lift(x).aval.dtype
+        if op == "fill":
+            return self.record("full", (), {"shape": shape, "value": other, "dtype": dtype})
+        if op == "copy":
+            src = other if isinstance(other, Tensor) else self.constant(np.asarray(other))
+            if tuple(self.lift(src).shape) != shape:
+                return self.record("broadcast_to", (src,), {"shape": shape})
+            return src
+        if op == "clamp":
+            return clamp(self, x, *other)  # type: ignore[arg-type,no-any-return]  # a Recorder is an Ops
+        return self.record(op, (x, other), {})
+
+    def _check_outside_write(self, x: Tensor[*tuple[Any, ...]], what: str) -> None:
+        """``x`` is not a value of this recording: allowed (as a recorded state mutation) only for state
+        from outside the function this recorder traces with ``tp.graph.trace``."""
+        frame = recording.outside_state(x)
+        if frame is not None and frame.recorder is self:
+            return
+        if frame is None and recording.active[0] and getattr(x._ops, "level", None) == 0:
+            raise GraphCaptureError(
+                f"{what} writes a recorded value into an eager tensor created inside the traced function"
+                f"{_at(user_location(3))}: the tensor would hold a trace-time constant. Build it from the "
+                "traced inputs instead (x.new_zeros, x * 0, tp.where, tp.cat) or out of place")
+        raise GraphCaptureError(
+            f"{what} on a tensor that is not a value of this recording (a captured "
+            f"{getattr(x._ops, 'name', '?')} tensor) would mutate state outside the graph"
+            f"{_at(user_location(3))}; compute a new tensor instead")
+
+    def write_state(self, state: Tensor[*tuple[Any, ...]], new: Tensor[*tuple[Any, ...]], where: str) -> None:
+        """Record that ``state`` (a tensor from outside the traced function) holds ``new`` after each run
+        of the graph (a state mutation, as :meth:`buffer_update`); ``new`` is cast to ``state``'s dtype
+        when in-place numpy would (same kind), else refused."""
+        target = np.dtype(self.lift(state).dtype)
+        new_dtype = np.dtype(self.lift(new).dtype)
+        if new_dtype != target and not (np.can_cast(new_dtype, target, "same_kind") or new_dtype.kind == "b"):
+            raise DTypeError(f"{where}: result type {new_dtype} can't be cast to the tensor's dtype {target} "
+                             f"in place{_at(user_location(3))}")
+        self.buffer_update(state, new)
 
     def _rebind(self, x: Tensor[*tuple[Any, ...]], new: Tensor[*tuple[Any, ...]], where: str) -> None:
         var: Var = x._data
@@ -494,11 +525,10 @@ class Recorder(DerivedOps):
 
         The written positions must not depend on data: basic indices (ints, slices, ``None``,
         ``...``) and constant index arrays; a recorded index tensor needs execute mode."""
-        if x._ops is not self:  # type: ignore[comparison-overlap]
-            raise GraphCaptureError(f"setitem on a captured tensor would mutate state outside the graph"
-                                    f"{_at(user_location(2))}; compute a new tensor instead")
-        var: Var = x._data
-        shape = tuple(var.shape)
+        outside = x._ops is not self  # type: ignore[comparison-overlap]
+        if outside:
+            self._check_outside_write(x, "x[key] = value")
+        shape = tuple(self.lift(x).shape)
         if any(isinstance(d, SymDim) for d in shape):
             raise GraphCaptureError(
                 f"x[key] = value on a tensor with symbolic shape {list(shape)} is not supported"
@@ -506,6 +536,9 @@ class Recorder(DerivedOps):
         items = key if isinstance(key, tuple) else (key,)
         index = tuple(np.asarray(self.concrete(k)) if isinstance(k, Tensor) else k for k in items)
         new = setitem_value(self, x, value, setitem_plan(shape, index))  # type: ignore[arg-type]
+        if outside:
+            self.write_state(x, new, "setitem")
+            return
         x._data = new._data
         self._note_mutation(x, new._data)
 

@@ -28,8 +28,10 @@ from tensorplay.interpreters.graph.evaluate import apply_mutations, bind_inputs,
 from tensorplay.interpreters.graph.ir import Graph, Literal, Var
 from tensorplay.interpreters.graph.printer import format_graph
 from tensorplay.interpreters.graph.recorder import Recorder, foreign_aval
+from tensorplay.interpreters.graph.state import ModuleState, call_state
 from tensorplay.spec.aval import Aval
 from tensorplay.spec.errors import GraphCaptureError
+from tensorplay.recording import recording
 from tensorplay.swaps import replaced
 from tensorplay.symbolic import SymDim, bind_shape, check_shape
 from tensorplay.tensor import Tensor
@@ -174,7 +176,8 @@ def trace(fn: Any, *example_args: Any, execute: bool = False, dynamic: Any = Non
     duck = module is not None and not callable(getattr(module, "named_modules", None))
     saved = recorder.swap_in_state() if duck else []
     try:
-        with replaced(_parameter_handles(module, recorder) if module is not None and not duck else ()):
+        with replaced(_parameter_handles(module, recorder) if module is not None and not duck else ()), \
+                recording(recorder):
             result = fn(*recorded_args)
     finally:
         recorder.restore_state(saved)
@@ -214,8 +217,10 @@ class GraphModule:
     ``str(gm)`` the jaxpr-style listing, ``.to_dot()`` Graphviz. Calling it runs the
     generated code under the interpreter of its inputs (eager by default; a recorder
     inlines it). Parameters, buffers and captured tensors are read from the tensors
-    recorded with the graph (so a module's in-place parameter updates are seen) unless
-    ``state`` overrides them by name. Guards recorded in execute mode are re-checked
+    recorded with the graph (so a module's in-place parameter updates are seen), or from the
+    module's attributes when a parameter or buffer was reassigned since tracing, unless ``state``
+    overrides them by name; either must have the traced shape and dtype (``state`` names are
+    checked: :class:`~tensorplay.interpreters.graph.state.StateKeyError` for an unknown one). Guards recorded in execute mode are re-checked
     when running eagerly (:class:`GuardError` when the traced branch no longer applies).
     """
 
@@ -227,6 +232,7 @@ class GraphModule:
         self.out_tree = out_tree if out_tree is not None else graph.out_tree
         self.__name__ = name
         self._compiled: dict[bool, tuple[Callable[..., Any], str]] = {}
+        self._module_state: ModuleState | None = None
 
     # ---- code ------------------------------------------------------------------------------------
     def recompile(self) -> None:
@@ -265,6 +271,9 @@ class GraphModule:
         for x in leaves:
             if isinstance(x, Tensor) and x._ops.level > ops.level:
                 ops = x._ops
+        if self.module is not None and self._module_state is None:
+            self._module_state = ModuleState(self.module, self.graph)
+        state = call_state(self.graph, self._module_state, state, self.__name__)
         for p in self.graph.inputs:
             source = state.get(str(p.name), p.source) if state is not None else p.source
             if isinstance(source, Tensor) and source._ops.level > ops.level:

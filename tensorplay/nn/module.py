@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, TypeVar
 import numpy as np
 
 from tensorplay import dtypes as _dt
+from tensorplay import recording as _recording
 from tensorplay import swaps as _swaps
 from tensorplay.errors import DTypeError, TensorplayError
 from tensorplay.interpreters.eager.tape import reset_grads
@@ -441,6 +442,7 @@ class Module:
         if problems:
             raise StateDictError(f"Error(s) in loading state_dict for {self._get_name()}:\n\t" + "\n\t".join(problems))
         for target, value in updates:
+            _recording.refuse_outside_write(target, "load_state_dict")
             if assign:  # hold the given array itself when it can be a payload as is
                 usable = value.dtype == target._data.dtype and value.flags.writeable and (
                     value.flags.c_contiguous or value.flags.f_contiguous)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from tensorplay import recording
 from tensorplay.errors import TensorplayError
 from tensorplay.interpreters.eager.tape import reset_grads
 from tensorplay.tensor import Tensor
@@ -137,6 +138,10 @@ class Optimizer:
             from tensorplay.interpreters.eager import tape
             with tape.enable_grad():
                 loss = closure()
+        if recording.active[0]:  # inside tp.graph.trace the update would run once, at trace time
+            for group in self.param_groups:
+                for p in group["params"]:
+                    recording.refuse_outside_write(p, f"{type(self).__name__}.step()")
         for group in self.param_groups:
             self._update_group(group)
         return loss
