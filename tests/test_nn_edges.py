@@ -60,3 +60,71 @@ def test_multihead_attention_masks_a_row_the_same_with_and_without_weights() -> 
     assert weights is not None and np.isfinite(weights.detach().numpy()).all()
     np.testing.assert_allclose(composed.detach().numpy(), fused.detach().numpy(), atol=1e-6)
     assert np.isfinite(fused.detach().numpy()).all()
+
+
+# ---- optimizer hyperparameters and state dicts --------------------------------------------------
+
+BAD_HYPERPARAMETERS = [
+    (tp.optim.Adam, {"lr": "0.1"}, "learning rate must be a number, got str '0.1'"),
+    (tp.optim.Adam, {"lr": float("nan")}, "learning rate must be finite, got nan"),
+    (tp.optim.Adam, {"lr": -5.0}, r"invalid learning rate -5.0 \(expected >= 0.0\)"),
+    (tp.optim.Adam, {"betas": (2.0, 0.5)}, r"beta parameter at index 0 2.0 \(expected \[0.0, 1.0\)\)"),
+    (tp.optim.Adam, {"betas": 0.9}, "betas must be a pair"),
+    (tp.optim.AdamW, {"eps": float("inf")}, "epsilon value must be finite"),
+    (tp.optim.AdamW, {"weight_decay": None}, "weight_decay value must be a number, got NoneType"),
+    (tp.optim.SGD, {"lr": float("nan")}, "learning rate must be finite"),
+    (tp.optim.SGD, {"momentum": "0.9"}, "momentum must be a number"),
+    (tp.optim.SGD, {"nesterov": 1}, "nesterov must be True or False"),
+]
+
+
+@pytest.mark.parametrize("cls, kwargs, message", BAD_HYPERPARAMETERS)
+def test_optimizer_hyperparameters_are_checked(cls: Any, kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(OptimizerError, match=message):
+        cls([tp.ones(2, requires_grad=True)], **kwargs)
+
+
+def _trained_adam() -> tuple[Any, Any]:
+    p = tp.ones(2, requires_grad=True)
+    opt = tp.optim.Adam([p], lr=0.1)
+    (p * p).sum().backward()
+    opt.step()
+    return p, opt
+
+
+@pytest.mark.parametrize("corrupt, message", [
+    (lambda sd: sd["param_groups"][0].update(lr=-5), "parameter group 0: Adam: invalid learning rate -5"),
+    (lambda sd: sd["param_groups"][0].update(betas=(2.0, 0.5)), "beta parameter at index 0"),
+    (lambda sd: sd["state"][0].update(exp_avg=np.zeros(3)), r"state 'exp_avg' of parameter 0 has shape \[3\]"),
+])
+def test_a_bad_state_dict_changes_nothing(corrupt: Any, message: str) -> None:
+    p, opt = _trained_adam()
+    before = opt.state_dict()
+    sd = opt.state_dict()
+    sd["state"][0]["exp_avg"] = np.full(2, 7.0, dtype=np.float32)  # a valid change that must not land
+    sd["param_groups"][0]["eps"] = 0.5
+    corrupt(sd)
+    with pytest.raises(OptimizerError, match=message):
+        opt.load_state_dict(sd)
+    after = opt.state_dict()
+    assert after["param_groups"] == before["param_groups"]
+    np.testing.assert_array_equal(after["state"][0]["exp_avg"], before["state"][0]["exp_avg"])
+
+
+def test_a_good_state_dict_round_trips_like_pytorch() -> None:
+    p, opt = _trained_adam()
+    q = tp.tensor(p.detach().numpy(), requires_grad=True)  # a copy of the model, with a fresh optimizer
+    other = tp.optim.Adam([q], lr=0.5)
+    other.load_state_dict(opt.state_dict())
+    assert other.param_groups[0]["lr"] == 0.1
+    tq = torch.ones(2, requires_grad=True)
+    topt = torch.optim.Adam([tq], lr=0.1)
+    (tq * tq).sum().backward()
+    topt.step()
+    for opt_, grad in ((opt, p), (other, q)):
+        grad.grad = tp.tensor([1.0, -1.0])
+        opt_.step()
+    tq.grad = torch.tensor([1.0, -1.0])
+    topt.step()
+    np.testing.assert_array_equal(q.detach().numpy(), p.detach().numpy())  # the loaded copy continues exactly
+    np.testing.assert_allclose(p.detach().numpy(), tq.detach().numpy(), rtol=1e-5)
