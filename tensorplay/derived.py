@@ -135,6 +135,10 @@ def clamp(ops: Interpreter, x: AnyTensor, lo: Any, hi: Any) -> AnyTensor:
 def resolve_shape(shape: Sequence[Any], numel: Any, where: str, given: Sequence[Any]) -> tuple[Any, ...]:
     """Replace one ``-1`` in ``shape`` so that it holds ``numel`` elements."""
     shape = tuple(shape)
+    for i, d in enumerate(shape):
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer, SymDim)):
+            raise ShapeError(f"{where}: size {i} must be an int, got {type(d).__name__} {d!r} in shape {list(shape)}")
+    shape = tuple(int(d) if isinstance(d, np.integer) else d for d in shape)
     holes = [i for i, d in enumerate(shape) if isinstance(d, int) and d == -1]
     if len(holes) > 1:
         raise ShapeError(f"{where}: only one dimension can be -1, got shape {list(shape)}")
@@ -208,8 +212,12 @@ def squeeze(ops: Interpreter, x: AnyTensor, dim: int | None) -> AnyTensor:
     if dim is None:
         target = tuple(d for d in shape if not (isinstance(d, int) and d == 1))
     else:
-        axis = normalize_axis(dim, x.ndim, "squeeze") if x.ndim else 0
-        if x.ndim == 0 or shape[axis] != 1:
+        if x.ndim == 0:  # as PyTorch, a 0-d tensor takes dim -1 or 0 (and stays as it is)
+            if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim not in (-1, 0):
+                raise AxisError(f"squeeze: dim {dim!r} is out of range for a 0-d tensor (expected -1 or 0)")
+            return x
+        axis = normalize_axis(dim, x.ndim, "squeeze")
+        if shape[axis] != 1:
             return x
         target = shape[:axis] + shape[axis + 1:]
     return x if target == shape else ops.reshape(x, shape=target)
@@ -218,6 +226,9 @@ def squeeze(ops: Interpreter, x: AnyTensor, dim: int | None) -> AnyTensor:
 def expand(ops: Interpreter, x: AnyTensor, shape: Sequence[Any]) -> AnyTensor:
     """Broadcast to ``shape``; ``-1`` keeps the corresponding existing axis."""
     shape = tuple(shape)
+    for i, d in enumerate(shape):
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer, SymDim)):
+            raise ShapeError(f"expand: size {i} must be an int, got {type(d).__name__} {d!r} in shape {list(shape)}")
     if len(shape) < x.ndim:
         raise ShapeError(f"expand: target shape {list(shape)} has fewer axes than the tensor {list(x.shape)}")
     offset = len(shape) - x.ndim
@@ -349,6 +360,24 @@ def _check_unambiguous(items: Sequence[Any]) -> None:
                          "first) and PyTorch (in place); index in two steps instead, e.g. x[0][:, idx]")
 
 
+def check_inplace_operand(where: str, target: AnyTensor, other: Any) -> None:
+    """``target op= other`` keeps ``target``'s shape: a tensor ``other`` must broadcast to it (numpy would
+    say "non-broadcastable output operand"; PyTorch names both shapes too)."""
+    if not isinstance(other, _tensor_module.Tensor):
+        return
+    shape, other_shape = tuple(target.shape), tuple(other.shape)
+    if any(isinstance(d, SymDim) for d in shape + other_shape):
+        return  # the shape rule of the recorded operation checks symbolic shapes
+    try:
+        fits = np.broadcast_shapes(shape, other_shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        what = "the source" if where == "copy_" else "the other operand"
+        raise ShapeError(f"{where}: {what} has shape {list(other_shape)}, which does not broadcast to the "
+                         f"tensor's shape {list(shape)} (an in-place result keeps the tensor's shape)")
+
+
 class SetitemPlan(NamedTuple):
     """Which elements ``x[index] = value`` writes, for a target of ``shape`` (numpy's rules: with a
     repeated index the last write wins)."""
@@ -377,12 +406,24 @@ def setitem_plan(shape: tuple[int, ...], index: Any) -> SetitemPlan:
     return SetitemPlan(tuple(shape), tuple(region_positions.shape), flat, winners, written.reshape(shape))
 
 
+def check_setitem_value(value_shape: tuple[Any, ...], region: tuple[Any, ...]) -> None:
+    """``x[index] = value``: ``value`` must broadcast to the shape of ``x[index]``."""
+    try:
+        fits = np.broadcast_shapes(region, value_shape) == region
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ShapeError(f"setitem: the value has shape {list(value_shape)}, which does not broadcast to the "
+                         f"shape {list(region)} of the indexed region")
+
+
 def setitem_value(ops: Interpreter, old: AnyTensor, value: Any, plan: SetitemPlan) -> AnyTensor:
     """The value of ``old`` after ``old[index] = value`` (planned by :func:`setitem_plan`), built from
     primitives so that it records and differentiates: ``where(written, scatter(value), old)``; a
     value overwritten by a later repeated index gets no gradient."""
     dtype = old.dtype.name
     val = value if isinstance(value, _tensor_module.Tensor) else ops.constant(np.asarray(value, dtype=dtype))
+    check_setitem_value(tuple(val.shape), plan.region)
     if tuple(val.shape) != plan.region:
         val = ops.broadcast_to(val, shape=plan.region)
     if val.dtype.name != dtype:

@@ -177,6 +177,9 @@ class Tensor(Generic[*Shape]):
         return np.asarray(self._ops.concrete(self)).tolist()
 
     def __bool__(self) -> bool:
+        if self.ndim and self.numel() != 1:
+            raise ValueError(f"bool(): the truth value of a tensor with {self.numel()} elements (shape "
+                             f"{list(self._data.shape)}) is ambiguous; use .any() or .all(), or compare a single element")
         return bool(self.item())
 
     def __float__(self) -> float:
@@ -418,9 +421,13 @@ class Tensor(Generic[*Shape]):
         return self._binary("logical_or", other)
 
     def __eq__(self, other: object) -> Tensor[*Shape]:  # type: ignore[override]
+        if other is None:  # ``t == None`` is False, as in PyTorch (not an elementwise comparison)
+            return False  # type: ignore[return-value]
         return self._binary("eq", other)  # type: ignore[no-any-return]
 
     def __ne__(self, other: object) -> Tensor[*Shape]:  # type: ignore[override]
+        if other is None:
+            return True  # type: ignore[return-value]
         return self._binary("ne", other)  # type: ignore[no-any-return]
 
     @overload

@@ -51,10 +51,26 @@ def _signature(x: Any) -> Any:
     return None if x is None else type(x)
 
 
-def _rule(name: str, inputs: tuple[Any, ...], params: dict[str, Any]) -> Aval:
+def _typed(value: Any) -> Any:
+    kind = type(value)
+    if kind is tuple or kind is list:
+        return kind, tuple(_typed(v) for v in value)
+    return kind, value
+
+
+def typed_params(params: dict[str, Any]) -> tuple[Any, ...]:
+    """``params`` as a cache key that tells ``2`` from ``2.0`` and ``1`` from ``True`` (``==`` does not), in
+    nested tuples too: a rule that refuses ``kernel_size=(2.0, 2.0)`` must not be skipped because
+    ``(2, 2)`` passed before."""
+    return tuple((k, _typed(v)) for k, v in params.items())
+
+
+def _rule(name: str, inputs: tuple[Any, ...], params: dict[str, Any], exact: bool = False) -> Aval:
     """The spec rule's result for these inputs; results are cached by (shapes, dtypes, scalar kinds,
-    params), since the rule depends on nothing else. Errors are never cached."""
-    key = (name, tuple(_signature(x) for x in inputs), tuple(params.items()))
+    params), since the rule depends on nothing else. Errors are never cached. ``exact`` keys the params
+    by type too (:func:`typed_params`; the view primitives on the hot path get int params from derived
+    code and skip that cost)."""
+    key = (name, tuple(_signature(x) for x in inputs), typed_params(params) if exact else tuple(params.items()))
     try:
         found = _RULE_CACHE.get(key)
     except TypeError:  # an unhashable param: run the rule uncached
@@ -253,7 +269,7 @@ class EagerInterpreter(DerivedOps):
         return _array(out, out_aval.dtype)
 
     def _kernel(self, name: str, inputs: tuple[Any, ...], params: dict[str, Any]) -> Any:
-        aval = _rule(name, inputs, params)
+        aval = _rule(name, inputs, params, exact=True)
         out = getattr(K, name)(*(_payload(x) for x in inputs), **params)
         return self._finish(name, inputs, params, _array(out, aval.dtype))
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from tensorplay import recording
-from tensorplay.derived import clamp, setitem_plan, setitem_value
+from tensorplay.derived import check_inplace_operand, check_setitem_value, clamp, setitem_plan, setitem_value
 from tensorplay.spec.errors import AutogradError, DTypeError
 from tensorplay.tensor import Tensor
 
@@ -466,6 +466,7 @@ def inplace(ops: Any, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tenso
     if recorder is not None:
         return recorder.inplace(x, op, other)  # type: ignore[no-any-return]
     _check_inplace_target(x, where)
+    check_inplace_operand(where, x, other)
     recording = grad_enabled() and (x._requires_grad or (isinstance(other, Tensor) and other._requires_grad))
     if not recording and op in _UFUNCS:
         src = other._data if isinstance(other, Tensor) else other
@@ -507,7 +508,12 @@ def setitem(ops: Any, x: Tensor[*tuple[Any, ...]], key: Any, value: Any) -> None
     index = tuple(k._data if isinstance(k, Tensor) else k for k in key) if isinstance(key, tuple) else (
         key._data if isinstance(key, Tensor) else key)
     if not (grad_enabled() and (x._requires_grad or (isinstance(value, Tensor) and value._requires_grad))):
-        x._data[index] = value._data if isinstance(value, Tensor) else value
+        try:
+            x._data[index] = value._data if isinstance(value, Tensor) else value
+        except ValueError:
+            check_setitem_value(tuple(np.shape(value._data if isinstance(value, Tensor) else value)),
+                                tuple(np.shape(x._data[index])))
+            raise
         box = x._version
         if box is None:
             box = x._version = [0]

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorplay.interpreters.eager.interpreter import eager
+from tensorplay.interpreters.eager.interpreter import eager, typed_params
 from tensorplay.interpreters.graph.ir import (
     NUMPY_DTYPES, PARAMS, Graph, Guard, Literal, Location, Node, Var, complete_params, has_symbolic,
     substitute,
@@ -43,7 +43,7 @@ from tensorplay.spec.aval import Aval
 from tensorplay.spec.errors import DTypeError, GraphCaptureError, TensorplayError
 from tensorplay import random_state, recording
 from tensorplay.ops import PRIMITIVE_NAMES
-from tensorplay.derived import clamp, setitem_plan, setitem_value
+from tensorplay.derived import check_inplace_operand, clamp, setitem_plan, setitem_value
 from tensorplay.prefix import DerivedOps
 from tensorplay.symbolic import SymDim
 from tensorplay.tensor import Tensor
@@ -262,7 +262,7 @@ class Recorder(DerivedOps):
                 frame = frame.f_back
         # the shape rule runs at record time; results are memoised by (target, avals, params)
         try:
-            key: Any = (target, *avals, *params.values())
+            key: Any = (target, *avals, typed_params(params))
             aval = _RULE_MEMO.get(key)
         except TypeError:  # an unhashable param (a list): no memo
             key, aval = None, None
@@ -395,6 +395,7 @@ class Recorder(DerivedOps):
 
     def _inplace_value(self, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tensor[*tuple[Any, ...]]:
         """The value of ``x`` after ``x op= other`` (recorded)."""
+        check_inplace_operand(f"{op}_", x, other)
         shape = tuple(self.lift(x).shape)
         dtype = self.lift(x).aval.dtype
         if op == "fill":

@@ -258,7 +258,7 @@ class GraphModule:
             where = f" at {guard.location}" if guard.location else ""
             raise GuardError(f"guard failed: {guard.kind}() of a value read{where} gave {guard.outcome!r} when "
                              "the function was traced; the inputs now take a different path. Trace again "
-                             "with these inputs (or use tensorplay.compile, which re-traces).")
+                             "with these inputs (tp.graph.trace(fn, *inputs, execute=True)).")
 
     # ---- calling ---------------------------------------------------------------------------------
     def __call__(self, *args: Any, state: Mapping[str, Any] | None = None) -> Any:

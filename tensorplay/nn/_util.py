@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay import random_state
 from tensorplay.errors import DTypeError, ShapeError
@@ -39,14 +41,24 @@ def is_eager(ops: Any) -> bool:
     return ops is eager or isinstance(ops, _EAGER_TYPE)
 
 
-def ntuple(value: IntOrTuple, rank: int, name: str, where: str) -> tuple[int, ...]:
-    """``value`` as a tuple of ``rank`` ints (an int is repeated)."""
-    if isinstance(value, int):
-        return (int(value),) * rank
-    out = tuple(int(v) for v in value)
-    if len(out) != rank:
-        raise ShapeError(f"{where}: {name} has {len(out)} entries {list(out)}, expected {rank}")
-    return out
+def layer_size(value: Any, name: str, where: str, positive: bool = False) -> int:
+    """A layer's size argument (``in_features``, ``num_features``, ...) as an int; a float (``Linear(2.5, 3)``),
+    a bool or a negative size (zero too, with ``positive``) is a :class:`ShapeError` naming it."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ShapeError(f"{where}: {name} must be an int, got {type(value).__name__} {value!r}")
+    if value < 0 or (positive and value == 0):
+        raise ShapeError(f"{where}: {name} must be {'positive' if positive else 'non-negative'}, got {value}")
+    return int(value)
+
+
+def check_padding_idx(padding_idx: Any, num_embeddings: int, where: str) -> int:
+    """``padding_idx`` checked to lie in ``[-num_embeddings, num_embeddings)``, as a non-negative row."""
+    if isinstance(padding_idx, bool) or not isinstance(padding_idx, (int, np.integer)):
+        raise ShapeError(f"{where}: padding_idx must be an int, got {type(padding_idx).__name__} {padding_idx!r}")
+    if not -num_embeddings <= padding_idx < num_embeddings:
+        raise ShapeError(f"{where}: padding_idx {padding_idx} must be within [-{num_embeddings}, {num_embeddings}) "
+                         f"(the table has {num_embeddings} rows)")
+    return int(padding_idx) % num_embeddings
 
 
 def random_key(ops: Any) -> AnyTensor:
