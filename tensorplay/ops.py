@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, TypeVarTuple, overload
 
+from tensorplay.spec.table import PRIMITIVES
+
 if TYPE_CHECKING:
     from tensorplay.tensor import Tensor
 
@@ -530,13 +532,13 @@ class Ops(Protocol):
         ...
 
     # ---- convolution ---------------------------------------------------------------------------
-    def conv(self, x: Tensor[*tuple[Any, ...]], w: Tensor[*tuple[Any, ...]], *, stride: tuple[int, ...],
+    def conv_nd(self, x: Tensor[*tuple[Any, ...]], w: Tensor[*tuple[Any, ...]], *, stride: tuple[int, ...],
              padding: tuple[int, ...], dilation: tuple[int, ...], groups: int) -> Tensor[*tuple[Any, ...]]:
         """Cross-correlation ``x[N, C, *in] * w[O, C/groups, *k] -> [N, O, *out]`` with
         ``out = (in + 2p - d(k-1) - 1)//s + 1`` per spatial dim (zero padding). No bias."""
         ...
 
-    def conv_transpose(self, x: Tensor[*tuple[Any, ...]], w: Tensor[*tuple[Any, ...]], *,
+    def conv_transpose_nd(self, x: Tensor[*tuple[Any, ...]], w: Tensor[*tuple[Any, ...]], *,
                        stride: tuple[int, ...], padding: tuple[int, ...], output_padding: tuple[int, ...],
                        dilation: tuple[int, ...], groups: int) -> Tensor[*tuple[Any, ...]]:
         """Transposed convolution ``x[N, C, *in] , w[C, O/groups, *k] -> [N, O, *out]`` with
@@ -544,7 +546,7 @@ class Ops(Protocol):
         It is the adjoint (w.r.t. the input) of ``conv`` with the same weight."""
         ...
 
-    def conv_weight_grad(self, x: Tensor[*tuple[Any, ...]], g: Tensor[*tuple[Any, ...]], *,
+    def conv_weight_grad_nd(self, x: Tensor[*tuple[Any, ...]], g: Tensor[*tuple[Any, ...]], *,
                          kernel_size: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...],
                          dilation: tuple[int, ...], groups: int) -> Tensor[*tuple[Any, ...]]:
         """The adjoint of ``conv`` w.r.t. its weight: ``x[N, C, *in], g[N, O, *out] -> [O, C/groups, *k]``,
@@ -552,51 +554,51 @@ class Ops(Protocol):
         ...
 
     # ---- pooling (padding entries are at most k//2) -------------------------------------------
-    def max_pool(self, x: Tensor[*tuple[Any, ...]], *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
+    def max_pool_nd(self, x: Tensor[*tuple[Any, ...]], *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
                  padding: tuple[int, ...]) -> Tensor[*tuple[Any, ...]]:
         """Window max over ``x[N, C, *in]``; padding is ``-inf``; ``out = (in + 2p - k)//s + 1``.
         The gradient goes to the first maximal position of each window (row-major)."""
         ...
 
-    def max_pool_backward(self, x: Tensor[*tuple[Any, ...]], g: Tensor[*tuple[Any, ...]], *,
+    def max_pool_backward_nd(self, x: Tensor[*tuple[Any, ...]], g: Tensor[*tuple[Any, ...]], *,
                           kernel_size: tuple[int, ...], stride: tuple[int, ...],
                           padding: tuple[int, ...]) -> Tensor[*tuple[Any, ...]]:
         """Routes ``g[N, C, *out]`` to the first argmax of each window of ``x``; result like ``x``."""
         ...
 
-    def max_pool_select(self, x: Tensor[*tuple[Any, ...]], h: Tensor[*tuple[Any, ...]], *,
+    def max_pool_select_nd(self, x: Tensor[*tuple[Any, ...]], h: Tensor[*tuple[Any, ...]], *,
                         kernel_size: tuple[int, ...], stride: tuple[int, ...],
                         padding: tuple[int, ...]) -> Tensor[*tuple[Any, ...]]:
         """Reads ``h`` (shaped like ``x``) at the first argmax of each window of ``x``:
         the adjoint of ``max_pool_backward`` w.r.t. ``g``; result shaped like ``max_pool(x)``."""
         ...
 
-    def avg_pool(self, x: Tensor[*tuple[Any, ...]], *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
+    def avg_pool_nd(self, x: Tensor[*tuple[Any, ...]], *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
                  padding: tuple[int, ...]) -> Tensor[*tuple[Any, ...]]:
         """Window mean; padded positions count as zeros (divisor is always ``prod(k)``)."""
         ...
 
-    def avg_pool_backward(self, g: Tensor[*tuple[Any, ...]], *, input_shape: tuple[int, ...],
+    def avg_pool_backward_nd(self, g: Tensor[*tuple[Any, ...]], *, input_shape: tuple[int, ...],
                           kernel_size: tuple[int, ...], stride: tuple[int, ...],
                           padding: tuple[int, ...]) -> Tensor[*tuple[Any, ...]]:
         """The adjoint of ``avg_pool``: spreads ``g[N, C, *out]`` evenly over each window;
         result has spatial shape ``input_shape``."""
         ...
 
-    def smooth_max_pool(self, x: Tensor[*tuple[Any, ...]], *, kernel_size: tuple[int, ...],
+    def smooth_max_pool_nd(self, x: Tensor[*tuple[Any, ...]], *, kernel_size: tuple[int, ...],
                         stride: tuple[int, ...], padding: tuple[int, ...], beta: float) -> Tensor[*tuple[Any, ...]]:
         """Window log-sum-exp ``(1/beta) * log(sum(exp(beta * x)))`` (padding ``-inf``); tends to
         max-pool as ``beta`` grows. Computed stably (shifted by the window max)."""
         ...
 
-    def smooth_max_pool_backward(self, x: Tensor[*tuple[Any, ...]], g: Tensor[*tuple[Any, ...]], *,
+    def smooth_max_pool_backward_nd(self, x: Tensor[*tuple[Any, ...]], g: Tensor[*tuple[Any, ...]], *,
                                  kernel_size: tuple[int, ...], stride: tuple[int, ...],
                                  padding: tuple[int, ...], beta: float) -> Tensor[*tuple[Any, ...]]:
         """Spreads ``g[N, C, *out]`` over each window with the window's softmax(beta * x) weights."""
         ...
 
     # ---- normalisation and attention -----------------------------------------------------------
-    def layer_norm(self, x: Tensor[*Lead, D], gamma: Tensor[D], beta: Tensor[D], /, *,
+    def layer_norm_last_axis(self, x: Tensor[*Lead, D], gamma: Tensor[D], beta: Tensor[D], /, *,
                    eps: float) -> Tensor[*Lead, D]:
         """Normalise the last axis of ``x[..., D]`` (biased variance), then ``* gamma[D] + beta[D]``."""
         ...
@@ -616,7 +618,7 @@ class Ops(Protocol):
         """``x - logsumexp(x)`` along ``axis``."""
         ...
 
-    def attention(self, q: Tensor[*Lead, N, D], k: Tensor[*Lead, Nk, D], v: Tensor[*Lead, Nk, Dv],
+    def dot_product_attention(self, q: Tensor[*Lead, N, D], k: Tensor[*Lead, Nk, D], v: Tensor[*Lead, Nk, Dv],
                   mask: Tensor[*tuple[Any, ...]] | None, /, *, scale: float) -> Tensor[*Lead, N, Dv]:
         """Scaled dot-product attention ``softmax(scale * q k^T + mask) v``:
         ``q[*B, n, d], k[*B, m, d], v[*B, m, dv] -> [*B, n, dv]``. ``mask`` is ``None`` or bool,
@@ -633,6 +635,12 @@ class Ops(Protocol):
         ...
 
     # ---- randomness (counter based: the key is an input value) -------------------------------
+    def random_key(self) -> Tensor[*tuple[Any, ...]]:
+        """A fresh key (int64 ``[2]``: seed, counter) for the random primitives: the global generator's next
+        key eagerly (``tp.manual_seed`` sets it), a key input of a recorded graph (drawn again at every
+        run), one key per sample under ``vmap(randomness="different")``."""
+        ...
+
     def random_uniform(self, key: Tensor[*tuple[Any, ...]], *, shape: tuple[int, ...],
                        dtype: str) -> Tensor[*tuple[Any, ...]]:
         """Uniform in ``[0, 1)`` from ``key`` (int64 ``[2]``: seed, counter) via Philox."""
@@ -668,11 +676,5 @@ class Interpreter(Ops, Protocol):
         ...
 
 
-DERIVED_METHODS: tuple[str, ...] = ("linear", "map")
-"""Protocol methods that are derived ops (implemented once in :mod:`tensorplay.prefix`), not primitives."""
-
-PRIMITIVE_NAMES: tuple[str, ...] = tuple(
-    name for name, value in vars(Ops).items()
-    if callable(value) and not name.startswith("_") and name not in DERIVED_METHODS
-)
-"""Every primitive of the protocol, in declaration order."""
+PRIMITIVE_NAMES: tuple[str, ...] = tuple(PRIMITIVES)
+"""Every primitive, in the order of the primitive table (:mod:`tensorplay.spec.table`)."""

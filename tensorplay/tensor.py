@@ -9,7 +9,7 @@ operation (an outer transform's value seen inside an inner one is lifted).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, TypeVarTuple, overload
 
 import numpy as np
@@ -58,8 +58,19 @@ class Size(tuple[int, ...]):
 
 
 def pick_interpreter(a: Interpreter, b: Interpreter) -> Interpreter:
-    """Of two interpreters, the one that must handle an operation mixing their tensors."""
+    """Of two interpreters, the one that must handle an operation mixing their tensors: the higher
+    ``level`` (the newer recording); ``a`` on a tie. Every choice of interpreter goes through here."""
     return a if a.level >= b.level else b
+
+
+def highest_interpreter(values: Iterable[Any], default: Any) -> Any:
+    """The interpreter that must run an operation on ``values`` (tensors and other objects, flat): the
+    highest-level one among the tensors' interpreters and ``default`` (:func:`pick_interpreter`)."""
+    ops = default
+    for x in values:
+        if type(x) is Tensor and x._ops is not ops:
+            ops = pick_interpreter(ops, x._ops)
+    return ops
 
 
 class Tensor(Generic[*Shape]):

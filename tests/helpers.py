@@ -63,3 +63,17 @@ def batch_dims_like(arrays: Sequence[Any], ref: Any) -> dict[int, dict[int, str]
     """A symbolic batch dim ``"B"`` on axis 0 of every array with ``ref``'s rank and leading size (the
     ``dynamic=`` argument of the graph recorder's ``trace``)."""
     return {j: {0: "B"} for j, a in enumerate(arrays) if a.ndim == ref.ndim and a.shape[0] == ref.shape[0]}
+
+
+def torch_smooth_max_pool(x: Any, k: tuple[int, ...], s: tuple[int, ...], p: tuple[int, ...], beta: float) -> Any:
+    """PyTorch reference of ``smooth_max_pool_nd`` on ``x[N, C, *spatial]`` (a torch tensor): the window
+    ``logsumexp(beta x) / beta`` with padded cells taking part as zeros."""
+    import torch
+    import torch.nn.functional as F
+    pads: list[int] = []
+    for pi in reversed(p):
+        pads += [pi, pi]
+    xp = F.pad(x, pads, value=0.0)
+    for i in range(len(k)):
+        xp = xp.unfold(2 + i, k[i], s[i])
+    return torch.logsumexp(beta * xp, dim=tuple(range(-len(k), 0))) / beta

@@ -67,12 +67,12 @@ def test_messages_say_what_was_expected_given_and_where(call: Callable[[], Any],
 def test_the_eager_rule_cache_tells_floats_from_ints() -> None:
     x = tp.randn(1, 1, 4, 4)
     for _ in range(2):  # a valid call first must not let the float one through from the cache
-        assert tp.eager.max_pool(x, kernel_size=(2, 2), stride=(2, 2), padding=(0, 0)).shape == (1, 1, 2, 2)
+        assert tp.eager.max_pool_nd(x, kernel_size=(2, 2), stride=(2, 2), padding=(0, 0)).shape == (1, 1, 2, 2)
         with pytest.raises(ShapeError, match=r"kernel_size must be a tuple of 2 ints .* got \(2.0, 2.0\)"):
-            tp.eager.max_pool(x, kernel_size=(2.0, 2.0), stride=(2, 2), padding=(0, 0))
+            tp.eager.max_pool_nd(x, kernel_size=(2.0, 2.0), stride=(2, 2), padding=(0, 0))
         with pytest.raises(ShapeError, match=r"kernel_size must be a tuple of 2 ints .* got \(True, 2\)"):
-            trace(lambda v: v.interpreter.max_pool(v, kernel_size=(True, 2), stride=(2, 2), padding=(0, 0)), x)
-        trace(lambda v: v.interpreter.max_pool(v, kernel_size=(1, 2), stride=(2, 2), padding=(0, 0)), x)
+            trace(lambda v: v.interpreter.max_pool_nd(v, kernel_size=(True, 2), stride=(2, 2), padding=(0, 0)), x)
+        trace(lambda v: v.interpreter.max_pool_nd(v, kernel_size=(1, 2), stride=(2, 2), padding=(0, 0)), x)
 
 
 def test_guard_error_says_how_to_trace_again() -> None:

@@ -16,7 +16,7 @@ import pytest
 
 import tensorplay as tp
 import tensorplay.func as tpf
-from tensorplay.func.pytree import tree_flatten
+from tensorplay.pytree import tree_flatten
 from tensorplay.nn import functional as TPF
 
 torch = pytest.importorskip("torch")
