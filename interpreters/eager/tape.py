@@ -467,8 +467,8 @@ def inplace(ops: Any, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tenso
         return recorder.inplace(x, op, other)  # type: ignore[no-any-return]
     _check_inplace_target(x, where)
     check_inplace_operand(where, x, other)
-    recording = grad_enabled() and (x._requires_grad or (isinstance(other, Tensor) and other._requires_grad))
-    if not recording and op in _UFUNCS:
+    taped = grad_enabled() and (x._requires_grad or (isinstance(other, Tensor) and other._requires_grad))
+    if not taped and op in _UFUNCS:
         src = other._data if isinstance(other, Tensor) else other
         try:
             _UFUNCS[op](x._data, src, out=x._data, casting="same_kind")
