@@ -30,3 +30,14 @@ def next_key() -> np.ndarray:
     key = np.array(_state, dtype=np.int64)
     _state[1] += 1
     return key
+
+
+def get_state() -> tuple[int, int]:
+    """The global generator's state ``(seed, counter)``; :func:`set_state` with it replays the same draws."""
+    return _state[0], _state[1]
+
+
+def set_state(state: tuple[int, int]) -> None:
+    """Restore a state returned by :func:`get_state`."""
+    seed, counter = state
+    _state[0], _state[1] = int(seed), int(counter)

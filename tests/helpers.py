@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import doctest
+import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -63,3 +65,10 @@ def batch_dims_like(arrays: Sequence[Any], ref: Any) -> dict[int, dict[int, str]
     """A symbolic batch dim ``"B"`` on axis 0 of every array with ``ref``'s rank and leading size (the
     ``dynamic=`` argument of the graph recorder's ``trace``)."""
     return {j: {0: "B"} for j, a in enumerate(arrays) if a.ndim == ref.ndim and a.shape[0] == ref.shape[0]}
+
+
+def assert_doctests_pass(module_name: str) -> None:
+    """The ``>>>`` examples in the docstrings of ``module_name`` run and print what they show."""
+    module = importlib.import_module(module_name)
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS, verbose=False)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} doctest examples failed in {module_name}"
