@@ -11,7 +11,7 @@ import tensorplay as tp
 from tensorplay import random_state
 from tensorplay.tensor import Tensor
 from tensorplay.testing.trees import flatten, flatten_with_paths, unflatten
-from tensorplay.testing.compare import NotCloseError, assert_close, format_path
+from tensorplay.testing.compare import NotCloseError, assert_close, default_tolerances, format_path
 from tensorplay.testing.grads import argument_names
 from tensorplay.testing.registry import NotApplicable, Runner, select, using_tolerances
 from tensorplay.testing.ways import ModuleState, is_module
@@ -136,9 +136,19 @@ def _run(runner: Runner, program: Any, args: Sequence[Any], what: str) -> Any:
         raise
 
 
+def gradient_tolerances(*dtypes: Any) -> tuple[float, float]:
+    """``(rtol, atol)`` for comparing gradients computed two ways (the eager tape's fused kernels and the
+    transforms' rules round differently): float32 ``(1e-4, 1e-5)``, otherwise :func:`default_tolerances`."""
+    rtol, atol = default_tolerances(*dtypes)
+    if any(np.dtype(getattr(d, "numpy", d)) == np.float32 for d in dtypes):
+        rtol = max(rtol, 1e-4)
+    return rtol, atol
+
+
 def check_interpreters(program: Callable[..., Any], *args: Any, interpreters: Iterable[str] | None = None,
                        exclude: Iterable[str] = (), rtol: float | None = None, atol: float | None = None,
-                       grads: bool = True) -> list[str]:
+                       grads: bool = True, grad_rtol: float | None = None,
+                       grad_atol: float | None = None) -> list[str]:
     """Run ``program(*args)`` under every registered way of running it and compare with eager.
 
     ``program`` is a function, a ``@tp.program`` or an ``nn.Module``; ``args`` are its positional
@@ -151,12 +161,14 @@ def check_interpreters(program: Callable[..., Any], *args: Any, interpreters: It
     (compile, export). Every recorded graph is type-checked.
 
     Each output must match eager's (:func:`assert_close` with ``rtol``/``atol``, NaN equal to NaN;
-    tensors of the same interpreter with the same ``requires_grad``), and a module's buffers must end as eager leaves them (batch-norm
-    statistics). The global random generator and the buffers are restored before each way, so
-    dropout draws the same numbers. With ``grads`` (when ``program`` has float tensor arguments or
-    parameters requiring grad, and float outputs), the gradient of the outputs against fixed random
-    cotangents, w.r.t. each of them, is computed by ``tensorplay.func.vjp`` run under every way and
-    compared with the eager tape's.
+    tensors of the same interpreter with the same ``requires_grad``), and a module's buffers must end
+    as eager leaves them (batch-norm statistics). The global random generator and the buffers are
+    restored before each way, so dropout draws the same numbers. With ``grads`` (when ``program`` has
+    float tensor arguments or parameters requiring grad, and float outputs), the gradient of the
+    outputs against fixed random cotangents, w.r.t. each of them, is computed by
+    ``tensorplay.func.vjp`` run under every way and compared with the eager tape's, to
+    ``grad_rtol``/``grad_atol`` (default :func:`gradient_tolerances`: the tape and the rules round
+    differently, so ``rtol=0`` for the outputs does not ask for bitwise gradients).
 
     A mismatch raises :class:`NotCloseError` naming the way, the output leaf (or gradient) and the
     :func:`assert_close` report; an exception raised by a way gets a note naming the way. A way that
@@ -179,7 +191,8 @@ def check_interpreters(program: Callable[..., Any], *args: Any, interpreters: It
     after, seed_after = state.snapshot(), random_state.get_state()
     ran: list[str] = []
 
-    def each_way(fn: Any, reference: Any, what: str, is_forward: bool) -> None:
+    def each_way(fn: Any, reference: Any, what: str, is_forward: bool, rtol: float | None,
+                 atol: float | None) -> None:
         __tracebackhide__ = True
         for runner in runners:
             state.restore(before)
@@ -192,26 +205,28 @@ def check_interpreters(program: Callable[..., Any], *args: Any, interpreters: It
             _compare(got, reference, f"check_interpreters({name}): {what} run with the way {runner.name!r} "
                                      f"({runner.description}) differs from eager:", rtol, atol, is_forward)
             if is_forward:
-                buffers = state.snapshot()
-                assert_close(buffers, after, rtol=rtol, atol=atol, equal_nan=True,
+                assert_close(state.snapshot(), after, rtol=rtol, atol=atol, equal_nan=True,
                              msg=f"check_interpreters({name}): the way {runner.name!r} leaves the module's buffers "
                                  "different from an eager call:")
             if runner.name not in ran:
                 ran.append(runner.name)
 
     try:
-        each_way(program, expected, name, is_forward=True)
+        each_way(program, expected, name, True, rtol, atol)
         if grads:
             gradient = GradientProgram(program, args, expected)
             if not gradient.empty:
                 state.restore(before)
                 random_state.set_state(seed)
-                each_way(gradient, gradient.reference(args), f"the gradient of {name} (tensorplay.func.vjp)",
-                         is_forward=False)
+                reference = gradient.reference(args)
+                default_rtol, default_atol = gradient_tolerances(*(g.dtype for g in reference.values()))
+                each_way(gradient, reference, f"the gradient of {name} (tensorplay.func.vjp)", False,
+                         default_rtol if grad_rtol is None else grad_rtol,
+                         default_atol if grad_atol is None else grad_atol)
     finally:
         state.restore(after)
         random_state.set_state(seed_after)
     return ran
 
 
-__all__ = ["GradientProgram", "check_interpreters"]
+__all__ = ["GradientProgram", "check_interpreters", "gradient_tolerances"]
