@@ -216,3 +216,39 @@ def test_gradients_are_compared_to_their_own_tolerances() -> None:
     tp.manual_seed(0)
     mha = tp.nn.MultiheadAttention(8, 2)
     check_interpreters(mha, tp.randn(2, 5, 8), exclude=["vmap"], rtol=0.0, atol=0.0)
+
+
+class _EntryPoint:
+    """Stands for an installed package's entry point in the tensorplay.testing.interpreters group."""
+
+    def __init__(self, name: str, load: Any) -> None:
+        self.name, self.value, self.load = name, f"fake.module:{name}", load
+
+
+def test_entry_points_register_ways_when_the_registry_is_first_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tensorplay.testing import registry
+
+    def load() -> None:
+        register_interpreter("from_entry_point", lambda fn, *args: fn(*args), description="registered on load")
+
+    monkeypatch.setattr(registry, "entry_points", lambda group: [_EntryPoint("from_entry_point", load)]
+                        if group == registry.ENTRY_POINT_GROUP else [])
+    monkeypatch.setitem(registry._loaded, "entry_points", False)
+    try:
+        assert list(interpreters())[-1] == "from_entry_point"
+        assert "from_entry_point" in check_interpreters(lambda x: x * 2.0, tp.ones(2))
+    finally:
+        unregister_interpreter("from_entry_point")
+
+
+def test_a_broken_entry_point_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tensorplay.testing import registry
+
+    def load() -> None:
+        raise ImportError("no module named fake")
+
+    monkeypatch.setattr(registry, "entry_points", lambda group: [_EntryPoint("broken", load)])
+    monkeypatch.setitem(registry._loaded, "entry_points", False)
+    with pytest.raises(ImportError) as info:
+        interpreters()
+    assert any("way of running 'broken' (fake.module:broken)" in note for note in info.value.__notes__)

@@ -161,7 +161,8 @@ def _pairs(actual: Any, expected: Any, path: tuple[Any, ...]) -> Iterator[tuple[
                             f"{_describe(expected)}", path=format_path(path), kind="structure")
     if isinstance(actual, dict):
         if set(actual) != set(expected):
-            missing, extra = sorted(map(repr, set(expected) - set(actual))), sorted(map(repr, set(actual) - set(expected)))
+            missing = sorted(map(repr, set(expected) - set(actual)))
+            extra = sorted(map(repr, set(actual) - set(expected)))
             raise NotCloseError(f"structures differ{at}: dict keys differ (missing {', '.join(missing) or '-'}; "
                                 f"unexpected {', '.join(extra) or '-'})", path=format_path(path), kind="structure")
         for key in expected:
@@ -260,7 +261,8 @@ def _compare_values(a: Array, e: Array, path: str, rtol: float, atol: float, equ
     non_finite = int((bad & ~finite).sum())
     if non_finite:
         first = _index(int(np.argmax(bad & ~finite)), a.shape)
-        lines.append(f"  {non_finite} mismatch{'es involve' if non_finite > 1 else ' involves'} NaN or inf, the first at index {index_text(first)} "
+        verb = "es involve" if non_finite > 1 else " involves"
+        lines.append(f"  {non_finite} mismatch{verb} NaN or inf, the first at index {index_text(first)} "
                      f"(actual {_item(a, first)}, expected {_item(e, first)})")
     raise NotCloseError("\n".join(lines), path=path, kind="values", mismatched=mismatched, total=total,
                         max_abs_diff=max_abs, max_abs_index=abs_index, max_rel_diff=max_rel,

@@ -49,16 +49,11 @@ class Point:
 
     def evaluate(self, delta: dict[int, Array] | None = None) -> tuple[list[Array | None], Any]:
         """The float output leaves of ``f`` at ``primals + delta`` (float64; ``None`` for other leaves)
-        and the output's structure."""
-        args = []
-        for i, leaf in enumerate(self.leaves):
-            if i in self.base:
-                value = self.base[i] if not delta or i not in delta else self.base[i] + delta[i]
-                args.append(tp.tensor(value, dtype=tp.float64))
-            elif isinstance(leaf, np.ndarray):
-                args.append(tp.tensor(leaf))
-            else:
-                args.append(leaf)
+        and the output's structure. Every call gets fresh tensors (``f`` may write into its inputs)."""
+        delta = delta or {}
+        args = [tp.from_numpy(np.asarray(self.base[i] + delta[i]) if i in delta else self.base[i].copy())
+                if i in self.base else tp.tensor(leaf) if isinstance(leaf, np.ndarray) else leaf
+                for i, leaf in enumerate(self.leaves)]
         out = self.f(*unflatten(self.spec, args))
         leaves, spec = flatten(out)
         return [_float64(leaf) for leaf in leaves], spec

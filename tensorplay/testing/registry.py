@@ -158,5 +158,5 @@ def using_tolerances(rtol: float | None, atol: float | None) -> Iterator[None]:
         _TOLERANCES.reset(token)
 
 
-__all__ = ["ENTRY_POINT_GROUP", "NotApplicable", "Runner", "Tolerances", "interpreters", "register_interpreter", "select",
-           "tolerances", "unregister_interpreter", "using_tolerances"]
+__all__ = ["ENTRY_POINT_GROUP", "NotApplicable", "Runner", "Tolerances", "interpreters", "register_interpreter",
+           "select", "tolerances", "unregister_interpreter", "using_tolerances"]
