@@ -4,21 +4,10 @@ from __future__ import annotations
 
 import doctest
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-
-
-def as_numpy(value: Any) -> Any:
-    """A tensorplay or PyTorch tensor as a numpy array (detached); anything else unchanged."""
-    return value.detach().numpy() if hasattr(value, "detach") else value
-
-
-def close(a: Any, b: Any, tol: float = 1e-5) -> None:
-    """``a`` and ``b`` (tensorplay or PyTorch tensors, arrays, numbers) are equal to ``tol`` (relative and
-    absolute)."""
-    np.testing.assert_allclose(np.asarray(as_numpy(a)), np.asarray(as_numpy(b)), rtol=tol, atol=tol)
 
 
 def is_float_array(value: Any) -> bool:
@@ -34,23 +23,6 @@ def as_float64(value: Any) -> Any:
         out[...] = value
         return out
     return value
-
-
-def central_difference(value: Callable[[list[Any]], float], args: Sequence[Any], index: int,
-                       eps: float) -> np.ndarray[Any, Any]:
-    """``d value(args) / d args[index]`` by float64 central differences, one entry at a time."""
-    base = np.array(args[index], dtype=np.float64)
-    grad = np.zeros(base.shape)
-    for pos in np.ndindex(*base.shape):
-        vals = []
-        for sign in (1.0, -1.0):
-            moved = base.copy()
-            moved[pos] += sign * eps
-            new_args = list(args)
-            new_args[index] = moved
-            vals.append(value(new_args))
-        grad[pos] = (vals[0] - vals[1]) / (2 * eps)
-    return grad
 
 
 def placed(base: Sequence[Any], positions: Sequence[int], values: Sequence[Any]) -> list[Any]:
