@@ -84,9 +84,11 @@ def test_creation(tp_interpreter):
     result.stdout.fnmatch_lines(["*vmap: vmap: the program takes no tensor argument to map over*"])
 
 
-def test_report_header_lists_the_ways(pytester: pytest.Pytester) -> None:
-    result = run(pytester, "def test_nothing():\n    pass\n")
+def test_report_header_lists_the_ways_when_verbose(pytester: pytest.Pytester) -> None:
+    result = run(pytester, "def test_nothing():\n    pass\n", "-v")
     result.stdout.fnmatch_lines(["tensorplay.testing ways of running: " + ", ".join(interpreters())])
+    result = run(pytester, "def test_nothing():\n    pass\n")
+    assert "tensorplay.testing ways of running" not in result.stdout.str()
 
 
 def test_a_failure_shows_the_report_at_the_test_line_without_toolkit_frames(pytester: pytest.Pytester) -> None:

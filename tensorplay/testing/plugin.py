@@ -7,7 +7,7 @@ attributes, so ``-p tensorplay.testing`` and the ``pytest11`` entry point load i
   cannot run ``fn`` (:class:`NotApplicable`) skips the test.
 * ``@pytest.mark.tp_interpreters("eager", "traced")`` restricts one test to those ways;
   ``@pytest.mark.tp_interpreters(exclude=["vmap"])`` drops some.
-* The report header lists the registered ways. Failures of :func:`assert_close` and the checks
+* With ``-v`` the report header lists the registered ways. Failures of :func:`assert_close` and the checks
   built on it show the report at the test's own line (the toolkit's frames are hidden).
 """
 
@@ -28,9 +28,12 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "these ways of running (all when no names), minus exclude")
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    """One header line: the registered ways of running."""
-    return "tensorplay.testing ways of running: " + ", ".join(interpreters())
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """With ``-v``, one header line: the registered ways of running (reading the registry imports the
+    transforms, which a test run that never asks for them should not pay for)."""
+    if config.get_verbosity() <= 0:
+        return []
+    return ["tensorplay.testing ways of running: " + ", ".join(interpreters())]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
