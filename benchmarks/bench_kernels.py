@@ -54,7 +54,7 @@ def run() -> list[Row]:
     b = rng.standard_normal(1024).astype(np.float32)
     tx, tg, tb = torch.from_numpy(x), torch.from_numpy(g), torch.from_numpy(b)
     rows.append(("layer_norm (4096, 1024) f32", interleaved({
-        "tensorplay": lambda: K.layer_norm(x, g, b, eps=1e-5),
+        "tensorplay": lambda: K.layer_norm_last_axis(x, g, b, eps=1e-5),
         "torch": lambda: F.layer_norm(tx, (1024,), tg, tb, 1e-5),
         "numpy": lambda: _numpy_layer_norm(x, g, b, 1e-5),
     })))
@@ -77,17 +77,17 @@ def run() -> list[Row]:
     txc, twc = torch.from_numpy(xc), torch.from_numpy(wc)
     conv_params: dict[str, Any] = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
     rows.append(("conv2d b32 3->32 32x32 3x3 pad 1", interleaved({
-        "tensorplay": lambda: K.conv(xc, wc, **conv_params),
+        "tensorplay": lambda: K.conv_nd(xc, wc, **conv_params),
         "torch": lambda: F.conv2d(txc, twc, None, 1, 1),
     })))
-    y = K.conv(xc, wc, **conv_params)
+    y = K.conv_nd(xc, wc, **conv_params)
     ty = torch.from_numpy(y)
     rows.append(("  its weight grad (conv_weight_grad)", interleaved({
-        "tensorplay": lambda: K.conv_weight_grad(xc, y, kernel_size=(3, 3), **conv_params),
+        "tensorplay": lambda: K.conv_weight_grad_nd(xc, y, kernel_size=(3, 3), **conv_params),
         "torch": lambda: torch.nn.grad.conv2d_weight(txc, twc.shape, ty, 1, 1),
     })))
     rows.append(("  its input grad (conv_transpose)", interleaved({
-        "tensorplay": lambda: K.conv_transpose(y, wc, stride=(1, 1), padding=(1, 1), output_padding=(0, 0),
+        "tensorplay": lambda: K.conv_transpose_nd(y, wc, stride=(1, 1), padding=(1, 1), output_padding=(0, 0),
                                                dilation=(1, 1), groups=1),
         "torch": lambda: F.conv_transpose2d(ty, twc, None, 1, 1),
     })))
@@ -95,13 +95,13 @@ def run() -> list[Row]:
     wm = rng.standard_normal((64, 64, 3, 3)).astype(np.float32)
     txm, twm = torch.from_numpy(xm), torch.from_numpy(wm)
     rows.append(("conv2d b32 64->64 16x16 3x3 pad 1", interleaved({
-        "tensorplay": lambda: K.conv(xm, wm, **conv_params),
+        "tensorplay": lambda: K.conv_nd(xm, wm, **conv_params),
         "torch": lambda: F.conv2d(txm, twm, None, 1, 1),
     })))
 
     pool: dict[str, Any] = dict(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))
     rows.append(("max_pool 2x2 on the conv output (32,32,32,32)", interleaved({
-        "tensorplay": lambda: K.max_pool(y, **pool),
+        "tensorplay": lambda: K.max_pool_nd(y, **pool),
         "torch": lambda: F.max_pool2d(ty, 2, 2),
     })))
     gp = rng.standard_normal((32, 32, 16, 16)).astype(np.float32)
@@ -112,7 +112,7 @@ def run() -> list[Row]:
         F.max_pool2d(tyr, 2, 2).backward(tgp)
 
     rows.append(("  max_pool forward + backward", interleaved({
-        "tensorplay": lambda: (K.max_pool(y, **pool), K.max_pool_backward(y, gp, **pool)),
+        "tensorplay": lambda: (K.max_pool_nd(y, **pool), K.max_pool_backward_nd(y, gp, **pool)),
         "torch": torch_pool_fwd_bwd,
     })))
 
@@ -122,7 +122,7 @@ def run() -> list[Row]:
     causal = np.tril(np.ones((128, 128), bool))
     tq, tk, tv, tm = (torch.from_numpy(a) for a in (q, kk, v, causal))
     rows.append(("attention (8,4,128,64) f32, causal mask", interleaved({
-        "tensorplay": lambda: K.attention(q, kk, v, causal, scale=0.125),
+        "tensorplay": lambda: K.dot_product_attention(q, kk, v, causal, scale=0.125),
         "torch": lambda: F.scaled_dot_product_attention(tq, tk, tv, attn_mask=tm),
     })))
 

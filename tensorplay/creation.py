@@ -19,7 +19,7 @@ from tensorplay import dtypes as _dt
 from tensorplay import derived as _p
 from tensorplay import random_state
 from tensorplay.errors import DTypeError, ShapeError
-from tensorplay.tensor import Tensor, pick_interpreter
+from tensorplay.tensor import Tensor, highest_interpreter
 
 S = TypeVarTuple("S")
 Scalar = bool | int | float
@@ -258,11 +258,7 @@ def rand_like(x: Tensor[*S], dtype: Any = None) -> Tensor[*S]:
 
 
 def _interpreter_of(tensors: Sequence[Any]) -> Any:
-    ops: Any = eager
-    for t in tensors:
-        if isinstance(t, Tensor):
-            ops = pick_interpreter(ops, t._ops)
-    return ops
+    return highest_interpreter(tensors, eager)
 
 
 def cat(tensors: Sequence[Tensor[*tuple[Any, ...]]], dim: int = 0) -> Tensor[*tuple[Any, ...]]:

@@ -9,7 +9,7 @@ operation (an outer transform's value seen inside an inner one is lifted).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, TypeVarTuple, overload
 
 import numpy as np
@@ -56,8 +56,19 @@ class Size(tuple[int, ...]):
 
 
 def pick_interpreter(a: Interpreter, b: Interpreter) -> Interpreter:
-    """Of two interpreters, the one that must handle an operation mixing their tensors."""
+    """Of two interpreters, the one that must handle an operation mixing their tensors: the higher
+    ``level`` (the newer recording); ``a`` on a tie. Every choice of interpreter goes through here."""
     return a if a.level >= b.level else b
+
+
+def highest_interpreter(values: Iterable[Any], default: Any) -> Any:
+    """The interpreter that must run an operation on ``values`` (tensors and other objects, flat): the
+    highest-level one among the tensors' interpreters and ``default`` (:func:`pick_interpreter`)."""
+    ops = default
+    for x in values:
+        if type(x) is Tensor and x._ops is not ops:
+            ops = pick_interpreter(ops, x._ops)
+    return ops
 
 
 class Tensor(Generic[*Shape]):
@@ -179,7 +190,7 @@ class Tensor(Generic[*Shape]):
             yield self[i]
 
     def __repr__(self) -> str:
-        return self._ops.format(self)  # type: ignore[attr-defined, no-any-return]
+        return self._ops.format(self)
 
     # ---- autograd (the eager interpreter implements these) -------------------------------
     @property
@@ -189,11 +200,11 @@ class Tensor(Generic[*Shape]):
 
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
-        self._ops.set_requires_grad(self, flag)  # type: ignore[attr-defined]
+        self._ops.set_requires_grad(self, flag)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor[*Shape]:
         """Set ``requires_grad`` in place and return ``self``."""
-        self._ops.set_requires_grad(self, requires_grad)  # type: ignore[attr-defined]
+        self._ops.set_requires_grad(self, requires_grad)
         return self
 
     @property
@@ -218,11 +229,11 @@ class Tensor(Generic[*Shape]):
     def backward(self, gradient: Tensor[*Shape] | None = None, retain_graph: bool = False,
                  create_graph: bool = False) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (see ``tp.autograd.backward``)."""
-        self._ops.backward(self, gradient, retain_graph, create_graph)  # type: ignore[attr-defined]
+        self._ops.backward(self, gradient, retain_graph, create_graph)
 
     def detach(self) -> Tensor[*Shape]:
         """The same value, cut from the tape (shares memory)."""
-        return self._ops.detach(self)  # type: ignore[attr-defined, no-any-return]
+        return self._ops.detach(self)
 
     # ---- arithmetic --------------------------------------------------------------------------
     def _binary(self, name: str, other: Any, reverse: bool = False) -> Any:
@@ -915,11 +926,11 @@ class Tensor(Generic[*Shape]):
 
     def contiguous(self) -> Tensor[*Shape]:
         """The same values in a row-major buffer (a no-op for values that already are)."""
-        return self._ops.contiguous(self)  # type: ignore[attr-defined, no-any-return]
+        return self._ops.contiguous(self)
 
     def clone(self) -> Tensor[*Shape]:
         """A copy that shares no memory (recorded for autograd)."""
-        return self._ops.clone(self)  # type: ignore[attr-defined, no-any-return]
+        return self._ops.clone(self)
 
     def astype(self, dtype: Any) -> Tensor[*Shape]:
         """Convert to ``dtype`` (a no-op when it already has it)."""
@@ -967,46 +978,46 @@ class Tensor(Generic[*Shape]):
         for item in (key if isinstance(key, tuple) else (key,)) + (value,):
             if isinstance(item, Tensor) and item._ops is not ops:
                 ops = pick_interpreter(ops, item._ops)
-        ops.setitem(self, key, value)  # type: ignore[attr-defined]
+        ops.setitem(self, key, value)
 
     # ---- in place (eager only; bump the version counter) -----------------------------------
     def add_(self, other: Tensor[*Shape] | Scalar, alpha: Scalar = 1) -> Tensor[*Shape]:
         """``self += alpha * other`` in place."""
         value = other if alpha == 1 else other * alpha
-        return self._ops.inplace(self, "add", value)  # type: ignore[attr-defined, no-any-return]
+        return self._ops.inplace(self, "add", value)
 
     def sub_(self, other: Tensor[*Shape] | Scalar, alpha: Scalar = 1) -> Tensor[*Shape]:
         """``self -= alpha * other`` in place."""
         value = other if alpha == 1 else other * alpha
-        return self._ops.inplace(self, "sub", value)  # type: ignore[attr-defined, no-any-return]
+        return self._ops.inplace(self, "sub", value)
 
     def mul_(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
         """``self *= other`` in place."""
-        return self._ops.inplace(self, "mul", other)  # type: ignore[attr-defined, no-any-return]
+        return self._ops.inplace(self, "mul", other)
 
     def div_(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
         """``self /= other`` in place."""
-        return self._ops.inplace(self, "div", other)  # type: ignore[attr-defined, no-any-return]
+        return self._ops.inplace(self, "div", other)
 
     def zero_(self) -> Tensor[*Shape]:
         """Fill with zeros in place."""
-        return self._ops.inplace(self, "fill", 0)  # type: ignore[attr-defined, no-any-return]
+        return self._ops.inplace(self, "fill", 0)
 
     def fill_(self, value: Scalar) -> Tensor[*Shape]:
         """Fill with ``value`` in place."""
-        return self._ops.inplace(self, "fill", value)  # type: ignore[attr-defined, no-any-return]
+        return self._ops.inplace(self, "fill", value)
 
     def copy_(self, src: Tensor[*tuple[Any, ...]]) -> Tensor[*Shape]:
         """Copy ``src`` (broadcast) into ``self`` in place."""
-        return self._ops.inplace(self, "copy", src)  # type: ignore[attr-defined, no-any-return]
+        return self._ops.inplace(self, "copy", src)
 
     def clamp_(self, min: Scalar | None = None, max: Scalar | None = None) -> Tensor[*Shape]:
         """Clamp in place (each bound is one recorded in-place ``maximum``/``minimum`` on a snapshot of
         ``self``, so the tape never sees ``self`` saved and then overwritten)."""
         if min is not None:
-            self._ops.inplace(self, "maximum", min)  # type: ignore[attr-defined]
+            self._ops.inplace(self, "maximum", min)
         if max is not None:
-            self._ops.inplace(self, "minimum", max)  # type: ignore[attr-defined]
+            self._ops.inplace(self, "minimum", max)
         return self
 
     @overload  # type: ignore[misc]  # mypy compares in-place overloads with __add__ item by item

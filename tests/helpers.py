@@ -44,3 +44,17 @@ def assert_doctests_pass(module_name: str) -> None:
     module = importlib.import_module(module_name)
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS, verbose=False)
     assert result.failed == 0, f"{result.failed} of {result.attempted} doctest examples failed in {module_name}"
+
+
+def torch_smooth_max_pool(x: Any, k: tuple[int, ...], s: tuple[int, ...], p: tuple[int, ...], beta: float) -> Any:
+    """PyTorch reference of ``smooth_max_pool_nd`` on ``x[N, C, *spatial]`` (a torch tensor): the window
+    ``logsumexp(beta x) / beta`` with padded cells taking part as zeros."""
+    import torch
+    import torch.nn.functional as F
+    pads: list[int] = []
+    for pi in reversed(p):
+        pads += [pi, pi]
+    xp = F.pad(x, pads, value=0.0)
+    for i in range(len(k)):
+        xp = xp.unfold(2 + i, k[i], s[i])
+    return torch.logsumexp(beta * xp, dim=tuple(range(-len(k), 0))) / beta

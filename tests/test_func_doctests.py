@@ -9,7 +9,7 @@ from tests.helpers import assert_doctests_pass
 MODULES = [
     "tensorplay.func", "tensorplay.func.vjp", "tensorplay.func.jvp", "tensorplay.func.vmap", "tensorplay.func.jac",
     "tensorplay.func.module_utils", "tensorplay.func.functionalize", "tensorplay.func.rearrange",
-    "tensorplay.func.pytree", "tensorplay.func.tracing",
+    "tensorplay.pytree", "tensorplay.func.tracing",
 ]
 
 

@@ -326,7 +326,7 @@ def test_graph_module_called_under_another_trace_is_inlined() -> None:
 
 def test_random_keys_are_inputs_drawn_per_call() -> None:
     def f(x: Any) -> Any:
-        return tp.prefix.dropout(x._ops, x, 0.5, x._ops.random_key()) if hasattr(x._ops, "random_key") else x
+        return tp.prefix.dropout(x._ops, x, 0.5, key=x._ops.random_key()) if hasattr(x._ops, "random_key") else x
 
     import tensorplay.prefix  # noqa: F401
 

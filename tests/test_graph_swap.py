@@ -44,11 +44,12 @@ def reinline(graph: Graph, *args: Any) -> Graph:
 
 
 def swap(fn: AnyFn, *args: Any, vmap: bool = True) -> None:
-    """Every graph way agrees bitwise with eager; vmap and the gradients through every registered way agree
-    to the default tolerances."""
+    """Every graph way agrees bitwise with eager; vmap agrees to the default tolerances, and so do the
+    gradients through every registered way, with ``atol=1e-4`` (float32 gradients here reach 80, and
+    a batched sum rounds its small entries differently from one sample's)."""
     check_interpreters(fn, *args, interpreters=GRAPH_WAYS, rtol=0.0, atol=0.0, grads=False)
     with np.errstate(all="ignore"):
-        check_interpreters(fn, *args, exclude=[] if vmap else ["vmap"])
+        check_interpreters(fn, *args, exclude=[] if vmap else ["vmap"], grad_atol=1e-4)
 
 
 # ---- every registry sample ----------------------------------------------------------------------
@@ -129,12 +130,12 @@ def _derived_cases() -> list[tuple[str, str, str, AnyFn, list[Any]]]:
         ("conv_transpose", Q, "conv_transpose", lambda f, ops, a, c: f(ops, c, None, a, 2, 1), [img, twc]),
         ("max_pool", Q, "max_pool", lambda f, ops, a: f(ops, a, 2), [img]),
         ("avg_pool", Q, "avg_pool", lambda f, ops, a: f(ops, a, 3, 2, 1), [img]),
-        ("smooth_max_pool", Q, "smooth_max_pool", lambda f, ops, a: f(ops, a, 2, beta=4.0), [img]),
+        ("smooth_max_pool", Q, "smooth_max_pool", lambda f, ops, a: f(ops, a, 2, 1, 1, 4.0), [img]),
         ("layer_norm", Q, "layer_norm", lambda f, ops, a, c, d: f(ops, a, c, d), [seq, ws[0][0], ws[1][0]]),
         ("layer_norm_plain", Q, "layer_norm", lambda f, ops, a: f(ops, a, None, None), [seq]),
         ("attention", Q, "attention", lambda f, ops, a, *w4: f(ops, *w4, a, 2), [seq, *ws]),
         ("attention_mask", Q, "attention", lambda f, ops, a, m, *w4: f(ops, *w4, a, 4, m), [seq, mask, *ws]),
-        ("dropout", Q, "dropout", lambda f, ops, a, k: f(ops, a, 0.3, k), [x, tp.tensor(np.array([5, 1]))]),
+        ("dropout", Q, "dropout", lambda f, ops, a, k: f(ops, a, 0.3, key=k), [x, tp.tensor(np.array([5, 1]))]),
     ]
 
 
@@ -144,9 +145,7 @@ DERIVED = _derived_cases()
 @pytest.mark.parametrize("case", DERIVED, ids=lambda c: c[0])
 def test_derived_op_three_ways(case: tuple[str, str, str, AnyFn, list[Any]]) -> None:
     _, module, name, call, tensors = case
-    fn = getattr(importlib.import_module(module), name, None)
-    if fn is None:
-        pytest.skip(f"{module}.{name} is not available")
+    fn = getattr(importlib.import_module(module), name)
     swap(lambda *ts: call(fn, tp.ops_of(ts), *ts), *tensors)
 
 

@@ -203,7 +203,7 @@ def test_graph_module_checks_inputs() -> None:
         gm(tp.ones(3, 2))
     with pytest.raises(DTypeError, match="expected dtype float32, got float64"):
         gm(tp.ones(2, 3, dtype=tp.float64))
-    with pytest.raises(TypeError, match="expected a tuple of 1 items, got 2"):
+    with pytest.raises(TypeError, match="expected a tuple of 1 items, got a tuple of 2 items"):
         gm(tp.ones(2, 3), tp.ones(2, 3))
     assert isinstance(gm, GraphModule) and "GraphModule" in repr(gm)
 

@@ -14,6 +14,7 @@ import pytest
 import tensorplay as tp
 from tensorplay.spec.errors import MissingRuleError
 from tensorplay.ops import PRIMITIVE_NAMES
+from tensorplay.spec.table import names
 from tensorplay.rules.jvp import JVP_RULES, jvp_rule, missing_rules
 from tensorplay.rules.vjp import VJP_RULES
 from tensorplay.testing import assert_close, numerical_jvp
@@ -61,10 +62,8 @@ def test_missing_rule_is_named() -> None:
 
 def test_every_primitive_with_a_derivative_has_a_jvp_sample() -> None:
     covered = {s.prim for s in SAMPLES if s.differentiable and any(is_float_array(a) for a in s.args)}
-    covered |= {"max_pool_backward", "max_pool_select", "abs", "relu"}  # tested by consistency and below
-    no_derivative = {"sign", "floor", "ceil", "logical_not", "eq", "ne", "lt", "le", "gt", "ge",
-                     "logical_and", "logical_or", "argmax", "argmin", "stop_gradient", "full", "iota",
-                     "random_uniform", "random_normal", "random_randint"}
+    covered |= {"max_pool_backward_nd", "max_pool_select_nd", "abs", "relu"}  # tested by consistency and below
+    no_derivative = set(names(has_derivative=False))
     assert set(PRIMITIVE_NAMES) - no_derivative <= covered
 
 
@@ -177,7 +176,7 @@ def test_max_pool_tangent_is_read_at_the_first_maximum() -> None:
     x = tp.tensor(np.array([[[[1.0, 1.0], [0.0, 1.0]]]]))
     t = tp.tensor(np.array([[[[5.0, 7.0], [9.0, 11.0]]]]))
     params: dict[str, Any] = dict(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))
-    out = JVP_RULES["max_pool"](ops, (x,), (t,), ops.max_pool(x, **params), **params)
+    out = JVP_RULES["max_pool_nd"](ops, (x,), (t,), ops.max_pool_nd(x, **params), **params)
     np.testing.assert_array_equal(out.numpy(), [[[[5.0]]]])
 
 
@@ -187,7 +186,7 @@ def test_fully_masked_attention_row_has_zero_tangent() -> None:
     mask[0] = False
     inputs = (tp.tensor(q), tp.tensor(k), tp.tensor(v), tp.tensor(mask))
     ts = tuple(tp.tensor(np.ones_like(a)) for a in (q, k, v)) + (None,)
-    out = JVP_RULES["attention"](ops, inputs, ts, ops.attention(*inputs, scale=0.5), scale=0.5)
+    out = JVP_RULES["dot_product_attention"](ops, inputs, ts, ops.dot_product_attention(*inputs, scale=0.5), scale=0.5)
     assert np.all(out.numpy()[0, 0] == 0.0)
     assert np.all(np.isfinite(out.numpy()))
 
@@ -243,9 +242,9 @@ def test_rules_run_under_the_graph_recorder(sample: Sample) -> None:
 
 
 _BATCHED = [s for s in GRAD_SAMPLES if s.prim in (
-    "add", "mul", "div", "pow", "exp", "tanh", "sqrt", "maximum", "where", "reduce_max", "matmul", "conv",
-    "conv_transpose", "conv_weight_grad", "max_pool", "avg_pool", "smooth_max_pool", "smooth_max_pool_backward",
-    "avg_pool_backward", "layer_norm", "batch_norm", "softmax", "log_softmax", "attention", "gelu", "concat",
+    "add", "mul", "div", "pow", "exp", "tanh", "sqrt", "maximum", "where", "reduce_max", "matmul", "conv_nd",
+    "conv_transpose_nd", "conv_weight_grad_nd", "max_pool_nd", "avg_pool_nd", "smooth_max_pool_nd", "smooth_max_pool_backward_nd",
+    "avg_pool_backward_nd", "layer_norm_last_axis", "batch_norm", "softmax", "log_softmax", "dot_product_attention", "gelu", "concat",
     "gather", "scatter_add", "slice", "pad") and np.ndim(s.args[0]) > 1]
 
 

@@ -43,9 +43,9 @@ from tensorplay.spec.aval import Aval
 from tensorplay.spec.errors import DTypeError, GraphCaptureError, TensorplayError
 from tensorplay import random_state
 from tensorplay.ops import PRIMITIVE_NAMES
-from tensorplay.prefix import DerivedOps
+from tensorplay.interpreter import BaseInterpreter
 from tensorplay.symbolic import SymDim
-from tensorplay.tensor import Tensor
+from tensorplay.tensor import Tensor, highest_interpreter
 
 _levels = itertools.count(1)
 _RULE_MEMO: dict[Any, Aval] = {}
@@ -135,7 +135,7 @@ def foreign_aval(x: Tensor[*tuple[Any, ...]]) -> Aval:
     return Aval(tuple(data.shape), data.dtype.name)
 
 
-class Recorder(DerivedOps):
+class Recorder(BaseInterpreter):
     """Records primitive calls into ``self.graph`` (see the module docstring).
 
     ``execute=True`` also computes every value eagerly; ``binding`` maps symbolic dim names to
@@ -223,12 +223,15 @@ class Recorder(DerivedOps):
             raise GraphCaptureError(
                 f"{target}: this tensor belongs to a recording that has finished (it escaped from a traced "
                 f"function); use the traced function's outputs instead{_at(user_location(3))}")
+        top = highest_interpreter(inputs, self)
+        if top is not self:  # a value of a newer recording (a sample inside map or vmap): it records this op
+            return getattr(top, target)(*inputs, **params)  # type: ignore[no-any-return]
         values: list[Any] = []
         avals: list[Any] = []
         sym = False
         for x in inputs:
             if isinstance(x, Tensor):
-                v = x._data if x._ops is self else self.lift(x)  # type: ignore[comparison-overlap]
+                v = x._data if x._ops is self else self.lift(x)
                 values.append(v)
                 avals.append(v.aval)
             elif x is None:
@@ -341,6 +344,11 @@ class Recorder(DerivedOps):
             seed, counter = random_state._state
             value = np.array([seed, counter + self._n_keys - 1], dtype=np.int64)
         return self.input("key", Aval((2,), "int64"), "random_key", value)
+
+    def map(self, lead: int, x: Any, f: Callable[[Any], Any]) -> Any:
+        """See :func:`tensorplay.prefix.map`: the batched computation is recorded."""
+        from tensorplay.interpreters.graph.batched import map_over_lead
+        return map_over_lead(self, lead, x, f)
 
     def wrap(self, var: Var) -> Tensor[*tuple[Any, ...]]:
         """A tensor of this recorder holding ``var``."""

@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from tensorplay.interpreters.eager.interpreter import eager
-from tensorplay.interpreters.graph import tree
 from tensorplay.interpreters.graph.codegen import compile_graph
 from tensorplay.interpreters.graph.evaluate import apply_mutations, bind_inputs, input_values
 from tensorplay.interpreters.graph.ir import Graph, Literal, Var
@@ -30,7 +29,8 @@ from tensorplay.interpreters.graph.recorder import Recorder, foreign_aval
 from tensorplay.spec.aval import Aval
 from tensorplay.spec.errors import GraphCaptureError
 from tensorplay.symbolic import SymDim, bind_shape, check_shape
-from tensorplay.tensor import Tensor
+from tensorplay.pytree import Structure, join_static, leaf_names, split_static, structure_difference
+from tensorplay.tensor import Tensor, highest_interpreter
 
 
 class GuardError(GraphCaptureError):
@@ -85,8 +85,8 @@ def _axis_spec(spec: Any, ndim: int, where: str) -> dict[int, Any]:
     return out
 
 
-def _specs_for_leaves(dynamic: Any, n_args: int, arg_trees: list[tree.TreeDef],
-                      leaf_names: list[list[str]]) -> dict[str, Any]:
+def _specs_for_leaves(dynamic: Any, n_args: int, arg_trees: list[Structure],
+                      names_per_arg: list[list[str]]) -> dict[str, Any]:
     """Map placeholder name -> per-tensor spec."""
     if dynamic is None:
         return {}
@@ -105,12 +105,12 @@ def _specs_for_leaves(dynamic: Any, n_args: int, arg_trees: list[tree.TreeDef],
                 raise ValueError(f"dynamic: argument index {key} is out of range ({n_args} arguments)")
             if spec is None:
                 continue
-            if arg_trees[key] != ("leaf",):
+            if arg_trees[key].spec.num_leaves != 1 or arg_trees[key].spec.type is not None:
                 raise TypeError(f"dynamic: argument {key} is a container; name its tensors instead "
-                                f"({', '.join(leaf_names[key])})")
-            per_name[leaf_names[key][0]] = spec
+                                f"({', '.join(names_per_arg[key])})")
+            per_name[names_per_arg[key][0]] = spec
         else:
-            known = {n for names in leaf_names for n in names}
+            known = {n for names in names_per_arg for n in names}
             if key not in known:
                 raise ValueError(f"dynamic: no input named {key!r}; inputs are {', '.join(sorted(known))}")
             per_name[key] = spec
@@ -136,18 +136,19 @@ def trace(fn: Any, *example_args: Any, execute: bool = False, dynamic: Any = Non
                 if isinstance(t, Tensor):
                     recorder.register_state(name, t, "buffer")
     arg_names = _arg_names(fn, len(example_args))
-    arg_trees: list[tree.TreeDef] = []
-    leaf_names: list[list[str]] = []
+    arg_trees: list[Structure] = []
+    names_per_arg: list[list[str]] = []
+    arg_leaves: list[list[Any]] = []
     for name, arg in zip(arg_names, example_args):
-        _, td = tree.flatten(arg)
-        arg_trees.append(td)
-        leaf_names.append(tree.paths(td, name))
-    specs = _specs_for_leaves(dynamic, len(example_args), arg_trees, leaf_names)
+        leaves, structure = split_static(arg)
+        arg_trees.append(structure)
+        arg_leaves.append(leaves)
+        names_per_arg.append(leaf_names(structure, name))
+    specs = _specs_for_leaves(dynamic, len(example_args), arg_trees, names_per_arg)
 
     binding: dict[str, Any] = {}
     recorded_args = []
-    for arg, names in zip(example_args, leaf_names):
-        leaves, td = tree.flatten(arg)
+    for leaves, structure, names in zip(arg_leaves, arg_trees, names_per_arg):
         new_leaves = []
         for leaf, name in zip(leaves, names):
             t = leaf if isinstance(leaf, Tensor) else eager.constant(np.asarray(leaf))
@@ -164,7 +165,7 @@ def trace(fn: Any, *example_args: Any, execute: bool = False, dynamic: Any = Non
             placeholder = recorder.input(name, Aval(shape, base.dtype), "user_input", value)
             as_data = getattr(leaf, "_as_data_input", None)  # an Index: a bounded integer data input
             new_leaves.append(as_data(placeholder) if as_data is not None else placeholder)
-        recorded_args.append(tree.unflatten(td, new_leaves))
+        recorded_args.append(join_static(structure, new_leaves))
     recorder.binding = {k: v for k, v in binding.items() if isinstance(v, int)}
 
     saved = recorder.swap_in_state()
@@ -173,12 +174,12 @@ def trace(fn: Any, *example_args: Any, execute: bool = False, dynamic: Any = Non
     finally:
         recorder.restore_state(saved)
         recorder.close()
-    out_leaves, out_tree = tree.flatten(result, lambda x: isinstance(x, Tensor))
+    out_leaves, out_tree = split_static(result, lambda x: isinstance(x, Tensor))
     outputs: list[Any] = []
     for leaf in out_leaves:
         outputs.append(recorder.lift(leaf))
     graph.outputs = outputs
-    in_tree = tree.flatten(tuple(example_args))[1]
+    in_tree = split_static(tuple(example_args))[1]
     graph.out_tree = out_tree
     return GraphModule(graph, module=module, in_tree=in_tree, out_tree=out_tree,
                        name=getattr(fn, "__name__", type(fn).__name__))
@@ -196,8 +197,8 @@ class GraphModule:
     when running eagerly (:class:`GuardError` when the traced branch no longer applies).
     """
 
-    def __init__(self, graph: Graph, module: Any = None, in_tree: tree.TreeDef | None = None,
-                 out_tree: tree.TreeDef | None = None, name: str = "forward") -> None:
+    def __init__(self, graph: Graph, module: Any = None, in_tree: Structure | None = None,
+                 out_tree: Structure | None = None, name: str = "forward") -> None:
         self.graph = graph
         self.module = module
         self.in_tree = in_tree
@@ -233,19 +234,13 @@ class GraphModule:
 
     # ---- calling ---------------------------------------------------------------------------------
     def __call__(self, *args: Any, state: Mapping[str, Any] | None = None) -> Any:
-        leaves, td = tree.flatten(tuple(args))
+        leaves, td = split_static(tuple(args))
         if self.in_tree is not None:
-            diff = tree.same_structure(self.in_tree, td)
+            diff = structure_difference(self.in_tree, td)
             if diff:
                 raise TypeError(f"{self.__name__}: arguments do not match the traced ones: {diff}")
-        ops: Any = eager
-        for x in leaves:
-            if isinstance(x, Tensor) and x._ops.level > ops.level:
-                ops = x._ops
-        for p in self.graph.inputs:
-            source = state.get(str(p.name), p.source) if state is not None else p.source
-            if isinstance(source, Tensor) and source._ops.level > ops.level:
-                ops = source._ops
+        sources = [state.get(str(p.name), p.source) if state is not None else p.source for p in self.graph.inputs]
+        ops: Any = highest_interpreter(sources, highest_interpreter(leaves, eager))
         inputs = [x if isinstance(x, Tensor) else eager.constant(np.asarray(x)) for x in leaves]
         bind_inputs(self.graph, inputs)
         values = input_values(self.graph, ops, inputs, state)
@@ -254,7 +249,7 @@ class GraphModule:
         if self.graph.mutations:
             flat, news = flat
             apply_mutations(self.graph, ops, values, news)
-        return tree.unflatten(self.out_tree, list(flat)) if self.out_tree is not None else flat
+        return join_static(self.out_tree, list(flat)) if self.out_tree is not None else flat
 
     # ---- display ---------------------------------------------------------------------------------
     def __str__(self) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 from tensorplay.interpreters.graph.evaluate import evaluate
 from tensorplay.interpreters.graph.recorder import Recorder, foreign_aval
-from tensorplay.func.pytree import TreeSpec, check_leaves_like, tensor_leaves, tree_flatten, tree_unflatten
+from tensorplay.pytree import TreeSpec, check_leaves_like, tensor_leaves, tree_flatten, tree_unflatten
 from tensorplay.func.tracing import (
     Dispatch, aux_output, caller_of, forward, graph_sources, highest, read, sweep_ops, tangent_sweep, trace,
     zeros_like,

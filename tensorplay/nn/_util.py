@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay import random_state
 from tensorplay.errors import DTypeError, ShapeError
-from tensorplay.tensor import Tensor
+from tensorplay.tensor import Tensor, highest_interpreter
 
 if TYPE_CHECKING:
     from tensorplay.ops import Interpreter
@@ -24,13 +24,7 @@ def ops_for(where: str, x: Any, *others: Any) -> Any:
     if not isinstance(x, Tensor):
         raise DTypeError(f"{where}: expected a tensorplay Tensor as input, got {type(x).__name__} "
                          "(convert with tp.tensor(...))")
-    ops = x._ops
-    level = ops.level
-    for t in others:
-        if t is not None and t._ops.level > level:
-            ops = t._ops
-            level = ops.level
-    return ops
+    return highest_interpreter(others, x._ops)
 
 
 def is_eager(ops: Any) -> bool:

@@ -179,7 +179,7 @@ class MultiheadAttention(Module, Generic[D]):
         drop = self.dropout if self.training else 0.0
         weights: AnyTensor | None = None
         if not need_weights and additive is None and drop == 0.0:
-            o = ops.attention(q, k, v, allowed, scale=scale)
+            o = ops.dot_product_attention(q, k, v, allowed, scale=scale)
         else:
             scores = ops.mul(ops.matmul(q, transpose(ops, k, -2, -1)), scale)
             if allowed is not None:
@@ -190,7 +190,7 @@ class MultiheadAttention(Module, Generic[D]):
             if need_weights:
                 weights = mean(ops, probs, -3, False) if average_attn_weights else probs
             if drop > 0.0:
-                probs = prefix.dropout(ops, probs, drop, random_key(ops), True)
+                probs = prefix.dropout(ops, probs, drop, True, key=random_key(ops))
             o = ops.matmul(probs, v)
         out = self.out_proj(_merge_heads(ops, o))
         if not self.batch_first:

@@ -324,7 +324,7 @@ def dropout(input: Tensor[*S], p: float = 0.5, training: bool = True, inplace: b
     if not training or p == 0.0:
         return input
     ops = ops_for("dropout", input)
-    return prefix.dropout(ops, input, p, random_key(ops), True)  # type: ignore[no-any-return]
+    return prefix.dropout(ops, input, p, True, key=random_key(ops))  # type: ignore[no-any-return]
 
 
 def _check_indices(ops: Any, indices: AnyTensor, size: int, where: str, what: str,
@@ -400,7 +400,7 @@ def scaled_dot_product_attention(query: AnyTensor, key: AnyTensor, value: AnyTen
             raise ShapeError("scaled_dot_product_attention: pass either attn_mask or is_causal=True, not both")
         mask = _causal_mask(ops, n, m)
     if dropout_p == 0.0 and (mask is None or mask.dtype.name == "bool"):
-        return ops.attention(query, key, value, mask, scale=factor)  # type: ignore[no-any-return]
+        return ops.dot_product_attention(query, key, value, mask, scale=factor)  # type: ignore[no-any-return]
     scores = ops.mul(ops.matmul(query, transpose(ops, key, -2, -1)), factor)
     if mask is not None:
         if mask.dtype.name == "bool":
@@ -409,7 +409,7 @@ def scaled_dot_product_attention(query: AnyTensor, key: AnyTensor, value: AnyTen
             scores = ops.add(scores, mask)
     weights = ops.softmax(scores, axis=scores.ndim - 1)
     if dropout_p > 0.0:
-        weights = prefix.dropout(ops, weights, dropout_p, random_key(ops), True)
+        weights = prefix.dropout(ops, weights, dropout_p, True, key=random_key(ops))
     return ops.matmul(weights, value)  # type: ignore[no-any-return]
 
 

@@ -25,6 +25,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from tensorplay.spec.table import names
 from tensorplay.rules.registry import find_rule, registrar, uncovered
 from tensorplay.rules.util import (
     AnyTensor, attention_probs, channel_column, dtype_name, is_float_tensor, is_tensor, mean_keep, normalize_axes,
@@ -94,11 +95,6 @@ def _unary(fn: Callable[[Ops, AnyTensor, AnyTensor, AnyTensor], AnyTensor]) -> J
     return rule
 
 
-def neg_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
-    """``-t``."""
-    return ops.neg(t)
-
-
 def abs_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``t * sign(x)`` (0 at ``x == 0``)."""
     return ops.mul(t, ops.sign(x))
@@ -165,7 +161,7 @@ def erf_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     return ops.mul(t, ops.mul(ops.exp(ops.neg(ops.mul(x, x))), 2.0 / math.sqrt(math.pi)))
 
 
-for _name, _fn in (("neg", neg_d), ("abs", abs_d), ("exp", exp_d), ("log", log_d), ("log1p", log1p_d),
+for _name, _fn in (("abs", abs_d), ("exp", exp_d), ("log", log_d), ("log1p", log1p_d),
                    ("expm1", expm1_d), ("sqrt", sqrt_d), ("rsqrt", rsqrt_d), ("sin", sin_d), ("cos", cos_d),
                    ("tanh", tanh_d), ("sigmoid", sigmoid_d), ("relu", relu_d), ("erf", erf_d)):
     _register(_name)(_unary(_fn))
@@ -199,9 +195,7 @@ def gelu_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], 
     return _as_out(ops, ops.mul(t, d), output)
 
 
-@_register("sign", "floor", "ceil", "logical_not", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
-           "logical_or", "argmax", "argmin", "stop_gradient", "full", "iota", "random_uniform", "random_normal",
-           "random_randint")
+@_register(*names(has_derivative=False))
 def zero_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor,
              **params: Any) -> Tangent:
     """No derivative: piecewise constant, a gradient barrier, a bool/integer result, a random draw or a
@@ -311,17 +305,6 @@ def where_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...],
 
 # ---- reductions ------------------------------------------------------------------------------------
 
-@_register("reduce_sum")
-def reduce_sum_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor, *,
-                   axes: tuple[int, ...], keepdims: bool = False) -> Tangent:
-    """``reduce_sum(t)`` over the same axes."""
-    (x,) = primals
-    t = _live(x, tangents[0])
-    if t is None:
-        return None
-    return _as_out(ops, ops.reduce_sum(t, axes=axes, keepdims=keepdims), output)
-
-
 def _extremum_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor,
                   axes: tuple[int, ...], keepdims: bool) -> Tangent:
     (x,) = primals
@@ -367,7 +350,7 @@ def _linear(name: str) -> JvpRule:
     return rule
 
 
-for _name in ("reshape", "permute", "broadcast_to", "slice", "cast", "avg_pool", "avg_pool_backward"):
+for _name in names(linearity="linear"):
     _register(_name)(_linear(_name))
 
 
@@ -443,13 +426,13 @@ def _bilinear(name: str) -> JvpRule:
     return rule
 
 
-for _name in ("matmul", "conv", "conv_transpose", "conv_weight_grad"):
+for _name in names(linearity="bilinear"):
     _register(_name)(_bilinear(_name))
 
 
 # ---- pooling ---------------------------------------------------------------------------------------
 
-@_register("max_pool")
+@_register("max_pool_nd")
 def max_pool_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor, *,
                  kernel_size: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...]) -> Tangent:
     """``max_pool_select(x, t)``: the tangent read at each window's first argmax."""
@@ -457,7 +440,7 @@ def max_pool_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ..
     t = _live(x, tangents[0])
     if t is None:
         return None
-    return _as_out(ops, ops.max_pool_select(x, t, kernel_size=kernel_size, stride=stride, padding=padding), output)
+    return _as_out(ops, ops.max_pool_select_nd(x, t, kernel_size=kernel_size, stride=stride, padding=padding), output)
 
 
 def _pool_linear_in_second(name: str) -> JvpRule:
@@ -475,11 +458,11 @@ def _pool_linear_in_second(name: str) -> JvpRule:
     return rule
 
 
-for _name in ("max_pool_backward", "max_pool_select"):
+for _name in ("max_pool_backward_nd", "max_pool_select_nd"):
     _register(_name)(_pool_linear_in_second(_name))
 
 
-@_register("smooth_max_pool")
+@_register("smooth_max_pool_nd")
 def smooth_max_pool_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor, *,
                         kernel_size: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...],
                         beta: float) -> Tangent:
@@ -492,7 +475,7 @@ def smooth_max_pool_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tang
     return _as_out(ops, _window_weighted_sum(ops, x, t, output, kernel_size, stride, padding, beta), output)
 
 
-@_register("smooth_max_pool_backward")
+@_register("smooth_max_pool_backward_nd")
 def smooth_max_pool_backward_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...],
                                  output: AnyTensor, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
                                  padding: tuple[int, ...], beta: float) -> Tangent:
@@ -502,20 +485,20 @@ def smooth_max_pool_backward_jvp(ops: Ops, primals: tuple[Any, ...], tangents: t
     x, g = primals
     tx, tg = _live(x, tangents[0]), _live(g, tangents[1])
     params: dict[str, Any] = {"kernel_size": kernel_size, "stride": stride, "padding": padding, "beta": beta}
-    dg = None if tg is None else ops.smooth_max_pool_backward(x, tg, **params)
+    dg = None if tg is None else ops.smooth_max_pool_backward_nd(x, tg, **params)
     dx = None
     if tx is not None:
-        smax = ops.smooth_max_pool(x, **params)
+        smax = ops.smooth_max_pool_nd(x, **params)
         window = _window_weighted_sum(ops, x, tx, smax, kernel_size, stride, padding, beta)
-        spread = ops.smooth_max_pool_backward(x, g, **params)
-        correction = ops.smooth_max_pool_backward(x, ops.mul(g, window), **params)
+        spread = ops.smooth_max_pool_backward_nd(x, g, **params)
+        correction = ops.smooth_max_pool_backward_nd(x, ops.mul(g, window), **params)
         dx = ops.mul(ops.sub(ops.mul(tx, spread), correction), float(beta))
     return _as_out(ops, _sum(ops, dg, dx), output)
 
 
 # ---- normalisation and attention -------------------------------------------------------------------
 
-@_register("layer_norm")
+@_register("layer_norm_last_axis")
 def layer_norm_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor, *,
                    eps: float) -> Tangent:
     """``y = xhat * gamma + beta`` with ``xhat = (x - mean) rstd``:
@@ -601,7 +584,7 @@ def log_softmax_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent,
     return _as_out(ops, ops.sub(t, dot), output)
 
 
-@_register("attention")
+@_register("dot_product_attention")
 def attention_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor, *,
                   scale: float) -> Tangent:
     """With ``p = softmax(scale q k^T)`` (masked entries 0, as in the vjp, so a fully masked row stays 0):

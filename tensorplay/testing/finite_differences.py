@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 
 import tensorplay as tp
+from tensorplay.pytree import tree_flatten, tree_unflatten
 from tensorplay.tensor import Tensor
-from tensorplay.testing.trees import flatten, flatten_with_paths, unflatten
 from tensorplay.testing.compare import as_array
+from tensorplay.testing.trees import flatten_keeping_none, flatten_with_paths
 
 Array = np.ndarray[Any, Any]
 
@@ -54,14 +55,14 @@ class Point:
         args = [tp.from_numpy(np.asarray(self.base[i] + delta[i]) if i in delta else self.base[i].copy())
                 if i in self.base else tp.tensor(leaf) if isinstance(leaf, np.ndarray) else leaf
                 for i, leaf in enumerate(self.leaves)]
-        out = self.f(*unflatten(self.spec, args))
-        leaves, spec = flatten(out)
+        out = self.f(*tree_unflatten(self.spec, args))
+        leaves, spec = tree_flatten(out)
         return [_float64(leaf) for leaf in leaves], spec
 
     def tangent_leaves(self, tangents: Sequence[Any], what: str) -> dict[int, Array]:
         """``tangents`` (structured like the primals, ``None`` for fixed leaves) as ``{leaf: float64
         array}``."""
-        leaves, spec = flatten(tuple(tangents), none_is_leaf=True)
+        leaves, spec = flatten_keeping_none(tuple(tangents))
         if spec != self.spec:
             raise ValueError(f"{self.where}: {what} must have the structure of the primals {self.spec}, got {spec}")
         out: dict[int, Array] = {}
@@ -113,7 +114,7 @@ def numerical_jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Seque
     direction = point.tangent_leaves(tangents, "tangents")
     plus, spec = point.evaluate({i: eps * t for i, t in direction.items()})
     minus, _ = point.evaluate({i: -eps * t for i, t in direction.items()})
-    return unflatten(spec, _difference(plus, minus, eps))
+    return tree_unflatten(spec, _difference(plus, minus, eps))
 
 
 def numerical_vjp(f: Callable[..., Any], primals: Sequence[Any], cotangents: Any, *,
@@ -136,7 +137,7 @@ def numerical_vjp(f: Callable[..., Any], primals: Sequence[Any], cotangents: Any
     point = Point(f, primals, "numerical_vjp")
     selected = _selected_leaves(point, argnums)
     base_out, out_spec = point.evaluate()
-    ct_leaves, ct_spec = flatten(cotangents)
+    ct_leaves, ct_spec = tree_flatten(cotangents)
     if ct_spec != out_spec:
         raise ValueError(f"numerical_vjp: cotangents must have the structure of the output {out_spec}, got {ct_spec}")
     weights = [None if out is None else np.asarray(as_array(ct), dtype=np.float64)
@@ -155,7 +156,7 @@ def numerical_vjp(f: Callable[..., Any], primals: Sequence[Any], cotangents: Any
             step[pos] = eps
             grad[pos] = (value({i: step}) - value({i: -step})) / (2.0 * eps)
         grads[i] = grad
-    result: tuple[Any, ...] = unflatten(point.spec, grads)
+    result: tuple[Any, ...] = tree_unflatten(point.spec, grads)
     return result
 
 

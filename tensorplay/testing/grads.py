@@ -9,10 +9,11 @@ from typing import Any
 import numpy as np
 
 import tensorplay as tp
+from tensorplay.pytree import tree_unflatten
 from tensorplay.tensor import Tensor
-from tensorplay.testing.trees import flatten, flatten_with_paths, unflatten
 from tensorplay.testing.compare import NotCloseError, as_array, assert_close, format_path
 from tensorplay.testing.finite_differences import DEFAULT_EPS, is_float_leaf, numerical_jvp
+from tensorplay.testing.trees import flatten_with_paths
 
 AnyTensor = Tensor[*tuple[Any, ...]]
 Flat = Callable[..., list[AnyTensor]]
@@ -69,7 +70,7 @@ def _root_problem(f: Callable[..., Any], args: Sequence[Any]) -> _Problem:
     fixed = [tp.tensor(leaf) if isinstance(leaf, np.ndarray) else leaf for leaf in leaves]
 
     def call(xs: Sequence[AnyTensor]) -> Any:
-        return f(*unflatten(spec, _substituted(fixed, positions, list(xs))))
+        return f(*tree_unflatten(spec, _substituted(fixed, positions, list(xs))))
 
     def flat(*xs: AnyTensor) -> list[AnyTensor]:
         return _float_outputs(call(xs))[0]

@@ -9,11 +9,12 @@ import numpy as np
 
 import tensorplay as tp
 from tensorplay import random_state
+from tensorplay.pytree import tree_flatten, tree_unflatten
 from tensorplay.tensor import Tensor
-from tensorplay.testing.trees import flatten, flatten_with_paths, unflatten
 from tensorplay.testing.compare import NotCloseError, assert_close, default_tolerances, format_path
 from tensorplay.testing.grads import argument_names
 from tensorplay.testing.registry import NotApplicable, Runner, select, using_tolerances
+from tensorplay.testing.trees import flatten_with_paths
 from tensorplay.testing.ways import ModuleState, is_module
 
 AnyTensor = Tensor[*tuple[Any, ...]]
@@ -56,10 +57,10 @@ class GradientProgram:
         return not self.cotangents or not (self.positions or self.params)
 
     def _call(self, args: Sequence[Any], params: dict[str, Any] | None, diff: Sequence[Any]) -> list[AnyTensor]:
-        leaves, spec = flatten(tuple(args))
+        leaves, spec = tree_flatten(tuple(args))
         for i, x in zip(self.positions, diff):
             leaves[i] = x
-        rebuilt = unflatten(spec, leaves)
+        rebuilt = tree_unflatten(spec, leaves)
         if self.module is not None and params is not None:
             from tensorplay.func import functional_call
             return _float_leaves(functional_call(self.module, params, tuple(rebuilt)))
@@ -68,7 +69,7 @@ class GradientProgram:
     def __call__(self, *args: Any) -> dict[str, AnyTensor]:
         from tensorplay.func import vjp
 
-        leaves, _ = flatten(tuple(args))
+        leaves, _ = tree_flatten(tuple(args))
         diff = [leaves[i] for i in self.positions]
         if self.params:
             _, vjp_fn = vjp(lambda p, *xs: self._call(args, p, xs), self.params, *diff)
@@ -81,7 +82,7 @@ class GradientProgram:
 
     def reference(self, args: Sequence[Any]) -> dict[str, AnyTensor]:
         """The same gradients from the eager tape (``backward`` semantics)."""
-        leaves, _ = flatten(tuple(args))
+        leaves, _ = tree_flatten(tuple(args))
         inputs = [leaves[i].detach().requires_grad_(True) for i in self.positions]
         with tp.enable_grad():
             outs = self._call(args, None, inputs)
@@ -98,7 +99,7 @@ class GradientProgram:
 
 
 def _float_leaves(tree: Any) -> list[AnyTensor]:
-    return [t for t in flatten(tree)[0] if isinstance(t, Tensor) and t.is_floating_point]
+    return [t for t in tree_flatten(tree)[0] if isinstance(t, Tensor) and t.is_floating_point]
 
 
 def _compare(got: Any, expected: Any, what: str, rtol: float | None, atol: float | None,
@@ -110,7 +111,7 @@ def _compare(got: Any, expected: Any, what: str, rtol: float | None, atol: float
     if not check_tensors:
         return
     paths, got_leaves, _ = flatten_with_paths(got)
-    for path, g, e in zip(paths, got_leaves, flatten(expected)[0]):
+    for path, g, e in zip(paths, got_leaves, tree_flatten(expected)[0]):
         if not (isinstance(g, Tensor) and isinstance(e, Tensor)):
             continue
         where = format_path(path)

@@ -1,18 +1,11 @@
-"""Typed wrappers over ``optree`` for the testing toolkit (leaf paths for messages, ``None`` as a leaf
-where arguments may hold it)."""
+"""Pytree flattening for the testing toolkit beyond :mod:`tensorplay.pytree`: leaf paths (for
+messages) and ``None`` kept as a leaf (where arguments and tangents may hold it)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import optree
-
-
-def flatten(tree: Any, *, none_is_leaf: bool = False) -> tuple[list[Any], Any]:
-    """``(leaves, spec)``."""
-    leaves, spec = optree.tree_flatten(tree, none_is_leaf=none_is_leaf)
-    return list(leaves), spec
 
 
 def flatten_with_paths(tree: Any, *, none_is_leaf: bool = False) -> tuple[list[tuple[Any, ...]], list[Any], Any]:
@@ -21,9 +14,10 @@ def flatten_with_paths(tree: Any, *, none_is_leaf: bool = False) -> tuple[list[t
     return [tuple(p) for p in paths], list(leaves), spec
 
 
-def unflatten(spec: Any, leaves: Sequence[Any]) -> Any:
-    """The inverse of :func:`flatten`."""
-    return optree.tree_unflatten(spec, list(leaves))
+def flatten_keeping_none(tree: Any) -> tuple[list[Any], Any]:
+    """``(leaves, spec)`` with ``None`` as a leaf (so ``(x, None)`` and ``(t, u)`` have one structure)."""
+    leaves, spec = optree.tree_flatten(tree, none_is_leaf=True)
+    return list(leaves), spec
 
 
-__all__ = ["flatten", "flatten_with_paths", "unflatten"]
+__all__ = ["flatten_keeping_none", "flatten_with_paths"]

@@ -15,8 +15,8 @@ import numpy as np
 import tensorplay as tp
 from tensorplay import random_state
 from tensorplay.graph import evaluate, trace, typecheck
+from tensorplay.pytree import tree_flatten, tree_unflatten
 from tensorplay.tensor import Tensor
-from tensorplay.testing.trees import flatten, flatten_with_paths, unflatten
 from tensorplay.testing.compare import assert_close
 from tensorplay.testing.registry import NotApplicable, register_interpreter, tolerances
 
@@ -56,7 +56,7 @@ class FlatCall:
 
     def __init__(self, fn: Any, args: Sequence[Any]) -> None:
         self.fn = fn
-        self.leaves, self.spec = flatten(tuple(args))
+        self.leaves, self.spec = tree_flatten(tuple(args))
         self.positions = [i for i, leaf in enumerate(self.leaves) if isinstance(leaf, Tensor)]
         self.inputs = [self.leaves[i] for i in self.positions]
         self.out_leaves: list[Any] = []
@@ -71,15 +71,15 @@ class FlatCall:
         leaves = list(self.leaves)
         for i, t in zip(self.positions, tensors):
             leaves[i] = t
-        out = self.fn(*unflatten(self.spec, leaves))
-        self.out_leaves, self.out_spec = flatten(out)
+        out = self.fn(*tree_unflatten(self.spec, leaves))
+        self.out_leaves, self.out_spec = tree_flatten(out)
         return [leaf for leaf in self.out_leaves if isinstance(leaf, Tensor)]
 
     def rebuild(self, outputs: Sequence[Any]) -> Any:
         """The output structure with ``outputs`` at its tensor leaves (other leaves as recorded)."""
         it = iter(outputs)
         leaves = [next(it) if isinstance(leaf, Tensor) else leaf for leaf in self.out_leaves]
-        return unflatten(self.out_spec, leaves)
+        return tree_unflatten(self.out_spec, leaves)
 
 
 def _checked_trace(fn: Any, *args: Any, execute: bool = False) -> Any:
@@ -163,7 +163,7 @@ def run_vmap(fn: Callable[..., Any], *args: Any) -> Any:
         row_args = list(flat.leaves)
         for i, t in zip(flat.positions, rows[r]):
             row_args[i] = t
-        expected = fn(*unflatten(flat.spec, row_args))
+        expected = fn(*tree_unflatten(flat.spec, row_args))
         assert_close(flat.rebuild([t[r] for t in out]), expected, equal_nan=True, **tolerances(),
                      msg=f"vmap: row {r} of the batched result differs from the program run on row {r} alone "
                          "(row 0 holds the given arguments; rows 1 and 2 scale float arguments by 1.25 and 1.5 "
