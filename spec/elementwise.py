@@ -83,6 +83,7 @@ _UNARY_FN: dict[str, Callable[[Array], Array]] = {
     "rsqrt": lambda x: 1.0 / np.sqrt(x),
     "sin": np.sin,
     "cos": np.cos,
+    "tan": np.tan,
     "tanh": np.tanh,
     "sigmoid": _sigmoid,
     "relu": lambda x: np.maximum(x, np.zeros((), x.dtype)),  # NaN propagates
@@ -184,6 +185,7 @@ _BINARY_FN: dict[str, Callable[[Array, Array], Array]] = {
     "pow": np.power,
     "maximum": np.maximum,
     "minimum": np.minimum,
+    "atan2": np.arctan2,
     "eq": np.equal,
     "ne": np.not_equal,
     "lt": np.less,

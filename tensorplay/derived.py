@@ -3,8 +3,8 @@
 Every function here takes the interpreter first (``ops``) and composes
 primitives, so it runs eagerly, under the graph recorder and inside any
 transform. Tensor methods (``x.mean()``, ``x[1:, None]``) call these.
-The prefix-polymorphic layers (``linear``, ``conv``, pooling, ``layer_norm``,
-``attention``) live in :mod:`tensorplay.layers_ops` and are re-exported here.
+The prefix-polymorphic layer operations (``linear``, ``conv``, pooling,
+``layer_norm``, ``attention``) live in :mod:`tensorplay.prefix`.
 """
 
 from __future__ import annotations

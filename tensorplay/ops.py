@@ -104,6 +104,10 @@ class Ops(Protocol):
         """Cosine (radians)."""
         ...
 
+    def tan(self, x: Tensor[*S]) -> Tensor[*S]:
+        """Tangent (radians); ``inf``-like values near odd multiples of pi/2, no exception."""
+        ...
+
     def tanh(self, x: Tensor[*S]) -> Tensor[*S]:
         """Hyperbolic tangent."""
         ...
@@ -268,6 +272,11 @@ class Ops(Protocol):
 
     def minimum(self, x: Any, y: Any, /) -> Any:
         """Elementwise min; NaN propagates; ties split the gradient equally."""
+        ...
+
+    def atan2(self, y: Tensor[*S], x: Tensor[*S] | Tensor[()] | Scalar, /) -> Tensor[*S]:
+        """The angle of the point ``(x, y)``, in ``[-pi, pi]``, elementwise with numpy broadcasting; integer
+        inputs give float32. The gradient at the origin is NaN (0/0), as in PyTorch."""
         ...
 
     # ---- comparisons and logic: result bool ---------------------------------------------------

@@ -60,7 +60,7 @@ def non_contiguous(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
 
 # Sample knowledge per primitive, where the family's defaults do not fit: the input range of unary
 # primitives defined (or smooth) only on part of the line, and those not smooth at a sampled point.
-UNARY_RANGE = {"log": (0.1, 3.0), "log1p": (0.1, 3.0), "sqrt": (0.1, 3.0), "rsqrt": (0.1, 3.0)}
+UNARY_RANGE = {"log": (0.1, 3.0), "log1p": (0.1, 3.0), "sqrt": (0.1, 3.0), "rsqrt": (0.1, 3.0), "tan": (-1.2, 1.2)}
 KINKED = ("abs", "relu")  # derivative undefined at 0, which random samples avoid only by luck
 UNARY_WITH_OWN_SAMPLES = ("gelu", "logical_not")  # a parameter, or bool semantics: sampled below
 BINARY = tuple(n for n in names("binary") if PRIMITIVES[n].dtypes.startswith("promote") and n != "pow")

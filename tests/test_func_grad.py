@@ -248,3 +248,22 @@ def test_under_an_execute_mode_graph_trace_guards_propagate() -> None:
     assert_close(gm(tp.tensor([1.0, 2.0, 3.0])), [2.0, 2.0, 2.0])
     with pytest.raises(GuardError):
         gm(tp.tensor([-1.0, -2.0, -3.0]))
+
+
+def test_debug_unwrap_shows_values_without_recording() -> None:
+    from tensorplay.func import debug_unwrap, grad, vmap
+    seen: list[Any] = []
+
+    def f(x: Any) -> Any:
+        seen.append(debug_unwrap({"y": x * 3.0}))
+        return (x * x).sum()
+
+    g = grad(f)(tp.tensor([1.0, 2.0]))
+    assert seen[0]["y"]._ops is tp.eager
+    np.testing.assert_array_equal(seen[0]["y"].numpy(), [3.0, 6.0])
+    np.testing.assert_array_equal(g.numpy(), [2.0, 4.0])
+    symbolic: list[Any] = []
+    vmap(lambda r: symbolic.append(debug_unwrap(r)) or r * 2)(tp.ones(3, 2))
+    assert symbolic[0]._ops is not tp.eager  # inside vmap a sample is abstract: nothing to show
+    plain = tp.ones(2)
+    assert debug_unwrap(plain) is plain

@@ -111,7 +111,7 @@ def _quiet(fn: Callable[..., Any]) -> Callable[..., Any]:
 UNARY_KERNELS: dict[str, Callable[..., Any]] = {
     "neg": np.negative, "abs": np.abs, "sign": np.sign, "exp": _quiet(np.exp), "log": _quiet(np.log),
     "log1p": _quiet(np.log1p), "expm1": _quiet(np.expm1), "sqrt": _quiet(np.sqrt), "rsqrt": _quiet(_rsqrt),
-    "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "sigmoid": _sigmoid, "relu": _relu, "floor": np.floor,
+    "sin": np.sin, "cos": np.cos, "tan": _quiet(np.tan), "tanh": np.tanh, "sigmoid": _sigmoid, "relu": _relu, "floor": np.floor,
     "ceil": np.ceil, "logical_not": np.logical_not, "erf": erf, "gelu": K.gelu,
 }
 """The eager kernel of each primitive of the ``unary`` family: ``kernel(x, **params)`` on the input array
@@ -119,7 +119,7 @@ UNARY_KERNELS: dict[str, Callable[..., Any]] = {
 
 BINARY_KERNELS: dict[str, Callable[[Any, Any], Any]] = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": _quiet(np.true_divide),
-    "pow": _quiet(np.power), "maximum": np.maximum, "minimum": np.minimum, "eq": np.equal,
+    "pow": _quiet(np.power), "maximum": np.maximum, "minimum": np.minimum, "atan2": np.arctan2, "eq": np.equal,
     "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
     "logical_and": np.logical_and, "logical_or": np.logical_or,
 }

@@ -2,7 +2,7 @@
 
 Every transform does the same two steps:
 
-1. :func:`trace` records ``f`` with a fresh :class:`~tensorplay.interpreters.graph.recorder.Recorder`.
+1. :func:`trace_for_transform` records ``f`` with a fresh :class:`~tensorplay.interpreters.graph.recorder.Recorder`.
    The recorder runs in *execute* mode when the inputs are concrete (eager tensors,
    or values of an outer execute-mode recording), so Python control flow on values
    works; otherwise (inside ``vmap``, or under a symbolic recording) it is symbolic.
@@ -164,7 +164,8 @@ class Traced:
         return found
 
 
-def trace(fn: Callable[..., Any], leaves: Sequence[Any], spec: TreeSpec, wrt: Sequence[int], transform: str, *,
+def trace_for_transform(fn: Callable[..., Any], leaves: Sequence[Any], spec: TreeSpec, wrt: Sequence[int],
+                        transform: str, *,
           kwargs: dict[str, Any] | None = None, avals: Sequence[Aval] | None = None,
           has_aux: bool = False, symbolic: bool = False) -> Traced:
     """Record ``fn(*tree_unflatten(spec, leaves), **kwargs)`` with leaves ``wrt`` replaced by graph inputs.
@@ -388,4 +389,4 @@ def ones_like(ops: Any, x: AnyTensor) -> AnyTensor:
 
 
 __all__ = ["Dispatch", "Traced", "backward", "caller_of", "concrete_value", "forward", "highest", "read",
-           "run_nodes", "sweep_ops", "tangent_sweep", "trace"]
+           "run_nodes", "sweep_ops", "tangent_sweep", "trace_for_transform"]

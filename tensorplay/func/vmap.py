@@ -20,7 +20,7 @@ from tensorplay.interpreters.graph.batched import (
 from tensorplay.interpreters.graph.ir import Var
 from tensorplay.spec.aval import Aval
 from tensorplay.pytree import broadcast_prefix, tree_flatten, tree_unflatten
-from tensorplay.func.tracing import Traced, graph_sources, highest, trace
+from tensorplay.func.tracing import Traced, graph_sources, highest, trace_for_transform
 from tensorplay.tensor import Tensor
 
 AnyTensor = Tensor[*tuple[Any, ...]]
@@ -160,7 +160,7 @@ def _vmap_call(func: Callable[..., Any], name: str, leaves: list[Any], spec: Any
         assert d is not None
         shape = tuple(x.shape)
         avals.append(Aval(shape[:d] + shape[d + 1:], x.dtype.name))
-    traced = trace(func, leaves, spec, wrt, "vmap", kwargs=kwargs, avals=avals, symbolic=True)
+    traced = trace_for_transform(func, leaves, spec, wrt, "vmap", kwargs=kwargs, avals=avals, symbolic=True)
     inputs = [(leaves[i], dims[i]) for i in wrt]
     caller = highest(graph_sources(traced.graph), highest([x for x, _ in inputs]))
     keys = random_keys(traced.graph, caller, randomness, size, f"vmap({name})")

@@ -29,7 +29,7 @@ from tensorplay.spec.table import names
 from tensorplay.rules.registry import find_rule, registrar, uncovered
 from tensorplay.rules.util import (
     AnyTensor, attention_probs, channel_column, dtype_name, is_float_tensor, is_tensor, mean_keep, normalize_axes,
-    shape_of, softmax_product, swap_last, unreduce, zeros,
+    shape_of, softmax_product, squared_norm, swap_last, unreduce, zeros,
 )
 from tensorplay.rules.vjp import _window_weighted_sum
 
@@ -95,76 +95,100 @@ def _unary(fn: Callable[[Ops, AnyTensor, AnyTensor, AnyTensor], AnyTensor]) -> J
     return rule
 
 
+def _elementwise(name: str) -> Callable[[Callable[[Ops, AnyTensor, AnyTensor, AnyTensor], AnyTensor]],
+                                        Callable[[Ops, AnyTensor, AnyTensor, AnyTensor], AnyTensor]]:
+    """``@_elementwise("exp")`` over ``exp_d(ops, t, x, y) -> f'(x) t`` registers the unary jvp rule of ``exp``."""
+    def deco(fn: Callable[[Ops, AnyTensor, AnyTensor, AnyTensor], AnyTensor]
+             ) -> Callable[[Ops, AnyTensor, AnyTensor, AnyTensor], AnyTensor]:
+        _register(name)(_unary(fn))
+        return fn
+    return deco
+
+
+@_elementwise("abs")
 def abs_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``t * sign(x)`` (0 at ``x == 0``)."""
     return ops.mul(t, ops.sign(x))
 
 
+@_elementwise("exp")
 def exp_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``t * exp(x)``, reusing the result."""
     return ops.mul(t, y)
 
 
+@_elementwise("log")
 def log_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``t / x``."""
     return ops.div(t, x)
 
 
+@_elementwise("log1p")
 def log1p_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``t / (1 + x)``."""
     return ops.div(t, ops.add(x, 1.0))
 
 
+@_elementwise("expm1")
 def expm1_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``t * (expm1(x) + 1)``."""
     return ops.mul(t, ops.add(y, 1.0))
 
 
+@_elementwise("sqrt")
 def sqrt_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``t * 0.5 / sqrt(x)``; 0 wherever ``t == 0`` (no ``0 * inf = nan`` at ``x == 0``)."""
     silent = ops.eq(t, 0.0)
     return _zero_where(ops, silent, ops.div(ops.mul(t, 0.5), ops.where(silent, 1.0, y)))
 
 
+@_elementwise("rsqrt")
 def rsqrt_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``-0.5 * y^3 * t``."""
     return ops.mul(t, ops.mul(ops.mul(ops.mul(y, y), y), -0.5))
 
 
+@_elementwise("sin")
 def sin_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``t * cos(x)``."""
     return ops.mul(t, ops.cos(x))
 
 
+@_elementwise("cos")
 def cos_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``-t * sin(x)``."""
     return ops.neg(ops.mul(t, ops.sin(x)))
 
 
+@_elementwise("tan")
+def tan_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
+    """``t * (1 + y^2)``."""
+    return ops.add(t, ops.mul(ops.mul(t, y), y))
+
+
+@_elementwise("tanh")
 def tanh_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``t * (1 - y^2)`` as ``t - (t y) y``."""
     return ops.sub(t, ops.mul(ops.mul(t, y), y))
 
 
+@_elementwise("sigmoid")
 def sigmoid_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``t * (y - y^2)``."""
     return ops.mul(t, ops.sub(y, ops.mul(y, y)))
 
 
+@_elementwise("relu")
 def relu_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``t * sign(relu(x))``: ``t`` where ``x > 0``, 0 elsewhere (also at exactly 0)."""
     return ops.mul(t, ops.sign(y))
 
 
+@_elementwise("erf")
 def erf_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``t * 2/sqrt(pi) * exp(-x^2)``."""
     return ops.mul(t, ops.mul(ops.exp(ops.neg(ops.mul(x, x))), 2.0 / math.sqrt(math.pi)))
 
-
-for _name, _fn in (("abs", abs_d), ("exp", exp_d), ("log", log_d), ("log1p", log1p_d),
-                   ("expm1", expm1_d), ("sqrt", sqrt_d), ("rsqrt", rsqrt_d), ("sin", sin_d), ("cos", cos_d),
-                   ("tanh", tanh_d), ("sigmoid", sigmoid_d), ("relu", relu_d), ("erf", erf_d)):
-    _register(_name)(_unary(_fn))
 
 _SQRT_HALF = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -242,6 +266,17 @@ def div_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], o
         return _as_out(ops, ops.div(tx, y), output)
     scaled = ops.mul(ty, output)
     return _as_out(ops, ops.div(ops.neg(scaled) if tx is None else ops.sub(tx, scaled), y), output)
+
+
+@_register("atan2")
+def atan2_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor) -> Tangent:
+    """``(x ty - y tx) / (x^2 + y^2)`` for ``atan2(y, x)``."""
+    y, x = primals
+    ty, tx = _live(y, tangents[0]), _live(x, tangents[1])
+    if ty is None and tx is None:
+        return None
+    num = _sum(ops, None if ty is None else ops.mul(x, ty), None if tx is None else ops.neg(ops.mul(y, tx)))
+    return _as_out(ops, ops.div(num, squared_norm(ops, x, y)), output)
 
 
 @_register("pow")

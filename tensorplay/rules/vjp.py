@@ -33,7 +33,8 @@ from tensorplay.spec.table import names
 from tensorplay.rules.registry import find_rule, registrar, uncovered
 from tensorplay.rules.util import (
     AnyTensor, as_float, attention_probs, channel_column, cotangent_for, dtype_name, input_needed, is_float_tensor,
-    is_tensor, mean_keep, normalize_axes, shape_of, softmax_product, sum_to, swap_last, unreduce, zeros_like,
+    is_tensor, mean_keep, normalize_axes, shape_of, softmax_product, squared_norm, sum_to, swap_last, unreduce,
+    zeros_like,
 )
 
 if TYPE_CHECKING:
@@ -160,6 +161,15 @@ def cos_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) 
     return (_ct(ops, ops.neg(ops.mul(g, ops.sin(x))), x),)
 
 
+@_register("tan")
+def tan_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) -> Cotangents:
+    """``g * (1 + y^2)``."""
+    (x,) = inputs
+    if not is_float_tensor(x):
+        return (None,)
+    return (_ct(ops, ops.add(g, ops.mul(ops.mul(g, output), output)), x),)
+
+
 @_register("tanh")
 def tanh_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) -> Cotangents:
     """``g * (1 - y^2)``, as ``g - (g y) y`` (tensor-tensor and tensor-scalar ops only: the eager fast path)."""
@@ -265,6 +275,16 @@ def div_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) 
     if is_float_tensor(y):
         gy = _ct(ops, ops.neg(ops.div(ops.mul(g, ops.div(x, y)), y)), y)
     return (gx, gy)
+
+
+@_register("atan2")
+def atan2_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) -> Cotangents:
+    """With ``r2 = x^2 + y^2``: ``g * x / r2`` to ``y`` and ``-g * y / r2`` to ``x``."""
+    y, x = inputs
+    scaled = ops.div(g, squared_norm(ops, x, y))
+    gy = _ct(ops, ops.mul(scaled, x), y) if is_float_tensor(y) else None
+    gx = _ct(ops, ops.neg(ops.mul(scaled, y)), x) if is_float_tensor(x) else None
+    return (gy, gx)
 
 
 @_register("pow")
