@@ -44,3 +44,16 @@ def peek_key(ahead: int = 0) -> np.ndarray:
     with _lock:
         seed, counter = _state
     return np.array([seed, counter + ahead], dtype=np.int64)
+
+
+def get_state() -> tuple[int, int]:
+    """The global generator's state ``(seed, counter)``; :func:`set_state` with it replays the same draws."""
+    with _lock:
+        return _state[0], _state[1]
+
+
+def set_state(state: tuple[int, int]) -> None:
+    """Restore a state returned by :func:`get_state`."""
+    seed, counter = state
+    with _lock:
+        _state[0], _state[1] = int(seed), int(counter)
