@@ -51,19 +51,20 @@ class set_grad_enabled:  # noqa: N801 - PyTorch spelling
 
 __version__ = "0.1.0"
 
-_LAZY_SUBMODULES = ("compiler", "func", "nn", "optim")
+_LAZY_SUBMODULES = ("compiler", "func", "nn", "optim", "testing")
 
 if TYPE_CHECKING:  # mypy sees the lazily loaded subpackages as attributes: tp.nn.Linear, tp.func.grad
     from tensorplay import compiler as compiler
     from tensorplay import func as func
     from tensorplay import nn as nn
     from tensorplay import optim as optim
+    from tensorplay import testing as testing
     from tensorplay.compiler import compile as compile
 
 
 def __getattr__(name: str) -> object:
-    """``tp.compiler``, ``tp.func``, ``tp.nn`` and ``tp.optim`` (and ``tp.compile``) load on first use,
-    keeping ``import tensorplay`` fast."""
+    """``tp.compiler``, ``tp.func``, ``tp.nn``, ``tp.optim`` and ``tp.testing`` (and ``tp.compile``) load on
+    first use, keeping ``import tensorplay`` fast."""
     import importlib
     if name in _LAZY_SUBMODULES:
         return importlib.import_module(f"tensorplay.{name}")
@@ -79,6 +80,6 @@ __all__ = [
     "arange", "autograd", "bool", "bool_", "cat", "compile", "compiler", "dims", "eager", "empty", "empty_like", "enable_grad", "eye", "graph",
     "float32", "float64", "from_numpy", "func", "nn", "optim", "full", "full_like", "index", "int32", "int64", "is_grad_enabled",
     "linspace", "manual_seed", "no_grad", "ones", "ones_like", "ops_of", "program", "rand", "rand_like",
-    "randint", "randn", "randn_like", "set_grad_enabled", "shapecheck", "stack", "tensor", "where", "zeros",
+    "randint", "randn", "randn_like", "set_grad_enabled", "shapecheck", "stack", "tensor", "testing", "where", "zeros",
     "zeros_like",
 ]

@@ -48,22 +48,56 @@ def _new(array: np.ndarray[Any, Any], requires_grad: bool) -> Tensor[*tuple[Any,
     return t
 
 
+def _python_ints(data: Any) -> np.ndarray[Any, Any]:
+    """``data`` (nested lists of Python ints too large for int64/uint64) as an object array of ints."""
+    array = np.array(data, dtype=object)
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in array.reshape(-1)):
+        raise DTypeError(f"tensor: cannot make a tensor from data of numpy dtype object ({type(data).__name__}); "
+                         "expected numbers or bools")
+    return array
+
+
+def fit_dtype(array: np.ndarray[Any, Any], dtype: np.dtype[Any], where: str) -> np.ndarray[Any, Any]:
+    """``array`` converted to the tensor dtype ``dtype``; an :class:`OverflowError` when a value does not fit
+    an integer dtype (numpy's cast would wrap around) or is not finite, as PyTorch refuses it."""
+    if dtype.kind in "iu" and array.dtype.kind in "iufO" and array.size:
+        info = np.iinfo(dtype)
+        if array.dtype.kind == "f" and not np.isfinite(array).all():
+            bad = array.reshape(-1)[~np.isfinite(array.reshape(-1))][0]
+            raise OverflowError(f"{where}: value {bad} cannot be converted to {dtype.name} (not finite)")
+        low, high = array.min(), array.max()
+        # a float bound compares as float: 2**63 - 1 rounds up to 2**63, which already does not fit
+        too_high = high >= float(info.max) + 1.0 if array.dtype.kind == "f" else high > info.max
+        if low < info.min or too_high:
+            bad = low if low < info.min else high
+            raise OverflowError(f"{where}: value {bad} does not fit {dtype.name} "
+                                f"(range [{info.min}, {info.max}]); it would wrap around")
+    return array if array.dtype == dtype else array.astype(dtype)
+
+
 def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]:
     """A new tensor holding a copy of ``data`` (nested lists, scalars, numpy arrays or a tensor).
 
     The dtype is inferred like PyTorch (floats -> float32, ints -> int64, bools -> bool;
-    a float64 numpy array stays float64) unless ``dtype`` is given.
+    a float64 numpy array stays float64) unless ``dtype`` is given. An integer that does not fit
+    the dtype raises :class:`OverflowError` (never wraps around); a numpy masked array is refused.
     """
     if isinstance(data, Tensor):
         data = np.asarray(data._ops.concrete(data))
+    elif isinstance(data, np.ndarray):
+        data = _dt.plain_array(data, "tensor")
     array = np.array(data, copy=True)
+    if array.dtype.kind == "O":
+        array = _python_ints(data)
     if dtype is not None:
-        array = array.astype(_dt.to_dtype(dtype).numpy)
+        with np.errstate(over="ignore"):  # float64 -> float32 overflows to inf, as PyTorch
+            array = fit_dtype(array, _dt.to_dtype(dtype).numpy, "tensor")
     elif not isinstance(data, np.ndarray):
         if array.dtype.kind == "f":
-            array = array.astype(np.float32)
-        elif array.dtype.kind in "iu":
-            array = array.astype(np.int64)
+            with np.errstate(over="ignore"):
+                array = array.astype(np.float32)
+        elif array.dtype.kind in "iuO":
+            array = fit_dtype(array, np.dtype(np.int64), "tensor")
         elif array.dtype.kind != "b":
             raise DTypeError(f"tensor: cannot make a tensor from data of numpy dtype {array.dtype} "
                              f"({type(data).__name__}); expected numbers or bools")
@@ -72,9 +106,13 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor[
 
 
 def from_numpy(array: np.ndarray[Any, Any]) -> Tensor[*tuple[Any, ...]]:
-    """A tensor sharing memory with ``array`` (writes to either are seen by both), as PyTorch."""
+    """A tensor sharing memory with ``array`` (writes to either are seen by both), as PyTorch.
+
+    A subclass (``np.matrix``, a memmap, ...) is viewed as a plain ndarray (same memory), so it
+    behaves like any tensor (a matrix's rows are not kept 2-d); a masked array is refused."""
     if not isinstance(array, np.ndarray):
         raise DTypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
+    array = _dt.plain_array(array, "from_numpy")
     _dt.from_numpy_dtype(array.dtype)
     return eager.wrap(array)
 
@@ -172,8 +210,8 @@ def arange(start: Scalar, end: Scalar | None = None, step: Scalar = 1, dtype: An
         raise ShapeError("arange: step must be non-zero")
     ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end, step))
     name = _dtype_name(dtype, "int64" if ints else "float32")
-    return _new(np.arange(start, end, step, dtype=np.float64 if not ints else np.int64).astype(name),
-                requires_grad)
+    values = np.arange(start, end, step, dtype=np.float64 if not ints else np.int64)
+    return _new(fit_dtype(values, np.dtype(name), "arange"), requires_grad)
 
 
 def linspace(start: float, end: float, steps: int, dtype: Any = None,

@@ -27,6 +27,7 @@ import numpy as np
 import optree
 
 from tensorplay import compile_hooks, random_state
+from tensorplay.recording import recording
 from tensorplay.interpreters.eager import tape
 from tensorplay.interpreters.graph.ir import Graph, Location, Var
 from tensorplay.interpreters.graph.recorder import foreign_aval, user_location
@@ -187,6 +188,15 @@ class CaptureHandler:
         """A ``"random_key"`` input: a fresh key at every call."""
         return self.recorder.random_key()
 
+    def eager_draw(self) -> None:
+        """A draw from the global generator while capturing (an eager random operation): refused."""
+        raise GraphCaptureError(
+            "a random number was drawn from the global generator while the compiled function was captured "
+            f"(an eager random operation on a tensor that is not an input, e.g. dropout or nn.init on a tensor "
+            f"made inside the function){_at(user_location(3))}; its numbers would be the same at every call. "
+            "Draw random numbers from the inputs' operations (tp.randn, dropout on an input or a parameter) or "
+            "pass them in as an argument")
+
     def dim_value(self, dim: SymDim, what: str) -> int:
         """``int()`` of a symbolic size in Python code: its captured value, guarded exactly."""
         if self.recorder.internal:
@@ -207,6 +217,10 @@ class CaptureHandler:
         outcome = bool(_COMPARE[op](left, right))
         self.size_guards.append(SizeGuard(dim, op, other, outcome, f"{dim} {op} {other}", user_location(3)))
         return outcome
+
+
+def _at(location: Location | None) -> str:
+    return f" (at {location})" if location is not None else ""
 
 
 @dataclass
@@ -278,32 +292,23 @@ def capture(fn: Callable[..., Any], call: Call, sources: Sources, symbols: dict[
     handler.sources = sources  # type: ignore[attr-defined]
     handler.plans = plans  # type: ignore[attr-defined]
 
-    rng_before = list(random_state._state)
+    seed_before = random_state.initial_seed()
     saved = recorder.swap_in_state(("parameter", "buffer", "captured"))
     args, kwargs = _rebuild_args(call, new_leaves)
     try:
-        with compile_hooks.installed(handler):
-            result = call_with_location(fn, args, kwargs)
+        with compile_hooks.installed(handler), recording(recorder):
+            result = fn(*args, **kwargs)
     finally:
         recorder.restore_state(saved)
         final_grads = handler.restore_grads()
-    if list(random_state._state) != rng_before:
-        random_state._state[:] = rng_before
+    if random_state.initial_seed() != seed_before:
         raise GraphCaptureError(
-            "a value was drawn from the global random generator while the compiled function was captured "
-            "(an eager random operation, or tp.manual_seed, on a tensor that is not an input); its numbers "
-            "would be the same at every call. Draw random numbers from the inputs' operations (tp.randn, "
-            "dropout on an input or on a parameter) or pass them in as an argument")
+            "tp.manual_seed was called inside the compiled function: it would run once, when the function is "
+            "captured, not at every call. Seed the generator outside the compiled function")
     try:
         return _finish(recorder, handler, call, result, plans, arg_tensors, final_grads, state_index)
     finally:
         recorder.close()
-
-
-def call_with_location(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """``fn(*args, **kwargs)``, with an error that does not name the user's line given one (the recorder's
-    errors already do; a plain Python error inside the function gets the line it came from)."""
-    return fn(*args, **kwargs)
 
 
 def _output_leaves(result: Any) -> tuple[list[Any], Any]:

@@ -105,7 +105,7 @@ class RecompileEvent:
 
     def __str__(self) -> str:
         lines = [f"specialization {self.specialization}{'' if self.cached else ' (not cached: limit reached)'}"
-                 f" compiled in {self.seconds:.3f} s because:"]
+                 " compiled because:"]
         lines.extend(f"  - {r}" for r in self.reasons)
         return "\n".join(lines)
 
@@ -303,17 +303,20 @@ class CompiledFunction:
                     "recompile_limit), or make the calls agree (see the reasons)")
             self._count_capture()
             self._mark_dynamic(call, leaves, tree, args, kwargs)
+            event = None
+            if reasons or not cache:  # recorded before capturing: a capture that fails keeps its reasons
+                event = RecompileEvent(reasons, cache, 0.0, len(bucket.specs) if cache else -1)
+                self.recompile_reasons.append(event)
+                if _log_enabled():
+                    print(f"tp.compile: recompiling {self.__name__}: {event}", file=sys.stderr)
             start = time.perf_counter()
             spec = self._capture_and_build(args, kwargs, leaves, tree, call)
             seconds = time.perf_counter() - start
             self.compile_seconds.append(seconds)
+            if event is not None:
+                event.seconds = seconds
             if cache:
                 bucket.add(spec)
-            if reasons or not cache:
-                event = RecompileEvent(reasons, cache, seconds, spec.index if cache else -1)
-                self.recompile_reasons.append(event)
-                if _log_enabled():
-                    print(f"tp.compile: recompiling {self.__name__}: {event}", file=sys.stderr)
         result = self._try(spec, call, leaves, misses)
         if result is _NO_RESULT:
             raise GraphCaptureError(
