@@ -2,13 +2,13 @@
 
 Capture runs the user's Python once with graph-recorder tensors. A few library operations would
 then act on eager state at capture time instead of becoming part of the graph: an optimizer's
-``step`` and ``zero_grad`` (which write numpy payloads in place), a random factory drawing a key
-from the global generator (``tp.randn`` inside the function), and a Python decision on a symbolic
-size. While a capture runs in a thread, those operations ask :func:`handler` first; outside a
+``step`` and ``zero_grad`` (which write numpy payloads in place), a draw from the global generator that would be
+baked into the graph, and a Python decision on a symbolic size. While a capture runs in a thread, those operations ask :func:`handler` first; outside a
 capture it returns ``None`` and they run as usual (one thread-local read).
 
 This module is part of the core layer: it imports nothing from the project. The handler object is
-supplied by :mod:`tensorplay.compiler.capture`; its methods are documented there.
+supplied by :mod:`tensorplay.compiler.capture`; its methods are documented there. (Random factories
+need no hook: capture makes the recorder the creating interpreter, :func:`tensorplay.recording.creating_in`.)
 """
 
 from __future__ import annotations

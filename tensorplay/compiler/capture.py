@@ -27,7 +27,7 @@ import numpy as np
 import optree
 
 from tensorplay import compile_hooks, random_state
-from tensorplay.recording import recording
+from tensorplay.recording import creating_in, recording
 from tensorplay.interpreters.eager import tape
 from tensorplay.interpreters.graph.ir import Graph, Location, Var
 from tensorplay.interpreters.graph.recorder import foreign_aval, user_location
@@ -296,7 +296,7 @@ def capture(fn: Callable[..., Any], call: Call, sources: Sources, symbols: dict[
     saved = recorder.swap_in_state(("parameter", "buffer", "captured"))
     args, kwargs = _rebuild_args(call, new_leaves)
     try:
-        with compile_hooks.installed(handler), recording(recorder):
+        with compile_hooks.installed(handler), recording(recorder), creating_in(recorder):
             result = fn(*args, **kwargs)
     finally:
         recorder.restore_state(saved)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tensorplay.interpreters.eager.interpreter import eager
-from tensorplay import compile_hooks, random_state
+from tensorplay import random_state
 from tensorplay.errors import DTypeError, ShapeError
 from tensorplay.tensor import Tensor, highest_interpreter
 
@@ -65,9 +65,6 @@ def random_key(ops: Any) -> AnyTensor:
     source = getattr(ops, "random_key", None)
     if source is not None:
         return source()  # type: ignore[no-any-return]
-    handler = compile_hooks.handler()
-    if handler is not None:  # inside tensorplay.compile's capture: a key input, drawn at every call
-        return handler.random_key()  # type: ignore[no-any-return]
     return eager.wrap(random_state.next_key())
 
 

@@ -36,7 +36,7 @@ def contiguous(value: Any) -> Array:
     """``value`` as a C-contiguous ndarray (no copy when it already is one)."""
     if type(value) is np.ndarray and value.flags.c_contiguous:
         return value
-    array: Array = np.ascontiguousarray(value)
+    array: Array = np.array(value, order="C")  # (np.ascontiguousarray would make a 0-d array 1-d)
     return array
 
 

@@ -56,7 +56,7 @@ def fold_constants(graph: Graph) -> int:
             continue
         with np.errstate(all="ignore"):
             value = np.asarray(getattr(eager, node.target)(*args, **node.params)._data)
-        value = np.ascontiguousarray(value)
+        value = np.array(value, order="C")  # a private copy (np.ascontiguousarray would make 0-d arrays 1-d)
         value.flags.writeable = False
         placeholder = graph.add_input("folded", out.aval, "constant", value)
         placeholder.value = value
