@@ -137,10 +137,14 @@ class _Bucket:
         self.table.setdefault(spec.guards.key, []).append(spec)
 
     def candidates(self, call: CallDescription) -> list[Specialization]:
+        """The specializations whose key matches ``call``, newest first (a newer one was compiled because
+        the older ones stopped matching: a training loop's first step creates the optimizer state)."""
         found: list[Specialization] = []
         for mask in self.masks:
             key = call.exact_key() if not mask else call.masked_key(mask)
             found.extend(self.table.get(key, ()))
+        if len(found) > 1:
+            found.sort(key=lambda s: -s.index)
         return found
 
 

@@ -282,9 +282,20 @@ EMITTERS: dict[str, Emitter] = _emitters()
 
 # ---- fused groups ----------------------------------------------------------------------------------------
 
-def _emit_group(w: _Writer, plan: GroupPlan, slot: str) -> None:
+def _elementwise(plan: GroupPlan) -> bool:
+    """A group without reductions whose operands all have its shape (or are scalars): its kernel is one
+    flat loop and may run on arrays of either memory order (``Linear`` weights are column-major)."""
+    if plan.reductions or len(plan.merged) != 1:
+        return False
+    space = tuple(plan.space)
+    return all(all(p) and tuple(v.shape) == space or not any(p)
+               for v, p in zip(plan.inputs, plan.input_patterns))
+
+
+def _emit_group(w: _Writer, plan: GroupPlan, slot: str, inplace: dict[int, Var]) -> None:
     """Call the kernel of ``plan``: inputs made contiguous and reshaped to the merged rank, outputs and
-    accumulators allocated, results reshaped to their avals."""
+    accumulators allocated (or, for an elementwise group, written into the state they update: ``inplace``
+    maps such outputs to their placeholders), results reshaped to their avals."""
     sizes = []
     for group in plan.merged:
         size: Any = 1
@@ -292,16 +303,34 @@ def _emit_group(w: _Writer, plan: GroupPlan, slot: str) -> None:
             size = size * plan.space[axis]
         sizes.append(w.render(size))
     args = list(sizes)
+    tag = len(w.names)
+    written, accumulators = kernel_arguments(plan)
+    if _elementwise(plan):
+        full = [v for v, p in zip(plan.inputs, plan.input_patterns) if all(p)]
+        order = f"_f{tag}"
+        w.lines.append(f"{order} = {f'_rt.fortran({w.value(full[0])})' if full else 'False'}")
+        for v, pattern in zip(plan.inputs, plan.input_patterns):
+            args.append(f"_rt.flat({w.value(v)}, {order})" if all(pattern) else f"{w.value(v)}.reshape((1,))")
+        for k, v in enumerate(written):
+            name = f"_o{tag}_{k}"
+            state = inplace.get(v.id)
+            if state is not None:
+                w.lines.append(f"{name} = _rt.into({w.value(state)}, {order})")
+            else:
+                w.lines.append(f"{name} = _rt.empty({w.shape(v)}, {_dt(v.aval.dtype)}, {order})")
+            args.append(f"_rt.flat({name}, {order})")
+        w.lines.append(f"{slot}({', '.join(args)})")
+        for k, v in enumerate(written):
+            w.names[v.id] = f"_o{tag}_{k}"
+        return
     for v, pattern in zip(plan.inputs, plan.input_patterns):
         dims = [sizes[k] if pattern[group[0]] else "1" for k, group in enumerate(plan.merged)] or ["1"]
         args.append(f"_rt.contiguous({w.value(v)}).reshape(({', '.join(dims)},))")
-    written, accumulators = kernel_arguments(plan)
     reduction_of = {r.outputs[0].id: k for k, r in enumerate(plan.reductions)}
 
     def kept(k: int) -> list[str]:
         return [sizes[j] for j, group in enumerate(plan.merged) if not plan.reduced_axes[k][group[0]]] or ["1"]
 
-    tag = len(w.names)
     results: list[tuple[str, Var, str]] = []
     for k, v in enumerate(written):
         name = f"_o{tag}_{k}"
@@ -319,9 +348,9 @@ def _emit_group(w: _Writer, plan: GroupPlan, slot: str) -> None:
         results.append((name, r.outputs[0], f".astype({_dt(r.outputs[0].aval.dtype)}, copy=False)"))
     w.lines.append(f"{slot}({', '.join(args)})")
     for name, v, convert in results:
-        target = f"v{len(w.names)}"
-        w.names[v.id] = target
-        w.lines.append(f"{target} = {name}{convert}.reshape({w.shape(v)})")
+        result = f"v{len(w.names)}"
+        w.names[v.id] = result
+        w.lines.append(f"{result} = {name}{convert}.reshape({w.shape(v)})")
 
 
 # ---- the function ----------------------------------------------------------------------------------------
@@ -411,12 +440,15 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True) -> Lo
     last_use = _last_uses(graph, order)
     keep = {v.id for v in graph.outputs if type(v) is Var} | \
         {v.id for _, v in graph.mutations if type(v) is Var} | {p.id for p in graph.inputs}
+    plans = {id(unit[0]): plan_group(graph, unit, live_outside) for unit in order
+             if len(unit) > 1 or unit[0].meta.get("fusion_group") in groups}
+    inplace = _inplace_updates(graph, order, plans)
     for position, unit in enumerate(order):
-        if len(unit) > 1 or unit[0].meta.get("fusion_group") in groups:
-            plan = plan_group(graph, unit, live_outside)
+        plan = plans.get(id(unit[0]))
+        if plan is not None:
             slot = f"_k{len(w.kernels)}"
             w.kernels.append((slot, plan))
-            _emit_group(w, plan, slot)
+            _emit_group(w, plan, slot, inplace)
         else:
             node = unit[0]
             emitter = EMITTERS.get(node.target)
@@ -437,6 +469,45 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True) -> Lo
     body = "\n".join("        " + line for line in w.lines)
     source = f"def run({args}):\n    with _rt.quiet():\n{body}\n"
     return Lowered(source, w.namespace, w.kernels, w.fallbacks)
+
+
+_VIEWS = frozenset(name for name, prim in PRIMITIVES.items() if prim.family == "view") | {"stop_gradient"}
+
+
+def _inplace_updates(graph: Graph, order: list[list[Node]], plans: dict[int, GroupPlan]) -> dict[int, Var]:
+    """Mutation values an elementwise kernel may write straight into the state they replace (an optimizer
+    updating parameters and momentum buffers): output var id -> state placeholder. Only when nothing reads
+    the old state (or a view of it) after that kernel, the state is not an output, and the graph has no
+    data guards (a run is never abandoned after writing state)."""
+    if graph.guards or not graph.mutations:
+        return {}
+    root: dict[int, int] = {p.id: p.id for p in graph.inputs}
+    last: dict[int, int] = {}
+    position_of: dict[int, int] = {}
+    for position, unit in enumerate(order):
+        for node in unit:
+            position_of[node.outputs[0].id] = position
+            for v in node.inputs:
+                if type(v) is Var and v.id in root:
+                    last[root[v.id]] = max(last.get(root[v.id], -1), position)
+            source = node.inputs[0] if node.inputs else None
+            if node.target in _VIEWS and type(source) is Var and source.id in root:
+                root[node.outputs[0].id] = root[source.id]
+    returned = {root[v.id] for v in graph.outputs if type(v) is Var and v.id in root}
+    found: dict[int, Var] = {}
+    for target, value in graph.mutations:
+        if type(value) is not Var or value.id not in position_of or target.id in returned:
+            continue
+        position = position_of[value.id]
+        plan = plans.get(id(order[position][0]))
+        if plan is None or not _elementwise(plan) or tuple(target.shape) != tuple(plan.space):
+            continue
+        if last.get(target.id, -1) > position:
+            continue
+        if any(v.id == target.id and not all(p) for v, p in zip(plan.inputs, plan.input_patterns)):
+            continue
+        found[value.id] = target
+    return found
 
 
 def _live_outside(graph: Graph, groups: dict[int, list[Node]]) -> set[int]:

@@ -36,8 +36,38 @@ def contiguous(value: Any) -> Array:
     """``value`` as a C-contiguous ndarray (no copy when it already is one)."""
     if type(value) is np.ndarray and value.flags.c_contiguous:
         return value
-    array: Array = np.array(value, order="C")  # (np.ascontiguousarray would make a 0-d array 1-d)
+    array: Array = np.ascontiguousarray(value)
     return array
+
+
+def fortran(value: Array) -> bool:
+    """Whether ``value`` is laid out column-major only (an elementwise kernel then runs in that order)."""
+    flags = value.flags
+    return bool(flags.f_contiguous and not flags.c_contiguous)
+
+
+def flat(value: Array, fortran_order: bool) -> Array:
+    """A 1-d contiguous view (or copy) of ``value``'s elements in C order, or in Fortran order: the same
+    element positions for every operand of one elementwise kernel."""
+    if fortran_order:
+        return value.T.reshape(-1)
+    if not value.flags.c_contiguous:
+        value = np.ascontiguousarray(value)
+    return value.reshape(-1)
+
+
+def empty(shape: tuple[int, ...], dtype: Any, fortran_order: bool) -> Array:
+    """An uninitialised array laid out in the kernel's order."""
+    return np.empty(shape, dtype=dtype, order="F" if fortran_order else "C")
+
+
+def into(state: Array, fortran_order: bool) -> Array:
+    """``state`` itself when a kernel may write its new value there (writeable, laid out in the kernel's
+    order), else a fresh array (the compiler then copies the result into ``state``)."""
+    flags = state.flags
+    if flags.writeable and (flags.f_contiguous if fortran_order else flags.c_contiguous):
+        return state
+    return empty(state.shape, state.dtype, fortran_order)
 
 
 def matmul(a: Array, b: Array, dtype: Any) -> Array:
@@ -62,4 +92,4 @@ def wrap(array: Array) -> Tensor[*tuple[Any, ...]]:
     return eager.wrap(array)
 
 
-__all__ = ["as_array", "as_dtype", "contiguous", "matmul", "quiet", "wrap"]
+__all__ = ["as_array", "as_dtype", "contiguous", "empty", "flat", "fortran", "into", "matmul", "quiet", "wrap"]
