@@ -52,18 +52,19 @@ class set_grad_enabled:  # noqa: N801 - PyTorch spelling
 
 __version__ = "0.1.0"
 
-_LAZY_SUBMODULES = ("export", "func", "nn", "optim")
+_LAZY_SUBMODULES = ("export", "func", "nn", "optim", "testing")
 
 if TYPE_CHECKING:  # mypy sees the lazily loaded subpackages as attributes: tp.nn.Linear, tp.func.grad
     from tensorplay import export as export
     from tensorplay import func as func
     from tensorplay import nn as nn
     from tensorplay import optim as optim
+    from tensorplay import testing as testing
 
 
 def __getattr__(name: str) -> object:
-    """``tp.export``, ``tp.func``, ``tp.nn`` and ``tp.optim`` load on first use, keeping ``import tensorplay``
-    fast."""
+    """``tp.export``, ``tp.func``, ``tp.nn``, ``tp.optim`` and ``tp.testing`` load on first use, keeping
+    ``import tensorplay`` fast."""
     if name in _LAZY_SUBMODULES:
         import importlib
         return importlib.import_module(f"tensorplay.{name}")
@@ -77,6 +78,7 @@ __all__ = [
     "arange", "autograd", "bool", "bool_", "cat", "dims", "eager", "empty", "empty_like", "enable_grad", "export", "eye", "graph",
     "float32", "float64", "from_numpy", "func", "nn", "optim", "full", "full_like", "index", "int32", "int64", "is_grad_enabled",
     "linspace", "load", "manual_seed", "no_grad", "ones", "ones_like", "ops_of", "program", "rand", "rand_like",
-    "randint", "randn", "randn_like", "save", "set_grad_enabled", "shapecheck", "stack", "tensor", "where", "zeros",
+    "randint", "randn", "randn_like", "save", "set_grad_enabled", "shapecheck", "stack", "tensor", "testing", "where",
+    "zeros",
     "zeros_like",
 ]

@@ -10,10 +10,14 @@ layouts follow PyTorch (``linear`` weight ``[out, in]``, conv weight
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, TypeVarTuple, overload
 
+import numpy as np
+
 from tensorplay.errors import DTypeError, ShapeError
+from tensorplay.spec.shapes import fmt_shape
 from tensorplay.derived import matmul, numel_of, reshape, unsqueeze  # noqa: F401 (reshape re-exported)
 
 if TYPE_CHECKING:
@@ -55,14 +59,26 @@ Padding = IntOrTuple | Literal["valid", "same"]
 One = Literal[1]
 
 
-def _tuple(value: IntOrTuple, rank: int, name: str, where: str) -> tuple[int, ...]:
-    if isinstance(value, int):
-        return (value,) * rank
-    out = tuple(int(v) for v in value)
+def int_tuple(value: IntOrTuple, rank: int, name: str, where: str) -> tuple[int, ...]:
+    """``value`` as a tuple of ``rank`` ints (an int is repeated). A float (``stride=1.5``), a bool or a
+    tuple of the wrong length is a :class:`ShapeError` naming ``where`` and ``name``, never truncated."""
+    def one(v: Any) -> int:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise ShapeError(f"{where}: {name} must be an int or a tuple of {rank} ints, got {value!r}")
+        return int(v)
+
+    if not isinstance(value, (tuple, list)):
+        return (one(value),) * rank
+    out = tuple(one(v) for v in value)
     if len(out) != rank:
         raise ShapeError(f"{where}: {name} has {len(out)} entries {list(out)}, expected {rank} "
                          f"(one per spatial dim)")
     return out
+
+
+def attention_scale(head_dim: Any) -> float:
+    """``1/sqrt(head_dim)``, the default attention scale; 1 for a zero-size head (whose scores are all 0)."""
+    return 1.0 / math.sqrt(head_dim) if head_dim else 1.0
 
 
 @overload
@@ -107,6 +123,21 @@ def _flatten_lead(ops: Ops, x: AnyTensor, keep: int, where: str) -> tuple[AnyTen
     if len(lead) == 1:
         return x, lead
     return ops.reshape(x, shape=(numel_of(lead),) + tail), lead
+
+
+@contextmanager
+def _errors_name_the_input(given: Sequence[Any], flat: Sequence[Any]) -> Iterator[None]:
+    """A shape or dtype error of a primitive run on the flattened input ``flat`` names the input as the
+    caller gave it (``given``), not only the internal reshape."""
+    try:
+        yield
+    except (ShapeError, DTypeError) as error:
+        inner, outer = fmt_shape(flat), fmt_shape(given)
+        text = str(error)
+        if inner == outer or inner not in text:
+            raise
+        new = type(error)(text.replace(inner, f"{outer} (as {inner}: leading axes flattened)", 1))
+        raise new.with_traceback(error.__traceback__) from None
 
 
 def _restore_lead(ops: Ops, y: AnyTensor, lead: tuple[Any, ...]) -> AnyTensor:
@@ -268,8 +299,8 @@ def conv(ops: Ops, w: AnyTensor, b: AnyTensor | None, x: AnyTensor, stride: IntO
         raise ShapeError(f"conv: weight must be [outC, inC/groups, *kernel] with 1 to 3 spatial dims, "
                          f"got shape {list(w.shape)}")
     kernel = tuple(w.shape[2:])
-    s = _tuple(stride, rank, "stride", "conv")
-    d = _tuple(dilation, rank, "dilation", "conv")
+    s = int_tuple(stride, rank, "stride", "conv")
+    d = int_tuple(dilation, rank, "dilation", "conv")
     flat, lead = _flatten_lead(ops, x, rank + 1, "conv")
     if isinstance(padding, str):
         if padding == "valid":
@@ -281,8 +312,9 @@ def conv(ops: Ops, w: AnyTensor, b: AnyTensor | None, x: AnyTensor, stride: IntO
         else:
             raise ShapeError(f"conv: padding must be an int, a tuple, 'same' or 'valid', got {padding!r}")
     else:
-        p = _tuple(padding, rank, "padding", "conv")
-    y = ops.conv_nd(flat, w, stride=s, padding=p, dilation=d, groups=groups)
+        p = int_tuple(padding, rank, "padding", "conv")
+    with _errors_name_the_input(x.shape, flat.shape):
+        y = ops.conv_nd(flat, w, stride=s, padding=p, dilation=d, groups=groups)
     if b is not None:
         if tuple(b.shape) != (w.shape[0],):
             raise ShapeError(f"conv: bias must be [{w.shape[0]}], got shape {list(b.shape)}")
@@ -368,12 +400,13 @@ def conv_transpose(ops: Ops, w: AnyTensor, b: AnyTensor | None, x: AnyTensor, st
     if rank not in (1, 2, 3):
         raise ShapeError(f"conv_transpose: weight must be [inC, outC/groups, *kernel] with 1 to 3 spatial dims, "
                          f"got shape {list(w.shape)}")
-    s = _tuple(stride, rank, "stride", "conv_transpose")
-    p = _tuple(padding, rank, "padding", "conv_transpose")
-    op = _tuple(output_padding, rank, "output_padding", "conv_transpose")
-    d = _tuple(dilation, rank, "dilation", "conv_transpose")
+    s = int_tuple(stride, rank, "stride", "conv_transpose")
+    p = int_tuple(padding, rank, "padding", "conv_transpose")
+    op = int_tuple(output_padding, rank, "output_padding", "conv_transpose")
+    d = int_tuple(dilation, rank, "dilation", "conv_transpose")
     flat, lead = _flatten_lead(ops, x, rank + 1, "conv_transpose")
-    y = ops.conv_transpose_nd(flat, w, stride=s, padding=p, output_padding=op, dilation=d, groups=groups)
+    with _errors_name_the_input(x.shape, flat.shape):
+        y = ops.conv_transpose_nd(flat, w, stride=s, padding=p, output_padding=op, dilation=d, groups=groups)
     out_channels = w.shape[1] * groups
     if b is not None:
         if tuple(b.shape) != (out_channels,):
@@ -386,15 +419,16 @@ def conv_transpose(ops: Ops, w: AnyTensor, b: AnyTensor | None, x: AnyTensor, st
 def _pool(ops: Ops, prim: str, x: AnyTensor, kernel_size: IntOrTuple, stride: IntOrTuple | None,
           padding: IntOrTuple, out: Sequence[Any] | None = None, **extra: Any) -> AnyTensor:
     rank = 2 if isinstance(kernel_size, int) else len(tuple(kernel_size))
-    k = _tuple(kernel_size, rank, "kernel_size", prim)
-    s = k if stride is None else _tuple(stride, rank, "stride", prim)
-    p = _tuple(padding, rank, "padding", prim)
+    k = int_tuple(kernel_size, rank, "kernel_size", prim)
+    s = k if stride is None else int_tuple(stride, rank, "stride", prim)
+    p = int_tuple(padding, rank, "padding", prim)
     if x.ndim < rank:
         raise ShapeError(f"{prim}: expected an input with at least {rank} spatial axes, got shape {list(x.shape)}")
     shape = tuple(x.shape)
     lead, spatial = shape[:x.ndim - rank], shape[x.ndim - rank:]
     flat = ops.reshape(x, shape=(numel_of(lead), 1) + spatial)
-    y = getattr(ops, f"{prim}_nd")(flat, kernel_size=k, stride=s, padding=p, **extra)
+    with _errors_name_the_input(shape, flat.shape):
+        y = getattr(ops, f"{prim}_nd")(flat, kernel_size=k, stride=s, padding=p, **extra)
     _check_out(prim, lead + tuple(y.shape[2:]), out, rank)
     return ops.reshape(y, shape=lead + tuple(y.shape[2:]))
 
@@ -653,7 +687,7 @@ def attention(ops: Ops, wq: AnyTensor, wk: AnyTensor, wv: AnyTensor, wo: AnyTens
     k = _split_heads(ops, matmul(ops, x, wk), num_heads)  # type: ignore[arg-type]
     v = _split_heads(ops, matmul(ops, x, wv), num_heads)  # type: ignore[arg-type]
     head_mask = mask if mask is None or mask.ndim <= 2 else unsqueeze(ops, mask, -3)  # type: ignore[arg-type]
-    o = ops.dot_product_attention(q, k, v, head_mask, scale=1.0 / math.sqrt(wq.shape[1] // num_heads))
+    o = ops.dot_product_attention(q, k, v, head_mask, scale=attention_scale(wq.shape[1] // num_heads))
     y = matmul(ops, _merge_heads(ops, o), wo)  # type: ignore[arg-type]
     return y if output_bias is None else ops.add(y, output_bias)
 

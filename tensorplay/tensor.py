@@ -16,7 +16,8 @@ import numpy as np
 
 from tensorplay import dtypes as _dt
 from tensorplay import derived as _p
-from tensorplay.errors import DTypeError
+from tensorplay import recording as _recording
+from tensorplay.errors import DTypeError, ShapeError
 
 if TYPE_CHECKING:
     from tensorplay.ops import Interpreter
@@ -39,6 +40,7 @@ N = TypeVar("N")
 D = TypeVar("D")
 One = Literal[1]
 AnyShape = tuple[Any, ...]
+_RECORDING_ACTIVE = _recording.active
 
 
 class Size(tuple[int, ...]):
@@ -97,6 +99,8 @@ class Tensor(Generic[*Shape]):
         self._node = None
         self._version = None
         self._base = None
+        if _RECORDING_ACTIVE[0]:  # a graph trace runs in some thread: note tensors it creates
+            _recording.note_created(self)
 
     # ---- metadata --------------------------------------------------------------------------
     @property
@@ -157,8 +161,20 @@ class Tensor(Generic[*Shape]):
         return self._ops.concrete(self)  # type: ignore[no-any-return]
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray[Any, Any]:
+        """numpy's conversion protocol (``np.asarray(t)``, ``np.array(t, copy=...)``).
+
+        ``copy=True`` always copies; ``copy=None`` shares memory when it can (as ``numpy()``);
+        ``copy=False`` shares or raises. A tensor that requires grad is always copied (writing
+        into a shared array would change it behind autograd's back): ``copy=False`` raises."""
         value = np.asarray(self._ops.concrete(self))
-        return value if dtype is None else value.astype(dtype)
+        needs_copy = copy is True or self._requires_grad
+        if copy is False and (self._requires_grad or (dtype is not None and np.dtype(dtype) != value.dtype)):
+            why = "it requires grad" if self._requires_grad else f"its dtype {value.dtype} is not {np.dtype(dtype)}"
+            raise ValueError(f"numpy.asarray(tensor, copy=False): cannot share the tensor's memory because {why}; "
+                             "pass copy=None or copy=True (or use .detach() to share the memory)")
+        if dtype is not None:
+            return value.astype(dtype, copy=needs_copy)
+        return np.array(value, copy=True) if needs_copy else value
 
     def item(self) -> Scalar:
         """The single element as a Python scalar."""
@@ -172,6 +188,9 @@ class Tensor(Generic[*Shape]):
         return np.asarray(self._ops.concrete(self)).tolist()
 
     def __bool__(self) -> bool:
+        if self.ndim and self.numel() != 1:
+            raise ValueError(f"bool(): the truth value of a tensor with {self.numel()} elements (shape "
+                             f"{list(self._data.shape)}) is ambiguous; use .any() or .all(), or compare a single element")
         return bool(self.item())
 
     def __float__(self) -> float:
@@ -214,6 +233,16 @@ class Tensor(Generic[*Shape]):
 
     @grad.setter
     def grad(self, value: Tensor[*Shape] | None) -> None:
+        """Assign a gradient: ``None``, or a tensor of this tensor's shape and dtype (as PyTorch checks)."""
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise DTypeError(f"assigning .grad: expected a Tensor or None, got {type(value).__name__}")
+            if tuple(value._data.shape) != tuple(self._data.shape):
+                raise ShapeError(f"assigning .grad: the gradient has shape {list(value._data.shape)}, expected the "
+                                 f"tensor's shape {list(self._data.shape)}")
+            if value._data.dtype != self._data.dtype:
+                raise DTypeError(f"assigning .grad: the gradient has dtype {value.dtype}, expected the tensor's "
+                                 f"dtype {self.dtype}")
         self._grad = value
 
     @property
@@ -403,9 +432,13 @@ class Tensor(Generic[*Shape]):
         return self._binary("logical_or", other)
 
     def __eq__(self, other: object) -> Tensor[*Shape]:  # type: ignore[override]
+        if other is None:  # ``t == None`` is False, as in PyTorch (not an elementwise comparison)
+            return False  # type: ignore[return-value]
         return self._binary("eq", other)  # type: ignore[no-any-return]
 
     def __ne__(self, other: object) -> Tensor[*Shape]:  # type: ignore[override]
+        if other is None:
+            return True  # type: ignore[return-value]
         return self._binary("ne", other)  # type: ignore[no-any-return]
 
     @overload
@@ -1012,13 +1045,10 @@ class Tensor(Generic[*Shape]):
         return self._ops.inplace(self, "copy", src)
 
     def clamp_(self, min: Scalar | None = None, max: Scalar | None = None) -> Tensor[*Shape]:
-        """Clamp in place (each bound is one recorded in-place ``maximum``/``minimum`` on a snapshot of
-        ``self``, so the tape never sees ``self`` saved and then overwritten)."""
-        if min is not None:
-            self._ops.inplace(self, "maximum", min)
-        if max is not None:
-            self._ops.inplace(self, "minimum", max)
-        return self
+        """Clamp in place (recorded on a snapshot of ``self``, with :meth:`clamp`'s gradient)."""
+        if min is None and max is None:
+            return self
+        return self._ops.inplace(self, "clamp", (min, max))
 
     @overload  # type: ignore[misc]  # mypy compares in-place overloads with __add__ item by item
     def __iadd__(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]: ...

@@ -69,5 +69,5 @@ def test_every_module_imports_first_in_a_fresh_process() -> None:
 
 def test_import_tensorplay_leaves_numba_and_the_high_level_packages_unloaded() -> None:
     code = ("import sys, tensorplay; loaded = [m for m in ('numba', 'tensorplay.nn', 'tensorplay.func', "
-            "'tensorplay.optim') if m in sys.modules]; assert not loaded, loaded")
+            "'tensorplay.optim', 'tensorplay.testing') if m in sys.modules]; assert not loaded, loaded")
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)

@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 
 import tensorplay as tp
-from tests.helpers import as_float64, batch_dims_like, central_difference, is_float_array, placed, torch_smooth_max_pool
+from tests.helpers import as_float64, batch_dims_like, is_float_array, placed, torch_smooth_max_pool
 from tests.samples import GRAD_SAMPLES, SAMPLES, Sample, non_contiguous, rand
 from tensorplay.ops import PRIMITIVE_NAMES
 from tensorplay.spec.table import names
 from tensorplay.rules.vjp import VJP_RULES
+from tensorplay.testing import assert_close, numerical_vjp
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -36,33 +37,22 @@ def _to_tensor(value: Any, requires_grad: bool) -> Any:
     return t
 
 
-def _eval(fn: Callable[..., Any], args: Sequence[Any]) -> Array:
-    with tp.no_grad():
-        out = fn(*(_to_tensor(a, False) for a in args))
-    return np.asarray(out.numpy(), dtype=np.float64)
-
-
-def numeric_vjp(fn: Callable[..., Any], args: Sequence[Any], index: int, ct: Array, eps: float) -> Array:
-    """Central differences of ``<fn(args), ct>`` w.r.t. ``args[index]`` (float64)."""
-    return central_difference(lambda a: float(np.sum(_eval(fn, a) * ct)), args, index, eps)
-
-
 def check_vjp(fn: Callable[..., Any], args: Sequence[Any], wrt: Sequence[int] | None = None, *,
               eps: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-7, seed: int = 0) -> None:
-    """The tape gradient (``tp.autograd.grad`` with a random cotangent) equals finite differences."""
+    """The tape gradient (``tp.autograd.grad`` with a random cotangent) equals float64 central differences
+    of ``<fn(args), ct>``, entry by entry (``tensorplay.testing.numerical_vjp``)."""
     if wrt is None:
         wrt = [i for i, a in enumerate(args) if is_float_array(a)]
     tensors = [_to_tensor(a, i in wrt) for i, a in enumerate(args)]
     out = fn(*tensors)
     ct = np.random.default_rng(seed).standard_normal(tuple(out.shape))
     grads = tp.autograd.grad(out, [tensors[i] for i in wrt], grad_outputs=tp.tensor(ct, dtype=out.dtype))
+    expected = numerical_vjp(fn, tuple(args), ct, eps=eps, argnums=list(wrt))
     for i, g in zip(wrt, grads):
         assert g is not None
         assert tuple(g.shape) == tuple(args[i].shape)
         assert g.dtype.name == args[i].dtype.name
-        expected = numeric_vjp(fn, args, i, ct, eps)
-        np.testing.assert_allclose(g.numpy(), expected, rtol=rtol, atol=atol,
-                                   err_msg=f"gradient of input {i}")
+        assert_close(g, expected[i], rtol=rtol, atol=atol, check_dtype=False, msg=f"gradient of input {i}")
 
 
 def check_second_order(fn: Callable[..., Any], args: Sequence[Any], wrt: Sequence[int] | None = None, *,
@@ -82,6 +72,11 @@ def check_second_order(fn: Callable[..., Any], args: Sequence[Any], wrt: Sequenc
         gs = tp.autograd.grad(o, [ts[i] for i in wrt], grad_outputs=tp.tensor(ct, dtype=o.dtype))
         return [g.detach().numpy() for g in gs]
 
+    def first_along_vs(*inputs: Any) -> float:
+        """``<d<fn, ct>/dx, v>`` at ``inputs`` (the finite differences pass tensors: back to arrays)."""
+        arrays = [x.numpy() if isinstance(x, tp.Tensor) else x for x in inputs]
+        return sum(float(np.sum(g * v)) for g, v in zip(first(*arrays), vs))
+
     grads = tp.autograd.grad(out, [tensors[i] for i in wrt], grad_outputs=tp.tensor(ct, dtype=out.dtype),
                              create_graph=True)
     inner = None
@@ -94,11 +89,10 @@ def check_second_order(fn: Callable[..., Any], args: Sequence[Any], wrt: Sequenc
         second: Sequence[Any] = [None] * len(wrt)
     else:
         second = tp.autograd.grad(inner, [tensors[i] for i in wrt], allow_unused=True)
+    expected = numerical_vjp(first_along_vs, tuple(args), 1.0, eps=eps, argnums=list(wrt))
     for j, i in enumerate(wrt):
-        expected = central_difference(lambda a: sum(float(np.sum(g * v)) for g, v in zip(first(*a), vs)),
-                                      args, i, eps)
-        got = np.zeros(expected.shape) if second[j] is None else second[j].detach().numpy()
-        np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, err_msg=f"second derivative, input {i}")
+        got = np.zeros(expected[i].shape) if second[j] is None else second[j].detach().numpy()
+        assert_close(got, expected[i], rtol=rtol, atol=atol, check_dtype=False, msg=f"second derivative, input {i}")
 
 
 def prim(name: str, **params: Any) -> Callable[..., Any]:

@@ -27,6 +27,7 @@ from tensorplay.spec.errors import DTypeError, ShapeError
 from tensorplay.formatting import format_array
 from tensorplay import random_state
 from tensorplay.interpreter import BaseInterpreter
+from tensorplay.recording import creating_interpreter
 from tensorplay.tensor import Tensor, highest_interpreter
 
 Array = np.ndarray[Any, Any]
@@ -52,10 +53,26 @@ def _signature(x: Any) -> Any:
     return None if x is None else type(x)
 
 
-def _rule(name: str, inputs: tuple[Any, ...], params: dict[str, Any]) -> Aval:
+def _typed(value: Any) -> Any:
+    kind = type(value)
+    if kind is tuple or kind is list:
+        return kind, tuple(_typed(v) for v in value)
+    return kind, value
+
+
+def typed_params(params: dict[str, Any]) -> tuple[Any, ...]:
+    """``params`` as a cache key that tells ``2`` from ``2.0`` and ``1`` from ``True`` (``==`` does not), in
+    nested tuples too: a rule that refuses ``kernel_size=(2.0, 2.0)`` must not be skipped because
+    ``(2, 2)`` passed before."""
+    return tuple((k, _typed(v)) for k, v in params.items())
+
+
+def _rule(name: str, inputs: tuple[Any, ...], params: dict[str, Any], exact: bool = False) -> Aval:
     """The spec rule's result for these inputs; results are cached by (shapes, dtypes, scalar kinds,
-    params), since the rule depends on nothing else. Errors are never cached."""
-    key = (name, tuple(_signature(x) for x in inputs), tuple(params.items()))
+    params), since the rule depends on nothing else. Errors are never cached. ``exact`` keys the params
+    by type too (:func:`typed_params`; the view primitives on the hot path get int params from derived
+    code and skip that cost)."""
+    key = (name, tuple(_signature(x) for x in inputs), typed_params(params) if exact else tuple(params.items()))
     try:
         found = _RULE_CACHE.get(key)
     except TypeError:  # an unhashable param: run the rule uncached
@@ -155,7 +172,12 @@ class EagerInterpreter(BaseInterpreter):
         return map_over_lead(self, lead, x, f)
 
     def random_key(self) -> Tensor[*tuple[Any, ...]]:
-        """The global generator's next key (``[2]`` int64; ``tp.manual_seed`` sets it)."""
+        """The global generator's next key (``[2]`` int64; ``tp.manual_seed`` sets it); while a function
+        is being recorded (a trace, a transform) the recording's key instead, so a random draw made
+        through the eager interpreter there (dropout of a constant) is still redrawn at every run."""
+        recording = creating_interpreter(None)
+        if recording is not None:
+            return recording.random_key()  # type: ignore[no-any-return]
         return Tensor(self, random_state.next_key())
 
     def concrete(self, x: Tensor[*tuple[Any, ...]]) -> Array:
@@ -271,7 +293,7 @@ class EagerInterpreter(BaseInterpreter):
     def _kernel(self, name: str, inputs: tuple[Any, ...], params: dict[str, Any]) -> Any:
         if any(type(x) is Tensor and type(x._data) is not np.ndarray for x in inputs):
             return self._foreign(name, inputs, params)
-        aval = _rule(name, inputs, params)
+        aval = _rule(name, inputs, params, exact=True)
         out = getattr(K, name)(*(_payload(x) for x in inputs), **params)
         return self._finish(name, inputs, params, _array(out, aval.dtype))
 
@@ -326,6 +348,7 @@ class EagerInterpreter(BaseInterpreter):
     def _view(self, name: str, x: Any, params: dict[str, Any], out: Array) -> Any:
         result = self._finish(name, (x,), params, out)
         result._version = _share_version(x)
+        result._base = x if x._base is None else x._base  # in-place checks look at the viewed tensor
         if result._node is not None:
             result._node.alias_output(result._version)
         return result
@@ -397,8 +420,9 @@ class EagerInterpreter(BaseInterpreter):
             aval = _rule("matmul", (a, b), {})
             ad, bd = ad.astype(aval.dtype, copy=False), bd.astype(aval.dtype, copy=False)
         try:
-            if ad.ndim > 2 and bd.ndim == 2 and ad.flags.c_contiguous and ad.shape[-1] == bd.shape[0]:
-                # a broadcast 2-d right operand: one GEMM over the folded batch (np.matmul would loop)
+            if ad.ndim > 2 and bd.ndim == 2 and ad.flags.c_contiguous and ad.shape[-1] == bd.shape[0] and ad.size:
+                # a broadcast 2-d right operand: one GEMM over the folded batch (np.matmul would loop);
+                # not when empty (reshape(-1, 0) cannot infer the batch)
                 out = np.matmul(ad.reshape(-1, ad.shape[-1]), bd).reshape(ad.shape[:-1] + bd.shape[-1:])
             elif ad.shape[-1] == 1 and bd.shape[-2] == 1 and (ad.ndim > 2 or bd.ndim > 2):
                 out = K.outer_matmul(ad, bd)  # K == 1: batched outer products (np.matmul's loop is slow)

@@ -20,14 +20,18 @@ from typing import Any
 
 import numpy as np
 
+from tensorplay.dtypes import plain_array
 from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay.interpreters.graph.codegen import compile_graph
 from tensorplay.interpreters.graph.evaluate import apply_mutations, bind_inputs, input_values
 from tensorplay.interpreters.graph.ir import Graph, Literal, Var
 from tensorplay.interpreters.graph.printer import format_graph
 from tensorplay.interpreters.graph.recorder import Recorder, foreign_aval
+from tensorplay.interpreters.graph.state import ModuleState, call_state
 from tensorplay.spec.aval import Aval
 from tensorplay.spec.errors import GraphCaptureError
+from tensorplay.recording import creating_in, recording
+from tensorplay.swaps import replaced
 from tensorplay.symbolic import SymDim, bind_shape, check_shape
 from tensorplay.pytree import Structure, join_static, leaf_names, split_static, structure_difference
 from tensorplay.tensor import Tensor, highest_interpreter
@@ -151,7 +155,7 @@ def trace(fn: Any, *example_args: Any, execute: bool = False, dynamic: Any = Non
     for leaves, structure, names in zip(arg_leaves, arg_trees, names_per_arg):
         new_leaves = []
         for leaf, name in zip(leaves, names):
-            t = leaf if isinstance(leaf, Tensor) else eager.constant(np.asarray(leaf))
+            t = leaf if isinstance(leaf, Tensor) else eager.constant(plain_array(leaf, f"trace: input {name!r}"))
             base = foreign_aval(t)
             axes = _axis_spec(specs.get(name), len(base.shape), name)
             shape = tuple(axes.get(a, d) for a, d in enumerate(base.shape))
@@ -168,9 +172,14 @@ def trace(fn: Any, *example_args: Any, execute: bool = False, dynamic: Any = Non
         recorded_args.append(join_static(structure, new_leaves))
     recorder.binding = {k: v for k, v in binding.items() if isinstance(v, int)}
 
-    saved = recorder.swap_in_state()
+    # a tensorplay Module reads the recorder's handles for its parameters in this thread only; a module
+    # by duck typing (no named_modules) has its parameter tensors themselves swapped for the trace
+    duck = module is not None and not callable(getattr(module, "named_modules", None))
+    saved = recorder.swap_in_state() if duck else []
     try:
-        result = fn(*recorded_args)
+        with replaced(_parameter_handles(module, recorder) if module is not None and not duck else ()), \
+                recording(recorder), creating_in(recorder):
+            result = fn(*recorded_args)
     finally:
         recorder.restore_state(saved)
         recorder.close()
@@ -185,6 +194,23 @@ def trace(fn: Any, *example_args: Any, execute: bool = False, dynamic: Any = Non
                        name=getattr(fn, "__name__", type(fn).__name__))
 
 
+def _parameter_handles(module: Any, recorder: Recorder) -> list[tuple[Any, str, Tensor[*tuple[Any, ...]]]]:
+    """``(owner, name, handle)`` for every parameter of ``module`` under every name (tied weights too):
+    while tracing, the module's attribute reads give the recorder's handles -- in the tracing thread
+    only (:mod:`tensorplay.swaps`), so other threads using the module meanwhile see its own tensors."""
+    handles: dict[int, Tensor[*tuple[Any, ...]]] = {}
+    out = []
+    for _, owner in module.named_modules(remove_duplicate=False):
+        for name, tensor in owner.__dict__.get("_parameters", {}).items():
+            if tensor is None or not recorder.has_state(tensor):
+                continue
+            handle = handles.get(id(tensor))
+            if handle is None:
+                handle = handles[id(tensor)] = recorder.state_handle(tensor)
+            out.append((owner, name, handle))
+    return out
+
+
 class GraphModule:
     """A recorded graph, callable like the function it came from.
 
@@ -192,8 +218,10 @@ class GraphModule:
     ``str(gm)`` the jaxpr-style listing, ``.to_dot()`` Graphviz. Calling it runs the
     generated code under the interpreter of its inputs (eager by default; a recorder
     inlines it). Parameters, buffers and captured tensors are read from the tensors
-    recorded with the graph (so a module's in-place parameter updates are seen) unless
-    ``state`` overrides them by name. Guards recorded in execute mode are re-checked
+    recorded with the graph (so a module's in-place parameter updates are seen), or from the
+    module's attributes when a parameter or buffer was reassigned since tracing, unless ``state``
+    overrides them by name; either must have the traced shape and dtype (``state`` names are
+    checked: :class:`~tensorplay.interpreters.graph.state.StateKeyError` for an unknown one). Guards recorded in execute mode are re-checked
     when running eagerly (:class:`GuardError` when the traced branch no longer applies).
     """
 
@@ -205,6 +233,7 @@ class GraphModule:
         self.out_tree = out_tree if out_tree is not None else graph.out_tree
         self.__name__ = name
         self._compiled: dict[bool, tuple[Callable[..., Any], str]] = {}
+        self._module_state: ModuleState | None = None
 
     # ---- code ------------------------------------------------------------------------------------
     def recompile(self) -> None:
@@ -230,7 +259,7 @@ class GraphModule:
             where = f" at {guard.location}" if guard.location else ""
             raise GuardError(f"guard failed: {guard.kind}() of a value read{where} gave {guard.outcome!r} when "
                              "the function was traced; the inputs now take a different path. Trace again "
-                             "with these inputs (or use tensorplay.compile, which re-traces).")
+                             "with these inputs (tp.graph.trace(fn, *inputs, execute=True)).")
 
     # ---- calling ---------------------------------------------------------------------------------
     def __call__(self, *args: Any, state: Mapping[str, Any] | None = None) -> Any:
@@ -239,9 +268,12 @@ class GraphModule:
             diff = structure_difference(self.in_tree, td)
             if diff:
                 raise TypeError(f"{self.__name__}: arguments do not match the traced ones: {diff}")
+        if self.module is not None and self._module_state is None:
+            self._module_state = ModuleState(self.module, self.graph)
+        state = call_state(self.graph, self._module_state, state, self.__name__)
         sources = [state.get(str(p.name), p.source) if state is not None else p.source for p in self.graph.inputs]
         ops: Any = highest_interpreter(sources, highest_interpreter(leaves, eager))
-        inputs = [x if isinstance(x, Tensor) else eager.constant(np.asarray(x)) for x in leaves]
+        inputs = [x if isinstance(x, Tensor) else eager.constant(plain_array(x, self.__name__)) for x in leaves]
         bind_inputs(self.graph, inputs)
         values = input_values(self.graph, ops, inputs, state)
         guarded = bool(self.graph.guards) and ops is eager

@@ -1,5 +1,5 @@
 """``import tensorplay as tp`` alone gives typed access to the lazily loaded subpackages: ``tp.nn``,
-``tp.func`` and ``tp.optim`` (as PyTorch users write ``torch.nn.Linear``)."""
+``tp.func``, ``tp.optim`` and ``tp.testing`` (as PyTorch users write ``torch.nn.Linear``)."""
 
 from __future__ import annotations
 
@@ -34,3 +34,4 @@ def main() -> None:
     opt.step()
     g = tp.func.grad(lambda v: (v * v).sum())(x)
     assert tuple(g.shape) == (5, 3)
+    tp.testing.assert_close(g, 2 * x)
