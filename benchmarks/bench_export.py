@@ -25,29 +25,19 @@ def _median(fn: Callable[[], Any], rounds: int = 7) -> float:
 
 def _models() -> list[tuple[str, Any, tuple[Any, ...], dict[str, Any]]]:
     import tensorplay as tp
-    from tensorplay import nn
     from tensorplay.demo import DigitsCNN
     from tensorplay.export import Dim
 
-    class Block(nn.Module):
-        def __init__(self, d: int, heads: int) -> None:
-            super().__init__()
-            self.ln1 = nn.LayerNorm(d)
-            self.attn = nn.MultiheadAttention(d, heads)
-            self.ln2 = nn.LayerNorm(d)
-            self.fc1 = nn.Linear(d, 4 * d)
-            self.act = nn.GELU()
-            self.fc2 = nn.Linear(4 * d, d)
+    import torch
 
-        def forward(self, x: Any) -> Any:
-            x = x + self.attn(self.ln1(x), need_weights=False)[0]
-            return x + self.fc2(self.act(self.fc1(self.ln2(x))))
+    from benchmarks.bench_training import _block_classes
 
+    block = _block_classes(tp, torch)[0]
     tp.manual_seed(0)
     return [
         ("demo CNN, dynamic batch", DigitsCNN().eval(), (tp.randn(4, 1, 8, 8),),
          {"x": {0: Dim("batch", min=1)}}),
-        ("transformer block d64, dynamic batch+seq", Block(64, 4).eval(), (tp.randn(2, 16, 64),),
+        ("transformer block d64, dynamic batch+seq", block(64, 4).eval(), (tp.randn(2, 16, 64),),
          {"x": {0: Dim("batch", min=1, max=1024), 1: Dim("seq", min=1, max=4096)}}),
     ]
 

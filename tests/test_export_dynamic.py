@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any, NewType
 
-import numpy as np
 import pytest
 
 import tensorplay as tp
@@ -15,16 +14,7 @@ from tensorplay.export import (
     AdditionalInputs, Constraint, ConstraintViolationError, Dim, EqualityConstraint, FromAnnotations,
     InputConstraintError, ShapesCollection, SuggestedFix, apply_fixes, dims, export,
 )
-
-
-def _np(t: Any) -> np.ndarray[Any, Any]:
-    return np.asarray(t.detach().numpy())
-
-
-def _same(a: Any, b: Any) -> None:
-    x, y = _np(a), _np(b)
-    assert x.dtype == y.dtype and x.shape == y.shape
-    assert np.array_equal(x, y, equal_nan=True)
+from tests.export_helpers import assert_same_bits
 
 
 # ---- declaring dims -------------------------------------------------------------------------------------------
@@ -58,7 +48,7 @@ def test_no_size_is_special_the_domain_is_what_is_declared() -> None:
     assert str(ep.range_constraints) == "{batch: [0, 16]}"
     for n in (0, 1, 2, 16):
         x, y = tp.randn(n, 3), tp.randn(n, 3)
-        _same(ep.module()(x, y), f(x, y))
+        assert_same_bits(ep.module()(x, y), f(x, y))
     with pytest.raises(InputConstraintError, match=r"batch=17 violates batch <= 16 \(input 'x' axis 0; batch declared at "
                                                     r".*test_export_dynamic.py"):
         ep.module()(tp.randn(17, 3), tp.randn(17, 3))
@@ -93,7 +83,7 @@ def test_derived_dims_tie_sizes_by_formula() -> None:
     assert [str(c) for c in ep.constraints] == ["x.shape[0] = 2*d + 1", "y.shape[0] = d"]
     for n in (1, 4, 50):
         x, y = tp.randn(2 * n + 1), tp.randn(n)
-        _same(ep.module()(x, y), f(x, y))
+        assert_same_bits(ep.module()(x, y), f(x, y))
     with pytest.raises(InputConstraintError, match=r"input 'x' axis 0 has size 8, which is not of the form 2\*d \+ 1"):
         ep.module()(tp.randn(8), tp.randn(3))
     with pytest.raises(ValueError, match="not of the form 2\\*d \\+ 1"):
@@ -127,7 +117,7 @@ def test_a_dim_specialised_to_a_constant_raises_with_the_line_and_a_fix() -> Non
     ep = export(f, (tp.randn(2, 4),), dynamic_shapes=fixed)
     assert list(ep.range_constraints) == ["batch"]
     x = tp.randn(5, 4)
-    _same(ep.module()(x), f(x))
+    assert_same_bits(ep.module()(x), f(x))
 
 
 def test_two_dims_forced_equal_raise_with_a_tie_fix() -> None:
@@ -158,7 +148,7 @@ def test_a_narrowed_range_raises_with_a_bound_fix() -> None:
     assert str(ep.range_constraints) == "{L: [5, 100]}"
     for n in (5, 6, 100):
         x = tp.randn(1, 3, n)
-        _same(ep.module()(x), f(x))
+        assert_same_bits(ep.module()(x), f(x))
 
 
 def test_python_branches_on_sizes_are_requirements() -> None:
@@ -173,7 +163,7 @@ def test_python_branches_on_sizes_are_requirements() -> None:
     # a declared range that decides the branch needs no fix: the branch is taken for every allowed size
     ep = export(f, (tp.randn(3, 2),), dynamic_shapes=({0: Dim("n", max=8)},))
     x = tp.randn(8, 2)
-    _same(ep.module()(x), f(x))
+    assert_same_bits(ep.module()(x), f(x))
     # strict: no comparison is decided from the example; the dim it needs is reported, with the comparison
     with pytest.raises(ConstraintViolationError, match=r"specialises n to 3 \(.*in f: cannot decide n > 8"):
         export(f, (tp.randn(3, 2),), dynamic_shapes=({0: Dim("n")},), strict=True)
@@ -229,8 +219,8 @@ def test_nested_specs_and_shapes_collection_agree() -> None:
     collected = export(_pair_model, (xs, scale), dynamic_shapes=shapes)
     assert nested.constraints == collected.constraints
     new = ([tp.randn(6, 4), tp.randn(6, 4)], {"s": tp.randn(4)})
-    _same(nested.module()(*new), _pair_model(*new))
-    _same(collected.module()(*new), _pair_model(*new))
+    assert_same_bits(nested.module()(*new), _pair_model(*new))
+    assert_same_bits(collected.module()(*new), _pair_model(*new))
     stray = ShapesCollection()
     stray[tp.randn(3, 4)] = {0: b}
     with pytest.raises(ValueError, match="not among the inputs"):
@@ -245,7 +235,7 @@ def test_constraint_lists_are_a_spec() -> None:
     ep = export(f, (tp.randn(3, 2), tp.randn(3, 2)), dynamic_shapes=constraints)
     assert str(ep.range_constraints) == "{n: [1, 10]}"
     x, y = tp.randn(7, 2), tp.randn(7, 2)
-    _same(ep.module()(x, y), f(x, y))
+    assert_same_bits(ep.module()(x, y), f(x, y))
 
 
 def test_additional_inputs_infer_dynamic_and_tied_dims() -> None:
@@ -260,7 +250,7 @@ def test_additional_inputs_infer_dynamic_and_tied_dims() -> None:
     assert list(ep.range_constraints) == ["x_0", "y_1"]
     extra.verify(ep)
     x, y = tp.randn(11, 3), tp.randn(11, 9)
-    _same(ep.module()(x, y), f(x, y))
+    assert_same_bits(ep.module()(x, y), f(x, y))
 
 
 Batch = NewType("Batch", int)
@@ -285,7 +275,7 @@ def test_dims_from_the_types_need_no_boilerplate() -> None:
     assert list(ep.range_constraints) == ["Batch", "Seq"]  # Model is fixed by the weights: it became static
     assert "annotation of 'x'" in ep.dims["Batch"].declared_at
     new = (tp.randn(4, 9, 8), tp.ones(4, 9))
-    _same(ep.module()(*new), model(*new))
+    assert_same_bits(ep.module()(*new), model(*new))
     ranged = export(model, args, dynamic_shapes=FromAnnotations(ranges={"Seq": (2, 4096)}))
     assert str(ranged.range_constraints) == "{Batch: [0, inf], Seq: [2, 4096]}"
     with pytest.raises(InputConstraintError, match=r"Seq=1 violates Seq >= 2"):

@@ -22,18 +22,9 @@ from tensorplay.export import Dim, ExportedProgram, FileFormatError, export
 from tensorplay.export.files import PROGRAM_KEY, PROGRAM_SHA_KEY
 from tensorplay.export.tensorfile import decode, encode
 from tests.fixtures.export_fixture import FIXTURE, EXPECTED, FixtureNet, fixture_inputs
+from tests.export_helpers import assert_same_bits
 
 FIXTURES = Path(__file__).parent / "fixtures"
-
-
-def _np(t: Any) -> np.ndarray[Any, Any]:
-    return np.asarray(t.detach().numpy() if isinstance(t, tp.Tensor) else t)
-
-
-def _same(a: Any, b: Any) -> None:
-    x, y = _np(a), _np(b)
-    assert x.dtype == y.dtype and x.shape == y.shape
-    assert x.tobytes() == y.tobytes()
 
 
 @pytest.fixture
@@ -108,15 +99,15 @@ def test_save_load_and_serialize_round_trips_are_bit_identical(no_pickle: None) 
         for n in (2, 5, 64):
             x = tp.randn(n, 6)
             for a, b in zip(_flat_run(ep, x, n), _flat_run(other, x, n)):
-                _same(a, b)
+                assert_same_bits(a, b)
         assert other.example_inputs is not None
-        _same(other.example_inputs[0][0], ep.example_inputs[0][0])  # type: ignore[index]
+        assert_same_bits(other.example_inputs[0][0], ep.example_inputs[0][0])  # type: ignore[index]
     # separate tensors can be given to deserialize, as bytes or as tensors
     again = ExportedProgram.deserialize(artifact.exported_program, dict(ep.state_dict), artifact.constants, None)
     assert again.example_inputs is None
     x = tp.randn(3, 6)
     for a, b in zip(_flat_run(ep, x, 1), _flat_run(again, x, 1)):
-        _same(a, b)
+        assert_same_bits(a, b)
 
 
 def test_a_file_path_round_trip_keeps_the_call_time_checks(tmp_path: Path) -> None:
@@ -141,7 +132,7 @@ def test_the_fixture_of_this_version_loads_and_gives_the_same_bits(no_pickle: No
         outs = ExportedProgram.call_exported(ep)(*ep.placeholder_values([case["x"]], state, keys))
         assert len(outs) == len(case["outputs"])
         for got, want in zip(outs, case["outputs"]):
-            _same(got, want)
+            assert_same_bits(got, want)
 
 
 def test_the_fixture_matches_the_eager_model_with_its_weights() -> None:
@@ -156,9 +147,9 @@ def test_the_fixture_matches_the_eager_model_with_its_weights() -> None:
         tp.manual_seed(5)
         want = model(x)
         for a, b in zip(got, want):
-            _same(a, b)
+            assert_same_bits(a, b)
         for name, buffer in model.named_buffers():
-            _same(dict(module.named_buffers())[name], buffer)
+            assert_same_bits(dict(module.named_buffers())[name], buffer)
 
 
 # ---- refusals -----------------------------------------------------------------------------------------------
@@ -257,7 +248,7 @@ def test_serialize_options() -> None:
 
     ep2 = export(closure_free, (tp.randn(2), (3, "label")))
     loaded = ExportedProgram.deserialize(ep2.serialize())
-    _same(loaded.module()(tp.ones(2), (3, "label")), tp.ones(2) * 3)
+    assert_same_bits(loaded.module()(tp.ones(2), (3, "label")), tp.ones(2) * 3)
 
     class Odd:
         def __init__(self, k: float) -> None:
@@ -279,9 +270,6 @@ def test_unflatten_works_on_a_loaded_program() -> None:
     loaded = _load(_saved(ep))
     unflat = tp.export.unflatten(loaded)
     assert [name for name, _ in unflat.named_children()] == [name for name, _ in model.named_children()]
-
-
-
 
 
 class _Config:
@@ -311,7 +299,7 @@ def test_a_submodule_called_with_an_object_runs_inside_its_parent_after_loading(
     loaded = _load(_saved(ep))
     unflat = tp.export.unflatten(loaded)
     x = tp.randn(3, 2)
-    _same(unflat(x), model(x))
-    _same(unflat.lin(x), model.lin(x))
+    assert_same_bits(unflat(x), model(x))
+    assert_same_bits(unflat.lin(x), model.lin(x))
     with pytest.raises(tp.GraphCaptureError, match="'scale' cannot run on its own"):
         unflat.scale(x, _Config(3.0))

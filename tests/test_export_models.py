@@ -4,7 +4,6 @@ a save and a load."""
 
 from __future__ import annotations
 
-import io
 from typing import Any
 
 import numpy as np
@@ -18,70 +17,26 @@ import tensorplay.nn.functional as F
 from tensorplay import Tensor, nn
 from tensorplay.demo import DigitsCNN
 from tensorplay.export import Dim, ExportedProgram, export
+from benchmarks.bench_training import _block_classes
 from tests.samples import SAMPLES, Sample
-
-
-def _np(t: Any) -> np.ndarray[Any, Any]:
-    return np.asarray(t.detach().numpy() if isinstance(t, tp.Tensor) else t)
-
-
-def _same(a: Any, b: Any, what: str = "") -> None:
-    x, y = _np(a), _np(b)
-    assert x.dtype == y.dtype and x.shape == y.shape, what
-    assert np.array_equal(x, y, equal_nan=True), what
-
-
-def round_trip(ep: ExportedProgram) -> ExportedProgram:
-    """``ep`` saved and loaded again."""
-    buffer = io.BytesIO()
-    tp.export.save(ep, buffer)
-    buffer.seek(0)
-    return tp.export.load(buffer)
+from tests.test_graph_swap import sample_fn
+from tests.export_helpers import as_array, assert_same_bits, round_trip
 
 
 # ---- every registry sample ----------------------------------------------------------------------------------
 
-def _sample_call(sample: Sample) -> tuple[Any, list[Any]]:
-    positions = [i for i, a in enumerate(sample.args) if isinstance(a, np.ndarray)]
-
-    def f(*tensors: Any) -> Any:
-        args = list(sample.args)
-        for i, t in zip(positions, tensors):
-            args[i] = t
-        return getattr(tp.ops_of(tensors), sample.prim)(*args, **sample.params)
-
-    return f, [tp.from_numpy(sample.args[i]) for i in positions]
-
-
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda s: s.id)
 def test_every_sample_exported_with_dynamic_dims_saved_and_loaded_reproduces_eager(sample: Sample) -> None:
-    fn, tensors = _sample_call(sample)
+    fn, tensors = sample_fn(sample)
     spec = [Dim.AUTO] * len(tensors)  # every axis dynamic where the primitive allows it
     ep = export(fn, tuple(tensors), dynamic_shapes=spec if tensors else None)
     loaded = round_trip(ep)
     expected = fn(*tensors)
-    _same(loaded.module()(*tensors), expected, sample.id)
-    _same(ep.module()(*tensors), expected, sample.id)
+    assert_same_bits(loaded.module()(*tensors), expected, sample.id)
+    assert_same_bits(ep.module()(*tensors), expected, sample.id)
 
 
 # ---- models -----------------------------------------------------------------------------------------------------
-
-class Block(nn.Module):
-    """A pre-norm transformer block: attention and an MLP, each with a residual."""
-
-    def __init__(self, d: int, heads: int) -> None:
-        super().__init__()
-        self.ln1 = nn.LayerNorm(d)
-        self.attn = nn.MultiheadAttention(d, heads)
-        self.ln2 = nn.LayerNorm(d)
-        self.fc1 = nn.Linear(d, 4 * d)
-        self.act = nn.GELU()
-        self.fc2 = nn.Linear(4 * d, d)
-
-    def forward(self, x: Tensor[Any, Any, Any]) -> Tensor[Any, Any, Any]:
-        x = x + self.attn(self.ln1(x), need_weights=False)[0]
-        return x + self.fc2(self.act(self.fc1(self.ln2(x))))
-
 
 def _mlp() -> nn.Module:
     tp.manual_seed(1)
@@ -94,8 +49,10 @@ def _cnn() -> nn.Module:
 
 
 def _block() -> nn.Module:
+    import torch
+    block = _block_classes(tp, torch)[0]  # the pre-norm transformer block of the training benchmark
     tp.manual_seed(3)
-    return Block(16, 4).eval()
+    return block(16, 4).eval()  # type: ignore[no-any-return]
 
 
 BATCH = Dim("batch", min=1, max=16)
@@ -125,7 +82,7 @@ def test_models_with_dynamic_dims_reproduce_eager_bit_for_bit(name: str) -> None
     assert str(loaded.range_constraints) == expected_ranges
     for b, s in ((1, 1), (2, 7), (16, 64)):
         x = tp.randn(*shape(b, s))
-        _same(loaded.module()(x), model(x), f"{name} at {shape(b, s)}")
+        assert_same_bits(loaded.module()(x), model(x), f"{name} at {shape(b, s)}")
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -134,7 +91,7 @@ def test_random_shapes_within_the_declared_ranges(name: str, b: int, s: int, see
     model, loaded = _exported(name)
     _, shape, _ = MODELS[name]
     x = tp.tensor(np.random.default_rng(seed).standard_normal(shape(b, s)).astype(np.float32))
-    _same(loaded.module()(x), model(x), f"{name} at {shape(b, s)}")
+    assert_same_bits(loaded.module()(x), model(x), f"{name} at {shape(b, s)}")
 
 
 # ---- a training step -----------------------------------------------------------------------------------------
@@ -186,8 +143,8 @@ def test_an_exported_training_step_reproduces_ten_eager_steps_after_save_and_loa
     tp.manual_seed(10)
     exported_losses = [step(x, y) for x, y in _batches(10)]
     for i, (a, b) in enumerate(zip(exported_losses, eager_losses)):
-        _same(a, b, f"loss of step {i}")
+        assert_same_bits(a, b, f"loss of step {i}")
     exported_params = dict(step.named_parameters())
     for name, p in eager_step.named_parameters():
-        _same(exported_params[name], p, name)
-    assert not np.array_equal(_np(exported_params["net.0.weight"]), _np(dict(exported_model.named_parameters())["net.0.weight"]))
+        assert_same_bits(exported_params[name], p, name)
+    assert not np.array_equal(as_array(exported_params["net.0.weight"]), as_array(dict(exported_model.named_parameters())["net.0.weight"]))

@@ -15,16 +15,7 @@ from tensorplay import Tensor, nn
 from tensorplay.export import (
     Dim, ExportedProgram, ExportGraphSignature, GraphSignature, InputKind, OutputKind, WeightType, export,
 )
-
-
-def _np(t: Any) -> np.ndarray[Any, Any]:
-    return np.asarray(t.detach().numpy())
-
-
-def _same(a: Any, b: Any) -> None:
-    x, y = _np(a), _np(b)
-    assert x.dtype == y.dtype and x.shape == y.shape
-    assert np.array_equal(x, y, equal_nan=True)
+from tests.export_helpers import as_array, assert_same_bits
 
 
 class Net(nn.Module):
@@ -94,7 +85,7 @@ def test_the_program_is_a_snapshot_and_module_is_cached() -> None:
     before = model(x)
     with tp.no_grad():
         model.fc2.weight.mul_(0.0)  # changing the model does not change the program
-    _same(ep.module()(x), before)
+    assert_same_bits(ep.module()(x), before)
     m = ep.module()
     assert ep.module() is m
     ep.invalidate_unlifted()
@@ -113,24 +104,24 @@ def test_buffer_mutations_are_applied_by_module_and_returned_by_the_flat_contrac
     module = ep.module()
     for step in range(3):
         x = tp.randn(4 + step, 4)
-        _same(module(x), reference(x))
+        assert_same_bits(module(x), reference(x))
         for name, value in reference.named_buffers():
-            _same(module.get_buffer(name) if hasattr(module, "get_buffer") else dict(module.named_buffers())[name],
+            assert_same_bits(module.get_buffer(name) if hasattr(module, "get_buffer") else dict(module.named_buffers())[name],
                   value)
     # the flat contract: state in, (new state..., outputs) out, nothing written
     flat = ExportedProgram.call_exported(ep)
     state = {**ep.state_dict, **ep.constants}
-    saved = {name: _np(t).copy() for name, t in state.items()}
+    saved = {name: as_array(t).copy() for name, t in state.items()}
     x = tp.randn(6, 4)
     outs = flat(*ep.placeholder_values([x], state, keys=[tp.tensor(np.array([1, 2]))]))
     for name, t in state.items():
-        assert np.array_equal(_np(t), saved[name]), name
+        assert np.array_equal(as_array(t), saved[name]), name
     expected = reference(x)
     specs = ep.graph_signature.output_specs
     assert len(outs) == len(specs) == 4
     buffers = dict(reference.named_buffers())
     for spec, value in zip(specs, outs):
-        _same(value, buffers[str(spec.target)] if spec.kind is OutputKind.BUFFER_MUTATION else expected)
+        assert_same_bits(value, buffers[str(spec.target)] if spec.kind is OutputKind.BUFFER_MUTATION else expected)
 
 
 def test_dropout_draws_fresh_keys_per_call_and_replays_with_the_same_key() -> None:
@@ -143,17 +134,17 @@ def test_dropout_draws_fresh_keys_per_call_and_replays_with_the_same_key() -> No
     a = flat(*ep.placeholder_values([x], state, keys=[key]))[-1]
     b = flat(*ep.placeholder_values([x], state, keys=[key]))[-1]
     c = flat(*ep.placeholder_values([x], state, keys=[tp.tensor(np.array([7, 4]))]))[-1]
-    _same(a, b)
-    assert not np.array_equal(_np(a), _np(c))
+    assert_same_bits(a, b)
+    assert not np.array_equal(as_array(a), as_array(c))
     # module(): keys from the global generator, as eager draws them
     eager_model = _net(train=True)
     module = ep.module()
     tp.manual_seed(11)
     first = module(x)
     second = module(x)
-    assert not np.array_equal(_np(first), _np(second))
+    assert not np.array_equal(as_array(first), as_array(second))
     tp.manual_seed(11)
-    _same(eager_model(x), first)
+    assert_same_bits(eager_model(x), first)
 
 
 def test_keyword_and_nested_arguments_and_static_values() -> None:
@@ -168,7 +159,7 @@ def test_keyword_and_nested_arguments_and_static_values() -> None:
     got = ep.module()(*new, scale=2.0, bias=kwargs["bias"])
     expected = f(*new, scale=2.0, bias=kwargs["bias"])
     assert got["scale"] == 2.0
-    _same(got["out"], expected["out"])
+    assert_same_bits(got["out"], expected["out"])
     with pytest.raises(TypeError, match="static argument was 2.0 when traced, now 3.0"):
         ep.module()(*new, scale=3.0, bias=kwargs["bias"])
     with pytest.raises(TypeError, match="args must be a tuple"):
@@ -187,7 +178,7 @@ def test_closures_become_constants_unless_strict() -> None:
     x = tp.randn(4)
     expected = f(x)
     table.mul_(0.0)  # the program holds the value it was exported with
-    _same(ep.module()(x), expected)
+    assert_same_bits(ep.module()(x), expected)
     with pytest.raises(tp.GraphCaptureError, match=r"strict=True.*closure or a global, shape \[4\]"):
         export(f, (tp.randn(4),), strict=True)
 
@@ -199,12 +190,12 @@ def test_the_exported_module_runs_under_trace_grad_and_vmap() -> None:
     module = ep.module()
     x = tp.randn(6, 3)
     gm = tp.graph.trace(lambda v: module(v).sum(), x)
-    _same(gm(x), model(x).sum())
+    assert_same_bits(gm(x), model(x).sum())
     g_exported = TF.grad(lambda v: module(v).sum())(x)
     g_eager = TF.grad(lambda v: model(v).sum())(x)
-    np.testing.assert_allclose(_np(g_exported), _np(g_eager), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(as_array(g_exported), as_array(g_eager), rtol=1e-6, atol=1e-7)
     per_row = TF.vmap(lambda row: module(row[None])[0])(x)
-    np.testing.assert_allclose(_np(per_row), _np(model(x)), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(as_array(per_row), as_array(model(x)), rtol=1e-6, atol=1e-6)
     loss = module(x).sum()
     loss.backward()  # the eager tape records through the program: gradients reach its parameters
     weight = dict(module.named_parameters())["0.weight"]
@@ -227,6 +218,6 @@ def test_export_joint_gives_gradient_and_loss_outputs() -> None:
     loss, grads = ep.module()(x, y)
     reference = loss_fn(model(x), y)
     reference.backward()
-    np.testing.assert_allclose(_np(loss), _np(reference), rtol=1e-6)
+    np.testing.assert_allclose(as_array(loss), as_array(reference), rtol=1e-6)
     for name, p in model.named_parameters():
-        np.testing.assert_allclose(_np(grads[name]), _np(p.grad), rtol=1e-5, atol=1e-6, err_msg=name)
+        np.testing.assert_allclose(as_array(grads[name]), as_array(p.grad), rtol=1e-5, atol=1e-6, err_msg=name)

@@ -16,10 +16,7 @@ from tensorplay.export import (
 )
 from tensorplay.graph import Graph, Node, typecheck
 from tensorplay.pytree import Structure
-
-
-def _np(t: Any) -> np.ndarray[Any, Any]:
-    return np.asarray(t.detach().numpy())
+from tests.export_helpers import as_array
 
 
 class Head(nn.Module):
@@ -80,7 +77,7 @@ def test_default_decompositions_rewrite_a_copy_that_agrees_with_the_original() -
     typecheck(decomposed.graph)
     for b, s in ((2, 1), (3, 7)):
         x = tp.randn(b, s, 3)
-        np.testing.assert_allclose(_np(decomposed.module()(x)), _np(model(x)), rtol=2e-5, atol=2e-6)
+        np.testing.assert_allclose(as_array(decomposed.module()(x)), as_array(model(x)), rtol=2e-5, atol=2e-6)
     assert decomposed.graph_signature.user_outputs[0] in {str(n.out.meta["name"]) for n in decomposed.graph.nodes}
 
 
@@ -98,7 +95,7 @@ def test_targets_without_an_entry_are_untouched_and_custom_builders_run() -> Non
     assert "sigmoid" not in targets and "tanh" in targets
     assert targets.count("softmax") == [n.target for n in ep.graph.nodes].count("softmax")
     x = tp.randn(2, 4, 3)
-    np.testing.assert_allclose(_np(decomposed.module()(x)), _np(model(x)), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(as_array(decomposed.module()(x)), as_array(model(x)), rtol=1e-5, atol=1e-6)
     with pytest.raises(tp.GraphCaptureError, match="the decomposition of softmax gives"):
         ep.run_decompositions({"softmax": lambda graph, node: graph.emit("reduce_sum", node.inputs[0], axes=(-1,),
                                                                          keepdims=False)})
@@ -117,15 +114,15 @@ def test_unflatten_keeps_the_hierarchy_and_each_submodule_runs() -> None:
     assert [n for n, _ in flat.named_modules()] == [n for n, _ in model.named_modules()]
     assert set(flat.state_dict()) == set(model.state_dict())
     x = tp.randn(3, 6, 3)
-    assert np.array_equal(_np(flat(x)), _np(ep.module()(x)))
+    assert np.array_equal(as_array(flat(x)), as_array(ep.module()(x)))
     h = tp.randn(3, 6, 8)
-    assert np.array_equal(_np(flat.head(h)), _np(model.head(h)))
-    assert np.array_equal(_np(flat.head.proj(h)), _np(model.head.proj(h)))
+    assert np.array_equal(as_array(flat.head(h)), as_array(model.head(h)))
+    assert np.array_equal(as_array(flat.head.proj(h)), as_array(model.head.proj(h)))
     assert "InterpreterModule[Head]" in repr(flat)
     # after decompositions the hierarchy is the same and agrees with the decomposed program
     decomposed = unflatten(ep.run_decompositions())
     assert [n for n, _ in decomposed.named_modules()] == [n for n, _ in model.named_modules()]
-    np.testing.assert_allclose(_np(decomposed(x)), _np(model(x)), rtol=2e-5, atol=2e-6)
+    np.testing.assert_allclose(as_array(decomposed(x)), as_array(model(x)), rtol=2e-5, atol=2e-6)
 
 
 def test_unflatten_applies_buffer_mutations_like_the_flat_program() -> None:
@@ -134,9 +131,9 @@ def test_unflatten_applies_buffer_mutations_like_the_flat_program() -> None:
     reference = _program(train=True)[0]
     for b in (2, 5):
         x = tp.randn(b, 3, 3)
-        assert np.array_equal(_np(flat(x)), _np(reference(x)))
+        assert np.array_equal(as_array(flat(x)), as_array(reference(x)))
     for name, buffer in reference.named_buffers():
-        assert np.array_equal(_np(dict(flat.named_buffers())[name]), _np(buffer)), name
+        assert np.array_equal(as_array(dict(flat.named_buffers())[name]), as_array(buffer)), name
     del model
 
 
@@ -154,4 +151,4 @@ def test_a_flat_args_adapter_adapts_other_argument_layouts() -> None:
     with pytest.raises(TypeError, match=r"Model: expected at most 1 positional argument\(s\) \(x\), got 2"):
         unflatten(ep)(x, tp.zeros(1))
     adapted = unflatten(ep, flat_args_adapter=PairToSingle())
-    assert np.array_equal(_np(adapted(x, tp.zeros(1))), _np(model(x)))
+    assert np.array_equal(as_array(adapted(x, tp.zeros(1))), as_array(model(x)))

@@ -10,6 +10,7 @@ and returned, the nodes it recorded): what ``unflatten`` rebuilds the hierarchy 
 from __future__ import annotations
 
 import inspect
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +60,7 @@ class _CallRecorder:
         self.calls: list[ModuleCall] = []
         self.stack: list[int] = []
         self.recorder: Any = None
+        self.thread = threading.get_ident()  # module calls of other threads are not this export's
 
     def _values(self, tensors: list[Any]) -> list[Var] | None:
         if self.recorder is None or any(t._ops is not self.recorder for t in tensors):
@@ -67,6 +69,8 @@ class _CallRecorder:
 
     def __call__(self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         path = self.paths.get(id(module))
+        if path is None or threading.get_ident() != self.thread:
+            return module.forward(*args, **kwargs)
         leaves, structure = split_static((args, kwargs), lambda x: isinstance(x, Tensor))
         values = self._values(leaves)
         if path is None or values is None:

@@ -118,9 +118,14 @@ def linear_parts(d: SymDim) -> tuple[str, int, int]:
 # ---- the model's arguments -----------------------------------------------------------------------------
 
 def signature_of(model: Any) -> inspect.Signature | None:
-    """The signature of ``model.forward`` (a module) or ``model`` (a function); ``None`` when there is none."""
+    """The signature of ``model.forward`` (a module), of a ``@tp.program`` without its ``ops``, or of ``model``
+    (a function); ``None`` when there is none."""
+    from tensorplay.dispatch import Program
     target = model.forward if callable(getattr(model, "named_parameters", None)) else model
     try:
+        if isinstance(model, Program):
+            sig = inspect.signature(model.fn)
+            return sig.replace(parameters=list(sig.parameters.values())[1:])
         return inspect.signature(target)
     except (TypeError, ValueError):
         return None
@@ -129,11 +134,12 @@ def signature_of(model: Any) -> inspect.Signature | None:
 @dataclass
 class Arguments:
     """The example arguments matched to the model's signature: ``names`` and ``values`` in signature order,
-    ``keyword`` the names passed by keyword (keyword-only parameters)."""
+    ``keyword`` the names passed by keyword (keyword-only parameters), ``defaults`` the parameters' defaults."""
 
     names: list[str]
     values: list[Any]
     keyword: set[str] = field(default_factory=set)
+    defaults: dict[str, Any] = field(default_factory=dict)
 
     def call(self, fn: Callable[..., Any], values: Sequence[Any]) -> Any:
         """``fn`` called with ``values`` (one per name) positionally, keyword-only ones by keyword."""
@@ -143,9 +149,9 @@ class Arguments:
 
 
 def combine(names_or_model: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | None,
-            keyword: set[str] | None = None) -> Arguments:
+            keyword: set[str] | None = None, defaults: Mapping[str, Any] | None = None) -> Arguments:
     """Match ``args`` and ``kwargs`` to the parameters of ``names_or_model`` (a model, or a list of names
-    with the ``keyword`` subset): one value per parameter, in order."""
+    with the ``keyword`` subset and their ``defaults``): one value per parameter, in order."""
     kwargs = dict(kwargs or {})
     if isinstance(names_or_model, list):
         names = names_or_model
@@ -159,10 +165,12 @@ def combine(names_or_model: Any, args: Sequence[Any], kwargs: Mapping[str, Any] 
                 raise TypeError(f"unexpected or repeated keyword argument {key!r}; the arguments are "
                                 f"{', '.join(names)}")
             values[key] = value
+        for key, value in (defaults or {}).items():
+            values.setdefault(key, value)
         missing = [n for n in names if n not in values]
         if missing:
             raise TypeError(f"missing argument(s) {', '.join(missing)}")
-        return Arguments(names, [values[n] for n in names], set(keyword or set()))
+        return Arguments(names, [values[n] for n in names], set(keyword or set()), dict(defaults or {}))
     sig = signature_of(names_or_model)
     if sig is None:
         if kwargs:
@@ -176,6 +184,8 @@ def combine(names_or_model: Any, args: Sequence[Any], kwargs: Mapping[str, Any] 
     out = Arguments([], [])
     for name, value in bound.arguments.items():
         kind = sig.parameters[name].kind
+        if sig.parameters[name].default is not inspect.Parameter.empty:
+            out.defaults[name] = sig.parameters[name].default
         if kind is inspect.Parameter.VAR_POSITIONAL:
             for i, v in enumerate(value):
                 out.names.append(f"{name}_{i}")

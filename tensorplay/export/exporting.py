@@ -141,7 +141,7 @@ def settle(model: Any, arguments: Arguments, spec: ShapeSpec, strict: bool) -> t
     for _ in range(_MAX_TRACES):
         try:
             captured = attempt(model, arguments, spec, strict)
-        except (ShapeError, GraphCaptureError) as error:
+        except (ShapeError, GraphCaptureError, ValueError, TypeError) as error:
             requirements = diagnose(model, arguments, spec, strict, error)
         else:
             requirements = from_decisions(captured.decisions, spec) + probe(captured.graph, spec)
@@ -175,13 +175,13 @@ def diagnose(model: Any, arguments: Arguments, spec: ShapeSpec, strict: bool, er
     for name in dynamic:
         try:
             attempt(model, arguments, refined(spec, {name: spec.dims[name].hint}), strict)
-        except (ShapeError, GraphCaptureError):
+        except (GraphCaptureError, ValueError, TypeError):
             continue
         return [Requirement(name, "equal", spec.dims[name].hint, where=where, detail=detail)]
     if dynamic:
         try:
             attempt(model, arguments, refined(spec, {n: spec.dims[n].hint for n in dynamic}), strict)
-        except (ShapeError, GraphCaptureError):
+        except (GraphCaptureError, ValueError, TypeError):
             pass
         else:
             return [Requirement(n, "equal", spec.dims[n].hint, where=where, detail=detail) for n in dynamic]
@@ -386,7 +386,8 @@ def build_program(model: Any, arguments: Arguments, spec: ShapeSpec, captured: C
     signature = ExportGraphSignature(inputs, output_specs(graph, user_kinds))
     typecheck(graph)
     in_tree = split_static(tuple(arguments.values))[1]
-    call_spec = CallSpec(list(arguments.names), set(arguments.keyword), in_tree, captured.out_tree)
+    call_spec = CallSpec(list(arguments.names), set(arguments.keyword), in_tree, captured.out_tree,
+                         dict(arguments.defaults))
     name = getattr(model, "__name__", type(model).__name__)
     return ExportedProgram(graph, signature, state, constants, dict(spec.dims), call_spec,
                            example_inputs=(_copy_example(example[0]), _copy_example(example[1])),

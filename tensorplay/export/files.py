@@ -120,7 +120,10 @@ def structure_to_json(structure: Structure | None, where: str) -> Any:
         if isinstance(value, _LeafMarker):
             if structure.is_tensor[value.index]:
                 return {"tensor": True}
-            return {"value": encode_scalar(structure.static[value.index], where)}
+            static = structure.static[value.index]
+            if isinstance(static, SymDim):  # a size the program returns: evaluated per call
+                return {"dim": str(static)}
+            return {"value": encode_scalar(static, where)}
         if value is None:
             return {"none": True}
         if type(value) is tuple:
@@ -157,6 +160,12 @@ def structure_from_json(data: Any, where: str) -> Structure | None:
             return _LeafMarker(len(leaves) - 1)
         if kind == "value":
             leaves.append((decode_scalar(body, where), False))
+            return _LeafMarker(len(leaves) - 1)
+        if kind == "dim" and isinstance(body, str):
+            try:
+                leaves.append((parse_dim(body), False))
+            except ValueError:
+                raise FileFormatError(f"{where}: {body!r} is not a size expression") from None
             return _LeafMarker(len(leaves) - 1)
         if kind == "none" and body is True:
             return None
@@ -267,6 +276,7 @@ def program_json(ep: ExportedProgram, opset_version: Mapping[str, int] | None = 
         "dims": [{"name": i.name, "min": i.min, "max": i.max, "kind": i.kind, "declared_at": i.declared_at,
                   "hint": i.hint, "note": i.note} for i in ep.dims.values()],
         "call": {"names": list(ep.call_spec.names), "keyword": sorted(ep.call_spec.keyword),
+                 "defaults": _defaults_json(ep.call_spec.defaults),
                  "in_tree": structure_to_json(ep.call_spec.in_tree, "the arguments"),
                  "out_tree": structure_to_json(ep.call_spec.out_tree, "the results")},
         "module_calls": [_module_call_json(e) for e in ep.module_call_graph],
@@ -274,6 +284,18 @@ def program_json(ep: ExportedProgram, opset_version: Mapping[str, int] | None = 
         "example_inputs": example_tree,
     }
     return program, arrays
+
+
+def _defaults_json(defaults: Mapping[str, Any]) -> list[list[Any]]:
+    """The defaults a file can hold (JSON scalars); an argument whose default is something else must be given
+    when the loaded program is called."""
+    out = []
+    for name, value in defaults.items():
+        try:
+            out.append([name, encode_scalar(value, name)])
+        except TypeError:
+            continue
+    return out
 
 
 def _module_call_json(entry: ModuleCallEntry) -> dict[str, Any]:
@@ -688,13 +710,18 @@ class _Decoder:
         missing = sorted(graph.symbols - set(dims))
         if missing:
             raise self.fail(f"the graph uses dims {missing} that the program does not declare")
-        call = self.fields(data["call"], {"names", "keyword", "in_tree", "out_tree"}, set(), "call")
+        call = self.fields(data["call"], {"names", "keyword", "in_tree", "out_tree"}, {"defaults"}, "call")
+        defaults: dict[str, Any] = {}
+        for item in self.typed(call.get("defaults", []), list, "call defaults"):
+            if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)):
+                raise self.fail(f"call defaults: malformed entry {item!r}")
+            defaults[item[0]] = decode_scalar(item[1], f"{self.where}: call defaults")
         in_tree = structure_from_json(call["in_tree"], f"{self.where}: call in_tree")
         if in_tree is None:
             raise self.fail("call: the argument structure is missing")
         call_spec = CallSpec([str(n) for n in self.typed(call["names"], list, "call names")],
                              {str(n) for n in self.typed(call["keyword"], list, "call keyword")}, in_tree,
-                             structure_from_json(call["out_tree"], f"{self.where}: call out_tree"))
+                             structure_from_json(call["out_tree"], f"{self.where}: call out_tree"), defaults)
         calls = [self.module_call(e, i) for i, e in enumerate(self.typed(data["module_calls"], list, "module_calls"))]
         state, constants = self.state(data["tensors"], arrays)
         examples = self.examples(data["example_inputs"], data["tensors"]["example_inputs"], arrays["example_inputs"])

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from tensorplay.export.program import ExportedProgram, ModuleCallEntry, name_values
+from tensorplay.export.program import ExportedProgram, ModuleCallEntry, concrete, name_values
 from tensorplay.export.signature import InputKind
-from tensorplay.export.unlifted import place
+from tensorplay.export.unlifted import place_state, state_of
 from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay.interpreters.graph.ir import Node, Var
 from tensorplay.interpreters.graph.walk import Walker
@@ -163,7 +163,8 @@ class InterpreterModule(Module):
             runner.run(runner.plan.scopes[index])
             entry = runner.plan.ep.module_call_graph[index]
             assert entry.out_structure is not None
-            return join_static(entry.out_structure, [runner.env[runner.plan.values[n]] for n in entry.outputs])
+            return join_static(concrete(entry.out_structure, runner.walker.binding),
+                               [runner.env[runner.plan.values[n]] for n in entry.outputs])
         root: UnflattenedModule = self._root
         if not self._calls:
             raise GraphCaptureError(f"unflatten: {self.path!r} cannot run on its own: the exported program did not "
@@ -190,14 +191,7 @@ class UnflattenedModule(Module):
             module = self._make(entry.path, entry.module_type)
             if self.plan.usable[index]:
                 module._calls.append(index)
-        signature = ep.graph_signature
-        for spec in signature.input_specs:
-            target = str(spec.target)
-            if spec.kind is InputKind.PARAMETER:
-                place(self, target, ep.state_dict[target], "parameter")
-            elif spec.kind is InputKind.BUFFER:
-                value = ep.state_dict[target] if spec.persistent else ep.constants[target]
-                place(self, target, value, "buffer", bool(spec.persistent))
+        place_state(self, ep)
 
     def _make(self, path: str, module_type: str) -> InterpreterModule:
         parent: Module = self
@@ -216,12 +210,6 @@ class UnflattenedModule(Module):
 
     def _get_name(self) -> str:
         return f"UnflattenedModule[{self.program.name}]"
-
-    def _state(self) -> dict[str, Any]:
-        state: dict[str, Any] = dict(self.program.constants)
-        state.update(self.named_parameters())
-        state.update(self.named_buffers())
-        return state
 
     def _leaves(self, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> list[Any]:
         ep = self.program
@@ -246,7 +234,7 @@ class UnflattenedModule(Module):
         leaves = self._leaves(args, kwargs)
         binding = ep.check_inputs(leaves)
         ops = highest_interpreter(leaves, eager)
-        values = ep.placeholder_values(leaves, self._state(), keys, ops)
+        values = ep.placeholder_values(leaves, state_of(self, self.program), keys, ops)
         env: dict[Any, Any] = dict(zip(ep.graph.inputs, values))
         runner = _Runner(self.plan, self, ops, binding, env)
         runner.run(self.plan.top)
@@ -254,7 +242,7 @@ class UnflattenedModule(Module):
         outputs = [runner.walker.read(env, v) for v in ep.graph.outputs]
         if apply:
             ep.apply_state_mutations(values, news)
-        return news, ep.results(outputs)
+        return news, ep.results(outputs, binding)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """Run the program (as ``ep.module()`` does), submodule by submodule."""
@@ -281,7 +269,7 @@ class UnflattenedModule(Module):
                 bind_shape(var.shape, tuple(value.shape), binding, f"{entry.path}: input {name!r}")
             except ValueError as error:
                 raise TypeError(str(error)) from None
-        state = self._state()
+        state = state_of(self, self.program)
         for spec, p in zip(ep.graph_signature.input_specs, ep.graph.inputs):
             if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
                 env[p] = state[str(spec.target)]
@@ -297,7 +285,7 @@ class UnflattenedModule(Module):
                                     "through its parent")
         runner = _Runner(plan, self, ops, binding, env)
         runner.run(scope)
-        return join_static(entry.out_structure, [env[plan.values[n]] for n in entry.outputs])
+        return join_static(concrete(entry.out_structure, binding), [env[plan.values[n]] for n in entry.outputs])
 
 
 def _reads(value: Var) -> list[Var]:

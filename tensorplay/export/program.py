@@ -64,12 +64,14 @@ class RangeConstraints(dict[str, ValueRange]):
 @dataclass
 class CallSpec:
     """How the user calls the program: argument ``names`` in signature order (``keyword`` ones by keyword),
-    the structure of the arguments (``in_tree``, static leaves kept) and of the results (``out_tree``)."""
+    the structure of the arguments (``in_tree``, static leaves kept) and of the results (``out_tree``; a size
+    among its static leaves is a symbolic dim, evaluated per call), and the ``defaults`` of arguments."""
 
     names: list[str]
     keyword: set[str]
     in_tree: Structure
     out_tree: Structure | None
+    defaults: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -308,7 +310,7 @@ class ExportedProgram:
         from tensorplay.export.dynamic import combine
         spec = self.call_spec
         try:
-            arguments = combine(list(spec.names), tuple(args), kwargs, spec.keyword)
+            arguments = combine(list(spec.names), tuple(args), kwargs, spec.keyword, spec.defaults)
         except TypeError as error:
             raise TypeError(f"{self.name}: {error}") from None
         leaves, structure = split_static(tuple(arguments.values))
@@ -317,10 +319,11 @@ class ExportedProgram:
             raise TypeError(f"{self.name}: the arguments do not match the exported ones: {diff}")
         return [x if isinstance(x, Tensor) else eager.constant(np.asarray(x)) for x in leaves]
 
-    def results(self, outputs: Sequence[Any]) -> Any:
-        """The user outputs in the exported result structure."""
+    def results(self, outputs: Sequence[Any], binding: Mapping[str, Any]) -> Any:
+        """The user outputs in the exported result structure (sizes among its static leaves evaluated under
+        ``binding``)."""
         tree = self.call_spec.out_tree
-        return join_static(tree, list(outputs)) if tree is not None else tuple(outputs)
+        return join_static(concrete(tree, binding), list(outputs)) if tree is not None else tuple(outputs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError("an ExportedProgram is not called directly: use ep.module()(*args) (state folded in, "
@@ -381,10 +384,19 @@ class ExportedProgram:
                                constraints=self.constraints, name=self.name)
 
 
+def concrete(structure: Structure, binding: Mapping[str, Any]) -> Structure:
+    """``structure`` with the symbolic sizes among its static leaves evaluated under ``binding`` (a function
+    that returns ``x.shape[0]`` returns this call's size)."""
+    if not any(isinstance(v, SymDim) for v in structure.static):
+        return structure
+    static = tuple(v.subs(binding) if isinstance(v, SymDim) else v for v in structure.static)
+    return Structure(structure.spec, static, structure.is_tensor)
+
+
 def output_values(graph: Graph) -> list[Var | Literal]:
     """The flat outputs: mutated state's new values, then the user outputs."""
     return [v for _, v in graph.mutations] + list(graph.outputs)
 
 
-__all__ = ["CallSpec", "ExportedProgram", "ModuleCallEntry", "RangeConstraints", "ValueRange", "name_values",
+__all__ = ["CallSpec", "ExportedProgram", "ModuleCallEntry", "RangeConstraints", "ValueRange", "concrete", "name_values",
            "output_values", "value_name"]

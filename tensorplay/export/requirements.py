@@ -19,6 +19,7 @@ with each dim's declaration.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -57,8 +58,11 @@ class Decider:
         self.hints = spec.hints
         self.strict = strict
         self.decisions: list[Decision] = []
+        self.thread = threading.get_ident()  # comparisons of other threads are not this export's
 
     def __call__(self, diff: SymDim, op: str) -> bool | None:
+        if threading.get_ident() != self.thread:
+            return None
         low, high = diff.bounds(self.ranges)
         decided = _by_bounds(low, high, op)
         if decided is not None:

@@ -35,6 +35,26 @@ def place(root: Module, path: str, value: Any, kind: str, persistent: bool = Tru
         module.register_buffer(leaf, value, persistent=persistent)
 
 
+def place_state(root: Module, program: Any) -> None:
+    """Register ``program``'s parameters and buffers on ``root`` at their dotted paths."""
+    for spec in program.graph_signature.input_specs:
+        target = str(spec.target)
+        if spec.kind is InputKind.PARAMETER:
+            place(root, target, program.state_dict[target], "parameter")
+        elif spec.kind is InputKind.BUFFER:
+            value = program.state_dict[target] if spec.persistent else program.constants[target]
+            place(root, target, value, "buffer", bool(spec.persistent))
+
+
+def state_of(root: Module, program: Any) -> dict[str, Any]:
+    """Every state tensor the program reads, by name: its constants, then ``root``'s parameters and buffers
+    (what the module holds now: ``load_state_dict`` on it changes what the program computes)."""
+    state: dict[str, Any] = dict(program.constants)
+    state.update(root.named_parameters())
+    state.update(root.named_buffers())
+    return state
+
+
 class ExportedModule(Module):
     """An exported program with its state folded back in (see the module docstring)."""
 
@@ -43,14 +63,7 @@ class ExportedModule(Module):
     def __init__(self, program: Any) -> None:
         super().__init__()
         object.__setattr__(self, "program", program)
-        signature = program.graph_signature
-        for spec in signature.input_specs:
-            target = str(spec.target)
-            if spec.kind is InputKind.PARAMETER:
-                place(self, target, program.state_dict[target], "parameter")
-            elif spec.kind is InputKind.BUFFER:
-                value = program.state_dict[target] if spec.persistent else program.constants[target]
-                place(self, target, value, "buffer", bool(spec.persistent))
+        place_state(self, program)
 
     def _get_name(self) -> str:
         return f"ExportedModule[{self.program.name}]"
@@ -60,18 +73,15 @@ class ExportedModule(Module):
         program = self.program
         leaves = program.user_leaves(args, kwargs)
         binding = program.check_inputs(leaves)
-        state: dict[str, Any] = dict(program.constants)
-        state.update(self.named_parameters())
-        state.update(self.named_buffers())
         ops = highest_interpreter(leaves, eager)
-        values = program.placeholder_values(leaves, state, ops=ops)
+        values = program.placeholder_values(leaves, state_of(self, program), ops=ops)
         flat = program.run_flat(values, binding)
         n_mutations = len(program.graph.mutations)
         program.apply_state_mutations(values, flat[:n_mutations])
-        return program.results(flat[n_mutations:])
+        return program.results(flat[n_mutations:], binding)
 
     def extra_repr(self) -> str:
         return f"{len(self.program.graph.nodes)} nodes; range constraints {self.program.range_constraints}"
 
 
-__all__ = ["ExportedModule", "place"]
+__all__ = ["ExportedModule", "place", "place_state", "state_of"]
