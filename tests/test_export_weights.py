@@ -131,11 +131,25 @@ def test_trailing_bytes_and_foreign_files_are_refused() -> None:
     data = _bytes({"w": tp.randn(2)})
     with pytest.raises(FileFormatError, match="unexpected bytes after the tensor data"):
         _load(data + b"\x00")
-    from safetensors.numpy import save
-    with pytest.raises(FileFormatError, match="not a tensorplay file"):
-        _load(save({"w": np.zeros(2, np.float32)}))
     with pytest.raises(FileFormatError, match="not a tensorplay file"):
         _load(b"just some text that is long enough")
+
+
+def test_safetensors_files_of_other_tools_load_as_a_dict_of_tensors(tmp_path: Path, no_pickle: None) -> None:
+    import torch
+    from safetensors.torch import save_file
+    weights = {"layer.weight": torch.randn(3, 2), "layer.bias": torch.arange(3, dtype=torch.int64)}
+    path = tmp_path / "model.safetensors"
+    save_file(weights, str(path))
+    loaded = tp.load(path)
+    assert set(loaded) == set(weights)
+    for name, value in weights.items():
+        assert np.array_equal(_array(loaded[name]), value.numpy()), name
+    with pytest.raises(FileFormatError, match="truncated"):
+        _load(path.read_bytes()[:-4])
+    save_file({"half": torch.zeros(2, dtype=torch.float16)}, str(path))
+    with pytest.raises(FileFormatError, match="tensor 'half' has dtype 'F16'; tensorplay reads"):
+        tp.load(path)
 
 
 def _rewrite_metadata(data: bytes, **changes: str) -> bytes:

@@ -195,18 +195,33 @@ def decode(data: bytes, kind: str, supported: tuple[int, int], where: str
         extra = sorted(set(sums) - set(header)) if isinstance(sums, dict) else []
         raise _refuse(where, f"the checksum table does not match the tensors (without a checksum: {missing}; "
                              f"checksum without a tensor: {extra}); the file was tampered with")
-    from safetensors import SafetensorError
-    from safetensors.numpy import load
-
-    try:
-        arrays = load(data)
-    except (SafetensorError, ValueError) as error:
-        raise _refuse(where, f"the tensors cannot be read: {error}") from None
+    arrays = _arrays(data, where)
     for name, array in arrays.items():
         if checksum(array) != sums[name]:
             raise _refuse(where, f"tensor {name!r} does not match its checksum: the file was corrupted or tampered "
                                  "with")
     return arrays, metadata
+
+
+def _arrays(data: bytes, where: str) -> dict[str, np.ndarray[Any, Any]]:
+    from safetensors import SafetensorError
+    from safetensors.numpy import load
+
+    try:
+        return dict(load(data))
+    except (SafetensorError, ValueError) as error:
+        raise _refuse(where, f"the tensors cannot be read: {error}") from None
+
+
+def decode_plain(data: bytes, where: str) -> dict[str, np.ndarray[Any, Any]] | None:
+    """The tensors of a safetensors file written by another tool (no tensorplay metadata, so no checksums:
+    its layout is still checked), by name in file order; ``None`` when the file has tensorplay's metadata."""
+    header, metadata, _ = read_header(data, where)
+    if FORMAT_KEY in metadata:
+        return None
+    arrays = _arrays(data, where)
+    order = sorted(header, key=lambda n: header[n]["data_offsets"][0])
+    return {name: arrays[name] for name in order}
 
 
 def read_bytes(path: Any) -> bytes:
@@ -230,5 +245,5 @@ def write_bytes(path: Any, data: bytes) -> None:
 
 
 __all__ = ["CHECKSUMS_KEY", "DTYPE_CODES", "FORMAT_KEY", "SCHEMA_KEY", "check_schema", "checksum", "decode",
-           "dim_order", "encode", "parse_version", "read_bytes", "read_header", "sniff", "with_dim_order",
+           "decode_plain", "dim_order", "encode", "parse_version", "read_bytes", "read_header", "sniff", "with_dim_order",
            "write_bytes"]

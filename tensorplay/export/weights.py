@@ -20,7 +20,9 @@ from typing import Any
 import numpy as np
 
 from tensorplay.export.errors import FileFormatError
-from tensorplay.export.tensorfile import decode, dim_order, encode, read_bytes, with_dim_order, write_bytes
+from tensorplay.export.tensorfile import (
+    decode, decode_plain, dim_order, encode, read_bytes, with_dim_order, write_bytes,
+)
 from tensorplay.tensor import Tensor
 
 KIND = "tensors"
@@ -154,10 +156,17 @@ class _Reader:
 
 def load(f: Any) -> Any:
     """Load what :func:`save` wrote to ``f`` (a path or a binary file object): tensors come back as eager
-    tensors (``Parameter`` where one was saved), numpy arrays as arrays. A truncated, tampered, too-new or
-    pickle-bearing file raises :class:`~tensorplay.export.errors.FileFormatError`."""
+    tensors (``Parameter`` where one was saved), numpy arrays as arrays. A safetensors file written by another
+    tool (weights published for PyTorch, say) loads as a dict of tensors by name (its layout is checked; it
+    has no checksums). A truncated, tampered, too-new or pickle-bearing file raises
+    :class:`~tensorplay.export.errors.FileFormatError`."""
     where = f"tp.load({str(f)!r})" if not hasattr(f, "read") else "tp.load"
-    arrays, metadata = decode(read_bytes(f), KIND, SCHEMA, where)
+    data = read_bytes(f)
+    plain = decode_plain(data, where)
+    if plain is not None:  # written by another safetensors tool: a dict of tensors by name
+        from tensorplay.creation import from_numpy
+        return {name: from_numpy(np.array(array, copy=True)) for name, array in plain.items()}
+    arrays, metadata = decode(data, KIND, SCHEMA, where)
     try:
         tree = json.loads(metadata.get(TREE_KEY, ""))
     except (ValueError, RecursionError):
