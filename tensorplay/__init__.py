@@ -20,6 +20,7 @@ from tensorplay.creation import (
 from tensorplay.dispatch import Program, ops_of
 from tensorplay.dispatch import program as program  # the decorator shadows the submodule name
 from tensorplay.dtypes import DType, bool_, float32, float64, int32, int64
+from tensorplay.export.weights import load, save
 from tensorplay.errors import (
     AutogradError, AxisError, DTypeError, GraphCaptureError, IndexRangeError, MissingRuleError, ShapeError,
     TensorplayError,
@@ -51,10 +52,11 @@ class set_grad_enabled:  # noqa: N801 - PyTorch spelling
 
 __version__ = "0.1.0"
 
-_LAZY_SUBMODULES = ("compiler", "func", "nn", "optim", "testing")
+_LAZY_SUBMODULES = ("compiler", "export", "func", "nn", "optim", "testing")
 
 if TYPE_CHECKING:  # mypy sees the lazily loaded subpackages as attributes: tp.nn.Linear, tp.func.grad
     from tensorplay import compiler as compiler
+    from tensorplay import export as export
     from tensorplay import func as func
     from tensorplay import nn as nn
     from tensorplay import optim as optim
@@ -63,8 +65,8 @@ if TYPE_CHECKING:  # mypy sees the lazily loaded subpackages as attributes: tp.n
 
 
 def __getattr__(name: str) -> object:
-    """``tp.compiler``, ``tp.func``, ``tp.nn``, ``tp.optim`` and ``tp.testing`` (and ``tp.compile``) load on
-    first use, keeping ``import tensorplay`` fast."""
+    """``tp.compiler``, ``tp.export``, ``tp.func``, ``tp.nn``, ``tp.optim`` and ``tp.testing`` (and
+    ``tp.compile``) load on first use, keeping ``import tensorplay`` fast."""
     import importlib
     if name in _LAZY_SUBMODULES:
         return importlib.import_module(f"tensorplay.{name}")
@@ -77,9 +79,11 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "AutogradError", "AxisError", "DType", "DTypeError", "GraphCaptureError", "Index", "IndexRangeError",
     "Interpreter", "MissingRuleError", "Ops", "Program", "ShapeError", "Size", "Tensor", "TensorplayError",
-    "arange", "autograd", "bool", "bool_", "cat", "compile", "compiler", "dims", "eager", "empty", "empty_like", "enable_grad", "eye", "graph",
+    "arange", "autograd", "bool", "bool_", "cat", "compile", "compiler", "dims", "eager", "empty", "empty_like",
+    "enable_grad", "export", "eye", "graph",
     "float32", "float64", "from_numpy", "func", "nn", "optim", "full", "full_like", "index", "int32", "int64", "is_grad_enabled",
-    "linspace", "manual_seed", "no_grad", "ones", "ones_like", "ops_of", "program", "rand", "rand_like",
-    "randint", "randn", "randn_like", "set_grad_enabled", "shapecheck", "stack", "tensor", "testing", "where", "zeros",
+    "linspace", "load", "manual_seed", "no_grad", "ones", "ones_like", "ops_of", "program", "rand", "rand_like",
+    "randint", "randn", "randn_like", "save", "set_grad_enabled", "shapecheck", "stack", "tensor", "testing", "where",
+    "zeros",
     "zeros_like",
 ]

@@ -19,6 +19,7 @@ values come from at call time and effect outputs to where they go.
 from __future__ import annotations
 
 import operator
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +36,7 @@ from tensorplay.compiler.recording import CaptureRecorder, Respecialize
 from tensorplay.compiler.sources import Sources, ValueSource
 from tensorplay.spec.aval import Aval
 from tensorplay.spec.errors import GraphCaptureError
-from tensorplay.symbolic import SymDim
+from tensorplay.symbolic import SymDim, deciding
 from tensorplay.tensor import Tensor
 
 AnyTensor = Tensor[*tuple[Any, ...]]
@@ -68,7 +69,12 @@ class SizeGuard:
         """``int() of a size: Batch == 32`` / ``Batch > 10 was True``."""
         if self.op == "value":
             return f"{self.what}: {self.expr} was {self.outcome}"
-        return f"{self.expr} {self.op} {self.other} was {self.outcome}"
+        left: Any = self.expr
+        right: Any = self.other
+        linear = self.expr.linear_in() if right == 0 else None
+        if linear is not None and linear[1] == 1:  # ``B - 4 > 0`` reads ``B > 4``
+            left, right = linear[0], -linear[2]
+        return f"{left} {self.op} {right} was {self.outcome}"
 
 
 @dataclass(frozen=True)
@@ -122,6 +128,7 @@ class Captured:
     backward_inside: bool
     value_guards: list[ValueSource] = field(default_factory=list)
     grad_leaves: list[tuple[str, int]] = field(default_factory=list)
+    extra_tensors: list[AnyTensor] = field(default_factory=list)
     n_forward_nodes: int = 0
     training: bool = False
     differentiable: list[int] = field(default_factory=list)
@@ -146,6 +153,7 @@ class CaptureHandler:
         self.optimizer_effects: list[tuple[Var | None, Effect]] = []
         self.opt_inputs: dict[int, InputPlan] = {}
         self.value_guards: list[ValueSource] = []
+        self.thread = threading.get_ident()
 
     # ---- .grad bookkeeping ------------------------------------------------------------------------------
     def save_grad(self, tensor: AnyTensor) -> None:
@@ -204,6 +212,16 @@ class CaptureHandler:
         value = dim.evaluate(self.binding)
         self.size_guards.append(SizeGuard(dim, "value", None, value, what, user_location(3)))
         return value
+
+    def decide(self, diff: SymDim, op: str) -> bool | None:
+        """``diff op 0`` for a comparison of symbolic sizes (:func:`tensorplay.symbolic.deciding`), in the
+        capturing thread only: decided on the captured sizes and guarded."""
+        if threading.get_ident() != self.thread:
+            return None
+        try:
+            return self.decide_dim(diff, op, 0)
+        except KeyError:  # a symbol of another recording
+            return None
 
     def decide_dim(self, dim: SymDim, op: str, other: Any) -> bool:
         """A comparison of a symbolic size in Python code: decided on the captured sizes and guarded."""
@@ -296,7 +314,8 @@ def capture(fn: Callable[..., Any], call: Call, sources: Sources, symbols: dict[
     saved = recorder.swap_in_state(("parameter", "buffer", "captured"))
     args, kwargs = _rebuild_args(call, new_leaves)
     try:
-        with compile_hooks.installed(handler), recording(recorder), creating_in(recorder):
+        with compile_hooks.installed(handler), recording(recorder), creating_in(recorder), \
+                deciding(handler.decide):
             result = fn(*args, **kwargs)
     finally:
         recorder.restore_state(saved)
@@ -340,13 +359,21 @@ def _finish(recorder: CaptureRecorder, handler: CaptureHandler, call: Call, resu
             effects.append(Effect("copy_arg", ("arg", i)))
             effect_values.append(new)
     arg_of = {id(t): i for i, (t, _) in arg_tensors.items()}
-    for tensor, final in final_grads:
+    extra: list[AnyTensor] = []  # leaves met while capturing that are not discovered state
+
+    def target_of(tensor: AnyTensor) -> tuple[str, int]:
         if id(tensor) in arg_of:
-            target = ("arg", arg_of[id(tensor)])
-        elif id(tensor) in state_index:
-            target = ("state", state_index[id(tensor)])
-        else:
-            continue
+            return ("arg", arg_of[id(tensor)])
+        if id(tensor) in state_index:
+            return ("state", state_index[id(tensor)])
+        for k, t in enumerate(extra):
+            if t is tensor:
+                return ("tensor", k)
+        extra.append(tensor)
+        return ("tensor", len(extra) - 1)
+
+    for tensor, final in final_grads:
+        target = target_of(tensor)
         if final is None:
             effects.append(Effect("set_grad", target, has_value=False))
         elif isinstance(final, Tensor) and final._ops is recorder:
@@ -366,13 +393,12 @@ def _finish(recorder: CaptureRecorder, handler: CaptureHandler, call: Call, resu
     for var, tensor in recorder.grad_leaf.items():
         if tensor._requires_grad:
             leaf_vars.append(var)
-            grad_leaves.append(("state", state_index[id(tensor)]) if id(tensor) in state_index
-                               else ("arg", arg_of[id(tensor)]))
+            grad_leaves.append(target_of(tensor))
     captured = Captured(graph=graph, inputs=plans, n_outputs=len(outputs), out_spec=out_spec, out_static=statics,
                         out_is_tensor=is_tensor, effects=effects, size_guards=list(handler.size_guards),
                         value_guards=list(handler.value_guards),
                         backward_inside=recorder.backward_started is not None, grad_leaves=grad_leaves,
-                        n_forward_nodes=len(graph.nodes))
+                        n_forward_nodes=len(graph.nodes), extra_tensors=extra)
     if call.grad_enabled and not captured.backward_inside and leaf_vars:
         _record_backward(recorder, captured, outputs, leaf_vars, handler)
     for p, plan in zip(graph.inputs, captured.inputs):

@@ -120,8 +120,10 @@ class _Bucket:
         self.lock = threading.RLock()
         self.dynamic_sites: set[tuple[str, int]] = set()
         self.static_sites: set[tuple[str, int]] = set()
+        self.generation = 0  # bumped by clear(): a wrapper's fast path holds only a current specialization
 
     def clear(self) -> None:
+        self.generation += 1
         self.specs.clear()
         self.table.clear()
         self.masks.clear()
@@ -206,7 +208,7 @@ class CompiledFunction:
         self.recompile_reasons: list[RecompileEvent] = []
         self.compile_count = 0
         self.compile_seconds: list[float] = []
-        self._last: tuple[Any, ...] | None = None
+        self._last: tuple[Any, ...] | None = None  # the fast path: grad mode, snapshot, specialization, call
         self._count_lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -228,12 +230,19 @@ class CompiledFunction:
         if _inline(leaves):
             return self._fn(*args, **kwargs)
         grad = tape.grad_enabled()
-        call = describe(leaves, spec, grad)
         misses: list[tuple[Specialization, Reason]] = []
         try:
+            fast = self._last
+            if fast is not None and fast[0] == grad and fast[4] == self._bucket.generation \
+                    and _same_call(fast[1], leaves):
+                result = self._try(fast[2], fast[3], leaves, misses)
+                if result is not _NO_RESULT:
+                    return result
+            call = describe(leaves, spec, grad)
             for candidate in self._bucket.candidates(call):
                 result = self._try(candidate, call, leaves, misses)
                 if result is not _NO_RESULT:
+                    self._last = (grad, _snapshot(leaves), candidate, call, self._bucket.generation)
                     return result
             return self._compile_and_run(args, kwargs, leaves, spec, call, misses)
         except _Inline:
@@ -241,6 +250,8 @@ class CompiledFunction:
 
     def _try(self, spec: Specialization, call: CallDescription, leaves: list[Any],
              misses: list[tuple[Specialization, Reason]]) -> Any:
+        """Run ``spec`` when its guards hold for this call (``_NO_RESULT`` otherwise). The state is read and
+        written back under :data:`_STATE_LOCK`; the compiled code itself runs unlocked, so threads overlap."""
         guards = spec.guards
         with _STATE_LOCK:
             reads = [s.read() for s in guards.tensors]
@@ -254,8 +265,11 @@ class CompiledFunction:
                 return _NO_RESULT
             if guards.size_guards and guards.size_reasons(binding):
                 return _NO_RESULT
+            started = spec.start(leaves, reads)
+        result = spec.execute(started)
+        with _STATE_LOCK:
             try:
-                return spec.run(leaves, reads, binding)
+                return spec.finish(started, result, leaves, reads, binding)
             except GuardMiss as miss:
                 misses.append((spec, miss.reason))
                 return _NO_RESULT
@@ -443,6 +457,39 @@ class CompiledFunction:
 
 
 _NO_RESULT: Any = object()
+
+
+def _snapshot(leaves: list[Any]) -> list[tuple[Any, ...]]:
+    """What the fast path compares: per tensor leaf a weak reference, its payload's identity, its version
+    counter, ``requires_grad`` and whether it has a ``.grad``; per other leaf the object itself."""
+    out: list[tuple[Any, ...]] = []
+    for leaf in leaves:
+        if isinstance(leaf, Tensor):
+            box = leaf._version
+            out.append((weakref.ref(leaf), id(leaf._data), box[0] if box else 0, leaf._requires_grad,
+                        leaf._grad is None))
+        else:
+            out.append((None, leaf))
+    return out
+
+
+def _same_call(snapshot: list[tuple[Any, ...]], leaves: list[Any]) -> bool:
+    """Whether ``leaves`` are the same tensors, unmodified (an in-place update bumps the version and
+    misses), and the same other objects, as when ``snapshot`` was taken."""
+    if len(snapshot) != len(leaves):
+        return False
+    for entry, leaf in zip(snapshot, leaves):
+        ref = entry[0]
+        if ref is None:
+            if entry[1] is not leaf:
+                return False
+            continue
+        if ref() is not leaf or id(leaf._data) != entry[1]:
+            return False
+        box = leaf._version
+        if (box[0] if box else 0) != entry[2] or leaf._requires_grad != entry[3] or (leaf._grad is None) != entry[4]:
+            return False
+    return True
 
 
 class _Inline(Exception):

@@ -128,6 +128,16 @@ class CaptureRecorder(Recorder):
                 symbols |= _symbols_of(x)
         return symbols
 
+    def lift(self, x: AnyTensor) -> Var:
+        """As the plain recorder; an eager tensor that requires grad (a leaf met while capturing, e.g. a
+        parameter reached in a way discovery did not follow) becomes a leaf ``backward()`` differentiates."""
+        known = self._captures.get(id(x))
+        var = super().lift(x)
+        if (known is None or known[0] is not x) and x._ops is not self and x._requires_grad \
+                and var.dtype.kind == "f" and var not in self.grad_leaf:
+            self.grad_leaf[var] = x
+        return var
+
     def set_requires_grad(self, x: AnyTensor, flag: bool) -> None:
         """As eagerly: only float tensors can require gradients."""
         if flag and x._data.dtype.kind != "f":

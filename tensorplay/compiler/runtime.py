@@ -87,14 +87,24 @@ class Specialization:
     grad_leaves: list[tuple[str, int]]
     differentiable: list[int]
     name: str
+    extra_tensors: list[AnyTensor]
     index: int = 0
     hits: int = 0
+    n_effect_values: int = 0
+    const_positions: tuple[int, ...] = ()
+    has_keys: bool = False
+
+    def __post_init__(self) -> None:
+        self.n_effect_values = sum(1 for e in self.effects if e.has_value)
+        self.const_positions = tuple(i for i, plan in enumerate(self.program.inputs) if plan.kind == "const")
+        self.has_keys = any(plan.kind == "key" for plan in self.program.inputs)
 
     @classmethod
     def make(cls, guards: Guards, program: Program, captured: Captured, name: str) -> Specialization:
         """A specialization of ``captured`` compiled as ``program``."""
         return cls(guards, program, captured.out_spec, captured.out_static, captured.out_is_tensor,
-                   captured.effects, captured.n_outputs, captured.grad_leaves, captured.differentiable, name)
+                   captured.effects, captured.n_outputs, captured.grad_leaves, captured.differentiable, name,
+                   captured.extra_tensors)
 
     # ---- inputs ---------------------------------------------------------------------------------------
     def gather(self, leaves: Sequence[Any], reads: Sequence[Any]) -> list[Any]:
@@ -128,29 +138,42 @@ class Specialization:
     # ---- running --------------------------------------------------------------------------------------
     def run(self, leaves: Sequence[Any], reads: Sequence[Any], binding: dict[str, int]) -> Any:
         """Run on a call whose guards hold (see the module docstring); raises :class:`GuardMiss`."""
+        started = self.start(leaves, reads)
+        return self.finish(started, self.execute(started), leaves, reads, binding)
+
+    def start(self, leaves: Sequence[Any], reads: Sequence[Any]) -> tuple[list[Any], Any]:
+        """The placeholders' values for this call, and the random generator's state before the keys were
+        drawn (when a data guard might send the call elsewhere)."""
+        rng = random_state.get_state() if self.program.graph.guards and self.has_keys else None
+        return self.gather(leaves, reads), rng
+
+    def execute(self, started: tuple[list[Any], Any]) -> Sequence[Any]:
+        """The compiled forward on the gathered values."""
+        return self.program.forward(*started[0])
+
+    def finish(self, started: tuple[list[Any], Any], result: Sequence[Any], leaves: Sequence[Any],
+               reads: Sequence[Any], binding: dict[str, int]) -> Any:
+        """Check the data guards, write state and effects back, and build the outputs."""
+        arrays, rng = started
         program = self.program
         graph = program.graph
-        rng = list(random_state._state) if graph.guards else None
-        arrays = self.gather(leaves, reads)
-        result = program.forward(*arrays)
         n_out = self.n_outputs
-        n_values = sum(1 for e in self.effects if e.has_value)
-        base = n_out + n_values
+        base = n_out + self.n_effect_values
         for k, guard in enumerate(graph.guards):
             value = result[base + k]
             if not guard.check(value):
                 if rng is not None:
-                    random_state._state[:] = rng
+                    random_state.set_state(rng)
                 raise GuardMiss(_guard_reason(guard, value))
         seen: set[int] = {id(a) for a in arrays}
-        consts = {id(a) for a, plan in zip(arrays, program.inputs) if plan.kind == "const"}
         n_graph_outputs = len(graph.outputs)
         for target, new in zip(program.mutation_targets, result[n_graph_outputs:]):
             self._write_state(target, arrays, new, leaves, reads)
         self._apply_effects(result[n_out:base], leaves, reads, seen)
         outputs: list[AnyTensor] = []
+        consts = self.const_positions
         for array in result[:n_out]:
-            if id(array) in consts or not isinstance(array, np.ndarray):
+            if not isinstance(array, np.ndarray) or (consts and any(array is arrays[i] for i in consts)):
                 array = np.array(array, copy=True)
             outputs.append(Tensor(eager, array))
         if program.backward is not None and self.differentiable:
@@ -176,7 +199,11 @@ class Specialization:
 
     def _target(self, target: tuple[str, int], leaves: Sequence[Any], reads: Sequence[Any]) -> AnyTensor:
         kind, index = target
-        return leaves[index] if kind == "arg" else reads[index]  # type: ignore[no-any-return]
+        if kind == "arg":
+            return leaves[index]  # type: ignore[no-any-return]
+        if kind == "state":
+            return reads[index]  # type: ignore[no-any-return]
+        return self.extra_tensors[index]
 
     def _apply_effects(self, values: Sequence[Any], leaves: Sequence[Any], reads: Sequence[Any],
                        seen: set[int]) -> None:

@@ -241,8 +241,8 @@ class _Walker:
             return
         self.seen_objects.add(id(fn))
         module_name = getattr(fn, "__module__", "") or ""
-        if module_name == "tensorplay" or module_name.startswith("tensorplay."):
-            return  # the library's own functions read no user state
+        if depth > 0 and (module_name == "tensorplay" or module_name.startswith("tensorplay.")):
+            return  # library helpers the function calls read no user state (the function itself is scanned)
         namespace = fn.__globals__
         names: list[str] = []
         for code in _code_objects(fn.__code__):
