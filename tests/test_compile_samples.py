@@ -13,7 +13,15 @@ import pytest
 import tensorplay as tp
 from tests.samples import GRAD_SAMPLES, SAMPLES, Sample
 
-BACKENDS = ("eager", "numba")
+BACKENDS = ("eager", "numba", "numba-all-kernels")
+
+
+def compiler(backend: str) -> Any:
+    """``tp.compile`` with ``backend``; ``numba-all-kernels`` gives every fusion group its kernel (however
+    small), so the generated kernels are exercised on the small samples too."""
+    if backend == "numba-all-kernels":
+        return lambda fn: tp.compile(fn, backend="numba", options={"small_kernels": True})
+    return lambda fn: tp.compile(fn, backend=backend)
 
 
 def tolerance(dtype: np.dtype[Any]) -> dict[str, float]:
@@ -50,7 +58,7 @@ def sample_call(sample: Sample) -> tuple[Any, list[Any]]:
 def test_compiled_sample_matches_eager(sample: Sample, backend: str) -> None:
     fn, tensors = sample_call(sample)
     expected = fn(*tensors)
-    compiled = tp.compile(fn, backend=backend)
+    compiled = compiler(backend)(fn)
     got = compiled(*tensors)
     assert_same(got, expected, backend == "eager", f"{sample.id} ({backend})")
     again = compiled(*tensors)  # the cached specialization
@@ -82,7 +90,7 @@ def test_compiled_sample_gradients_match_eager(sample: Sample, backend: str) -> 
     eager_inputs = leaves()
     loss(*eager_inputs).backward()
     compiled_inputs = leaves()
-    value = tp.compile(loss, backend=backend)(*compiled_inputs)
+    value = compiler(backend)(loss)(*compiled_inputs)
     assert value.grad_fn is not None and value.requires_grad
     value.backward()
     for k, (mine, ref) in enumerate(zip(compiled_inputs, eager_inputs)):

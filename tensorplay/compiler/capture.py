@@ -154,6 +154,7 @@ class CaptureHandler:
         self.opt_inputs: dict[int, InputPlan] = {}
         self.value_guards: list[ValueSource] = []
         self.thread = threading.get_ident()
+        self.grad_inputs: dict[int, AnyTensor] = {}  # leaf id -> the input standing for its .grad
 
     # ---- .grad bookkeeping ------------------------------------------------------------------------------
     def save_grad(self, tensor: AnyTensor) -> None:
@@ -289,6 +290,7 @@ def capture(fn: Callable[..., Any], call: Call, sources: Sources, symbols: dict[
             g = recorder.input(f"{call.names[i]}_grad", foreign_aval(leaf._grad), "captured", leaf._grad._data)
             plans.append(InputPlan("arg_grad", i))
             t._grad = g
+            handler.grad_inputs[id(t)] = g
         arg_tensors[i] = (t, var)
         new_leaves.append(t)
 
@@ -306,6 +308,7 @@ def capture(fn: Callable[..., Any], call: Call, sources: Sources, symbols: dict[
             g = recorder.input(f"{src.name}.grad", foreign_aval(tensor._grad), "captured", tensor._grad._data)
             plans.append(InputPlan("state_grad", j))
             tensor._grad = g
+            handler.grad_inputs[id(tensor)] = g
     handler.state_index = state_index  # type: ignore[attr-defined]
     handler.sources = sources  # type: ignore[attr-defined]
     handler.plans = plans  # type: ignore[attr-defined]
@@ -373,6 +376,8 @@ def _finish(recorder: CaptureRecorder, handler: CaptureHandler, call: Call, resu
         return ("tensor", len(extra) - 1)
 
     for tensor, final in final_grads:
+        if final is not None and final is handler.grad_inputs.get(id(tensor)):
+            continue  # the gradient the call started with, untouched
         target = target_of(tensor)
         if final is None:
             effects.append(Effect("set_grad", target, has_value=False))

@@ -277,6 +277,7 @@ class CompiledFunction:
     # ---- compiling ------------------------------------------------------------------------------------
     def _reasons(self, call: CallDescription, misses: list[tuple[Specialization, Reason]]) -> list[Reason]:
         reasons: list[Reason] = []
+        seen: set[tuple[str, str]] = set()
         branch = {id(s): r for s, r in misses}
         for spec in reversed(self._bucket.specs):
             found = spec.guards.call_reasons(call)
@@ -286,9 +287,10 @@ class CompiledFunction:
             if not found and id(spec) in branch:
                 found = [branch[id(spec)]]
             for r in found:
-                tagged = Reason(r.kind, f"specialization {spec.index}: {r.message}", r.location, r.fix)
-                if tagged not in reasons:
-                    reasons.append(tagged)
+                if (r.kind, r.message) in seen:
+                    continue  # an older specialization missed for the same reason: named once, newest first
+                seen.add((r.kind, r.message))
+                reasons.append(Reason(r.kind, f"specialization {spec.index}: {r.message}", r.location, r.fix))
         return reasons
 
     def _count_capture(self) -> None:

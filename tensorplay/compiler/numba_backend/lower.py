@@ -422,7 +422,7 @@ def _units(graph: Graph, groups: dict[int, list[Node]]) -> list[list[Node]]:
     return order
 
 
-def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True) -> Lowered:
+def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small_kernels: bool = False) -> Lowered:
     """Generate the function for ``graph`` (see the module docstring)."""
     w = _Writer(graph)
     arg_names = {p.id: f"p{i}" for i, p in enumerate(graph.inputs)}
@@ -437,11 +437,13 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True) -> Lo
                 groups.setdefault(g, []).append(node)
     live_outside = _live_outside(graph, groups)
     order = _units(graph, groups)
+    plans = {id(unit[0]): plan_group(graph, unit, live_outside) for unit in order
+             if len(unit) > 1 or unit[0].meta.get("fusion_group") in groups}
+    if not small_kernels:
+        order = _drop_small_kernels(order, plans)
     last_use = _last_uses(graph, order)
     keep = {v.id for v in graph.outputs if type(v) is Var} | \
         {v.id for _, v in graph.mutations if type(v) is Var} | {p.id for p in graph.inputs}
-    plans = {id(unit[0]): plan_group(graph, unit, live_outside) for unit in order
-             if len(unit) > 1 or unit[0].meta.get("fusion_group") in groups}
     inplace = _inplace_updates(graph, order, plans)
     for position, unit in enumerate(order):
         plan = plans.get(id(unit[0]))
@@ -508,6 +510,39 @@ def _inplace_updates(graph: Graph, order: list[list[Node]], plans: dict[int, Gro
             continue
         found[value.id] = target
     return found
+
+
+SMALL_GROUP = 4096
+"""A fusion group whose iteration space has fewer elements (static sizes) gets a kernel only when a larger
+group of the graph uses the same kernel anyway: on a few thousand elements numpy's calls cost about what a
+kernel call costs, and each distinct kernel costs a compilation the first time."""
+
+
+def _space_size(plan: GroupPlan) -> int | None:
+    size = 1
+    for d in plan.space:
+        if not isinstance(d, int):
+            return None
+        size *= d
+    return size
+
+
+def _drop_small_kernels(order: list[list[Node]], plans: dict[int, GroupPlan]) -> list[list[Node]]:
+    """``order`` with the small groups (see :data:`SMALL_GROUP`) split back into single nodes."""
+    def small(plan: GroupPlan) -> bool:
+        size = _space_size(plan)
+        return size is not None and size < SMALL_GROUP
+
+    needed = {plan.source for plan in plans.values() if not small(plan)}
+    out: list[list[Node]] = []
+    for unit in order:
+        plan = plans.get(id(unit[0]))
+        if plan is not None and small(plan) and plan.source not in needed:
+            del plans[id(unit[0])]
+            out.extend([node] for node in unit)
+        else:
+            out.append(unit)
+    return out
 
 
 def _live_outside(graph: Graph, groups: dict[int, list[Node]]) -> set[int]:

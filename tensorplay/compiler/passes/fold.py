@@ -1,6 +1,7 @@
 """Constant folding: a node whose inputs are all constants (literals, ``"constant"`` inputs, earlier
 folded values) is computed once at compile time with the eager interpreter and replaced by a new
-``"constant"`` input holding the result. Random primitives, nodes whose params mention symbolic sizes
+``"constant"`` input holding the result (the intermediate ones a chain leaves unused are dropped). Random
+primitives, nodes whose params mention symbolic sizes
 and results of more than :data:`MAX_ELEMENTS` elements are left alone (a large constant would cost
 memory for nothing). The new inputs carry ``meta["plan"]`` (compile reads their value from there)."""
 
@@ -61,11 +62,13 @@ def fold_constants(graph: Graph) -> int:
         placeholder = graph.add_input("folded", out.aval, "constant", value)
         placeholder.value = value
         placeholder.meta["plan"] = InputPlan("const", ref=value)
+        placeholder.meta["folded"] = True
         known[placeholder.id] = value
         graph.replace_all_uses(out, placeholder)
         folded += 1
     if folded:
         graph.eliminate_dead_code()
+        graph.inputs = [p for p in graph.inputs if not (p._meta and p._meta.get("folded")) or graph.is_used(p)]
     return folded
 
 
