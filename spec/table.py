@@ -85,6 +85,7 @@ DTYPE_RULES: Final = {
     "float_only": "the input dtype; only float inputs are accepted",
     "to_bool": "bool",
     "keep": "the input dtype",
+    "int_or_bool": "the input dtype; only integer and bool inputs are accepted",
     # binary
     "promote": "the promoted dtype of both operands (Python scalars are weak)",
     "promote_no_bool": "the promoted dtype; bool operands are refused",
@@ -92,6 +93,7 @@ DTYPE_RULES: Final = {
     "promote_to_float": "the promoted dtype; int and bool results give float32",
     "compare": "bool (the operands are compared in their promoted dtype)",
     "logical": "bool (non-zero is true)",
+    "bitwise": "the promoted dtype; only integer and bool operands (and Python int and bool scalars) are accepted",
 }
 """How an elementwise primitive's result dtype follows from its inputs (``Primitive.dtypes``)."""
 
@@ -211,6 +213,7 @@ _DECLARATIONS: tuple[Primitive, ...] = (
     _unary("floor", "keep_numeric", **_CONST),
     _unary("ceil", "keep_numeric", **_CONST),
     _unary("logical_not", "to_bool", has_derivative=False),
+    _unary("bitwise_not", "int_or_bool", has_derivative=False),
     # ---- elementwise binary -------------------------------------------------------------------
     _binary("add", "promote", vjp_reads_inputs=False),
     _binary("sub", "promote_no_bool", vjp_reads_inputs=False),
@@ -228,6 +231,9 @@ _DECLARATIONS: tuple[Primitive, ...] = (
     _binary("ge", "compare", has_derivative=False),
     _binary("logical_and", "logical", has_derivative=False),
     _binary("logical_or", "logical", has_derivative=False),
+    _binary("bitwise_and", "bitwise", has_derivative=False),
+    _binary("bitwise_or", "bitwise", has_derivative=False),
+    _binary("bitwise_xor", "bitwise", has_derivative=False),
     Primitive("where", "select", ("cond", "x", "y")),
     # ---- reductions ---------------------------------------------------------------------------
     Primitive("reduce_sum", "reduce", ("x",), (_p("axes", "ints"), _KEEPDIMS), **_LINEAR),

@@ -140,6 +140,11 @@ class Ops(Protocol):
         """Boolean not; any dtype, result bool (non-zero is true)."""
         ...
 
+    def bitwise_not(self, x: Tensor[*S]) -> Tensor[*S]:
+        """``~x``: bitwise not of an integer tensor (two's complement: ``~6 == -7``), logical not of a bool
+        tensor; the dtype is kept and float tensors are refused (as PyTorch)."""
+        ...
+
     # ---- elementwise binary, numpy broadcasting ----------------------------------------------
     @overload
     def add(self, x: Tensor[*S], y: Tensor[*S] | Tensor[()] | Scalar, /) -> Tensor[*S]: ...
@@ -430,6 +435,64 @@ class Ops(Protocol):
 
     def logical_or(self, x: Any, y: Any, /) -> Any:
         """Boolean or (non-zero is true)."""
+        ...
+
+    @overload
+    def bitwise_and(self, x: Tensor[*S], y: Tensor[*S] | Tensor[()] | Scalar, /) -> Tensor[*S]: ...
+
+    @overload
+    def bitwise_and(self, x: Scalar | Tensor[()], y: Tensor[*S], /) -> Tensor[*S]: ...
+
+    @overload
+    def bitwise_and(self, x: Tensor[*Lead, D], y: Tensor[D], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def bitwise_and(self, x: Tensor[*Lead, D], y: Tensor[*Lead, One], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def bitwise_and(self, x: Tensor[A0, *Rest], y: Tensor[One, *Rest], /) -> Tensor[A0, *Rest]: ...  # type: ignore[overload-cannot-match]
+
+    def bitwise_and(self, x: Any, y: Any, /) -> Any:
+        """``x & y``: bitwise and of integers, logical and of bools; operands promote as in arithmetic
+        (Python int and bool scalars are weak); a float operand is refused."""
+        ...
+
+    @overload
+    def bitwise_or(self, x: Tensor[*S], y: Tensor[*S] | Tensor[()] | Scalar, /) -> Tensor[*S]: ...
+
+    @overload
+    def bitwise_or(self, x: Scalar | Tensor[()], y: Tensor[*S], /) -> Tensor[*S]: ...
+
+    @overload
+    def bitwise_or(self, x: Tensor[*Lead, D], y: Tensor[D], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def bitwise_or(self, x: Tensor[*Lead, D], y: Tensor[*Lead, One], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def bitwise_or(self, x: Tensor[A0, *Rest], y: Tensor[One, *Rest], /) -> Tensor[A0, *Rest]: ...  # type: ignore[overload-cannot-match]
+
+    def bitwise_or(self, x: Any, y: Any, /) -> Any:
+        """``x | y``: bitwise or of integers, logical or of bools (dtypes as ``bitwise_and``)."""
+        ...
+
+    @overload
+    def bitwise_xor(self, x: Tensor[*S], y: Tensor[*S] | Tensor[()] | Scalar, /) -> Tensor[*S]: ...
+
+    @overload
+    def bitwise_xor(self, x: Scalar | Tensor[()], y: Tensor[*S], /) -> Tensor[*S]: ...
+
+    @overload
+    def bitwise_xor(self, x: Tensor[*Lead, D], y: Tensor[D], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def bitwise_xor(self, x: Tensor[*Lead, D], y: Tensor[*Lead, One], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def bitwise_xor(self, x: Tensor[A0, *Rest], y: Tensor[One, *Rest], /) -> Tensor[A0, *Rest]: ...  # type: ignore[overload-cannot-match]
+
+    def bitwise_xor(self, x: Any, y: Any, /) -> Any:
+        """``x ^ y``: bitwise exclusive or of integers, logical xor of bools (dtypes as ``bitwise_and``)."""
         ...
 
     @overload

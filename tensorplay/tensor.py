@@ -399,10 +399,11 @@ class Tensor(Generic[*Shape]):
         return self._ops.abs(self)
 
     def __invert__(self) -> Tensor[*Shape]:
-        return self._ops.logical_not(self)
+        """``~x``: bitwise not of an integer tensor, logical not of a bool tensor; floats are refused."""
+        return self._ops.bitwise_not(self)
 
     @overload
-    def __and__(self, other: Tensor[*Shape] | Tensor[()] | bool) -> Tensor[*Shape]: ...
+    def __and__(self, other: Tensor[*Shape] | Tensor[()] | bool | int) -> Tensor[*Shape]: ...
 
     @overload
     def __and__(self: Tensor[*Lead, D], other: Tensor[D]) -> Tensor[*Lead, D]: ...
@@ -414,10 +415,14 @@ class Tensor(Generic[*Shape]):
     def __and__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
 
     def __and__(self, other: Any) -> Any:
-        return self._binary("logical_and", other)
+        """``x & y``: bitwise and of integers, logical and of bools; floats are refused."""
+        return self._binary("bitwise_and", other)
+
+    def __rand__(self, other: bool | int) -> Tensor[*Shape]:
+        return self._binary("bitwise_and", other, reverse=True)  # type: ignore[no-any-return]
 
     @overload
-    def __or__(self, other: Tensor[*Shape] | Tensor[()] | bool) -> Tensor[*Shape]: ...
+    def __or__(self, other: Tensor[*Shape] | Tensor[()] | bool | int) -> Tensor[*Shape]: ...
 
     @overload
     def __or__(self: Tensor[*Lead, D], other: Tensor[D]) -> Tensor[*Lead, D]: ...
@@ -429,7 +434,30 @@ class Tensor(Generic[*Shape]):
     def __or__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
 
     def __or__(self, other: Any) -> Any:
-        return self._binary("logical_or", other)
+        """``x | y``: bitwise or of integers, logical or of bools; floats are refused."""
+        return self._binary("bitwise_or", other)
+
+    def __ror__(self, other: bool | int) -> Tensor[*Shape]:
+        return self._binary("bitwise_or", other, reverse=True)  # type: ignore[no-any-return]
+
+    @overload
+    def __xor__(self, other: Tensor[*Shape] | Tensor[()] | bool | int) -> Tensor[*Shape]: ...
+
+    @overload
+    def __xor__(self: Tensor[*Lead, D], other: Tensor[D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __xor__(self: Tensor[*Lead, D], other: Tensor[*Lead, One]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __xor__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
+
+    def __xor__(self, other: Any) -> Any:
+        """``x ^ y``: bitwise xor of integers, logical xor of bools; floats are refused."""
+        return self._binary("bitwise_xor", other)
+
+    def __rxor__(self, other: bool | int) -> Tensor[*Shape]:
+        return self._binary("bitwise_xor", other, reverse=True)  # type: ignore[no-any-return]
 
     def __eq__(self, other: object) -> Tensor[*Shape]:  # type: ignore[override]
         if other is None:  # ``t == None`` is False, as in PyTorch (not an elementwise comparison)

@@ -66,10 +66,12 @@ UNARY_WITH_OWN_SAMPLES = ("gelu", "logical_not")  # a parameter, or bool semanti
 BINARY = tuple(n for n in names("binary") if PRIMITIVES[n].dtypes.startswith("promote") and n != "pow")
 COMPARE = names("binary", dtypes="compare")
 LOGICAL = names("binary", dtypes="logical")
+INTEGRAL_UNARY = names("unary", dtypes="int_or_bool")  # integer and bool inputs only: sampled below
+BITWISE = names("binary", dtypes="bitwise")
 
 
 def _elementwise() -> Iterator[Sample]:
-    for i, prim in enumerate(n for n in names("unary") if n not in UNARY_WITH_OWN_SAMPLES):
+    for i, prim in enumerate(n for n in names("unary") if n not in UNARY_WITH_OWN_SAMPLES + INTEGRAL_UNARY):
         low, high = UNARY_RANGE.get(prim, (-3.0, 3.0))
         smooth = PRIMITIVES[prim].has_derivative and prim not in KINKED
         for dtype in FLOATS:
@@ -116,11 +118,35 @@ def _elementwise() -> Iterator[Sample]:
         yield Sample(prim, (rand((2, 3), "float64", i), 0.0), note="scalar", differentiable=False)
         yield Sample(prim, (np.arange(4, dtype=np.int64), np.arange(4, dtype=np.int64)[::-1].copy()), note="int",
                      differentiable=False)
+    yield from _integral()
     yield Sample("where", (rand((3, 4), "float64", 1) > 0, rand((3, 4), "float64", 2), rand((4,), "float64", 3)),
                  note="broadcast")
     yield Sample("where", (rand((3,), "float32", 1) > 0, rand((3,), "float32", 2), 0.0), note="scalar")
     yield Sample("where", (np.array([True, False]), np.array([1, 2], np.int64), np.array([1.5, 2.5], np.float32)),
                  note="mixed", differentiable=False)
+
+
+def _integral() -> Iterator[Sample]:
+    """Bitwise primitives: integers (negative ones and wide ones too), bool, Python int and bool scalars."""
+    ints = np.array([[0, 6, -7], [2**40, -1, 5]], np.int64)
+    for prim in INTEGRAL_UNARY:
+        yield Sample(prim, (ints,), note="int64", differentiable=False)
+        yield Sample(prim, (np.array([3, -4, 0], np.int32),), note="int32", differentiable=False)
+        yield Sample(prim, (np.array([True, False]),), note="bool", differentiable=False)
+        yield Sample(prim, (np.array(5, np.int64),), note="0d", differentiable=False)
+        yield Sample(prim, (np.zeros((0, 2), np.int64),), note="empty", differentiable=False)
+        yield Sample(prim, (non_contiguous(ints),), note="strided", differentiable=False)
+    for prim in BITWISE:
+        yield Sample(prim, (ints, np.array([3, -1, 12], np.int64)), note="int64-broadcast", differentiable=False)
+        yield Sample(prim, (np.array([5, -6], np.int32), np.array([3, 3], np.int64)), note="int32-int64",
+                     differentiable=False)
+        yield Sample(prim, (np.array([True, True, False, False]), np.array([True, False, True, False])), note="bool",
+                     differentiable=False)
+        yield Sample(prim, (np.array([5, -6], np.int32), 3), note="int-scalar", differentiable=False)
+        yield Sample(prim, (6, np.array([True, False])), note="scalar-left-bool", differentiable=False)
+        yield Sample(prim, (np.array([True, False]), True), note="bool-scalar", differentiable=False)
+        yield Sample(prim, (np.zeros((0, 3), np.int64), np.array([1, 2, 3], np.int64)), note="empty",
+                     differentiable=False)
 
 
 def _reductions() -> Iterator[Sample]:

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from tensorplay.spec import SPECS, Aval
-from tensorplay.spec.table import names
+from tensorplay.spec.table import PRIMITIVES, names
 from tensorplay.spec.dtypes import DTYPES, result_type
 from tensorplay.spec.errors import AxisError, DTypeError, ShapeError
 from tensorplay.ops import PRIMITIVE_NAMES, Ops
@@ -99,6 +99,9 @@ def _samples() -> dict[str, tuple[tuple[Any, ...], dict[str, Any]]]:
     s["gelu"] = ((x,), {"approximate": "tanh"})
     for name in names("binary"):
         s[name] = ((x, 2), {})
+    ints = (x * 10).astype("int64")
+    for name in (*names("unary", dtypes="int_or_bool"), *names("binary", dtypes="bitwise")):
+        s[name] = ((ints,) if PRIMITIVES[name].family == "unary" else (ints, 3), {})
     s["where"] = ((x > 0, x, 1.5), {})
     for name in names("reduce"):
         s[name] = ((x,), {"axes": (0, -1), "keepdims": True})
