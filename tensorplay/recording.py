@@ -50,6 +50,7 @@ class Frame:
 class _Stack(threading.local):
     def __init__(self) -> None:
         self.frames: list[Frame] = []
+        self.creators: list[Any] = []  # every recording in progress (traces and transforms), innermost last
 
 
 _stack = _Stack()
@@ -101,4 +102,28 @@ def refuse_outside_write(tensor: Any, what: str) -> None:
         "calls; call it outside the traced function")
 
 
-__all__ = ["Frame", "active", "note_created", "outside_state", "recording", "refuse_outside_write"]
+# ---- the interpreter that tensor factories use ------------------------------------------------------
+
+@contextmanager
+def creating_in(recorder: Any) -> Iterator[None]:
+    """For the block, tensor factories with no tensor argument (``tp.randn(3)``, ``tp.rand(2, 2)``) run in
+    ``recorder``: every function being recorded (``tp.graph.trace``, the transforms, ``ops.map``) enters
+    this, so a random draw inside it becomes a random primitive fed by a key input of the recording (fresh
+    numbers at every run of the graph, one draw per sample under ``vmap``) instead of an eager draw baked
+    into the graph as a constant."""
+    creators = _stack.creators
+    creators.append(recorder)
+    try:
+        yield
+    finally:
+        creators.pop()
+
+
+def creating_interpreter(default: Any) -> Any:
+    """The innermost recording in progress in this thread (see :func:`creating_in`), else ``default``."""
+    creators = _stack.creators
+    return creators[-1] if creators else default
+
+
+__all__ = ["Frame", "active", "creating_in", "creating_interpreter", "note_created", "outside_state", "recording",
+           "refuse_outside_write"]

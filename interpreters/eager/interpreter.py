@@ -27,6 +27,7 @@ from tensorplay.spec.errors import DTypeError, ShapeError
 from tensorplay.formatting import format_array
 from tensorplay import random_state
 from tensorplay.interpreter import BaseInterpreter
+from tensorplay.recording import creating_interpreter
 from tensorplay.tensor import Tensor, highest_interpreter
 
 Array = np.ndarray[Any, Any]
@@ -172,7 +173,12 @@ class EagerInterpreter(BaseInterpreter):
         return map_over_lead(self, lead, x, f)
 
     def random_key(self) -> Tensor[*tuple[Any, ...]]:
-        """The global generator's next key (``[2]`` int64; ``tp.manual_seed`` sets it)."""
+        """The global generator's next key (``[2]`` int64; ``tp.manual_seed`` sets it); while a function
+        is being recorded (a trace, a transform) the recording's key instead, so a random draw made
+        through the eager interpreter there (dropout of a constant) is still redrawn at every run."""
+        recording = creating_interpreter(None)
+        if recording is not None:
+            return recording.random_key()  # type: ignore[no-any-return]
         return Tensor(self, random_state.next_key())
 
     def concrete(self, x: Tensor[*tuple[Any, ...]]) -> Array:

@@ -24,6 +24,7 @@ from tensorplay.errors import GraphCaptureError, MissingRuleError, ShapeError
 from tensorplay.interpreters.graph.ir import Graph, Node, Var
 from tensorplay.interpreters.graph.recorder import Recorder
 from tensorplay.interpreters.graph.walk import Walker
+from tensorplay.recording import creating_in
 from tensorplay.spec.aval import Aval
 from tensorplay.symbolic import SymDim
 from tensorplay.tensor import Tensor
@@ -171,7 +172,8 @@ def map_over_lead(ops: Any, lead: int, x: AnyTensor, f: Callable[[AnyTensor], An
     flat = x if lead == 1 else ops.reshape(x, shape=(size,) + sample)
     recorder = Recorder()
     try:
-        result = f(recorder.input("sample", Aval(sample, x.dtype.name), "user_input"))
+        with creating_in(recorder):
+            result = f(recorder.input("sample", Aval(sample, x.dtype.name), "user_input"))
         if not isinstance(result, Tensor):
             raise TypeError(f"map: f must return a tensor, got {type(result).__name__}")
         out_var = recorder.lift(result)

@@ -30,7 +30,7 @@ from tensorplay.interpreters.graph.recorder import Recorder, foreign_aval
 from tensorplay.interpreters.graph.state import ModuleState, call_state
 from tensorplay.spec.aval import Aval
 from tensorplay.spec.errors import GraphCaptureError
-from tensorplay.recording import recording
+from tensorplay.recording import creating_in, recording
 from tensorplay.swaps import replaced
 from tensorplay.symbolic import SymDim, bind_shape, check_shape
 from tensorplay.pytree import Structure, join_static, leaf_names, split_static, structure_difference
@@ -178,7 +178,7 @@ def trace(fn: Any, *example_args: Any, execute: bool = False, dynamic: Any = Non
     saved = recorder.swap_in_state() if duck else []
     try:
         with replaced(_parameter_handles(module, recorder) if module is not None and not duck else ()), \
-                recording(recorder):
+                recording(recorder), creating_in(recorder):
             result = fn(*recorded_args)
     finally:
         recorder.restore_state(saved)

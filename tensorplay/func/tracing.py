@@ -34,6 +34,7 @@ from tensorplay.interpreters.graph.recorder import Recorder, foreign_aval
 from tensorplay.interpreters.graph.batched import map_over_lead
 from tensorplay.interpreters.graph.walk import Walker
 from tensorplay.interpreter import BaseInterpreter
+from tensorplay.recording import creating_in
 from tensorplay.spec.aval import Aval
 from tensorplay.spec.errors import GraphCaptureError, MissingRuleError
 from tensorplay.pytree import TreeSpec, tree_flatten, tree_unflatten
@@ -200,7 +201,8 @@ def _trace(fn: Callable[..., Any], leaves: Sequence[Any], spec: TreeSpec, wrt: S
     args = tree_unflatten(spec, new_leaves)
     _ACTIVE.stack.append(recorder)
     try:
-        result = fn(*args, **(kwargs or {}))
+        with creating_in(recorder):
+            result = fn(*args, **(kwargs or {}))
         if has_aux:
             if not (isinstance(result, tuple) and len(result) == 2):
                 raise TypeError(f"{transform}(f, has_aux=True): f must return a pair (output, aux), got "
