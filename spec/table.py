@@ -75,6 +75,7 @@ FAMILIES: Final = {
     "softmax": "softmax-like normalisation along one axis",
     "attention": "scaled dot-product attention",
     "random": "counter-based random draws from a key input",
+    "check": "returns its input unchanged after checking its values when it runs (a recorded assertion)",
 }
 """The families of primitives, with what their members have in common."""
 
@@ -284,6 +285,9 @@ _DECLARATIONS: tuple[Primitive, ...] = (
     Primitive("softmax", "softmax", ("x",), (_p("axis", "int"),), uses_output=True),
     Primitive("log_softmax", "softmax", ("x",), (_p("axis", "int"),), uses_output=True),
     Primitive("dot_product_attention", "attention", ("q", "k", "v", "mask?"), (_p("scale", "float"),)),
+    # ---- checks (the output is the input; consumers use it, so the check is never dropped) -----
+    Primitive("check_index", "check", ("x",), (_p("bound", "dim"), _p("what", "str"), _p("allowed", "ints", ())),
+              has_derivative=False),
     # ---- randomness (counter based: the key is an input) --------------------------------------
     _random("random_uniform"),
     _random("random_normal"),

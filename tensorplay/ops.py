@@ -584,6 +584,14 @@ class Ops(Protocol):
         """Identity whose derivative is zero."""
         ...
 
+    def check_index(self, x: Tensor[*S], *, bound: int, what: str, allowed: tuple[int, ...] = ()) -> Tensor[*S]:
+        """``x`` (int32 or int64) unchanged, after checking when it runs that every value lies in
+        ``[0, bound)`` or is one of ``allowed``; otherwise an :class:`~tensorplay.errors.IndexRangeError`
+        naming ``what`` (e.g. ``"embedding: index"``), the position and the value. Consumers read the
+        output, so a recorded check runs whenever they do (eagerly, in a graph module, under every
+        transform; under ``vmap`` the position includes the batch axis). No derivative."""
+        ...
+
     # ---- creation ------------------------------------------------------------------------------
     def full(self, *, shape: tuple[int, ...], value: float, dtype: str) -> Tensor[*tuple[Any, ...]]:
         """A tensor of ``shape`` filled with ``value``."""

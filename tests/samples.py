@@ -214,6 +214,12 @@ def _structure() -> Iterator[Sample]:
     yield Sample("full", (), {"shape": (0,), "value": 1, "dtype": "int64"}, note="empty", differentiable=False)
     yield Sample("iota", (), {"length": 5, "dtype": "int64"}, differentiable=False)
     yield Sample("iota", (), {"length": 0, "dtype": "float32"}, note="empty", differentiable=False)
+    yield Sample("check_index", (np.array([[0, 3], [2, 1]], np.int64),), {"bound": 4, "what": "target"},
+                 differentiable=False)
+    yield Sample("check_index", (np.array([1, -100, 0], np.int32),), {"bound": 2, "what": "target", "allowed": (-100,)},
+                 note="allowed-int32", differentiable=False)
+    yield Sample("check_index", (np.zeros((0, 2), np.int64),), {"bound": 0, "what": "index"}, note="empty",
+                 differentiable=False)
 
 
 def _linalg_nn() -> Iterator[Sample]:

@@ -117,6 +117,7 @@ def _samples() -> dict[str, tuple[tuple[Any, ...], dict[str, Any]]]:
     s["cast"] = ((x,), {"dtype": "int32"})
     s["full"] = ((), {"shape": (2, 3), "value": 1.5, "dtype": "float64"})
     s["iota"] = ((), {"length": 4, "dtype": "int32"})
+    s["check_index"] = ((np.array([[0, 2], [1, 1]]),), {"bound": 3, "what": "index", "allowed": (-1,)})
     s["matmul"] = ((x, rand(5, 2, dtype="float32")), {})
     s["conv_nd"] = ((img, rand(6, 2, 3, 3, dtype="float32")),
                  {"stride": (1, 2), "padding": (1, 0), "dilation": (1, 1), "groups": 2})

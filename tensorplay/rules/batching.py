@@ -142,7 +142,7 @@ def _same_dim(name: str) -> BatchRule:
     return rule
 
 
-for _name in (*names("unary"), "cast", "stop_gradient"):
+for _name in (*names("unary"), *names("check"), "cast", "stop_gradient"):
     _register(_name)(_same_dim(_name))
 
 

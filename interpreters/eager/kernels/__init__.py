@@ -19,7 +19,7 @@ from .sdpa import attention as dot_product_attention
 from .convolution import conv as conv_nd
 from .convolution import conv_transpose as conv_transpose_nd
 from .convolution import conv_weight_grad as conv_weight_grad_nd
-from .indexing import gather, scatter_add
+from .indexing import check_index, gather, scatter_add
 from .outer import outer_matmul
 from .pool import avg_pool as avg_pool_nd
 from .pool import avg_pool_backward as avg_pool_backward_nd
@@ -32,6 +32,7 @@ from .rows import gelu, log_softmax, softmax
 from .rows import layer_norm as layer_norm_last_axis
 
 __all__ = [
+    "check_index",
     "dot_product_attention",
     "avg_pool_nd",
     "avg_pool_backward_nd",
