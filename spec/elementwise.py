@@ -3,7 +3,8 @@ comparisons, logic and ``where``.
 
 Dtypes follow PyTorch:
 
-* ``neg abs relu floor ceil`` keep the dtype and refuse bool; ``sign`` keeps any dtype;
+* ``neg abs relu floor ceil round`` keep the dtype and refuse bool (``round`` is half to even);
+  ``sign`` keeps any dtype;
 * ``exp log log1p expm1 sqrt rsqrt sin cos tanh sigmoid erf`` give float32 for
   int and bool inputs (floats are kept);
 * ``gelu`` accepts floats only; ``logical_not`` gives bool;
@@ -28,7 +29,7 @@ from .aval import Aval
 from .dtypes import DEFAULT_FLOAT, WEAK, is_float, result_type
 from .errors import DTypeError
 from .shapes import Array, as_array, aval_of, broadcast_shapes, finish, fmt_aval, strong
-from .table import PRIMITIVES, Primitive
+from .table import PRIMITIVES, Primitive, names
 
 UnaryRule = Callable[[Aval], Aval]
 UnaryRef = Callable[[object], Array]
@@ -97,9 +98,14 @@ _UNARY_FN: dict[str, Callable[[Array], Array]] = {
     "erf": _erf64,
     "floor": np.floor,
     "ceil": np.ceil,
+    "round": np.round,  # half to even, as PyTorch
     "logical_not": np.logical_not,
     "bitwise_not": np.invert,
 }
+
+
+_ROUNDING = names("unary", dtypes="keep_numeric", has_derivative=False)
+"""``floor``, ``ceil``, ``round``: integer inputs are returned unchanged."""
 
 
 def _make_unary(prim: str) -> tuple[UnaryRule, UnaryRef]:
@@ -111,7 +117,7 @@ def _make_unary(prim: str) -> tuple[UnaryRule, UnaryRef]:
         fn = _UNARY_FN[prim]
         if prim == "logical_not":
             arr = np.asarray(x)
-        elif prim == "sign" and out.dtype == "bool" or prim in ("floor", "ceil") and not is_float(out.dtype):
+        elif prim == "sign" and out.dtype == "bool" or prim in _ROUNDING and not is_float(out.dtype):
             fn = _identity
             arr = as_array(x, out.dtype)
         else:

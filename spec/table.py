@@ -75,6 +75,7 @@ FAMILIES: Final = {
     "softmax": "softmax-like normalisation along one axis",
     "attention": "scaled dot-product attention",
     "random": "counter-based random draws from a key input",
+    "scan": "a running reduction or an ordering along one axis (``axis``), result shaped like the input",
     "check": "returns its input unchanged after checking its values when it runs (a recorded assertion)",
 }
 """The families of primitives, with what their members have in common."""
@@ -213,6 +214,7 @@ _DECLARATIONS: tuple[Primitive, ...] = (
     _unary("erf", "to_float"),
     _unary("floor", "keep_numeric", **_CONST),
     _unary("ceil", "keep_numeric", **_CONST),
+    _unary("round", "keep_numeric", **_CONST),
     _unary("logical_not", "to_bool", has_derivative=False),
     _unary("bitwise_not", "int_or_bool", has_derivative=False),
     # ---- elementwise binary -------------------------------------------------------------------
@@ -242,6 +244,9 @@ _DECLARATIONS: tuple[Primitive, ...] = (
     Primitive("reduce_min", "reduce", ("x",), (_p("axes", "ints"), _KEEPDIMS), uses_output=True),
     Primitive("argmax", "arg_reduce", ("x",), (_p("axis", "int"), _KEEPDIMS), has_derivative=False),
     Primitive("argmin", "arg_reduce", ("x",), (_p("axis", "int"), _KEEPDIMS), has_derivative=False),
+    # ---- scans and orderings along one axis ---------------------------------------------------
+    Primitive("cumsum", "scan", ("x",), (_p("axis", "int"),), **_LINEAR),
+    Primitive("argsort", "scan", ("x",), (_p("axis", "int"), _p("descending", "bool", False)), has_derivative=False),
     # ---- views and structure ------------------------------------------------------------------
     Primitive("reshape", "view", ("x",), (_p("shape", "dims"),), **_LINEAR),
     Primitive("permute", "view", ("x",), (_p("perm", "ints"),), **_LINEAR),

@@ -136,6 +136,11 @@ class Ops(Protocol):
         """Round up; gradient 0. Integer inputs are returned unchanged."""
         ...
 
+    def round(self, x: Tensor[*S]) -> Tensor[*S]:
+        """Round to the nearest integer, halves to the even one (``round(2.5) == 2``, as PyTorch and
+        numpy); gradient 0. Integer inputs are returned unchanged."""
+        ...
+
     def logical_not(self, x: Tensor[*S]) -> Tensor[*S]:
         """Boolean not; any dtype, result bool (non-zero is true)."""
         ...
@@ -532,6 +537,20 @@ class Ops(Protocol):
     def argmin(self, x: Tensor[*tuple[Any, ...]], *, axis: int,
                keepdims: bool = False) -> Tensor[*tuple[Any, ...]]:
         """Index (int64) of the first minimum along ``axis``; NaN counts as the minimum."""
+        ...
+
+    # ---- scans and orderings along one axis ------------------------------------------------------
+    def cumsum(self, x: Tensor[*S], *, axis: int) -> Tensor[*S]:
+        """Running sums along ``axis`` (rank >= 1): ``out[..., i, ...] = x[..., 0, ...] + ... + x[..., i, ...]``.
+        bool and integers accumulate in int64, floats keep their dtype. Linear: its vjp is the running
+        sum from the other end."""
+        ...
+
+    def argsort(self, x: Tensor[*S], *, axis: int, descending: bool = False) -> Tensor[*S]:
+        """The int64 positions that sort ``x`` along ``axis`` (rank >= 1), ascending or ``descending``.
+        Stable: equal values keep their order. NaN counts as larger than every number (last ascending,
+        first descending), as PyTorch's ``sort``. No derivative (sorted values are a gather of these
+        positions, which differentiates)."""
         ...
 
     # ---- structure -----------------------------------------------------------------------------

@@ -168,6 +168,24 @@ def _reductions() -> Iterator[Sample]:
                  note="bool", differentiable=False)
     yield Sample("reduce_sum", (np.arange(6, dtype=np.int32).reshape(2, 3),), {"axes": (0,), "keepdims": False},
                  note="int32", differentiable=False)
+    for dtype in FLOATS:
+        yield Sample("cumsum", (rand((3, 4, 2), dtype, 6),), {"axis": 1}, note=dtype)
+    yield Sample("cumsum", (rand((4,), "float64", 6),), {"axis": -1}, note="1d")
+    yield Sample("cumsum", (non_contiguous(rand((3, 4), "float64", 6)),), {"axis": 0}, note="strided")
+    yield Sample("cumsum", (rand((2, 0), "float32", 6),), {"axis": 1}, note="empty", differentiable=False)
+    yield Sample("cumsum", (np.array([[True, False], [True, True]]),), {"axis": 0}, note="bool", differentiable=False)
+    yield Sample("cumsum", (np.arange(6, dtype=np.int32).reshape(2, 3),), {"axis": 1}, note="int32",
+                 differentiable=False)
+    ties = np.array([[3.0, np.nan, 1.0, 3.0, np.nan, 2.0], [0.0, -0.0, np.inf, -np.inf, 1.0, 0.0]])
+    for descending in (False, True):
+        yield Sample("argsort", (ties,), {"axis": 1, "descending": descending}, note=f"ties-nan-{descending}",
+                     differentiable=False)
+        yield Sample("argsort", (rand((3, 4, 2), "float32", 7),), {"axis": 0, "descending": descending},
+                     note=f"axis0-{descending}", differentiable=False)
+    yield Sample("argsort", (np.array([[2, 0, 2, 1]], np.int32),), {"axis": -1}, note="int32", differentiable=False)
+    yield Sample("argsort", (np.array([True, False, True]),), {"axis": 0, "descending": True}, note="bool",
+                 differentiable=False)
+    yield Sample("argsort", (rand((0, 3), "float32", 7),), {"axis": 0}, note="empty", differentiable=False)
     for prim in ("argmax", "argmin"):
         yield Sample(prim, (rand((3, 4), "float32", 5),), {"axis": 1, "keepdims": False}, note="f32",
                      differentiable=False)

@@ -106,6 +106,8 @@ def _samples() -> dict[str, tuple[tuple[Any, ...], dict[str, Any]]]:
     for name in names("reduce"):
         s[name] = ((x,), {"axes": (0, -1), "keepdims": True})
     s["argmax"] = s["argmin"] = ((x,), {"axis": 1})
+    s["cumsum"] = ((x,), {"axis": 1})
+    s["argsort"] = ((x,), {"axis": -1, "descending": True})
     s["reshape"] = ((x,), {"shape": (6, 5)})
     s["permute"] = ((x,), {"perm": (2, 0, 1)})
     s["broadcast_to"] = ((x,), {"shape": (4, 2, 3, 5)})

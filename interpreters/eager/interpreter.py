@@ -129,7 +129,7 @@ UNARY_KERNELS: dict[str, Callable[..., Any]] = {
     "neg": np.negative, "abs": np.abs, "sign": np.sign, "exp": _quiet(np.exp), "log": _quiet(np.log),
     "log1p": _quiet(np.log1p), "expm1": _quiet(np.expm1), "sqrt": _quiet(np.sqrt), "rsqrt": _quiet(_rsqrt),
     "sin": np.sin, "cos": np.cos, "tan": _quiet(np.tan), "tanh": np.tanh, "sigmoid": _sigmoid, "relu": _relu, "floor": np.floor,
-    "ceil": np.ceil, "logical_not": np.logical_not, "erf": erf, "gelu": K.gelu, "bitwise_not": np.invert,
+    "ceil": np.ceil, "round": np.round, "logical_not": np.logical_not, "erf": erf, "gelu": K.gelu, "bitwise_not": np.invert,
 }
 """The eager kernel of each primitive of the ``unary`` family: ``kernel(x, **params)`` on the input array
 (already converted to the result dtype)."""

@@ -537,6 +537,21 @@ for _name in names("softmax"):
     _register(_name)(_softmax_like(_name))
 
 
+def _along_axis(name: str) -> BatchRule:
+    def rule(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, axis: int, **params: Any) -> Batched:
+        (x,) = inputs
+        xf = move_to_front(ops, x, dims[0])
+        (ax,) = normalize_axes((axis,), len(shape_of(xf)) - 1)
+        return getattr(ops, name)(xf, axis=ax + 1, **params), 0
+    rule.__name__ = f"{name}_batch"
+    rule.__doc__ = f"``{name}`` along the shifted axis of the front-batched input."
+    return rule
+
+
+for _name in names("scan"):
+    _register(_name)(_along_axis(_name))
+
+
 @_register("dot_product_attention")
 def attention_batch(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, scale: float) -> Batched:
     """``attention`` keeps leading axes, and ``q``, ``k``, ``v`` must share them: all three front-batched

@@ -28,11 +28,14 @@ from .pool import max_pool_backward as max_pool_backward_nd
 from .pool import max_pool_select as max_pool_select_nd
 from .smooth import smooth_max_pool_backward_nd, smooth_max_pool_nd
 from .randomness import random_normal, random_randint, random_uniform
+from .scan import argsort, cumsum
 from .rows import gelu, log_softmax, softmax
 from .rows import layer_norm as layer_norm_last_axis
 
 __all__ = [
+    "argsort",
     "check_index",
+    "cumsum",
     "dot_product_attention",
     "avg_pool_nd",
     "avg_pool_backward_nd",
