@@ -20,6 +20,7 @@ from tensorplay.creation import (
 from tensorplay.dispatch import Program, ops_of
 from tensorplay.dispatch import program as program  # the decorator shadows the submodule name
 from tensorplay.dtypes import DType, bool_, float32, float64, int32, int64
+from tensorplay.export.weights import load, save
 from tensorplay.errors import (
     AutogradError, AxisError, DTypeError, GraphCaptureError, IndexRangeError, MissingRuleError, ShapeError,
     TensorplayError,
@@ -58,9 +59,10 @@ class set_grad_enabled:  # noqa: N801 - PyTorch spelling
 
 __version__ = "0.1.0"
 
-_LAZY_SUBMODULES = ("func", "nn", "optim", "testing")
+_LAZY_SUBMODULES = ("export", "func", "nn", "optim", "testing")
 
 if TYPE_CHECKING:  # mypy sees the lazily loaded subpackages as attributes: tp.nn.Linear, tp.func.grad
+    from tensorplay import export as export
     from tensorplay import func as func
     from tensorplay import nn as nn
     from tensorplay import optim as optim
@@ -68,8 +70,8 @@ if TYPE_CHECKING:  # mypy sees the lazily loaded subpackages as attributes: tp.n
 
 
 def __getattr__(name: str) -> object:
-    """``tp.func``, ``tp.nn``, ``tp.optim`` and ``tp.testing`` load on first use, keeping ``import tensorplay``
-    fast."""
+    """``tp.export``, ``tp.func``, ``tp.nn``, ``tp.optim`` and ``tp.testing`` load on first use, keeping
+    ``import tensorplay`` fast."""
     if name in _LAZY_SUBMODULES:
         import importlib
         return importlib.import_module(f"tensorplay.{name}")
@@ -80,11 +82,11 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "AutogradError", "AxisError", "DType", "DTypeError", "GraphCaptureError", "Index", "IndexRangeError",
     "Interpreter", "MissingRuleError", "Ops", "Program", "ShapeError", "Size", "Tensor", "TensorplayError",
-    "arange", "autograd", "bool", "bool_", "cat", "dims", "eager", "empty", "empty_like", "enable_grad", "eye", "graph",
+    "arange", "autograd", "bool", "bool_", "cat", "dims", "eager", "empty", "empty_like", "enable_grad", "export", "eye", "graph",
     "float32", "float64", "from_numpy", "func", "nn", "optim", "full", "full_like", "index", "int32", "int64", "is_grad_enabled",
-    "linspace", "manual_seed", "no_grad", "ones", "ones_like", "ops_of", "program", "rand", "rand_like",
-    "randint", "randn", "randn_like", "set_grad_enabled", "shapecheck", "stack", "tensor", "testing", "where", "zeros",
-    "zeros_like", "ValuesIndices",
+    "linspace", "load", "manual_seed", "no_grad", "ones", "ones_like", "ops_of", "program", "rand", "rand_like",
+    "randint", "randn", "randn_like", "save", "set_grad_enabled", "shapecheck", "stack", "tensor", "testing", "where",
+    "zeros", "zeros_like", "ValuesIndices",
     # PyTorch's top-level function forms (tensorplay.functions)
     "abs", "all", "allclose", "amax", "amin", "any", "argmax", "argmin", "argsort", "broadcast_to", "ceil", "chunk",
     "clamp", "clip", "cos", "cumsum", "einsum", "erf", "exp", "expm1", "flatten", "floor", "isclose", "isfinite",

@@ -30,7 +30,8 @@ from __future__ import annotations
 import ast
 import numbers
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Union
 
 from tensorplay.spec.errors import GraphCaptureError
@@ -313,10 +314,35 @@ class SymDim:
                 return True
         if nonpos and op in (">", ">=") and ((c <= 0) if op == ">" else (c < 0)):
             return False
+        for decider in reversed(_deciders):
+            decided = decider(diff, op)
+            if decided is not None:
+                return decided
         raise GraphCaptureError(
             f"cannot decide {self} {op} {other} while recording: the comparison depends on the value of "
             f"symbolic dims {', '.join(sorted(diff.free_symbols))}. Keep the dim static, or express the "
             "computation without branching on its size")
+
+    def bounds(self, ranges: Mapping[str, tuple[int, int | None]]) -> tuple[float, float]:
+        """The smallest and largest values the expression takes when each symbol ``s`` ranges over
+        ``ranges[s] = (min, max)`` (``max`` ``None``: unbounded; a symbol not in ``ranges`` is ``>= 0``).
+        Interval arithmetic: the bounds hold, though they need not be tight for expressions that repeat
+        a symbol. Infinite bounds are ``float('inf')`` / ``-float('inf')``."""
+        low: float = 0
+        high: float = 0
+        for mono, coef in self._key:
+            lo, hi = float(coef), float(coef)
+            for atom in mono:
+                if isinstance(atom, str):
+                    lo_a, hi_a = ranges.get(atom, (0, None))
+                    a_lo, a_hi = float(lo_a), float("inf") if hi_a is None else float(hi_a)
+                else:
+                    n_lo, n_hi = atom.num.bounds(ranges)
+                    a_lo, a_hi = n_lo // atom.den, n_hi // atom.den
+                products = [_times(x, y) for x in (lo, hi) for y in (a_lo, a_hi)]
+                lo, hi = min(products), max(products)
+            low, high = low + lo, high + hi
+        return low, high
 
     def __lt__(self, other: object) -> bool:
         return self._decide(other, "<")
@@ -333,6 +359,8 @@ class SymDim:
     def __bool__(self) -> bool:
         if self._decide(0, ">"):
             return True
+        if _deciders:  # a decider knows the values: non-zero means negative
+            return self._decide(0, "<")
         raise GraphCaptureError(f"cannot decide whether symbolic dim {self} is zero while recording")
 
     # ---- conversions: refused ------------------------------------------------------------------
@@ -414,6 +442,27 @@ class SymDim:
 
     def __reduce__(self) -> Any:
         return (parse_dim, (str(self),))
+
+
+def _times(x: float, y: float) -> float:
+    """``x * y`` where a zero bound times an infinite one is 0 (a size of 0 times any size)."""
+    return 0.0 if x == 0 or y == 0 else x * y
+
+
+_deciders: list[Callable[[SymDim, str], bool | None]] = []
+
+
+@contextmanager
+def deciding(decider: Callable[[SymDim, str], bool | None]) -> Iterator[None]:
+    """Within the block, a comparison of symbolic sizes that the ``>= 0`` assumption cannot decide asks
+    ``decider(diff, op)`` whether ``diff op 0`` holds (``op`` one of ``< <= > >=``); ``None`` means it
+    cannot tell either, and the comparison raises as usual. Export uses it to decide with the declared
+    ranges of its dims, and to record what the program requires of them."""
+    _deciders.append(decider)
+    try:
+        yield
+    finally:
+        _deciders.remove(decider)
 
 
 def _floordiv_source(atom: FloorDiv, names: Mapping[str, str] | None) -> str:
@@ -543,6 +592,6 @@ def _parse_node(node: ast.AST, text: str) -> Any:
 
 
 __all__ = [
-    "Dim", "FloorDiv", "SymDim", "bind_shape", "check_shape", "evaluate_dim", "free_symbols",
+    "Dim", "FloorDiv", "SymDim", "bind_shape", "check_shape", "deciding", "evaluate_dim", "free_symbols",
     "is_static_shape", "is_symbolic", "parse_dim", "sym", "symbols",
 ]

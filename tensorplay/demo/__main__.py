@@ -13,13 +13,15 @@ import time
 from collections.abc import Callable
 
 from tensorplay.demo.data import Digits, load_digits_data
+from tensorplay.demo.exported import export_step
 from tensorplay.demo.train import TrainConfig, TrainResult, fit
 
 PostTrainingStep = Callable[[TrainResult, Digits], None]
 """``step(result, data)``: runs after training (``result.model`` is the trained model)."""
 
-POST_TRAINING_STEPS: list[PostTrainingStep] = []
-"""Steps run after training, in order (empty for now: compile/export checks register here)."""
+POST_TRAINING_STEPS: list[PostTrainingStep] = [export_step]
+"""Steps run after training, in order: export the model with a dynamic batch dim, save it, reload it in a fresh
+process and check its predictions (:mod:`tensorplay.demo.exported`); compile checks register here too."""
 
 
 def register_post_training_step(step: PostTrainingStep) -> PostTrainingStep:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, TypeVarTuple, overload
 import numpy as np
 
 from tensorplay import prefix as _prefix_module
-from tensorplay.errors import DTypeError, IndexRangeError, ShapeError
+from tensorplay.errors import DTypeError, GraphCaptureError, IndexRangeError, ShapeError
 from tensorplay.nn._util import IntOrTuple, check_padding_idx, is_eager, masked_softmax, numel, ops_for, random_key, shape_of
 from tensorplay.prefix import attention_scale, int_tuple
 from tensorplay.derived import transpose
@@ -271,6 +271,16 @@ def update_running_stat(ops: Any, running: AnyTensor, value: AnyTensor, momentum
         hook(running, new)
 
 
+def _unbiased_factor(ops: Any, count: Any, dtype: str) -> Any:
+    """``count / (count - 1)`` (Bessel's correction): a Python float for a known count; for a symbolic one (a
+    dynamic batch under export) the same float64 division computed in the graph and rounded to ``dtype``, so
+    the running variance has the bits eager computes."""
+    if isinstance(count, int):
+        return count / max(count - 1, 1)
+    n = ops.reduce_sum(ops.full(shape=(count,), value=1.0, dtype="float64"), axes=(0,), keepdims=False)
+    return ops.cast(ops.div(n, ops.sub(n, 1.0)), dtype=dtype)
+
+
 def batch_norm(input: Tensor[*S], running_mean: AnyTensor | None, running_var: AnyTensor | None,
                weight: AnyTensor | None = None, bias: AnyTensor | None = None, training: bool = False,
                momentum: float = 0.1, eps: float = 1e-5) -> Tensor[*S]:
@@ -296,7 +306,11 @@ def batch_norm(input: Tensor[*S], running_mean: AnyTensor | None, running_var: A
     if training:
         axes = (0,) + tuple(range(2, input.ndim))
         count = numel([shape[a] for a in axes])
-        if isinstance(count, int) and count <= 1:
+        try:
+            too_few = bool(count <= 1)
+        except GraphCaptureError:  # a symbolic size no range decides: the kernels see the real one
+            too_few = False
+        if too_few:
             raise ShapeError(f"batch_norm: expected more than 1 value per channel when training, got input of "
                              f"shape {list(shape)}")
         mean = ops.div(ops.reduce_sum(input, axes=axes, keepdims=False), count)
@@ -305,7 +319,7 @@ def batch_norm(input: Tensor[*S], running_mean: AnyTensor | None, running_var: A
         if running_mean is not None:
             update_running_stat(ops, running_mean, mean, momentum)
         if running_var is not None:
-            update_running_stat(ops, running_var, ops.mul(var, count / max(count - 1, 1)), momentum)
+            update_running_stat(ops, running_var, ops.mul(var, _unbiased_factor(ops, count, var.dtype.name)), momentum)
     else:
         if running_mean is None or running_var is None:
             raise ShapeError("batch_norm: evaluation mode needs running_mean and running_var "

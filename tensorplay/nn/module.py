@@ -79,6 +79,11 @@ def write_payload(t: AnyTensor, value: np.ndarray[Any, Any]) -> None:
     bump_version(t)
 
 
+call_observers: list[Callable[[Module, tuple[Any, ...], dict[str, Any]], Any]] = []
+"""While not empty, ``module(*args, **kwargs)`` calls ``call_observers[-1](module, args, kwargs)``, which runs
+``module.forward`` itself (export notes each submodule call this way, to rebuild the hierarchy later)."""
+
+
 def _indent(text: str, spaces: int) -> str:
     lines = text.split("\n")
     if len(lines) == 1:
@@ -111,6 +116,8 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if call_observers:
+            return call_observers[-1](self, args, kwargs)
         return self.forward(*args, **kwargs)
 
     # ---- attribute registration ----------------------------------------------------------------------

@@ -1,0 +1,185 @@
+"""``tp.save(obj, path)`` and ``tp.load(path)``: tensors and nested state dicts, with no pickle.
+
+The safe replacement for the ``torch.save`` habit: ``obj`` is a tensor, a numpy array, or dicts, lists and
+tuples of them (and of ints, floats, bools, strings and ``None``), e.g. ``model.state_dict()`` or an
+optimizer's. The file is a safetensors file (:mod:`tensorplay.export.tensorfile`): the tensors by their
+dotted path (``fc1.weight``; a top-level dict of tensors keeps its keys, so other safetensors readers see
+the usual names), each with a checksum, and the nesting as JSON metadata. Loading builds only tensors,
+arrays, dicts, lists, tuples and JSON scalars: nothing named in the file is imported or run::
+
+    tp.save(model.state_dict(), "model.safetensors")
+    model.load_state_dict(tp.load("model.safetensors"))
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+from tensorplay.export.errors import FileFormatError
+from tensorplay.export.tensorfile import (
+    decode, decode_plain, dim_order, encode, read_bytes, with_dim_order, write_bytes,
+)
+from tensorplay.tensor import Tensor
+
+KIND = "tensors"
+SCHEMA = (1, 0)
+"""The schema of saved tensors this tensorplay writes and reads up to (``major.minor``)."""
+TREE_KEY = "tensorplay.tree"
+
+
+def encode_scalar(value: Any, where: str) -> Any:
+    """A JSON value for a Python scalar: ints, bools, strings and ``None`` as themselves, finite floats as
+    numbers, non-finite floats as ``{"float": "inf"}`` (JSON has no inf or nan)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"float": repr(value)}
+    raise TypeError(f"{where}: cannot save a {type(value).__name__}; expected a tensor, a numpy array, a dict, "
+                    "list or tuple, or an int, float, bool, string or None")
+
+
+def decode_scalar(value: Any, where: str) -> Any:
+    """The inverse of :func:`encode_scalar` (anything else is a :class:`FileFormatError`)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dict) and set(value) == {"float"} and value["float"] in ("inf", "-inf", "nan"):
+        return float(value["float"])
+    raise FileFormatError(f"{where}: unexpected value {value!r}")
+
+
+class _Writer:
+    """Flattens an object into tensors (by dotted path) and a JSON tree."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[str, np.ndarray[Any, Any]] = {}
+
+    def name_for(self, path: list[str]) -> str:
+        base = ".".join(path) if path else "tensor"
+        name, i = base, 1
+        while name in self.arrays:
+            name, i = f"{base}#{i}", i + 1
+        return name
+
+    def node(self, value: Any, path: list[str]) -> Any:
+        where = "tp.save" + (f" ({'.'.join(path)})" if path else "")
+        if isinstance(value, Tensor):
+            name = self.name_for(path)
+            array = self.arrays[name] = np.asarray(value._ops.concrete(value))
+            from tensorplay.nn.parameter import Parameter
+            entry = {"tensor": name, "requires_grad": bool(value.requires_grad),
+                     "parameter": isinstance(value, Parameter)}
+            order = dim_order(array)
+            return entry if order is None else {**entry, "dim_order": order}
+        if isinstance(value, np.ndarray):
+            name = self.name_for(path)
+            self.arrays[name] = value
+            order = dim_order(value)
+            return {"ndarray": name} if order is None else {"ndarray": name, "dim_order": order}
+        if isinstance(value, dict):
+            items = []
+            for key, item in value.items():
+                if isinstance(key, bool) or not isinstance(key, (str, int)):
+                    raise TypeError(f"{where}: dict keys must be strings or ints, got {key!r}")
+                items.append([key, self.node(item, [*path, str(key)])])
+            return {"dict": items}
+        if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+            kind = "list" if isinstance(value, list) else "tuple"
+            return {kind: [self.node(item, [*path, str(i)]) for i, item in enumerate(value)]}
+        return {"value": encode_scalar(value, where)}
+
+
+def save(obj: Any, f: Any) -> None:
+    """Save ``obj`` (a tensor, numpy array, or nested dicts/lists/tuples of them and of JSON scalars) to ``f``,
+    a path or a binary file object, as a safetensors file (see the module docstring). Tensors are saved
+    with their values (a recorded tensor must have data); ``requires_grad`` and ``Parameter``-ness are kept."""
+    writer = _Writer()
+    tree = writer.node(obj, [])
+    write_bytes(f, encode(writer.arrays, KIND, f"{SCHEMA[0]}.{SCHEMA[1]}", {TREE_KEY: json.dumps(tree)}))
+
+
+class _Reader:
+    def __init__(self, arrays: dict[str, np.ndarray[Any, Any]], where: str) -> None:
+        self.arrays = arrays
+        self.used: set[str] = set()
+        self.where = where
+
+    def array(self, name: Any, order: Any = None) -> np.ndarray[Any, Any]:
+        if not isinstance(name, str) or name not in self.arrays or name in self.used:
+            raise FileFormatError(f"{self.where}: the tree refers to tensor {name!r}, which the file does not "
+                                  "hold (or refers to it twice)")
+        self.used.add(name)
+        try:
+            return with_dim_order(self.arrays[name], order)
+        except (ValueError, TypeError):
+            raise FileFormatError(f"{self.where}: tensor {name!r} has a malformed dim_order {order!r}") from None
+
+    def node(self, node: Any) -> Any:
+        if not isinstance(node, dict) or len(node) == 0:
+            raise FileFormatError(f"{self.where}: malformed tree entry {node!r}")
+        if "ndarray" in node and set(node) <= {"ndarray", "dim_order"}:
+            return self.array(node["ndarray"], node.get("dim_order"))
+        if "tensor" in node:
+            if not {"tensor", "requires_grad", "parameter"} <= set(node) <= {"tensor", "requires_grad", "parameter",
+                                                                             "dim_order"}:
+                raise FileFormatError(f"{self.where}: malformed tensor entry {node!r}")
+            array = self.array(node["tensor"], node.get("dim_order"))
+            if node["parameter"] is True:
+                from tensorplay.nn.parameter import Parameter
+                return Parameter(array, requires_grad=node["requires_grad"] is True)
+            from tensorplay.creation import from_numpy
+            t = from_numpy(array)
+            if node["requires_grad"] is True:
+                t.requires_grad_(True)
+            return t
+        if len(node) != 1:
+            raise FileFormatError(f"{self.where}: malformed tree entry {node!r}")
+        (kind, body), = node.items()
+        if kind == "dict" and isinstance(body, list):
+            out = {}
+            for item in body:
+                if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], (str, int))
+                        and not isinstance(item[0], bool)):
+                    raise FileFormatError(f"{self.where}: malformed dict item {item!r}")
+                out[item[0]] = self.node(item[1])
+            return out
+        if kind in ("list", "tuple") and isinstance(body, list):
+            items = [self.node(item) for item in body]
+            return items if kind == "list" else tuple(items)
+        if kind == "value":
+            return decode_scalar(body, self.where)
+        raise FileFormatError(f"{self.where}: unknown tree entry {kind!r}")
+
+
+def load(f: Any) -> Any:
+    """Load what :func:`save` wrote to ``f`` (a path or a binary file object): tensors come back as eager
+    tensors (``Parameter`` where one was saved), numpy arrays as arrays. A safetensors file written by another
+    tool (weights published for PyTorch, say) loads as a dict of tensors by name (its layout is checked; it
+    has no checksums). A truncated, tampered, too-new or pickle-bearing file raises
+    :class:`~tensorplay.export.errors.FileFormatError`."""
+    where = f"tp.load({str(f)!r})" if not hasattr(f, "read") else "tp.load"
+    data = read_bytes(f)
+    plain = decode_plain(data, where)
+    if plain is not None:  # written by another safetensors tool: a dict of tensors by name
+        from tensorplay.creation import from_numpy
+        return {name: from_numpy(np.array(array, copy=True)) for name, array in plain.items()}
+    arrays, metadata = decode(data, KIND, SCHEMA, where)
+    try:
+        tree = json.loads(metadata.get(TREE_KEY, ""))
+    except (ValueError, RecursionError):
+        raise FileFormatError(f"{where}: the tree of the saved object is not valid JSON") from None
+    reader = _Reader(arrays, where)
+    try:
+        result = reader.node(tree)
+    except RecursionError:
+        raise FileFormatError(f"{where}: the saved object is nested too deeply") from None
+    unused = sorted(set(arrays) - reader.used)
+    if unused:
+        raise FileFormatError(f"{where}: the file holds tensors the tree does not mention: {unused}")
+    return result
+
+
+__all__ = ["SCHEMA", "decode_scalar", "encode_scalar", "load", "save"]
