@@ -385,8 +385,18 @@ def embedding(input: Tensor[*Lead], weight: Tensor[Any, D], padding_idx: int | N
     return out  # type: ignore[no-any-return]
 
 
-def one_hot(tensor: Tensor[*Lead], num_classes: int = -1) -> AnyTensor:
-    """``[*lead] -> [*lead, num_classes]`` int64 with a 1 at each index."""
+@overload
+def one_hot(tensor: Tensor[*Lead], num_classes: C) -> Tensor[*Lead, C]: ...
+
+
+@overload
+def one_hot(tensor: Tensor[*Lead]) -> Tensor[*Lead, int]: ...
+
+
+def one_hot(tensor: Tensor[*Lead], num_classes: Any = -1) -> Any:
+    """``[*lead] -> [*lead, num_classes]`` int64 with a 1 at each index (typed with ``num_classes``'s dim:
+    ``one_hot(labels, Classes(10))`` is a ``Tensor[*Lead, Classes]``). An index outside
+    ``[0, num_classes)`` is an :class:`IndexRangeError` under every interpreter."""
     ops = ops_for("one_hot", tensor)
     if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) or num_classes < -1:
         raise ShapeError(f"one_hot: num_classes must be -1 (one more than the largest index) or a non-negative "
@@ -398,7 +408,7 @@ def one_hot(tensor: Tensor[*Lead], num_classes: int = -1) -> AnyTensor:
     tensor, _ = _checked_indices(ops, tensor, num_classes, "one_hot", "class index")
     expanded = ops.reshape(tensor, shape=shape_of(tensor) + (1,))
     hit = ops.eq(expanded, ops.iota(length=num_classes, dtype=tensor.dtype.name))
-    return ops.cast(hit, dtype="int64")  # type: ignore[no-any-return]
+    return ops.cast(hit, dtype="int64")
 
 
 def _causal_mask(ops: Any, n: int, m: int) -> AnyTensor:

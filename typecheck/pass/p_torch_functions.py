@@ -8,7 +8,7 @@ from typing import Any, Literal, assert_type
 
 import tensorplay as tp
 from tensorplay import Tensor
-from tensorplay.dims import Batch, Feat, Hidden
+from tensorplay.dims import Batch, Classes, Feat, Hidden
 
 One = Literal[1]
 
@@ -69,6 +69,13 @@ def methods(x: Tensor[Batch, Feat]) -> Tensor[Batch, Feat]:
     return x - x.amax(-1, keepdim=True)
 
 
+def one_hot(labels: Tensor[Batch], c: Classes) -> Tensor[Batch, Classes]:
+    hot = tp.nn.functional.one_hot(labels, c)
+    assert_type(hot, Tensor[Batch, Classes])
+    assert_type(tp.nn.functional.one_hot(labels), Tensor[Batch, int])
+    return hot
+
+
 def main() -> None:
     tp.manual_seed(0)
     b, f, h = Batch(4), Feat(3), Hidden(5)
@@ -77,3 +84,5 @@ def main() -> None:
     assert tuple(methods(x).shape) == (4, 3)
     assert tuple(tp.max(x, -1).values.shape) == (4,)
     assert tuple(tp.einsum("bf,fh->bh", x, w).shape) == (4, 5)
+    labels: Tensor[Batch] = tp.tensor([0, 2, 1, 2])
+    assert one_hot(labels, Classes(3)).tolist() == [[1, 0, 0], [0, 0, 1], [0, 1, 0], [0, 0, 1]]
