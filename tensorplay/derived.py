@@ -236,7 +236,9 @@ def isclose(ops: Interpreter, a: AnyTensor, b: Any, rtol: float, atol: float, eq
         if rtol == 0 and atol == 0:
             return ops.eq(a, b)
         a = ops.cast(a, dtype="float32")
-        b = ops.cast(b, dtype="float32") if isinstance(b, _tensor_module.Tensor) else float(b)
+        b = ops.cast(b, dtype="float32") if isinstance(b, _tensor_module.Tensor) else b
+    if not isinstance(b, _tensor_module.Tensor):  # a Python number: a 0-d tensor of a's dtype
+        b = ops.full(shape=(), value=b, dtype=a.dtype.name)
     close = ops.eq(a, b)
     if equal_nan:
         close = ops.logical_or(close, ops.logical_and(ops.ne(a, a), ops.ne(b, b)))

@@ -286,6 +286,10 @@ def test_masked_fill_nan_to_num_isclose_allclose_match_pytorch() -> None:
         assert tp.allclose(tp.tensor(a[[0, 3]]), tp.tensor(b[[0, 3]]), **kwargs) == torch.allclose(
             torch.tensor(a[[0, 3]]), torch.tensor(b[[0, 3]]), **kwargs)
     assert tp.tensor([1, 2]).allclose(tp.tensor([1, 2])) and not tp.tensor([1, 2]).allclose(tp.tensor([1, 3]))
+    for other in (1.0, float("nan"), float("inf")):  # a Python number on the right
+        for kwargs in ({}, {"equal_nan": True}):
+            same(tp.tensor(a).isclose(other, **kwargs), torch.tensor(a).isclose(torch.tensor(other, dtype=torch.float64),
+                                                                            **kwargs))
     with pytest.raises(tp.DTypeError, match="same dtype"):
         tp.isclose(tp.ones(2), tp.ones(2, dtype=tp.float64))
 
