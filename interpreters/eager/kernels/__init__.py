@@ -9,12 +9,15 @@ and zero-size results return without running a kernel.
 
 Importing this package does not import numba: the jitted kernels live in
 ``_numba_kernels`` and are imported, and compiled (or loaded from numba's cache),
-on first use.
+on first use. How many threads kernels and BLAS use is decided in one place,
+:mod:`.threads` (``TP_NUM_THREADS``); :mod:`.allocator` keeps glibc from returning
+the large temporaries of every step to the kernel (``TP_MALLOC_TUNING=0`` disables it).
 """
 
 from __future__ import annotations
 
-from ._support import num_threads, set_num_threads
+from . import allocator
+from .threads import apply_environment, num_threads, set_num_threads
 from .sdpa import attention
 from .convolution import conv, conv_transpose, conv_weight_grad
 from .indexing import gather, scatter_add
@@ -23,6 +26,9 @@ from .pool import (avg_pool, avg_pool_backward, max_pool, max_pool_backward, max
                    smooth_max_pool, smooth_max_pool_backward)
 from .randomness import random_normal, random_randint, random_uniform
 from .rows import gelu, layer_norm, log_softmax, softmax
+
+apply_environment()
+allocator.tune()
 
 __all__ = [
     "attention",

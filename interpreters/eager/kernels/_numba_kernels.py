@@ -754,14 +754,14 @@ def _im2col_walk(img: Any, cols: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: An
                  pd: Any, ph: Any, pw: Any, dd: Any, dh: Any, dw: Any,
                  od: Any, oh: Any, ow: Any, start: Any, stop: Any, adjoint: Any) -> None:
     """The walk over every (column row, output position) pair of ``img[N, C, D, H, W]``, samples
-    ``[start, stop)``: ``adjoint`` false fills ``cols`` from ``img`` (zeros outside it); true adds the
-    columns into ``img``. ``adjoint`` is a compile-time constant (``literally``): each direction compiles
-    to its own loops."""
+    ``[start, stop)``, with the wide column layout ``cols[C*K, N, L]`` (row ``c*K + tap``, then
+    sample, then output position): ``adjoint`` false fills ``cols`` from ``img`` (zeros outside it);
+    true adds the columns into ``img``. ``adjoint`` is a compile-time constant (``literally``): each
+    direction compiles to its own loops."""
     literally(adjoint)
-    c_in, d_in, h_in, w_in = img.shape[1], img.shape[2], img.shape[3], img.shape[4]
+    n_all, c_in, d_in, h_in, w_in = img.shape[0], img.shape[1], img.shape[2], img.shape[3], img.shape[4]
     imf = img.reshape(-1)
     cf = cols.reshape(-1)
-    kk = kd * kh * kw
     ll = od * oh * ow
     plane = d_in * h_in * w_in
     for n in range(start, stop):
@@ -773,7 +773,7 @@ def _im2col_walk(img: Any, cols: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: An
                     j0, j1 = _valid_range(yoff, sh, oh, h_in)
                     for e in range(kw):
                         row = ((c * kd + a) * kh + b) * kw + e
-                        cbase = (n * c_in * kk + row) * ll
+                        cbase = (row * n_all + n) * ll
                         xoff = e * dw - pw
                         k0, k1 = _valid_range(xoff, sw, ow, w_in)
                         for i in range(od):
@@ -825,7 +825,7 @@ def _im2col_walk(img: Any, cols: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: An
 def im2col(x: Any, cols: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
            pd: Any, ph: Any, pw: Any, dd: Any, dh: Any, dw: Any,
            od: Any, oh: Any, ow: Any, start: Any, stop: Any) -> None:
-    """Fill ``cols[N, C*kd*kh*kw, od*oh*ow]`` from ``x[N, C, D, H, W]`` for samples ``[start, stop)``."""
+    """Fill ``cols[C*kd*kh*kw, N, od*oh*ow]`` from ``x[N, C, D, H, W]`` for samples ``[start, stop)``."""
     _im2col_walk(x, cols, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, od, oh, ow, start, stop, False)
 
 
@@ -833,9 +833,76 @@ def im2col(x: Any, cols: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: A
 def col2im(cols: Any, out: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
            pd: Any, ph: Any, pw: Any, dd: Any, dh: Any, dw: Any,
            od: Any, oh: Any, ow: Any, start: Any, stop: Any) -> None:
-    """The adjoint of :func:`im2col`: ``out[N, C, D, H, W]`` (zeroed) += the columns, samples
-    ``[start, stop)``."""
+    """The adjoint of :func:`im2col`: ``out[N, C, D, H, W]`` (zeroed) += the columns
+    ``cols[C*K, N, L]``, samples ``[start, stop)``."""
     _im2col_walk(out, cols, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, od, oh, ow, start, stop, True)
+
+
+# ---- stride-1 convolution on flattened planes -------------------------------------------------------
+# A stride-1 convolution reads, for kernel tap t, the input at a fixed offset off[t] from each output
+# position when both are numbered on the (zero-padded) input plane flattened: output (i, j, k) is
+# position q = (i*Hp + j)*Wp + k, and tap t reads plane[off[t] + q]. So over q in [0, Lw) (Lw up to
+# the last output position) every tap is one contiguous, vectorisable pass. The positions q that
+# are not outputs (k >= ow: a row's tail, the rows j >= oh of a 3-d plane) are *gaps*: computed and
+# dropped in the forward; set to exactly 0 wherever they would be summed (so no 0 * inf).
+
+
+@jit
+def zero_gaps(buf: Any, od: Any, oh: Any, ow: Any, hp: Any, wp: Any) -> None:
+    """Set the gap positions of every row of ``buf[R, Lw]`` (wide output positions) to 0."""
+    lw = buf.shape[1]
+    for r in range(buf.shape[0]):
+        row = buf[r]
+        for i in range(od):
+            for j in range(hp):
+                base = (i * hp + j) * wp
+                first = ow if j < oh else 0
+                last = min(base + wp, lw)
+                for q in range(base + first, last):
+                    row[q] = 0
+
+
+@jit
+def _wide_to_grid(wide: Any, grid: Any, hp: Any, wp: Any) -> None:
+    """``grid[i, j, k] = wide[(i*hp + j)*wp + k]`` for a grid ``[od, oh, ow]``."""
+    od, oh, ow = grid.shape[0], grid.shape[1], grid.shape[2]
+    for i in range(od):
+        for j in range(oh):
+            src = wide[(i * hp + j) * wp:(i * hp + j) * wp + ow]
+            dst = grid[i, j]
+            for k in range(ow):
+                dst[k] = src[k]
+
+
+@jit
+def _grid_to_wide(grid: Any, wide: Any, hp: Any, wp: Any) -> None:
+    """``wide[(i*hp + j)*wp + k] = grid[i, j, k]``, gaps 0."""
+    od, oh, ow = grid.shape[0], grid.shape[1], grid.shape[2]
+    for q in range(wide.shape[0]):
+        wide[q] = 0
+    for i in range(od):
+        for j in range(oh):
+            dst = wide[(i * hp + j) * wp:(i * hp + j) * wp + ow]
+            src = grid[i, j]
+            for k in range(ow):
+                dst[k] = src[k]
+
+
+@jit
+def wide_to_grid(wide: Any, grid: Any, hp: Any, wp: Any) -> None:
+    """``grid[n, c] = `` the output positions of ``wide[c, n]``: ``wide[C, N, Lw] -> grid[N, C, od, oh, ow]``."""
+    for c in range(wide.shape[0]):
+        for n in range(wide.shape[1]):
+            _wide_to_grid(wide[c, n], grid[n, c], hp, wp)
+
+
+@jit
+def grid_to_wide(grid: Any, wide: Any, hp: Any, wp: Any) -> None:
+    """``wide[c, n]`` = ``grid[n, c]`` at the output positions, 0 in the gaps:
+    ``grid[N, C, od, oh, ow] -> wide[C, N, Lw]``."""
+    for c in range(wide.shape[0]):
+        for n in range(wide.shape[1]):
+            _grid_to_wide(grid[n, c], wide[c, n], hp, wp)
 
 
 # ---- scatter_add ------------------------------------------------------------------------------

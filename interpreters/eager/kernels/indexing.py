@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ._support import Array, nb, normalize_axis, parallel_for
+from ._support import Array, nb, normalize_axis
+from .threads import parallel_for
 
 
 def _indices(name: str, indices: Array, n: int, axis: int) -> Array:

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ._support import Array, as_float, float_dtype, nb, split_call
+from ._support import Array, as_float, float_dtype, nb
+from .threads import split_call
 
 Geometry = tuple[tuple[int, int, int], tuple[int, int, int], tuple[int, int, int]]
 
