@@ -17,6 +17,10 @@ time tensorplay alone. With no module named, all run. Options:
                          waits; the wall clock is the default and the figure to quote;
 ``--only TEXT``          only the cases whose name contains TEXT (case-insensitive; ``|`` separates
                          alternatives);
+``--baseline DIR``       one more column, ``tensorplay@baseline``: tensorplay imported from another
+                         checkout DIR (e.g. ``git worktree add DIR main``; the current ``benchmarks``
+                         folder is copied into it), measured in alternation with the others: a
+                         before/after comparison that a change of load hits alike;
 ``--in-process``         the old mode, all libraries in this one process, interleaved: labelled as
                          such, since libraries sharing a process fight over the cores. Never quote it.
 """
@@ -30,7 +34,7 @@ import subprocess
 import sys
 from typing import Any
 
-from benchmarks.isolated import (THREAD_SETTINGS, default_libraries, describe_info, format_table,
+from benchmarks.isolated import (THREAD_SETTINGS, add_baseline, default_libraries, describe_info, format_table,
                                  geometric_mean_ratio, malloc_settings, measure_module, worker_env)
 
 COMPARISONS = ("training", "kernels", "dispatch", "memory", "func")
@@ -87,6 +91,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--quiet-wait", type=float, default=0.0)
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     parser.add_argument("--only", default=None)
+    parser.add_argument("--baseline", default=None)
     parser.add_argument("--in-process", action="store_true")
     args = parser.parse_args(argv)
     selected = args.modules or list(MODULES)
@@ -99,6 +104,8 @@ def main(argv: list[str]) -> int:
             _in_process(name, settings[0])
         return 0
     libraries = args.libraries.split(",") if args.libraries else default_libraries()
+    if args.baseline:
+        libraries.insert(1, add_baseline(args.baseline))
     print(f"python {sys.version.split()[0]}; {os.cpu_count()} cpus; load average "
           f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     print(malloc_settings())

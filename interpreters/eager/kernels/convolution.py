@@ -12,12 +12,13 @@ Two strategies:
   position ``q`` and kernel tap ``t`` read the input at ``q + offset[t]`` (see
   ``_numba_kernels``: the rows' tails are *gaps*, computed and dropped). So the columns of
   im2col are one contiguous copy per (channel, tap, sample): ``cols[C*K, samples*Lw]`` (``Lw``
-  wide positions per sample), built with a few numpy copies, and each group is **one** GEMM over a
+  wide positions per sample), built by contiguous copies, and each group is **one** GEMM over a
   whole block of samples: forward ``W[Cy, Cx*K] @ cols``, weight gradient ``Y^T @ cols^T``, input
   gradient ``W^T @ Y`` into columns then added back at the taps' offsets. A wide GEMM keeps BLAS
   near its peak and lets OpenBLAS use its threads (:mod:`.threads`); the price is converting
   between ``[samples, C, grid]`` and ``[C, samples, Lw]`` (one pass each way). Gaps are exactly 0
-  wherever they are summed, so non-finite inputs never leak into other entries.
+  wherever they are summed, so non-finite inputs never leak into other entries (they are zeroed
+  explicitly only when an operand holds inf or NaN: a finite value times a zero gap is already 0).
 * **Strided** (any stride above 1): a numba im2col walk writes the same ``cols[C*K, samples*L]``
   layout (no gaps), then the same wide GEMMs, and col2im for the input gradient.
 
@@ -184,16 +185,12 @@ def _unpad(cv: _Conv, planes: Array, out5: Array) -> None:
 
 def _taps_to_cols(cv: _Conv, planes: Array, cols: Array) -> None:
     """``cols[C, K, m, Lw]``: each tap's wide positions of the flat ``planes[m, C, P]``."""
-    lw = cv.wide
-    for t, off in enumerate(cv.offsets()):
-        np.copyto(cols[:, t], planes[:, :, off:off + lw].transpose(1, 0, 2))
+    nb().taps_to_cols(planes, cv.offsets(), cols)
 
 
 def _cols_to_taps(cv: _Conv, cols: Array, planes: Array) -> None:
     """The adjoint of :func:`_taps_to_cols`: ``planes[m, C, P] +=`` each tap's columns at its offset."""
-    lw = cv.wide
-    for t, off in enumerate(cv.offsets()):
-        planes[:, :, off:off + lw] += cols[:, t].transpose(1, 0, 2)
+    nb().cols_to_taps(cols, cv.offsets(), planes)
 
 
 def _zero_gaps(cv: _Conv, wide: Array) -> None:
@@ -221,11 +218,20 @@ def _columns_to_small(cv: _Conv, cols: Array, y5: Array) -> None:
         np.copyto(y5.reshape(y5.shape[0], cv.cy, -1), cols.transpose(1, 0, 2))
 
 
-def _im2col(cv: _Conv, x5: Array, cols: Array) -> None:
-    """``cols[Cx*K, m, columns]`` from ``x5[m, Cx, D, H, W]`` (stride 1: the flat taps, gaps 0)."""
+def _all_finite(a: Array) -> bool:
+    """Whether every element of ``a`` is finite (one reduction; an overflowing sum of finite values
+    answers False, which only costs the caller its exact fallback)."""
+    return math.isfinite(float(np.add.reduce(a, axis=None)))
+
+
+def _im2col(cv: _Conv, x5: Array, cols: Array, finite: bool) -> None:
+    """``cols[Cx*K, m, columns]`` from ``x5[m, Cx, D, H, W]`` (stride 1: the flat taps; their gaps
+    hold input values, set to 0 unless ``finite``: a finite value times the other operand's zero
+    gap adds exactly 0)."""
     if cv.stride1:
         _taps_to_cols(cv, _padded_planes(cv, x5, slot=2), cols.reshape(cv.cx, cv.taps, x5.shape[0], -1))
-        _zero_gaps(cv, cols)
+        if not finite:
+            _zero_gaps(cv, cols)
     else:
         nb().im2col(x5, cols, *cv.k, *cv.s, *cv.p, *cv.d, *cv.small, 0, x5.shape[0])
 
@@ -238,10 +244,7 @@ def _forward(cv: _Conv, x5: Array, w: Array, y5: Array) -> None:
     for n0, n1 in cv.blocks(x5.dtype.itemsize):
         m = n1 - n0
         cols = scratch((cv.cx * cv.taps, m, cv.columns), x5.dtype, slot=0)
-        if cv.stride1:  # the forward drops the gaps: no need to zero them
-            _taps_to_cols(cv, _padded_planes(cv, x5[n0:n1], slot=2), cols.reshape(cv.cx, cv.taps, m, -1))
-        else:
-            _im2col(cv, x5[n0:n1], cols)
+        _im2col(cv, x5[n0:n1], cols, finite=True)  # the forward drops the gaps: no need to zero them
         y = scratch((cv.groups, cv.cyg, m * cv.columns), x5.dtype, slot=1)
         with cv.gemm_context(m), np.errstate(all="ignore"):
             np.matmul(wg, cols.reshape(cv.groups, cv.cxg * cv.taps, m * cv.columns), out=y)
@@ -257,6 +260,7 @@ def _input_grad(cv: _Conv, y5: Array, w: Array, x5: Array) -> None:
     else:
         planes = x5.reshape(cv.n, cv.cx, -1)
     wt = w.reshape(cv.groups, cv.cyg, cv.cxg * cv.taps).transpose(0, 2, 1)  # [g, Cx/g*K, Cy/g]
+    w_finite = cv.stride1 and _all_finite(w)
     for n0, n1 in cv.blocks(x5.dtype.itemsize):
         m = n1 - n0
         ycols = _small_to_columns(cv, y5[n0:n1], slot=1)
@@ -265,7 +269,8 @@ def _input_grad(cv: _Conv, y5: Array, w: Array, x5: Array) -> None:
             np.matmul(wt, ycols.reshape(cv.groups, cv.cyg, m * cv.columns),
                       out=cols.reshape(cv.groups, cv.cxg * cv.taps, m * cv.columns))
         if cv.stride1:
-            _zero_gaps(cv, cols)  # 0, unless w holds inf or NaN
+            if not w_finite:  # the gaps are W^T @ 0: exactly 0 unless w holds inf or NaN
+                _zero_gaps(cv, cols)
             _cols_to_taps(cv, cols.reshape(cv.cx, cv.taps, m, -1), planes[n0:n1])
         else:
             nb().col2im(cols, x5[n0:n1], *cv.k, *cv.s, *cv.p, *cv.d, *cv.small, 0, m)
@@ -278,10 +283,11 @@ def _weight_grad(cv: _Conv, x5: Array, y5: Array) -> Array:
     dt = x5.dtype
     acc = np.zeros((cv.groups, cv.cyg, cv.cxg * cv.taps), dt)
     part = np.empty_like(acc)
+    x_finite = cv.stride1 and _all_finite(x5)
     for n0, n1 in cv.blocks(dt.itemsize):
         m = n1 - n0
         cols = scratch((cv.cx * cv.taps, m, cv.columns), dt, slot=0)
-        _im2col(cv, x5[n0:n1], cols)
+        _im2col(cv, x5[n0:n1], cols, x_finite)
         ycols = _small_to_columns(cv, y5[n0:n1], slot=1)
         with cv.gemm_context(m), np.errstate(all="ignore"):
             np.matmul(ycols.reshape(cv.groups, cv.cyg, m * cv.columns),
