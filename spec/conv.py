@@ -58,7 +58,7 @@ def _conv_spatial(prim: str, x: Aval, kernel: tuple[Any, ...], s: tuple[int, ...
     return tuple(out)
 
 
-def conv_rule(x: Aval, w: Aval, *, stride: tuple[int, ...], padding: tuple[int, ...],
+def conv_nd_rule(x: Aval, w: Aval, *, stride: tuple[int, ...], padding: tuple[int, ...],
               dilation: tuple[int, ...], groups: int) -> Aval:
     """``x[N, C, *in], w[O, C/groups, *k] -> [N, O, *out]``, ``out = (in + 2p - d(k-1) - 1)//s + 1``.
 
@@ -67,21 +67,21 @@ def conv_rule(x: Aval, w: Aval, *, stride: tuple[int, ...], padding: tuple[int, 
     ``w.shape[1] * groups == C``, the dilated kernel fitting the padded input; float dtypes.
     """
     context = f"x: {fmt_shape(x.shape)}, w: {fmt_shape(w.shape)}"
-    n = spatial_rank("conv", "x", tuple(x.shape), context)
-    _check_rank_like("conv", "w", w, x, "[O, C/groups, *kernel]", context)
-    s = int_tuple("conv", "stride", stride, n, context, minimum=1)
-    p = int_tuple("conv", "padding", padding, n, context, minimum=0)
-    d = int_tuple("conv", "dilation", dilation, n, context, minimum=1)
-    g = positive_int("conv", "groups", groups, context)
-    dtype = float_result("conv", [("x", x), ("w", w)], context)
+    n = spatial_rank("conv_nd", "x", tuple(x.shape), context)
+    _check_rank_like("conv_nd", "w", w, x, "[O, C/groups, *kernel]", context)
+    s = int_tuple("conv_nd", "stride", stride, n, context, minimum=1)
+    p = int_tuple("conv_nd", "padding", padding, n, context, minimum=0)
+    d = int_tuple("conv_nd", "dilation", dilation, n, context, minimum=1)
+    g = positive_int("conv_nd", "groups", groups, context)
+    dtype = float_result("conv_nd", [("x", x), ("w", w)], context)
     channels, out_channels, per_group = x.shape[1], w.shape[0], w.shape[1]
-    _check_divisible("conv", "input channels C =", channels, g, context)
-    _check_divisible("conv", "output channels O = w.shape[0] =", out_channels, g, context)
+    _check_divisible("conv_nd", "input channels C =", channels, g, context)
+    _check_divisible("conv_nd", "output channels O = w.shape[0] =", out_channels, g, context)
     if known(channels, per_group) and per_group * g != channels:
         raise ShapeError(
-            f"conv: w.shape[1] must be C/groups = {channels}/{g} = {channels // g}, got {per_group} "
+            f"conv_nd: w.shape[1] must be C/groups = {channels}/{g} = {channels // g}, got {per_group} "
             f"({context}, groups {g})")
-    out = _conv_spatial("conv", x, tuple(w.shape[2:]), s, p, d, context)
+    out = _conv_spatial("conv_nd", x, tuple(w.shape[2:]), s, p, d, context)
     return Aval((x.shape[0], out_channels) + out, dtype)
 
 
@@ -98,10 +98,10 @@ def _zero_pad(x: Array, p: tuple[int, ...]) -> Array:
     return padded
 
 
-def conv_ref(x: object, w: object, *, stride: tuple[int, ...], padding: tuple[int, ...],
+def conv_nd_ref(x: object, w: object, *, stride: tuple[int, ...], padding: tuple[int, ...],
              dilation: tuple[int, ...], groups: int) -> Array:
     """``out[n, o, q] = sum_{c in group(o), j} x_pad[n, c, q*s + j*d] * w[o, c, j]``."""
-    out = conv_rule(aval_of("conv", "x", x), aval_of("conv", "w", w), stride=stride, padding=padding,
+    out = conv_nd_rule(aval_of("conv_nd", "x", x), aval_of("conv_nd", "w", w), stride=stride, padding=padding,
                     dilation=dilation, groups=groups)
     xa, wa = np.asarray(x, dtype=np.float64), np.asarray(w, dtype=np.float64)
     cg, og = xa.shape[1] // groups, wa.shape[0] // groups
@@ -117,7 +117,7 @@ def conv_ref(x: object, w: object, *, stride: tuple[int, ...], padding: tuple[in
     return finish(result, out)
 
 
-def conv_transpose_rule(x: Aval, w: Aval, *, stride: tuple[int, ...], padding: tuple[int, ...],
+def conv_transpose_nd_rule(x: Aval, w: Aval, *, stride: tuple[int, ...], padding: tuple[int, ...],
                         output_padding: tuple[int, ...], dilation: tuple[int, ...], groups: int) -> Aval:
     """``x[N, C, *in], w[C, O/groups, *k] -> [N, O, *out]``,
     ``out = (in-1)s - 2p + d(k-1) + output_padding + 1``.
@@ -126,43 +126,43 @@ def conv_transpose_rule(x: Aval, w: Aval, *, stride: tuple[int, ...], padding: t
     and a non-negative output size.
     """
     context = f"x: {fmt_shape(x.shape)}, w: {fmt_shape(w.shape)}"
-    n = spatial_rank("conv_transpose", "x", tuple(x.shape), context)
-    _check_rank_like("conv_transpose", "w", w, x, "[C, O/groups, *kernel]", context)
-    s = int_tuple("conv_transpose", "stride", stride, n, context, minimum=1)
-    p = int_tuple("conv_transpose", "padding", padding, n, context, minimum=0)
-    op = int_tuple("conv_transpose", "output_padding", output_padding, n, context, minimum=0)
-    d = int_tuple("conv_transpose", "dilation", dilation, n, context, minimum=1)
-    g = positive_int("conv_transpose", "groups", groups, context)
-    dtype = float_result("conv_transpose", [("x", x), ("w", w)], context)
+    n = spatial_rank("conv_transpose_nd", "x", tuple(x.shape), context)
+    _check_rank_like("conv_transpose_nd", "w", w, x, "[C, O/groups, *kernel]", context)
+    s = int_tuple("conv_transpose_nd", "stride", stride, n, context, minimum=1)
+    p = int_tuple("conv_transpose_nd", "padding", padding, n, context, minimum=0)
+    op = int_tuple("conv_transpose_nd", "output_padding", output_padding, n, context, minimum=0)
+    d = int_tuple("conv_transpose_nd", "dilation", dilation, n, context, minimum=1)
+    g = positive_int("conv_transpose_nd", "groups", groups, context)
+    dtype = float_result("conv_transpose_nd", [("x", x), ("w", w)], context)
     channels = x.shape[1]
     if known(channels, w.shape[0]) and channels != w.shape[0]:
         raise ShapeError(
-            f"conv_transpose: w.shape[0] must equal the input channels C = {channels} "
+            f"conv_transpose_nd: w.shape[0] must equal the input channels C = {channels} "
             f"(w is [C, O/groups, *kernel]), got {w.shape[0]} ({context})")
-    _check_divisible("conv_transpose", "input channels C =", channels, g, context)
+    _check_divisible("conv_transpose_nd", "input channels C =", channels, g, context)
     out = []
     for i, (size, k) in enumerate(zip(x.shape[2:], w.shape[2:])):
         if is_known(k) and k < 1:
-            raise ShapeError(f"conv_transpose: kernel size must be positive, got {k} on spatial axis {i} ({context})")
+            raise ShapeError(f"conv_transpose_nd: kernel size must be positive, got {k} on spatial axis {i} ({context})")
         if op[i] >= max(s[i], d[i]):
             raise ShapeError(
-                f"conv_transpose: output_padding {op[i]} on spatial axis {i} must be smaller than "
+                f"conv_transpose_nd: output_padding {op[i]} on spatial axis {i} must be smaller than "
                 f"max(stride, dilation) = {max(s[i], d[i])} ({context}, stride {fmt_tuple(s)}, "
                 f"dilation {fmt_tuple(d)}, output_padding {fmt_tuple(op)})")
         size_out = conv_transpose_out_size(size, k, s[i], p[i], op[i], d[i])
         if is_known(size_out) and size_out < 0:
             raise ShapeError(
-                f"conv_transpose: output size {size_out} on spatial axis {i} is negative "
+                f"conv_transpose_nd: output size {size_out} on spatial axis {i} is negative "
                 f"({context}, padding {fmt_tuple(p)})")
         out.append(size_out)
     return Aval((x.shape[0], w.shape[1] * g) + tuple(out), dtype)
 
 
-def conv_transpose_ref(x: object, w: object, *, stride: tuple[int, ...], padding: tuple[int, ...],
+def conv_transpose_nd_ref(x: object, w: object, *, stride: tuple[int, ...], padding: tuple[int, ...],
                        output_padding: tuple[int, ...], dilation: tuple[int, ...], groups: int) -> Array:
     """Scatter form: ``x[n, c, i] * w[c, o, j]`` lands on output ``i*s + j*d - p`` (dropped when
     outside); ``output_padding`` only extends the output at the end."""
-    out = conv_transpose_rule(aval_of("conv_transpose", "x", x), aval_of("conv_transpose", "w", w),
+    out = conv_transpose_nd_rule(aval_of("conv_transpose_nd", "x", x), aval_of("conv_transpose_nd", "w", w),
                               stride=stride, padding=padding, output_padding=output_padding,
                               dilation=dilation, groups=groups)
     xa, wa = np.asarray(x, dtype=np.float64), np.asarray(w, dtype=np.float64)
@@ -184,36 +184,36 @@ def conv_transpose_ref(x: object, w: object, *, stride: tuple[int, ...], padding
     return finish(buf[(slice(None), slice(None)) + crop], out)
 
 
-def conv_weight_grad_rule(x: Aval, g: Aval, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
+def conv_weight_grad_nd_rule(x: Aval, g: Aval, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
                           padding: tuple[int, ...], dilation: tuple[int, ...], groups: int) -> Aval:
     """``x[N, C, *in], g[N, O, *out] -> [O, C/groups, *kernel_size]`` where ``g`` has exactly the
     shape ``conv`` gives for ``x`` with a ``[O, C/groups, *kernel_size]`` weight."""
     context = f"x: {fmt_shape(x.shape)}, g: {fmt_shape(g.shape)}"
-    n = spatial_rank("conv_weight_grad", "x", tuple(x.shape), context)
-    _check_rank_like("conv_weight_grad", "g", g, x, "[N, O, *out]", context)
-    k = int_tuple("conv_weight_grad", "kernel_size", kernel_size, n, context, minimum=1)
-    s = int_tuple("conv_weight_grad", "stride", stride, n, context, minimum=1)
-    p = int_tuple("conv_weight_grad", "padding", padding, n, context, minimum=0)
-    d = int_tuple("conv_weight_grad", "dilation", dilation, n, context, minimum=1)
-    grp = positive_int("conv_weight_grad", "groups", groups, context)
-    dtype = float_result("conv_weight_grad", [("x", x), ("g", g)], context)
+    n = spatial_rank("conv_weight_grad_nd", "x", tuple(x.shape), context)
+    _check_rank_like("conv_weight_grad_nd", "g", g, x, "[N, O, *out]", context)
+    k = int_tuple("conv_weight_grad_nd", "kernel_size", kernel_size, n, context, minimum=1)
+    s = int_tuple("conv_weight_grad_nd", "stride", stride, n, context, minimum=1)
+    p = int_tuple("conv_weight_grad_nd", "padding", padding, n, context, minimum=0)
+    d = int_tuple("conv_weight_grad_nd", "dilation", dilation, n, context, minimum=1)
+    grp = positive_int("conv_weight_grad_nd", "groups", groups, context)
+    dtype = float_result("conv_weight_grad_nd", [("x", x), ("g", g)], context)
     channels, out_channels = x.shape[1], g.shape[1]
-    _check_divisible("conv_weight_grad", "input channels C =", channels, grp, context)
-    _check_divisible("conv_weight_grad", "output channels O = g.shape[1] =", out_channels, grp, context)
-    out = _conv_spatial("conv_weight_grad", x, k, s, p, d, context)
+    _check_divisible("conv_weight_grad_nd", "input channels C =", channels, grp, context)
+    _check_divisible("conv_weight_grad_nd", "output channels O = g.shape[1] =", out_channels, grp, context)
+    out = _conv_spatial("conv_weight_grad_nd", x, k, s, p, d, context)
     expected = (x.shape[0], out_channels) + out
     if any(known(a, b) and a != b for a, b in zip(expected, g.shape)):
         raise ShapeError(
-            f"conv_weight_grad: g must have the conv output shape {fmt_shape(expected)}, "
+            f"conv_weight_grad_nd: g must have the conv_nd output shape {fmt_shape(expected)}, "
             f"got {fmt_shape(g.shape)} ({context}, kernel_size {fmt_tuple(k)}, stride {fmt_tuple(s)}, "
             f"padding {fmt_tuple(p)}, dilation {fmt_tuple(d)})")
     return Aval((out_channels, channels // grp) + k, dtype)
 
 
-def conv_weight_grad_ref(x: object, g: object, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
+def conv_weight_grad_nd_ref(x: object, g: object, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
                          padding: tuple[int, ...], dilation: tuple[int, ...], groups: int) -> Array:
     """``dw[o, c, j] = sum_{n, q} g[n, o, q] * x_pad[n, group(o)*C/groups + c, q*s + j*d]``."""
-    out = conv_weight_grad_rule(aval_of("conv_weight_grad", "x", x), aval_of("conv_weight_grad", "g", g),
+    out = conv_weight_grad_nd_rule(aval_of("conv_weight_grad_nd", "x", x), aval_of("conv_weight_grad_nd", "g", g),
                                 kernel_size=kernel_size, stride=stride, padding=padding,
                                 dilation=dilation, groups=groups)
     xa, ga = np.asarray(x, dtype=np.float64), np.asarray(g, dtype=np.float64)

@@ -26,6 +26,7 @@ from .aval import Aval
 from .dtypes import DEFAULT_FLOAT, is_float, result_type
 from .errors import DTypeError
 from .shapes import Array, as_array, aval_of, broadcast_shapes, finish, fmt_aval, strong
+from .table import PRIMITIVES, Primitive
 
 UnaryRule = Callable[[Aval], Aval]
 UnaryRef = Callable[[object], Array]
@@ -34,26 +35,24 @@ BinaryRef = Callable[[object, object], Array]
 
 # ---- unary ------------------------------------------------------------------------------------
 
-_KEEP_NUMERIC = ("neg", "abs", "relu", "floor", "ceil")
-_TO_FLOAT = ("exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "erf")
-
-
 def unary_dtype(prim: str, x: Aval) -> str:
-    """The result dtype of unary ``prim`` on ``x`` (see the module docstring)."""
+    """The result dtype of unary ``prim`` on ``x``: the table's dtype rule (:data:`.table.DTYPE_RULES`)."""
     dtype = strong(x.dtype)
-    if prim == "logical_not":
+    policy = PRIMITIVES[prim].dtypes
+    if policy == "to_bool":
         return "bool"
-    if prim in _KEEP_NUMERIC:
+    if policy == "keep_numeric":
         if dtype == "bool":
             raise DTypeError(f"{prim}: x must be an int or float tensor, got bool (x: {fmt_aval(x)})")
         return dtype
-    if prim in _TO_FLOAT:
+    if policy == "to_float":
         return dtype if is_float(dtype) else DEFAULT_FLOAT
-    if prim == "gelu":
+    if policy == "float_only":
         if not is_float(dtype):
             raise DTypeError(f"{prim}: x must be a float tensor, got {dtype} (x: {fmt_aval(x)})")
         return dtype
-    return dtype  # sign
+    assert policy == "keep", (prim, policy)
+    return dtype
 
 
 def _sigmoid(x: Array) -> Array:
@@ -84,6 +83,7 @@ _UNARY_FN: dict[str, Callable[[Array], Array]] = {
     "rsqrt": lambda x: 1.0 / np.sqrt(x),
     "sin": np.sin,
     "cos": np.cos,
+    "tan": np.tan,
     "tanh": np.tanh,
     "sigmoid": _sigmoid,
     "relu": lambda x: np.maximum(x, np.zeros((), x.dtype)),  # NaN propagates
@@ -94,7 +94,7 @@ _UNARY_FN: dict[str, Callable[[Array], Array]] = {
 }
 
 
-def _make_unary(prim: str, doc: str) -> tuple[UnaryRule, UnaryRef]:
+def _make_unary(prim: str) -> tuple[UnaryRule, UnaryRef]:
     def rule(x: Aval) -> Aval:
         return Aval(tuple(x.shape), unary_dtype(prim, x))
 
@@ -113,29 +113,10 @@ def _make_unary(prim: str, doc: str) -> tuple[UnaryRule, UnaryRef]:
 
     rule.__name__ = rule.__qualname__ = f"{prim}_rule"
     reference.__name__ = reference.__qualname__ = f"{prim}_ref"
-    rule.__doc__ = f"Shape rule of ``{prim}`` ({doc}): ``x[*S] -> [*S]``; dtype per the module docstring."
-    reference.__doc__ = f"Reference of ``{prim}``: {doc}."
+    rule.__doc__ = f"Shape rule of ``{prim}``: ``x[*S] -> [*S]``; the dtype follows the table's dtype rule."
+    reference.__doc__ = f"Reference of ``{prim}``: numpy's meaning, computed in the result dtype."
     return rule, reference
 
-
-neg_rule, neg_ref = _make_unary("neg", "-x")
-abs_rule, abs_ref = _make_unary("abs", "|x|")
-sign_rule, sign_ref = _make_unary("sign", "-1, 0 or 1; NaN stays NaN")
-exp_rule, exp_ref = _make_unary("exp", "e**x")
-log_rule, log_ref = _make_unary("log", "natural log; log(0) = -inf, negative gives NaN")
-log1p_rule, log1p_ref = _make_unary("log1p", "log(1 + x)")
-expm1_rule, expm1_ref = _make_unary("expm1", "exp(x) - 1")
-sqrt_rule, sqrt_ref = _make_unary("sqrt", "square root; negative gives NaN")
-rsqrt_rule, rsqrt_ref = _make_unary("rsqrt", "1 / sqrt(x)")
-sin_rule, sin_ref = _make_unary("sin", "sine")
-cos_rule, cos_ref = _make_unary("cos", "cosine")
-tanh_rule, tanh_ref = _make_unary("tanh", "hyperbolic tangent")
-sigmoid_rule, sigmoid_ref = _make_unary("sigmoid", "1 / (1 + exp(-x)) without overflow")
-relu_rule, relu_ref = _make_unary("relu", "max(x, 0); NaN stays NaN")
-erf_rule, erf_ref = _make_unary("erf", "the error function")
-floor_rule, floor_ref = _make_unary("floor", "round down; ints unchanged")
-ceil_rule, ceil_ref = _make_unary("ceil", "round up; ints unchanged")
-logical_not_rule, logical_not_ref = _make_unary("logical_not", "boolean not (non-zero is true)")
 
 _GELU_FORMS = ("none", "tanh")
 
@@ -163,16 +144,14 @@ def gelu_ref(x: object, *, approximate: str = "none") -> Array:
 
 # ---- binary -----------------------------------------------------------------------------------
 
-_ARITH = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
-_COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
-_LOGIC = ("logical_and", "logical_or")
 _FLOAT_NAMES = ("float32", "float64")
 _WEAK_NUMBERS = ("weak_int", "weak_float")
 
 
 def binary_dtype(prim: str, x: Aval, y: Aval) -> str:
-    """The result dtype of binary ``prim`` (see the module docstring)."""
-    if prim in _COMPARE or prim in _LOGIC:
+    """The result dtype of binary ``prim``: the table's dtype rule (:data:`.table.DTYPE_RULES`)."""
+    policy = PRIMITIVES[prim].dtypes
+    if policy in ("compare", "logical"):
         return "bool"
     # fast paths: a float tensor with the same float dtype or a numeric Python scalar
     if x.dtype in _FLOAT_NAMES and (y.dtype == x.dtype or y.dtype in _WEAK_NUMBERS):
@@ -180,20 +159,20 @@ def binary_dtype(prim: str, x: Aval, y: Aval) -> str:
     if y.dtype in _FLOAT_NAMES and x.dtype in _WEAK_NUMBERS:
         return y.dtype
     dtype = result_type([x.dtype, y.dtype])
-    if prim == "sub" and ("bool" in (strong(x.dtype), strong(y.dtype))):
+    if policy == "promote_no_bool" and ("bool" in (strong(x.dtype), strong(y.dtype))):
         raise DTypeError(
-            f"sub: bool operands are not supported (x: {fmt_aval(x)}, y: {fmt_aval(y)}); "
+            f"{prim}: bool operands are not supported (x: {fmt_aval(x)}, y: {fmt_aval(y)}); "
             "use logical_not or logical ops on masks")
-    if prim == "pow" and dtype == "bool":
-        raise DTypeError(f"pow: bool ** bool is not supported (x: {fmt_aval(x)}, y: {fmt_aval(y)})")
-    if prim == "div" and not is_float(dtype):
+    if policy == "promote_not_bool" and dtype == "bool":
+        raise DTypeError(f"{prim}: a bool result is not supported (x: {fmt_aval(x)}, y: {fmt_aval(y)})")
+    if policy == "promote_to_float" and not is_float(dtype):
         return DEFAULT_FLOAT
     return dtype
 
 
 def _compute_dtype(prim: str, x: Aval, y: Aval) -> str:
     """The dtype both operands are cast to before the operation."""
-    if prim in _COMPARE:
+    if PRIMITIVES[prim].dtypes == "compare":
         return result_type([x.dtype, y.dtype])
     return binary_dtype(prim, x, y)
 
@@ -206,6 +185,7 @@ _BINARY_FN: dict[str, Callable[[Array, Array], Array]] = {
     "pow": np.power,
     "maximum": np.maximum,
     "minimum": np.minimum,
+    "atan2": np.arctan2,
     "eq": np.equal,
     "ne": np.not_equal,
     "lt": np.less,
@@ -217,7 +197,7 @@ _BINARY_FN: dict[str, Callable[[Array, Array], Array]] = {
 }
 
 
-def _make_binary(prim: str, doc: str) -> tuple[BinaryRule, BinaryRef]:
+def _make_binary(prim: str) -> tuple[BinaryRule, BinaryRef]:
     def rule(x: Aval, y: Aval) -> Aval:
         shape = broadcast_shapes(prim, ("x", tuple(x.shape)), ("y", tuple(y.shape)))
         return Aval(shape, binary_dtype(prim, x, y))
@@ -225,7 +205,7 @@ def _make_binary(prim: str, doc: str) -> tuple[BinaryRule, BinaryRef]:
     def reference(x: object, y: object) -> Array:
         ax, ay = aval_of(prim, "x", x), aval_of(prim, "y", y)
         out = rule(ax, ay)
-        if prim in _LOGIC:
+        if PRIMITIVES[prim].dtypes == "logical":
             xs, ys = np.asarray(x), np.asarray(y)
         else:
             compute = _compute_dtype(prim, ax, ay)
@@ -235,27 +215,21 @@ def _make_binary(prim: str, doc: str) -> tuple[BinaryRule, BinaryRef]:
 
     rule.__name__ = rule.__qualname__ = f"{prim}_rule"
     reference.__name__ = reference.__qualname__ = f"{prim}_ref"
-    rule.__doc__ = (f"Shape rule of ``{prim}`` ({doc}): ``x[*A], y[*B] -> [*broadcast(A, B)]``; "
-                    "dtype per the module docstring.")
-    reference.__doc__ = f"Reference of ``{prim}``: {doc}, numpy broadcasting."
+    rule.__doc__ = (f"Shape rule of ``{prim}``: ``x[*A], y[*B] -> [*broadcast(A, B)]``; the dtype follows the "
+                    "table's dtype rule.")
+    reference.__doc__ = f"Reference of ``{prim}``: numpy's meaning with numpy broadcasting."
     return rule, reference
 
 
-add_rule, add_ref = _make_binary("add", "x + y; bool + bool is logical or")
-sub_rule, sub_ref = _make_binary("sub", "x - y")
-mul_rule, mul_ref = _make_binary("mul", "x * y")
-div_rule, div_ref = _make_binary("div", "true division; x / 0 is inf or NaN")
-pow_rule, pow_ref = _make_binary("pow", "x ** y")
-maximum_rule, maximum_ref = _make_binary("maximum", "elementwise max; NaN propagates")
-minimum_rule, minimum_ref = _make_binary("minimum", "elementwise min; NaN propagates")
-eq_rule, eq_ref = _make_binary("eq", "x == y")
-ne_rule, ne_ref = _make_binary("ne", "x != y")
-lt_rule, lt_ref = _make_binary("lt", "x < y")
-le_rule, le_ref = _make_binary("le", "x <= y")
-gt_rule, gt_ref = _make_binary("gt", "x > y")
-ge_rule, ge_ref = _make_binary("ge", "x >= y")
-logical_and_rule, logical_and_ref = _make_binary("logical_and", "boolean and (non-zero is true)")
-logical_or_rule, logical_or_ref = _make_binary("logical_or", "boolean or (non-zero is true)")
+def generated(p: Primitive) -> tuple[Callable[..., Aval], Callable[..., Array]] | None:
+    """The rule and reference of a unary or binary primitive without a hand-written ``<name>_rule``:
+    shapes from the family, the dtype from the table, the value from the reference function table
+    (``None`` when that table has no entry for it yet)."""
+    table = _UNARY_FN if p.family == "unary" else _BINARY_FN
+    if p.name not in table:
+        return None
+    return _make_unary(p.name) if p.family == "unary" else _make_binary(p.name)
+
 
 
 # ---- where ------------------------------------------------------------------------------------

@@ -25,22 +25,22 @@ def _vector_like(prim: str, name: str, a: Aval, size: Any, what: str, context: s
 
 # ---- layer_norm, batch_norm -------------------------------------------------------------------
 
-def layer_norm_rule(x: Aval, gamma: Aval, beta: Aval, *, eps: float) -> Aval:
+def layer_norm_last_axis_rule(x: Aval, gamma: Aval, beta: Aval, *, eps: float) -> Aval:
     """``x[*S, D], gamma[D], beta[D] -> [*S, D]``; ``x`` has rank >= 1."""
     context = f"x: {fmt_shape(x.shape)}, gamma: {fmt_shape(gamma.shape)}, beta: {fmt_shape(beta.shape)}"
     if len(x.shape) < 1:
-        raise ShapeError(f"layer_norm: x must have rank >= 1 (the last axis is normalised), got rank 0 ({context})")
-    dtype = float_result("layer_norm", [("x", x), ("gamma", gamma), ("beta", beta)], context)
+        raise ShapeError(f"layer_norm_last_axis: x must have rank >= 1 (the last axis is normalised), got rank 0 ({context})")
+    dtype = float_result("layer_norm_last_axis", [("x", x), ("gamma", gamma), ("beta", beta)], context)
     size = x.shape[-1]
-    _vector_like("layer_norm", "gamma", gamma, size, "the last axis of x", context)
-    _vector_like("layer_norm", "beta", beta, size, "the last axis of x", context)
+    _vector_like("layer_norm_last_axis", "gamma", gamma, size, "the last axis of x", context)
+    _vector_like("layer_norm_last_axis", "beta", beta, size, "the last axis of x", context)
     return Aval(tuple(x.shape), dtype)
 
 
-def layer_norm_ref(x: object, gamma: object, beta: object, *, eps: float) -> Array:
+def layer_norm_last_axis_ref(x: object, gamma: object, beta: object, *, eps: float) -> Array:
     """``(x - mean) / sqrt(var + eps) * gamma + beta`` over the last axis (biased variance)."""
-    out = layer_norm_rule(aval_of("layer_norm", "x", x), aval_of("layer_norm", "gamma", gamma),
-                          aval_of("layer_norm", "beta", beta), eps=eps)
+    out = layer_norm_last_axis_rule(aval_of("layer_norm_last_axis", "x", x), aval_of("layer_norm_last_axis", "gamma", gamma),
+                          aval_of("layer_norm_last_axis", "beta", beta), eps=eps)
     xa = np.asarray(x, dtype=np.float64)
     with np.errstate(all="ignore"):
         mean = np.mean(xa, axis=-1, keepdims=True)
@@ -123,7 +123,7 @@ def log_softmax_ref(x: object, *, axis: int) -> Array:
 
 # ---- attention --------------------------------------------------------------------------------
 
-def attention_rule(q: Aval, k: Aval, v: Aval, mask: Aval | None, *, scale: float) -> Aval:
+def dot_product_attention_rule(q: Aval, k: Aval, v: Aval, mask: Aval | None, *, scale: float) -> Aval:
     """``q[*B, n, d], k[*B, m, d], v[*B, m, dv] -> [*B, n, dv]``; the batch shapes ``B`` agree;
     ``mask`` is ``None`` or bool broadcastable to ``[*B, n, m]``; float dtypes."""
     named = [("q", q), ("k", k), ("v", v)]
@@ -132,39 +132,39 @@ def attention_rule(q: Aval, k: Aval, v: Aval, mask: Aval | None, *, scale: float
         context += f", mask: {fmt_shape(mask.shape)}"
     for name, a in named:
         if len(a.shape) < 2:
-            raise ShapeError(f"attention: {name} must have rank >= 2 ([*B, len, features]), "
+            raise ShapeError(f"dot_product_attention: {name} must have rank >= 2 ([*B, len, features]), "
                              f"got rank {len(a.shape)} ({context})")
-    dtype = float_result("attention", named, context)
+    dtype = float_result("dot_product_attention", named, context)
     for name, a in named[1:]:
         if len(a.shape) != len(q.shape) or any(
                 known(b1, b2) and b1 != b2 for b1, b2 in zip(q.shape[:-2], a.shape[:-2])):
-            raise ShapeError(f"attention: {name} must have q's batch shape {fmt_shape(q.shape[:-2])}, "
+            raise ShapeError(f"dot_product_attention: {name} must have q's batch shape {fmt_shape(q.shape[:-2])}, "
                              f"got {fmt_shape(a.shape[:-2])} ({context})")
     if known(q.shape[-1], k.shape[-1]) and q.shape[-1] != k.shape[-1]:
-        raise ShapeError(f"attention: q and k must have the same feature size d, got {q.shape[-1]} and "
+        raise ShapeError(f"dot_product_attention: q and k must have the same feature size d, got {q.shape[-1]} and "
                          f"{k.shape[-1]} (axis -1; {context})")
     if known(k.shape[-2], v.shape[-2]) and k.shape[-2] != v.shape[-2]:
-        raise ShapeError(f"attention: k and v must have the same length m, got {k.shape[-2]} and "
+        raise ShapeError(f"dot_product_attention: k and v must have the same length m, got {k.shape[-2]} and "
                          f"{v.shape[-2]} (axis -2; {context})")
     if mask is not None:
         if strong(mask.dtype) != "bool":
-            raise DTypeError(f"attention: mask must be bool (True = may attend), got {mask.dtype} ({context})")
+            raise DTypeError(f"dot_product_attention: mask must be bool (True = may attend), got {mask.dtype} ({context})")
         target = tuple(q.shape[:-1]) + (k.shape[-2],)
         offset = len(target) - len(mask.shape)
         if offset < 0 or any(known(d, t) and d != 1 and d != t
                              for d, t in zip(mask.shape, target[max(offset, 0):])):
-            raise ShapeError(f"attention: mask must broadcast to [*B, n, m] = {fmt_shape(target)}, "
+            raise ShapeError(f"dot_product_attention: mask must broadcast to [*B, n, m] = {fmt_shape(target)}, "
                              f"got {fmt_shape(mask.shape)} ({context})")
     if not isinstance(scale, (int, float)) or isinstance(scale, bool):
-        raise ValueError(f"attention: scale must be a number, got {scale!r} ({context})")
+        raise ValueError(f"dot_product_attention: scale must be a number, got {scale!r} ({context})")
     return Aval(tuple(q.shape[:-1]) + (v.shape[-1],), dtype)
 
 
-def attention_ref(q: object, k: object, v: object, mask: object | None, *, scale: float) -> Array:
+def dot_product_attention_ref(q: object, k: object, v: object, mask: object | None, *, scale: float) -> Array:
     """``softmax(scale * q k^T, masked to -inf where mask is False) v``; a fully masked row gives 0."""
-    out = attention_rule(aval_of("attention", "q", q), aval_of("attention", "k", k),
-                         aval_of("attention", "v", v),
-                         None if mask is None else aval_of("attention", "mask", mask), scale=scale)
+    out = dot_product_attention_rule(aval_of("dot_product_attention", "q", q), aval_of("dot_product_attention", "k", k),
+                         aval_of("dot_product_attention", "v", v),
+                         None if mask is None else aval_of("dot_product_attention", "mask", mask), scale=scale)
     qa, ka, va = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
     scores = scale * np.matmul(qa, np.swapaxes(ka, -1, -2))
     allowed = np.ones(scores.shape, bool) if mask is None else np.broadcast_to(np.asarray(mask), scores.shape)

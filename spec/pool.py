@@ -100,18 +100,18 @@ def _empty(window: tuple[slice, ...]) -> bool:
 
 # ---- max_pool ---------------------------------------------------------------------------------
 
-def max_pool_rule(x: Aval, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
+def max_pool_nd_rule(x: Aval, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
                   padding: tuple[int, ...]) -> Aval:
     """``x[N, C, *in] -> [N, C, *out]``, ``out = (in + 2p - k)//s + 1``; float dtypes."""
-    dtype = float_result("max_pool", [("x", x)], f"x: {fmt_shape(x.shape)}")
-    out = pool_geometry("max_pool", x, kernel_size, stride, padding)[3]
+    dtype = float_result("max_pool_nd", [("x", x)], f"x: {fmt_shape(x.shape)}")
+    out = pool_geometry("max_pool_nd", x, kernel_size, stride, padding)[3]
     return Aval(tuple(x.shape[:2]) + out, dtype)
 
 
-def max_pool_ref(x: object, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
+def max_pool_nd_ref(x: object, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
                  padding: tuple[int, ...]) -> Array:
     """Window max (padding ``-inf``; NaN propagates)."""
-    out = max_pool_rule(aval_of("max_pool", "x", x), kernel_size=kernel_size, stride=stride, padding=padding)
+    out = max_pool_nd_rule(aval_of("max_pool_nd", "x", x), kernel_size=kernel_size, stride=stride, padding=padding)
     xa = np.asarray(x, dtype=np.float64)
     result = np.full(out.shape, -np.inf)
     for o, window in _windows(_spatial(xa), kernel_size, stride, padding, tuple(out.shape[2:])):
@@ -120,20 +120,20 @@ def max_pool_ref(x: object, *, kernel_size: tuple[int, ...], stride: tuple[int, 
     return finish(result, out)
 
 
-def max_pool_backward_rule(x: Aval, g: Aval, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
+def max_pool_backward_nd_rule(x: Aval, g: Aval, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
                            padding: tuple[int, ...]) -> Aval:
     """``x[N, C, *in], g[N, C, *out] -> [N, C, *in]``; ``g`` has ``max_pool(x)``'s shape."""
     context = f"x: {fmt_shape(x.shape)}, g: {fmt_shape(g.shape)}"
-    dtype = float_result("max_pool_backward", [("x", x), ("g", g)], context)
-    out = pool_geometry("max_pool_backward", x, kernel_size, stride, padding, context)[3]
-    _check_like("max_pool_backward", "g", g, tuple(x.shape[:2]) + out, "the max_pool output shape", context)
+    dtype = float_result("max_pool_backward_nd", [("x", x), ("g", g)], context)
+    out = pool_geometry("max_pool_backward_nd", x, kernel_size, stride, padding, context)[3]
+    _check_like("max_pool_backward_nd", "g", g, tuple(x.shape[:2]) + out, "the max_pool_nd output shape", context)
     return Aval(tuple(x.shape), dtype)
 
 
-def max_pool_backward_ref(x: object, g: object, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
+def max_pool_backward_nd_ref(x: object, g: object, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
                           padding: tuple[int, ...]) -> Array:
     """Adds ``g[n, c, o]`` at the first argmax of window ``o`` of ``x[n, c]``."""
-    out = max_pool_backward_rule(aval_of("max_pool_backward", "x", x), aval_of("max_pool_backward", "g", g),
+    out = max_pool_backward_nd_rule(aval_of("max_pool_backward_nd", "x", x), aval_of("max_pool_backward_nd", "g", g),
                                  kernel_size=kernel_size, stride=stride, padding=padding)
     xa, ga = np.asarray(x, dtype=np.float64), np.asarray(g, dtype=np.float64)
     result = np.zeros(xa.shape)
@@ -143,20 +143,20 @@ def max_pool_backward_ref(x: object, g: object, *, kernel_size: tuple[int, ...],
     return finish(result, out)
 
 
-def max_pool_select_rule(x: Aval, h: Aval, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
+def max_pool_select_nd_rule(x: Aval, h: Aval, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
                          padding: tuple[int, ...]) -> Aval:
     """``x[N, C, *in], h[N, C, *in] -> [N, C, *out]`` with ``h``'s dtype (float)."""
     context = f"x: {fmt_shape(x.shape)}, h: {fmt_shape(h.shape)}"
-    float_result("max_pool_select", [("x", x), ("h", h)], context)
-    out = pool_geometry("max_pool_select", x, kernel_size, stride, padding, context)[3]
-    _check_like("max_pool_select", "h", h, tuple(x.shape), "the shape of x", context)
+    float_result("max_pool_select_nd", [("x", x), ("h", h)], context)
+    out = pool_geometry("max_pool_select_nd", x, kernel_size, stride, padding, context)[3]
+    _check_like("max_pool_select_nd", "h", h, tuple(x.shape), "the shape of x", context)
     return Aval(tuple(x.shape[:2]) + out, strong(h.dtype))
 
 
-def max_pool_select_ref(x: object, h: object, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
+def max_pool_select_nd_ref(x: object, h: object, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
                         padding: tuple[int, ...]) -> Array:
     """``h`` read at the first argmax of each window of ``x`` (the adjoint of ``max_pool_backward``)."""
-    out = max_pool_select_rule(aval_of("max_pool_select", "x", x), aval_of("max_pool_select", "h", h),
+    out = max_pool_select_nd_rule(aval_of("max_pool_select_nd", "x", x), aval_of("max_pool_select_nd", "h", h),
                                kernel_size=kernel_size, stride=stride, padding=padding)
     xa, ha = np.asarray(x, dtype=np.float64), np.asarray(h, dtype=np.float64)
     result = np.zeros(out.shape)
@@ -168,18 +168,18 @@ def max_pool_select_ref(x: object, h: object, *, kernel_size: tuple[int, ...], s
 
 # ---- avg_pool ---------------------------------------------------------------------------------
 
-def avg_pool_rule(x: Aval, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
+def avg_pool_nd_rule(x: Aval, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
                   padding: tuple[int, ...]) -> Aval:
     """``x[N, C, *in] -> [N, C, *out]``, ``out = (in + 2p - k)//s + 1``; float dtypes."""
-    dtype = float_result("avg_pool", [("x", x)], f"x: {fmt_shape(x.shape)}")
-    out = pool_geometry("avg_pool", x, kernel_size, stride, padding)[3]
+    dtype = float_result("avg_pool_nd", [("x", x)], f"x: {fmt_shape(x.shape)}")
+    out = pool_geometry("avg_pool_nd", x, kernel_size, stride, padding)[3]
     return Aval(tuple(x.shape[:2]) + out, dtype)
 
 
-def avg_pool_ref(x: object, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
+def avg_pool_nd_ref(x: object, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
                  padding: tuple[int, ...]) -> Array:
     """Window sum divided by ``prod(kernel_size)`` (padding counts as zeros)."""
-    out = avg_pool_rule(aval_of("avg_pool", "x", x), kernel_size=kernel_size, stride=stride, padding=padding)
+    out = avg_pool_nd_rule(aval_of("avg_pool_nd", "x", x), kernel_size=kernel_size, stride=stride, padding=padding)
     xa = np.asarray(x, dtype=np.float64)
     size = math.prod(kernel_size)
     result = np.zeros(out.shape)
@@ -193,36 +193,36 @@ def _avg_input_shape(g: Aval, input_shape: object, context: str) -> tuple[Any, .
     rank = len(g.shape)
     if not isinstance(input_shape, (tuple, list)) or len(input_shape) not in (rank - 2, rank):
         raise ShapeError(
-            f"avg_pool_backward: input_shape must be the spatial input shape ({rank - 2} entries) "
+            f"avg_pool_backward_nd: input_shape must be the spatial input shape ({rank - 2} entries) "
             f"or the full input shape ({rank} entries), got {input_shape!r} ({context})")
     if len(input_shape) == rank - 2:
         return tuple(g.shape[:2]) + tuple(input_shape)
     if any(known(a, b) and a != b for a, b in zip(input_shape[:2], g.shape[:2])):
         raise ShapeError(
-            f"avg_pool_backward: input_shape {fmt_shape(input_shape)} and g disagree on N or C ({context})")
+            f"avg_pool_backward_nd: input_shape {fmt_shape(input_shape)} and g disagree on N or C ({context})")
     return tuple(input_shape)
 
 
-def avg_pool_backward_rule(g: Aval, *, input_shape: tuple[int, ...], kernel_size: tuple[int, ...],
+def avg_pool_backward_nd_rule(g: Aval, *, input_shape: tuple[int, ...], kernel_size: tuple[int, ...],
                            stride: tuple[int, ...], padding: tuple[int, ...]) -> Aval:
     """``g[N, C, *out] -> [N, C, *input_shape]``; ``avg_pool`` of that shape must give ``g``'s shape.
     ``input_shape`` is the spatial input shape (the full ``[N, C, *in]`` is accepted too)."""
     context = f"g: {fmt_shape(g.shape)}, input_shape {input_shape!r}"
-    spatial_rank("avg_pool_backward", "g", tuple(g.shape), context)
-    dtype = float_result("avg_pool_backward", [("g", g)], context)
+    spatial_rank("avg_pool_backward_nd", "g", tuple(g.shape), context)
+    dtype = float_result("avg_pool_backward_nd", [("g", g)], context)
     full = _avg_input_shape(g, input_shape, context)
     if any(is_known(d) and d < 0 for d in full):
-        raise ShapeError(f"avg_pool_backward: input_shape must hold non-negative sizes ({context})")
+        raise ShapeError(f"avg_pool_backward_nd: input_shape must hold non-negative sizes ({context})")
     x = Aval(full, dtype)
-    out = pool_geometry("avg_pool_backward", x, kernel_size, stride, padding, context)[3]
-    _check_like("avg_pool_backward", "g", g, full[:2] + out, "the avg_pool output shape", context)
+    out = pool_geometry("avg_pool_backward_nd", x, kernel_size, stride, padding, context)[3]
+    _check_like("avg_pool_backward_nd", "g", g, full[:2] + out, "the avg_pool_nd output shape", context)
     return Aval(full, dtype)
 
 
-def avg_pool_backward_ref(g: object, *, input_shape: tuple[int, ...], kernel_size: tuple[int, ...],
+def avg_pool_backward_nd_ref(g: object, *, input_shape: tuple[int, ...], kernel_size: tuple[int, ...],
                           stride: tuple[int, ...], padding: tuple[int, ...]) -> Array:
     """Each ``g[n, c, o] / prod(k)`` added to every input position of window ``o``."""
-    out = avg_pool_backward_rule(aval_of("avg_pool_backward", "g", g), input_shape=input_shape,
+    out = avg_pool_backward_nd_rule(aval_of("avg_pool_backward_nd", "g", g), input_shape=input_shape,
                                  kernel_size=kernel_size, stride=stride, padding=padding)
     ga = np.asarray(g, dtype=np.float64)
     size = math.prod(kernel_size)
@@ -236,18 +236,24 @@ def avg_pool_backward_ref(g: object, *, input_shape: tuple[int, ...], kernel_siz
 # ---- smooth_max_pool --------------------------------------------------------------------------
 
 def _check_beta(prim: str, beta: object, context: str) -> float:
-    if not isinstance(beta, (int, float)) or isinstance(beta, bool) or not beta > 0 or not math.isfinite(beta):
-        raise ValueError(f"{prim}: beta must be a positive finite number, got {beta!r} ({context})")
+    if not isinstance(beta, (int, float)) or isinstance(beta, bool) or beta == 0 or not math.isfinite(beta):
+        raise ValueError(f"{prim}: beta must be a finite non-zero number, got {beta!r} ({context})")
     return float(beta)
 
 
-def smooth_max_pool_rule(x: Aval, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
+def _zero_pad(x: Array, padding: tuple[int, ...]) -> Array:
+    """``x[N, C, *sp]`` with ``padding`` zeros on both sides of each spatial axis (smooth pooling counts them)."""
+    pads: Array = np.pad(x, ((0, 0), (0, 0)) + tuple((p, p) for p in padding))
+    return pads
+
+
+def smooth_max_pool_nd_rule(x: Aval, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
                          padding: tuple[int, ...], beta: float) -> Aval:
-    """``x[N, C, *in] -> [N, C, *out]`` like ``max_pool``; ``beta > 0``; float dtypes."""
+    """``x[N, C, *in] -> [N, C, *out]`` like ``max_pool``; ``beta`` finite and non-zero; float dtypes."""
     context = f"x: {fmt_shape(x.shape)}"
-    _check_beta("smooth_max_pool", beta, context)
-    dtype = float_result("smooth_max_pool", [("x", x)], context)
-    out = pool_geometry("smooth_max_pool", x, kernel_size, stride, padding)[3]
+    _check_beta("smooth_max_pool_nd", beta, context)
+    dtype = float_result("smooth_max_pool_nd", [("x", x)], context)
+    out = pool_geometry("smooth_max_pool_nd", x, kernel_size, stride, padding)[3]
     return Aval(tuple(x.shape[:2]) + out, dtype)
 
 
@@ -259,16 +265,18 @@ def _lse_parts(flat: Array, beta: float) -> tuple[Array, Array]:
     return m[..., 0], e / np.sum(e, axis=2, keepdims=True)
 
 
-def smooth_max_pool_ref(x: object, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
+def smooth_max_pool_nd_ref(x: object, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
                         padding: tuple[int, ...], beta: float) -> Array:
-    """``(m + log sum exp(beta x - m)) / beta`` per window, ``m = beta * max``; a non-finite
-    window max gives that max (``-inf``, ``inf`` or NaN)."""
-    out = smooth_max_pool_rule(aval_of("smooth_max_pool", "x", x), kernel_size=kernel_size, stride=stride,
+    """``log(sum(exp(beta x))) / beta`` per window, padded cells counted as zeros, computed as
+    ``(m + log sum exp(beta x - m)) / beta`` with ``m`` the window's largest ``beta x``; a non-finite
+    ``m`` gives ``m / beta`` (``-inf``, ``inf`` or NaN)."""
+    out = smooth_max_pool_nd_rule(aval_of("smooth_max_pool_nd", "x", x), kernel_size=kernel_size, stride=stride,
                                padding=padding, beta=beta)
-    xa = np.asarray(x, dtype=np.float64)
+    xa = _zero_pad(np.asarray(x, dtype=np.float64), padding)
     result = np.full(out.shape, -np.inf)
+    zero = (0,) * len(padding)
     with np.errstate(all="ignore"):
-        for o, window in _windows(_spatial(xa), kernel_size, stride, padding, tuple(out.shape[2:])):
+        for o, window in _windows(_spatial(xa), kernel_size, stride, zero, tuple(out.shape[2:])):
             if _empty(window):
                 continue
             z = beta * _flat(xa, window)
@@ -278,33 +286,36 @@ def smooth_max_pool_ref(x: object, *, kernel_size: tuple[int, ...], stride: tupl
     return finish(result, out)
 
 
-def smooth_max_pool_backward_rule(x: Aval, g: Aval, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
+def smooth_max_pool_backward_nd_rule(x: Aval, g: Aval, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
                                   padding: tuple[int, ...], beta: float) -> Aval:
     """``x[N, C, *in], g[N, C, *out] -> [N, C, *in]``; ``g`` has ``smooth_max_pool(x)``'s shape."""
     context = f"x: {fmt_shape(x.shape)}, g: {fmt_shape(g.shape)}"
-    _check_beta("smooth_max_pool_backward", beta, context)
-    dtype = float_result("smooth_max_pool_backward", [("x", x), ("g", g)], context)
-    out = pool_geometry("smooth_max_pool_backward", x, kernel_size, stride, padding, context)[3]
-    _check_like("smooth_max_pool_backward", "g", g, tuple(x.shape[:2]) + out,
+    _check_beta("smooth_max_pool_backward_nd", beta, context)
+    dtype = float_result("smooth_max_pool_backward_nd", [("x", x), ("g", g)], context)
+    out = pool_geometry("smooth_max_pool_backward_nd", x, kernel_size, stride, padding, context)[3]
+    _check_like("smooth_max_pool_backward_nd", "g", g, tuple(x.shape[:2]) + out,
                 "the smooth_max_pool output shape", context)
     return Aval(tuple(x.shape), dtype)
 
 
-def smooth_max_pool_backward_ref(x: object, g: object, *, kernel_size: tuple[int, ...],
+def smooth_max_pool_backward_nd_ref(x: object, g: object, *, kernel_size: tuple[int, ...],
                                  stride: tuple[int, ...], padding: tuple[int, ...], beta: float) -> Array:
-    """Each ``g[n, c, o]`` spread over window ``o`` with weights ``softmax(beta * x_window)``
-    (NaN weights where the window max is not finite)."""
-    out = smooth_max_pool_backward_rule(aval_of("smooth_max_pool_backward", "x", x),
-                                        aval_of("smooth_max_pool_backward", "g", g),
+    """Each ``g[n, c, o]`` spread over window ``o`` (padded cells included as zeros) with weights
+    ``softmax(beta * x_window)``; the shares of padded cells are dropped (NaN weights where the
+    window's ``beta x`` has no finite maximum)."""
+    out = smooth_max_pool_backward_nd_rule(aval_of("smooth_max_pool_backward_nd", "x", x),
+                                        aval_of("smooth_max_pool_backward_nd", "g", g),
                                         kernel_size=kernel_size, stride=stride, padding=padding, beta=beta)
-    xa, ga = np.asarray(x, dtype=np.float64), np.asarray(g, dtype=np.float64)
+    xa, ga = _zero_pad(np.asarray(x, dtype=np.float64), padding), np.asarray(g, dtype=np.float64)
     result = np.zeros(xa.shape)
+    zero = (0,) * len(padding)
     with np.errstate(all="ignore"):
-        for o, window in _windows(_spatial(xa), kernel_size, stride, padding, _spatial(ga)):
+        for o, window in _windows(_spatial(xa), kernel_size, stride, zero, _spatial(ga)):
             if _empty(window):
                 continue
             _, weights = _lse_parts(_flat(xa, window), beta)
             contrib = weights * ga[(slice(None), slice(None)) + o][..., None]
             shape = xa.shape[:2] + tuple(sl.stop - sl.start for sl in window)
             result[(slice(None), slice(None)) + window] += contrib.reshape(shape)
-    return finish(result, out)
+    inner = (slice(None), slice(None)) + tuple(slice(p, p + n) for p, n in zip(padding, out.shape[2:]))
+    return finish(result[inner], out)

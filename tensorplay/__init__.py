@@ -8,6 +8,7 @@ protocol (or with tensor methods) and run under the eager interpreter
 from __future__ import annotations
 
 import builtins
+from typing import TYPE_CHECKING
 
 from tensorplay.interpreters.eager import tape as _tape
 from tensorplay.interpreters.eager.interpreter import eager
@@ -50,11 +51,18 @@ class set_grad_enabled:  # noqa: N801 - PyTorch spelling
 
 __version__ = "0.1.0"
 
-_LAZY_SUBMODULES = ("func", "nn", "optim")
+_LAZY_SUBMODULES = ("func", "nn", "optim", "testing")
+
+if TYPE_CHECKING:  # mypy sees the lazily loaded subpackages as attributes: tp.nn.Linear, tp.func.grad
+    from tensorplay import func as func
+    from tensorplay import nn as nn
+    from tensorplay import optim as optim
+    from tensorplay import testing as testing
 
 
 def __getattr__(name: str) -> object:
-    """``tp.func``, ``tp.nn`` and ``tp.optim`` load on first use, keeping ``import tensorplay`` fast."""
+    """``tp.func``, ``tp.nn``, ``tp.optim`` and ``tp.testing`` load on first use, keeping ``import tensorplay``
+    fast."""
     if name in _LAZY_SUBMODULES:
         import importlib
         return importlib.import_module(f"tensorplay.{name}")
@@ -66,8 +74,8 @@ __all__ = [
     "AutogradError", "AxisError", "DType", "DTypeError", "GraphCaptureError", "Index", "IndexRangeError",
     "Interpreter", "MissingRuleError", "Ops", "Program", "ShapeError", "Size", "Tensor", "TensorplayError",
     "arange", "autograd", "bool", "bool_", "cat", "dims", "eager", "empty", "empty_like", "enable_grad", "eye", "graph",
-    "float32", "float64", "from_numpy", "full", "full_like", "index", "int32", "int64", "is_grad_enabled",
+    "float32", "float64", "from_numpy", "func", "nn", "optim", "full", "full_like", "index", "int32", "int64", "is_grad_enabled",
     "linspace", "manual_seed", "no_grad", "ones", "ones_like", "ops_of", "program", "rand", "rand_like",
-    "randint", "randn", "randn_like", "set_grad_enabled", "shapecheck", "stack", "tensor", "where", "zeros",
+    "randint", "randn", "randn_like", "set_grad_enabled", "shapecheck", "stack", "tensor", "testing", "where", "zeros",
     "zeros_like",
 ]

@@ -17,9 +17,10 @@ import numpy as np
 from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay import dtypes as _dt
 from tensorplay import derived as _p
-from tensorplay import random_state
+from tensorplay import random_state, recording
+from tensorplay.symbolic import SymDim
 from tensorplay.errors import DTypeError, ShapeError
-from tensorplay.tensor import Tensor, pick_interpreter
+from tensorplay.tensor import Tensor, highest_interpreter
 
 S = TypeVarTuple("S")
 Scalar = bool | int | float
@@ -47,22 +48,56 @@ def _new(array: np.ndarray[Any, Any], requires_grad: bool) -> Tensor[*tuple[Any,
     return t
 
 
+def _python_ints(data: Any) -> np.ndarray[Any, Any]:
+    """``data`` (nested lists of Python ints too large for int64/uint64) as an object array of ints."""
+    array = np.array(data, dtype=object)
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in array.reshape(-1)):
+        raise DTypeError(f"tensor: cannot make a tensor from data of numpy dtype object ({type(data).__name__}); "
+                         "expected numbers or bools")
+    return array
+
+
+def fit_dtype(array: np.ndarray[Any, Any], dtype: np.dtype[Any], where: str) -> np.ndarray[Any, Any]:
+    """``array`` converted to the tensor dtype ``dtype``; an :class:`OverflowError` when a value does not fit
+    an integer dtype (numpy's cast would wrap around) or is not finite, as PyTorch refuses it."""
+    if dtype.kind in "iu" and array.dtype.kind in "iufO" and array.size:
+        info = np.iinfo(dtype)
+        if array.dtype.kind == "f" and not np.isfinite(array).all():
+            bad = array.reshape(-1)[~np.isfinite(array.reshape(-1))][0]
+            raise OverflowError(f"{where}: value {bad} cannot be converted to {dtype.name} (not finite)")
+        low, high = array.min(), array.max()
+        # a float bound compares as float: 2**63 - 1 rounds up to 2**63, which already does not fit
+        too_high = high >= float(info.max) + 1.0 if array.dtype.kind == "f" else high > info.max
+        if low < info.min or too_high:
+            bad = low if low < info.min else high
+            raise OverflowError(f"{where}: value {bad} does not fit {dtype.name} "
+                                f"(range [{info.min}, {info.max}]); it would wrap around")
+    return array if array.dtype == dtype else array.astype(dtype)
+
+
 def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]:
     """A new tensor holding a copy of ``data`` (nested lists, scalars, numpy arrays or a tensor).
 
     The dtype is inferred like PyTorch (floats -> float32, ints -> int64, bools -> bool;
-    a float64 numpy array stays float64) unless ``dtype`` is given.
+    a float64 numpy array stays float64) unless ``dtype`` is given. An integer that does not fit
+    the dtype raises :class:`OverflowError` (never wraps around); a numpy masked array is refused.
     """
     if isinstance(data, Tensor):
         data = np.asarray(data._ops.concrete(data))
+    elif isinstance(data, np.ndarray):
+        data = _dt.plain_array(data, "tensor")
     array = np.array(data, copy=True)
+    if array.dtype.kind == "O":
+        array = _python_ints(data)
     if dtype is not None:
-        array = array.astype(_dt.to_dtype(dtype).numpy)
+        with np.errstate(over="ignore"):  # float64 -> float32 overflows to inf, as PyTorch
+            array = fit_dtype(array, _dt.to_dtype(dtype).numpy, "tensor")
     elif not isinstance(data, np.ndarray):
         if array.dtype.kind == "f":
-            array = array.astype(np.float32)
-        elif array.dtype.kind in "iu":
-            array = array.astype(np.int64)
+            with np.errstate(over="ignore"):
+                array = array.astype(np.float32)
+        elif array.dtype.kind in "iuO":
+            array = fit_dtype(array, np.dtype(np.int64), "tensor")
         elif array.dtype.kind != "b":
             raise DTypeError(f"tensor: cannot make a tensor from data of numpy dtype {array.dtype} "
                              f"({type(data).__name__}); expected numbers or bools")
@@ -71,9 +106,13 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor[
 
 
 def from_numpy(array: np.ndarray[Any, Any]) -> Tensor[*tuple[Any, ...]]:
-    """A tensor sharing memory with ``array`` (writes to either are seen by both), as PyTorch."""
+    """A tensor sharing memory with ``array`` (writes to either are seen by both), as PyTorch.
+
+    A subclass (``np.matrix``, a memmap, ...) is viewed as a plain ndarray (same memory), so it
+    behaves like any tensor (a matrix's rows are not kept 2-d); a masked array is refused."""
     if not isinstance(array, np.ndarray):
         raise DTypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
+    array = _dt.plain_array(array, "from_numpy")
     _dt.from_numpy_dtype(array.dtype)
     return eager.wrap(array)
 
@@ -142,24 +181,35 @@ def empty(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Any:  
     return _new(np.zeros(dims, dtype=_dtype_name(dtype)), requires_grad)
 
 
+def _filled_like(x: Tensor[*tuple[Any, ...]], value: Scalar, dtype: Any, requires_grad: bool) -> Any:
+    """``value`` everywhere with ``x``'s shape, made by ``x``'s interpreter: eagerly an array; under a
+    recording a ``full`` node (symbolic sizes kept), so what is built from it stays in the recording."""
+    ops = _creating(x)
+    name = _dtype_name(dtype, x.dtype.name)
+    if ops is eager:
+        return _new(np.full(tuple(x.shape), value, dtype=name), requires_grad)
+    out = ops.full(shape=tuple(x.shape), value=value, dtype=name)
+    return out.requires_grad_(True) if requires_grad else out
+
+
 def zeros_like(x: Tensor[*S], dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
-    """Zeros with the shape (and dtype, unless given) of ``x``."""
-    return _new(np.zeros(tuple(x.shape), dtype=_dtype_name(dtype, x.dtype.name)), requires_grad)  # type: ignore[arg-type]
+    """Zeros with the shape (and dtype, unless given) of ``x``, in ``x``'s interpreter."""
+    return _filled_like(x, 0, dtype, requires_grad)  # type: ignore[no-any-return]
 
 
 def ones_like(x: Tensor[*S], dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
-    """Ones with the shape (and dtype, unless given) of ``x``."""
-    return _new(np.ones(tuple(x.shape), dtype=_dtype_name(dtype, x.dtype.name)), requires_grad)  # type: ignore[arg-type]
+    """Ones with the shape (and dtype, unless given) of ``x``, in ``x``'s interpreter."""
+    return _filled_like(x, 1, dtype, requires_grad)  # type: ignore[no-any-return]
 
 
 def full_like(x: Tensor[*S], value: Scalar, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
-    """``value`` everywhere, with the shape (and dtype, unless given) of ``x``."""
-    return _new(np.full(tuple(x.shape), value, dtype=_dtype_name(dtype, x.dtype.name)), requires_grad)  # type: ignore[arg-type]
+    """``value`` everywhere, with the shape (and dtype, unless given) of ``x``, in ``x``'s interpreter."""
+    return _filled_like(x, value, dtype, requires_grad)  # type: ignore[no-any-return]
 
 
 def empty_like(x: Tensor[*S], dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
     """Like :func:`zeros_like` (values unspecified)."""
-    return zeros_like(x, dtype, requires_grad)
+    return _filled_like(x, 0, dtype, requires_grad)  # type: ignore[no-any-return]
 
 
 def arange(start: Scalar, end: Scalar | None = None, step: Scalar = 1, dtype: Any = None,
@@ -171,8 +221,8 @@ def arange(start: Scalar, end: Scalar | None = None, step: Scalar = 1, dtype: An
         raise ShapeError("arange: step must be non-zero")
     ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end, step))
     name = _dtype_name(dtype, "int64" if ints else "float32")
-    return _new(np.arange(start, end, step, dtype=np.float64 if not ints else np.int64).astype(name),
-                requires_grad)
+    values = np.arange(start, end, step, dtype=np.float64 if not ints else np.int64)
+    return _new(fit_dtype(values, np.dtype(name), "arange"), requires_grad)
 
 
 def linspace(start: float, end: float, steps: int, dtype: Any = None,
@@ -194,8 +244,29 @@ def manual_seed(seed: int) -> None:
     random_state.manual_seed(seed)
 
 
-def _key() -> Tensor[*tuple[Any, ...]]:
-    return eager.wrap(random_state.next_key())
+def _creating(*tensors: Any) -> Any:
+    """The interpreter a factory runs in: the newest among the given tensors' interpreters and the
+    recording in progress in this thread (eager when there is none)."""
+    return highest_interpreter(tensors, recording.creating_interpreter(eager))
+
+
+def _check_dims(shape: Sequence[Any], where: str, ops: Any) -> tuple[Any, ...]:
+    """A shape for ``ops``: ints, or symbolic sizes when ``ops`` records (``tp.randn(x.shape[0])`` in a
+    function traced with a dynamic batch)."""
+    if ops is eager or not any(isinstance(d, SymDim) for d in shape):
+        return _check_shape(shape, where)
+    return tuple(d if isinstance(d, SymDim) else _check_shape((d,), where)[0] for d in shape)
+
+
+def _random(prim: str, where: str, shape: Sequence[Any], dtype: str, requires_grad: bool, *like: Any,
+            **params: Any) -> Any:
+    """``prim`` drawn with a fresh key of the interpreter the factory runs in (see :func:`_creating`):
+    the global generator eagerly; a key input of the recording inside ``tp.graph.trace`` (fresh numbers at
+    every call of the graph) and inside transforms (``vmap`` applies its ``randomness`` policy)."""
+    ops = _creating(*like)
+    dims = _check_dims(shape, where, ops)
+    out = getattr(ops, prim)(ops.random_key(), shape=dims, dtype=dtype, **params)
+    return out.requires_grad_(True) if requires_grad else out
 
 
 @overload
@@ -211,10 +282,8 @@ def randn(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[
 
 
 def randn(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Any:  # type: ignore[misc]
-    """Standard normal samples (a fresh key from the global generator)."""
-    dims = _check_shape(_p.shape_args(shape), "randn")
-    out = eager.random_normal(_key(), shape=dims, dtype=_dtype_name(dtype))
-    return out.requires_grad_(True) if requires_grad else out
+    """Standard normal samples, from a fresh key (see :func:`_random`)."""
+    return _random("random_normal", "randn", _p.shape_args(shape), _dtype_name(dtype), requires_grad)
 
 
 @overload
@@ -230,39 +299,34 @@ def rand(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[*
 
 
 def rand(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Any:  # type: ignore[misc]
-    """Uniform samples in ``[0, 1)``."""
-    dims = _check_shape(_p.shape_args(shape), "rand")
-    out = eager.random_uniform(_key(), shape=dims, dtype=_dtype_name(dtype))
-    return out.requires_grad_(True) if requires_grad else out
+    """Uniform samples in ``[0, 1)``, from a fresh key (see :func:`_random`)."""
+    return _random("random_uniform", "rand", _p.shape_args(shape), _dtype_name(dtype), requires_grad)
 
 
 def randint(low: int, high: int | None = None, size: Sequence[int] = (), dtype: Any = None) -> Tensor[*tuple[Any, ...]]:
-    """Integers uniform in ``[low, high)`` (``randint(high, size=...)`` starts at 0)."""
+    """Integers uniform in ``[low, high)`` (``randint(high, size=...)`` starts at 0), from a fresh key."""
     if high is None:
         low, high = 0, low
     if high <= low:
         raise ShapeError(f"randint: expected low < high, got low={low}, high={high}")
-    dims = _check_shape(tuple(size), "randint")
-    return eager.random_randint(_key(), shape=dims, low=low, high=high,  # type: ignore[no-any-return]
-                                dtype=_dtype_name(dtype, "int64"))
+    return _random("random_randint", "randint", tuple(size), _dtype_name(dtype, "int64"), False,  # type: ignore[no-any-return]
+                   low=low, high=high)
 
 
 def randn_like(x: Tensor[*S], dtype: Any = None) -> Tensor[*S]:
-    """Standard normal samples shaped like ``x``."""
-    return randn(*x.shape, dtype=dtype or x.dtype)
+    """Standard normal samples shaped like ``x``, in ``x``'s interpreter (or the recording in progress)."""
+    return _random("random_normal", "randn_like", tuple(x.shape), _dtype_name(dtype or x.dtype), False,  # type: ignore[no-any-return]
+                   x)
 
 
 def rand_like(x: Tensor[*S], dtype: Any = None) -> Tensor[*S]:
-    """Uniform samples shaped like ``x``."""
-    return rand(*x.shape, dtype=dtype or x.dtype)
+    """Uniform samples shaped like ``x``, in ``x``'s interpreter (or the recording in progress)."""
+    return _random("random_uniform", "rand_like", tuple(x.shape), _dtype_name(dtype or x.dtype), False,  # type: ignore[no-any-return]
+                   x)
 
 
 def _interpreter_of(tensors: Sequence[Any]) -> Any:
-    ops: Any = eager
-    for t in tensors:
-        if isinstance(t, Tensor):
-            ops = pick_interpreter(ops, t._ops)
-    return ops
+    return highest_interpreter(tensors, eager)
 
 
 def cat(tensors: Sequence[Tensor[*tuple[Any, ...]]], dim: int = 0) -> Tensor[*tuple[Any, ...]]:

@@ -3,8 +3,8 @@
 Every function here takes the interpreter first (``ops``) and composes
 primitives, so it runs eagerly, under the graph recorder and inside any
 transform. Tensor methods (``x.mean()``, ``x[1:, None]``) call these.
-The prefix-polymorphic layers (``linear``, ``conv``, pooling, ``layer_norm``,
-``attention``) live in :mod:`tensorplay.layers_ops` and are re-exported here.
+The prefix-polymorphic layer operations (``linear``, ``conv``, pooling,
+``layer_norm``, ``attention``) live in :mod:`tensorplay.prefix`.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from __future__ import annotations
 import builtins
 import operator
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from tensorplay.dtypes import plain_array
 from tensorplay.errors import AxisError, DTypeError, ShapeError
 from tensorplay import tensor as _tensor_module
 from tensorplay.symbolic import SymDim
@@ -66,7 +67,7 @@ def operand(value: Any, ops: Interpreter) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):
-        return ops.constant(value)
+        return ops.constant(plain_array(value, "operand"))
     raise DTypeError(f"expected a Tensor or a Python scalar as operand, got {type(value).__name__}")
 
 
@@ -116,13 +117,16 @@ def arg_reduce(ops: Interpreter, prim: str, x: AnyTensor, dim: int | None, keepd
     return getattr(ops, prim)(x, axis=normalize_axis(dim, x.ndim, prim), keepdims=keepdim)
 
 
-def clamp(ops: Interpreter, x: AnyTensor, lo: float | None, hi: float | None) -> AnyTensor:
-    """Limit ``x`` to ``[lo, hi]``; NaN stays NaN."""
+def clamp(ops: Interpreter, x: AnyTensor, lo: Any, hi: Any) -> AnyTensor:
+    """Limit ``x`` to ``[lo, hi]`` (``hi`` wins when ``lo > hi``); NaN stays NaN. The gradient is 1
+    inside the closed interval, bounds included, and 0 outside, as PyTorch (``maximum``/``minimum``
+    would split it at a bound, where data already clipped to the range sits); a NaN passes its
+    gradient through (PyTorch gives it 0)."""
     out = x
     if lo is not None:
-        out = ops.maximum(out, lo)
+        out = ops.where(ops.lt(out, lo), lo, out)
     if hi is not None:
-        out = ops.minimum(out, hi)
+        out = ops.where(ops.gt(out, hi), hi, out)
     return out
 
 
@@ -131,6 +135,10 @@ def clamp(ops: Interpreter, x: AnyTensor, lo: float | None, hi: float | None) ->
 def resolve_shape(shape: Sequence[Any], numel: Any, where: str, given: Sequence[Any]) -> tuple[Any, ...]:
     """Replace one ``-1`` in ``shape`` so that it holds ``numel`` elements."""
     shape = tuple(shape)
+    for i, d in enumerate(shape):
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer, SymDim)):
+            raise ShapeError(f"{where}: size {i} must be an int, got {type(d).__name__} {d!r} in shape {list(shape)}")
+    shape = tuple(int(d) if isinstance(d, np.integer) else d for d in shape)
     holes = [i for i, d in enumerate(shape) if isinstance(d, int) and d == -1]
     if len(holes) > 1:
         raise ShapeError(f"{where}: only one dimension can be -1, got shape {list(shape)}")
@@ -204,8 +212,12 @@ def squeeze(ops: Interpreter, x: AnyTensor, dim: int | None) -> AnyTensor:
     if dim is None:
         target = tuple(d for d in shape if not (isinstance(d, int) and d == 1))
     else:
-        axis = normalize_axis(dim, x.ndim, "squeeze") if x.ndim else 0
-        if x.ndim == 0 or shape[axis] != 1:
+        if x.ndim == 0:  # as PyTorch, a 0-d tensor takes dim -1 or 0 (and stays as it is)
+            if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim not in (-1, 0):
+                raise AxisError(f"squeeze: dim {dim!r} is out of range for a 0-d tensor (expected -1 or 0)")
+            return x
+        axis = normalize_axis(dim, x.ndim, "squeeze")
+        if shape[axis] != 1:
             return x
         target = shape[:axis] + shape[axis + 1:]
     return x if target == shape else ops.reshape(x, shape=target)
@@ -214,6 +226,9 @@ def squeeze(ops: Interpreter, x: AnyTensor, dim: int | None) -> AnyTensor:
 def expand(ops: Interpreter, x: AnyTensor, shape: Sequence[Any]) -> AnyTensor:
     """Broadcast to ``shape``; ``-1`` keeps the corresponding existing axis."""
     shape = tuple(shape)
+    for i, d in enumerate(shape):
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer, SymDim)):
+            raise ShapeError(f"expand: size {i} must be an int, got {type(d).__name__} {d!r} in shape {list(shape)}")
     if len(shape) < x.ndim:
         raise ShapeError(f"expand: target shape {list(shape)} has fewer axes than the tensor {list(x.shape)}")
     offset = len(shape) - x.ndim
@@ -246,19 +261,25 @@ def _is_index_tensor(item: Any) -> bool:
 
 
 def getitem(ops: Interpreter, x: AnyTensor, key: Any) -> AnyTensor:
-    """numpy-style basic indexing (ints, slices with any step, ``None``, ``...``) plus one integer
-    tensor (or list) indexing one axis, which gathers along it. A bool tensor the shape of the
-    leading axes selects elements (eager only: the result size depends on the data)."""
+    """numpy-style indexing: basic items (ints, slices with any step, ``None``, ``...``) plus one
+    integer tensor (or list), which gathers along its axis, or one bool tensor over ``k`` axes,
+    which selects the positions where it is True (eager and execute-mode recording only: the
+    result size depends on the data).
+
+    The index's dims replace the axes it indexes, in place. numpy moves them to the front instead
+    when an int is separated from the tensor by a slice, ``None`` or ``...`` (``x[0, :, idx]``), and
+    PyTorch does not: that one combination is refused (write ``x[0][:, idx]``)."""
     items = list(key) if isinstance(key, tuple) else [key]
     tensor_items = [i for i, it in enumerate(items) if _is_index_tensor(it)]
     if builtins.len(tensor_items) > 1:
         raise ShapeError("indexing: only one tensor index per indexing expression is supported, "
                          f"got {builtins.len(tensor_items)}; index one axis at a time")
     consumed = sum(1 for it in items if it is not None and it is not Ellipsis)
+    index: AnyTensor = None
     if tensor_items:
-        idx = _as_index(ops, items[tensor_items[0]])
-        if idx.dtype.name == "bool":
-            consumed += idx.ndim - 1
+        index = items[tensor_items[0]] = _as_index(ops, items[tensor_items[0]])
+        if index.dtype.name == "bool":
+            consumed += index.ndim - 1
     if sum(1 for it in items if it is Ellipsis) > 1:
         raise ShapeError("indexing: an index can only have a single ellipsis ('...')")
     if consumed > x.ndim:
@@ -269,14 +290,15 @@ def getitem(ops: Interpreter, x: AnyTensor, key: Any) -> AnyTensor:
         items[pos:pos + 1] = [builtins.slice(None)] * (x.ndim - consumed)
     else:
         items += [builtins.slice(None)] * (x.ndim - consumed)
+    if index is not None:
+        _check_unambiguous(items)
 
     shape = tuple(x.shape)
     starts: list[int] = []
     stops: list[int] = []
     steps: list[int] = []
     out_shape: list[Any] = []
-    gather_axis = -1
-    gather_index: Any = None
+    index_axis = -1
     axis = 0
     for it in items:
         if it is None:
@@ -287,13 +309,15 @@ def getitem(ops: Interpreter, x: AnyTensor, key: Any) -> AnyTensor:
             start, stop, step, length = _slice_bounds(it, size)
             _append(starts, stops, steps, start, stop, step)
             out_shape.append(length)
-        elif _is_index_tensor(it):
-            idx = _as_index(ops, it)
-            if idx.dtype.name == "bool":
-                return _mask_select(ops, x, idx, axis)
-            _append(starts, stops, steps, 0, size, 1)
-            gather_axis, gather_index = axis, idx
-            out_shape.extend(idx.shape)
+        elif it is index:
+            index_axis = axis
+            for a in range(axis, axis + (it.ndim if it.dtype.name == "bool" else 1)):
+                _append(starts, stops, steps, 0, shape[a], 1)
+            if it.dtype.name == "bool":
+                axis += it.ndim
+                out_shape.append(-1)  # the number of True positions, known once the mask is read
+                continue
+            out_shape.extend(it.shape)
         else:
             try:
                 i = operator.index(it)
@@ -312,11 +336,105 @@ def getitem(ops: Interpreter, x: AnyTensor, key: Any) -> AnyTensor:
     out = x
     if (tuple(starts), tuple(stops), tuple(steps)) != (tuple(0 for _ in shape), shape, tuple(1 for _ in shape)):
         out = ops.slice(out, starts=tuple(starts), stops=tuple(stops), steps=tuple(steps))
-    if gather_index is not None:
-        out = ops.gather(out, gather_index, axis=gather_axis)
+    if index is not None and index.dtype.name == "bool":
+        out = _mask_select(ops, out, index, index_axis, shape)
+        out_shape[out_shape.index(-1)] = out.shape[index_axis]
+    elif index is not None:
+        out = ops.gather(out, index, axis=index_axis)
     if tuple(out.shape) != tuple(out_shape):
         out = ops.reshape(out, shape=tuple(out_shape))
     return out
+
+
+def _check_unambiguous(items: Sequence[Any]) -> None:
+    """Refuse an int separated from the tensor index by a slice or ``None`` before it: there numpy
+    puts the index's dims first and PyTorch in place (see :func:`getitem`)."""
+    position = next(i for i, it in enumerate(items) if _is_index_tensor(it))
+    advanced = [i for i, it in enumerate(items)
+                if i == position or (it is not None and not isinstance(it, builtins.slice))]
+    adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
+    dims_before = any(it is None or isinstance(it, builtins.slice) for it in items[:position])
+    if not adjacent and dims_before:
+        raise ShapeError("indexing: an int index and a tensor index separated by a slice, None or '...' "
+                         "(as in x[0, :, idx]) place the result's axes differently in numpy (index axes "
+                         "first) and PyTorch (in place); index in two steps instead, e.g. x[0][:, idx]")
+
+
+def check_inplace_operand(where: str, target: AnyTensor, other: Any) -> None:
+    """``target op= other`` keeps ``target``'s shape: a tensor ``other`` must broadcast to it (numpy would
+    say "non-broadcastable output operand"; PyTorch names both shapes too)."""
+    if not isinstance(other, _tensor_module.Tensor):
+        return
+    shape, other_shape = tuple(target.shape), tuple(other.shape)
+    if any(isinstance(d, SymDim) for d in shape + other_shape):
+        return  # the shape rule of the recorded operation checks symbolic shapes
+    try:
+        fits = np.broadcast_shapes(shape, other_shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        what = "the source" if where == "copy_" else "the other operand"
+        raise ShapeError(f"{where}: {what} has shape {list(other_shape)}, which does not broadcast to the "
+                         f"tensor's shape {list(shape)} (an in-place result keeps the tensor's shape)")
+
+
+class SetitemPlan(NamedTuple):
+    """Which elements ``x[index] = value`` writes, for a target of ``shape`` (numpy's rules: with a
+    repeated index the last write wins)."""
+
+    shape: tuple[int, ...]  # the target's shape
+    region: tuple[int, ...]  # the shape of ``x[index]`` (what ``value`` broadcasts to)
+    positions: np.ndarray[Any, Any]  # flat positions written, one per winning region entry
+    winners: np.ndarray[Any, Any] | None  # flat region entries that win (``None``: all, no repeats)
+    written: np.ndarray[Any, Any]  # bool mask of ``shape``: the positions written
+
+
+def setitem_plan(shape: tuple[int, ...], index: Any) -> SetitemPlan:
+    """The :class:`SetitemPlan` of ``x[index] = value`` on a tensor of ``shape`` (``index`` holds numpy
+    values: ints, slices, ``None``, ``...``, int or bool arrays)."""
+    size = int(np.prod(shape, dtype=np.int64))
+    region_positions = np.arange(size, dtype=np.int64).reshape(shape)[index]
+    flat = region_positions.reshape(-1)
+    winners = None
+    if flat.size:
+        last = np.unique(flat[::-1], return_index=True)[1]
+        if last.size != flat.size:  # repeated positions: keep each one's last write
+            winners = np.sort(flat.size - 1 - last)
+            flat = flat[winners]
+    written = np.zeros(size, dtype=bool)
+    written[flat] = True
+    return SetitemPlan(tuple(shape), tuple(region_positions.shape), flat, winners, written.reshape(shape))
+
+
+def check_setitem_value(value_shape: tuple[Any, ...], region: tuple[Any, ...]) -> None:
+    """``x[index] = value``: ``value`` must broadcast to the shape of ``x[index]``."""
+    try:
+        fits = np.broadcast_shapes(region, value_shape) == region
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ShapeError(f"setitem: the value has shape {list(value_shape)}, which does not broadcast to the "
+                         f"shape {list(region)} of the indexed region")
+
+
+def setitem_value(ops: Interpreter, old: AnyTensor, value: Any, plan: SetitemPlan) -> AnyTensor:
+    """The value of ``old`` after ``old[index] = value`` (planned by :func:`setitem_plan`), built from
+    primitives so that it records and differentiates: ``where(written, scatter(value), old)``; a
+    value overwritten by a later repeated index gets no gradient."""
+    dtype = old.dtype.name
+    val = value if isinstance(value, _tensor_module.Tensor) else ops.constant(np.asarray(value, dtype=dtype))
+    check_setitem_value(tuple(val.shape), plan.region)
+    if tuple(val.shape) != plan.region:
+        val = ops.broadcast_to(val, shape=plan.region)
+    if val.dtype.name != dtype:
+        val = ops.cast(val, dtype=dtype)
+    flat = ops.reshape(val, shape=(int(np.prod(plan.region, dtype=np.int64)),))
+    if plan.winners is not None:
+        flat = ops.gather(flat, ops.constant(plan.winners), axis=0)
+    size = int(np.prod(plan.shape, dtype=np.int64))
+    zeros = ops.full(shape=(size,), value=0, dtype=dtype)
+    scattered = ops.scatter_add(zeros, ops.constant(plan.positions), flat, axis=0)
+    return ops.where(ops.constant(plan.written), ops.reshape(scattered, shape=plan.shape), old)
 
 
 def _slice_bounds(it: builtins.slice, size: Any) -> tuple[Any, Any, int, Any]:
@@ -355,17 +473,19 @@ def _as_index(ops: Interpreter, item: Any) -> AnyTensor:
             raise DTypeError(f"indexing: a tensor index must be int64, int32 or bool, got {item.dtype}")
         return item
     array = np.asarray(item)
+    if array.size == 0 and array.dtype.kind == "f":  # ``x[[]]``: numpy reads an empty list as float64
+        array = array.astype(np.int64)
     if array.dtype.kind not in "iub":
         raise DTypeError(f"indexing: a list index must hold ints or bools, got dtype {array.dtype}")
     return ops.constant(array.astype(np.int64) if array.dtype.kind in "iu" else array)
 
 
-def _mask_select(ops: Interpreter, x: AnyTensor, mask: AnyTensor, axis: int) -> AnyTensor:
+def _mask_select(ops: Interpreter, x: AnyTensor, mask: AnyTensor, axis: int, given: Sequence[Any]) -> AnyTensor:
+    """The positions of ``x`` where ``mask`` (over axes ``axis .. axis + mask.ndim``) is True, as one axis."""
     lead = tuple(x.shape[axis:axis + mask.ndim])
     if lead != tuple(mask.shape):
         raise ShapeError(f"indexing: bool mask of shape {list(mask.shape)} does not match the indexed axes "
-                         f"{list(lead)} of a tensor of shape {list(x.shape)}")
+                         f"{list(lead)} of a tensor of shape {list(given)}")
     positions = np.flatnonzero(np.asarray(ops.concrete(mask)))
     merged = reshape(ops, x, tuple(x.shape[:axis]) + (-1,) + tuple(x.shape[axis + mask.ndim:]))
     return ops.gather(merged, ops.constant(positions.astype(np.int64)), axis=axis)
-

@@ -40,6 +40,16 @@ _ALIASES: Final = {"float": float32, "double": float64, "long": int64, "int": in
                    "f4": float32, "f8": float64, "i4": int32, "i8": int64}
 
 
+def plain_array(value: Any, where: str) -> np.ndarray[Any, Any]:
+    """``value`` as a plain ``numpy.ndarray`` (``np.asarray``: a subclass such as ``np.matrix`` becomes a
+    view of the same memory). A masked array is refused: a tensor has no mask, and dropping it would
+    silently count the masked entries."""
+    if isinstance(value, np.ma.MaskedArray):
+        raise DTypeError(f"{where}: got a numpy masked array; a tensor has no mask, so its masked entries would "
+                         "silently count. Pass array.filled(value) or array.compressed()")
+    return np.asarray(value)
+
+
 def from_numpy_dtype(dtype: np.dtype[Any]) -> DType:
     """The tensorplay dtype of a numpy dtype; unsupported ones raise ``DTypeError``."""
     found = _BY_NUMPY.get(dtype)

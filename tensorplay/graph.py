@@ -24,10 +24,11 @@ from tensorplay.interpreters.graph.printer import format_graph
 from tensorplay.interpreters.graph.recorder import Recorder
 from tensorplay.interpreters.graph.trace import GraphModule, GuardError, trace
 from tensorplay.interpreters.graph.typecheck import GraphTypeError, typecheck
+from tensorplay.errors import GraphCaptureError
 from tensorplay.symbolic import Dim, SymDim, parse_dim, sym, symbols
 
 __all__ = [
-    "Dim", "Graph", "GraphModule", "GraphTypeError", "Guard", "GuardError", "INPUT_KINDS", "Literal",
+    "Dim", "Graph", "GraphCaptureError", "GraphModule", "GraphTypeError", "Guard", "GuardError", "INPUT_KINDS", "Literal",
     "Location", "Node", "Recorder", "SymDim", "Var", "evaluate", "format_graph", "parse_dim", "python_code",
     "sym", "symbols", "to_dot", "trace", "typecheck",
 ]

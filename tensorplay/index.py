@@ -21,6 +21,7 @@ from typing import Any, Generic, TypeVar, TypeVarTuple, overload
 
 import numpy as np
 
+from tensorplay.dtypes import plain_array
 from tensorplay.errors import AutogradError, DTypeError, IndexRangeError, ShapeError, TensorplayError
 from tensorplay.tensor import Tensor
 
@@ -167,7 +168,7 @@ def index(values: Any, bound: Any, *, shape: Sequence[Any] | None = None) -> Any
         if values._ops is eager:  # a private copy: later writes to ``values`` cannot break the bound
             return Index(eager, np.array(array, dtype=np.int64, copy=True), bound)
         return Index(t._ops, t._data, bound)
-    array = np.asarray(values)
+    array = plain_array(values, "index")
     if array.dtype.kind == "b" or (array.dtype.kind not in "iu" and array.size):
         raise DTypeError(f"index: values must be integers, got numpy dtype {array.dtype}")
     if shape is not None:

@@ -23,7 +23,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, TypeVarTuple, overload
 
+from tensorplay.spec.table import PRIMITIVES
+
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    from tensorplay.prefix import (
+        A1, A2, E, K1, K2, K3, L1, L2, L3, O1, O2, O3, T, Hd, Hv, InC, IntOrTuple, OutC, Padding,
+    )
     from tensorplay.tensor import Tensor
 
 S = TypeVarTuple("S")
@@ -95,6 +102,10 @@ class Ops(Protocol):
 
     def cos(self, x: Tensor[*S]) -> Tensor[*S]:
         """Cosine (radians)."""
+        ...
+
+    def tan(self, x: Tensor[*S]) -> Tensor[*S]:
+        """Tangent (radians); ``inf``-like values near odd multiples of pi/2, no exception."""
         ...
 
     def tanh(self, x: Tensor[*S]) -> Tensor[*S]:
@@ -261,6 +272,11 @@ class Ops(Protocol):
 
     def minimum(self, x: Any, y: Any, /) -> Any:
         """Elementwise min; NaN propagates; ties split the gradient equally."""
+        ...
+
+    def atan2(self, y: Tensor[*S], x: Tensor[*S] | Tensor[()] | Scalar, /) -> Tensor[*S]:
+        """The angle of the point ``(x, y)``, in ``[-pi, pi]``, elementwise with numpy broadcasting; integer
+        inputs give float32. The gradient at the origin is NaN (0/0), as in PyTorch."""
         ...
 
     # ---- comparisons and logic: result bool ---------------------------------------------------
@@ -530,13 +546,13 @@ class Ops(Protocol):
         ...
 
     # ---- convolution ---------------------------------------------------------------------------
-    def conv(self, x: Tensor[*tuple[Any, ...]], w: Tensor[*tuple[Any, ...]], *, stride: tuple[int, ...],
+    def conv_nd(self, x: Tensor[*tuple[Any, ...]], w: Tensor[*tuple[Any, ...]], *, stride: tuple[int, ...],
              padding: tuple[int, ...], dilation: tuple[int, ...], groups: int) -> Tensor[*tuple[Any, ...]]:
         """Cross-correlation ``x[N, C, *in] * w[O, C/groups, *k] -> [N, O, *out]`` with
         ``out = (in + 2p - d(k-1) - 1)//s + 1`` per spatial dim (zero padding). No bias."""
         ...
 
-    def conv_transpose(self, x: Tensor[*tuple[Any, ...]], w: Tensor[*tuple[Any, ...]], *,
+    def conv_transpose_nd(self, x: Tensor[*tuple[Any, ...]], w: Tensor[*tuple[Any, ...]], *,
                        stride: tuple[int, ...], padding: tuple[int, ...], output_padding: tuple[int, ...],
                        dilation: tuple[int, ...], groups: int) -> Tensor[*tuple[Any, ...]]:
         """Transposed convolution ``x[N, C, *in] , w[C, O/groups, *k] -> [N, O, *out]`` with
@@ -544,7 +560,7 @@ class Ops(Protocol):
         It is the adjoint (w.r.t. the input) of ``conv`` with the same weight."""
         ...
 
-    def conv_weight_grad(self, x: Tensor[*tuple[Any, ...]], g: Tensor[*tuple[Any, ...]], *,
+    def conv_weight_grad_nd(self, x: Tensor[*tuple[Any, ...]], g: Tensor[*tuple[Any, ...]], *,
                          kernel_size: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...],
                          dilation: tuple[int, ...], groups: int) -> Tensor[*tuple[Any, ...]]:
         """The adjoint of ``conv`` w.r.t. its weight: ``x[N, C, *in], g[N, O, *out] -> [O, C/groups, *k]``,
@@ -552,51 +568,51 @@ class Ops(Protocol):
         ...
 
     # ---- pooling (padding entries are at most k//2) -------------------------------------------
-    def max_pool(self, x: Tensor[*tuple[Any, ...]], *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
+    def max_pool_nd(self, x: Tensor[*tuple[Any, ...]], *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
                  padding: tuple[int, ...]) -> Tensor[*tuple[Any, ...]]:
         """Window max over ``x[N, C, *in]``; padding is ``-inf``; ``out = (in + 2p - k)//s + 1``.
         The gradient goes to the first maximal position of each window (row-major)."""
         ...
 
-    def max_pool_backward(self, x: Tensor[*tuple[Any, ...]], g: Tensor[*tuple[Any, ...]], *,
+    def max_pool_backward_nd(self, x: Tensor[*tuple[Any, ...]], g: Tensor[*tuple[Any, ...]], *,
                           kernel_size: tuple[int, ...], stride: tuple[int, ...],
                           padding: tuple[int, ...]) -> Tensor[*tuple[Any, ...]]:
         """Routes ``g[N, C, *out]`` to the first argmax of each window of ``x``; result like ``x``."""
         ...
 
-    def max_pool_select(self, x: Tensor[*tuple[Any, ...]], h: Tensor[*tuple[Any, ...]], *,
+    def max_pool_select_nd(self, x: Tensor[*tuple[Any, ...]], h: Tensor[*tuple[Any, ...]], *,
                         kernel_size: tuple[int, ...], stride: tuple[int, ...],
                         padding: tuple[int, ...]) -> Tensor[*tuple[Any, ...]]:
         """Reads ``h`` (shaped like ``x``) at the first argmax of each window of ``x``:
         the adjoint of ``max_pool_backward`` w.r.t. ``g``; result shaped like ``max_pool(x)``."""
         ...
 
-    def avg_pool(self, x: Tensor[*tuple[Any, ...]], *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
+    def avg_pool_nd(self, x: Tensor[*tuple[Any, ...]], *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
                  padding: tuple[int, ...]) -> Tensor[*tuple[Any, ...]]:
         """Window mean; padded positions count as zeros (divisor is always ``prod(k)``)."""
         ...
 
-    def avg_pool_backward(self, g: Tensor[*tuple[Any, ...]], *, input_shape: tuple[int, ...],
+    def avg_pool_backward_nd(self, g: Tensor[*tuple[Any, ...]], *, input_shape: tuple[int, ...],
                           kernel_size: tuple[int, ...], stride: tuple[int, ...],
                           padding: tuple[int, ...]) -> Tensor[*tuple[Any, ...]]:
         """The adjoint of ``avg_pool``: spreads ``g[N, C, *out]`` evenly over each window;
         result has spatial shape ``input_shape``."""
         ...
 
-    def smooth_max_pool(self, x: Tensor[*tuple[Any, ...]], *, kernel_size: tuple[int, ...],
+    def smooth_max_pool_nd(self, x: Tensor[*tuple[Any, ...]], *, kernel_size: tuple[int, ...],
                         stride: tuple[int, ...], padding: tuple[int, ...], beta: float) -> Tensor[*tuple[Any, ...]]:
         """Window log-sum-exp ``(1/beta) * log(sum(exp(beta * x)))`` (padding ``-inf``); tends to
         max-pool as ``beta`` grows. Computed stably (shifted by the window max)."""
         ...
 
-    def smooth_max_pool_backward(self, x: Tensor[*tuple[Any, ...]], g: Tensor[*tuple[Any, ...]], *,
+    def smooth_max_pool_backward_nd(self, x: Tensor[*tuple[Any, ...]], g: Tensor[*tuple[Any, ...]], *,
                                  kernel_size: tuple[int, ...], stride: tuple[int, ...],
                                  padding: tuple[int, ...], beta: float) -> Tensor[*tuple[Any, ...]]:
         """Spreads ``g[N, C, *out]`` over each window with the window's softmax(beta * x) weights."""
         ...
 
     # ---- normalisation and attention -----------------------------------------------------------
-    def layer_norm(self, x: Tensor[*Lead, D], gamma: Tensor[D], beta: Tensor[D], /, *,
+    def layer_norm_last_axis(self, x: Tensor[*Lead, D], gamma: Tensor[D], beta: Tensor[D], /, *,
                    eps: float) -> Tensor[*Lead, D]:
         """Normalise the last axis of ``x[..., D]`` (biased variance), then ``* gamma[D] + beta[D]``."""
         ...
@@ -616,23 +632,346 @@ class Ops(Protocol):
         """``x - logsumexp(x)`` along ``axis``."""
         ...
 
-    def attention(self, q: Tensor[*Lead, N, D], k: Tensor[*Lead, Nk, D], v: Tensor[*Lead, Nk, Dv],
+    def dot_product_attention(self, q: Tensor[*Lead, N, D], k: Tensor[*Lead, Nk, D], v: Tensor[*Lead, Nk, Dv],
                   mask: Tensor[*tuple[Any, ...]] | None, /, *, scale: float) -> Tensor[*Lead, N, Dv]:
         """Scaled dot-product attention ``softmax(scale * q k^T + mask) v``:
         ``q[*B, n, d], k[*B, m, d], v[*B, m, dv] -> [*B, n, dv]``. ``mask`` is ``None`` or bool,
         broadcastable to ``[*B, n, m]``; ``True`` means *may attend*. A fully masked row gives 0."""
         ...
 
-    # ---- derived ops every interpreter also offers (see tensorplay.prefix.DerivedOps) ----------
-    def linear(self, w: Tensor[Out, In], b: Tensor[Out] | None, x: Tensor[*Lead, In], /) -> Tensor[*Lead, Out]:
-        """``x[*lead, in] @ w[out, in]^T + b[out] -> [*lead, out]``."""
+    # ---- layer operations (prefix-polymorphic: any leading shape is kept) --------------------
+    # Typed with the overloads of the functions of tensorplay.prefix (tests/test_ops_surface.py keeps them equal).
+    @overload
+    def linear(self, w: Tensor[Out, In], b: Tensor[Out], x: Tensor[*Lead, In]) -> Tensor[*Lead, Out]: ...
+
+    @overload
+    def linear(self, w: Tensor[Out, In], b: None, x: Tensor[*Lead, In]) -> Tensor[*Lead, Out]: ...
+
+    def linear(self, *args: Any, **kwargs: Any) -> Any:
+        """``x[*lead, in] @ w[out, in]^T + b[out] -> [*lead, out]`` (``b`` may be ``None``). See :func:`tensorplay.prefix.linear` for the parameters, shapes and conventions."""
         ...
 
-    def map(self, lead: int, x: Tensor[*tuple[Any, ...]], f: Any) -> Tensor[*tuple[Any, ...]]:
-        """Apply ``f`` over ``x`` with its ``lead`` leading axes flattened into one batch axis."""
+    @overload
+    def map(self, lead: Literal[0], x: Tensor[*S], f: Callable[[Tensor[*S]], Tensor[*T]]) -> Tensor[*T]: ...
+
+    @overload
+    def map(self, lead: Literal[1], x: Tensor[A0, *S], f: Callable[[Tensor[*S]], Tensor[*T]]) -> Tensor[A0, *T]: ...
+
+    @overload
+    def map(self, lead: Literal[2], x: Tensor[A0, A1, *S],
+            f: Callable[[Tensor[*S]], Tensor[*T]]) -> Tensor[A0, A1, *T]: ...
+
+    @overload
+    def map(self, lead: Literal[3], x: Tensor[A0, A1, A2, *S],
+            f: Callable[[Tensor[*S]], Tensor[*T]]) -> Tensor[A0, A1, A2, *T]: ...
+
+    @overload
+    def map(self, lead: int, x: Tensor[*tuple[Any, ...]],
+            f: Callable[[Tensor[*tuple[Any, ...]]], Tensor[*tuple[Any, ...]]]) -> Tensor[*tuple[Any, ...]]: ...
+
+    def map(self, *args: Any, **kwargs: Any) -> Any:
+        """Apply the single-sample function ``f`` to every sample of ``x[*lead, *sample]``: ``[*lead, *f_out]``. See :func:`tensorplay.prefix.map` for the parameters, shapes and conventions."""
+        ...
+
+    @overload  # padding='same' keeps the input's spatial dims (more specific than the int-sized overloads below)
+    def conv(self, w: Tensor[OutC, InC, K1, K2], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2],  # type: ignore[overload-overlap]
+             stride: Literal[1] = 1, *, padding: Literal["same"], dilation: IntOrTuple = 1,
+             groups: Literal[1] = 1) -> Tensor[*Lead, OutC, L1, L2]: ...
+
+    @overload
+    def conv(self, w: Tensor[OutC, InC, K1], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1],  # type: ignore[overload-overlap]
+             stride: Literal[1] = 1, *, padding: Literal["same"], dilation: IntOrTuple = 1,
+             groups: Literal[1] = 1) -> Tensor[*Lead, OutC, L1]: ...
+
+    @overload
+    def conv(self, w: Tensor[OutC, InC, K1, K2, K3], b: Tensor[OutC] | None,  # type: ignore[overload-overlap]
+             x: Tensor[*Lead, InC, L1, L2, L3],
+             stride: Literal[1] = 1, *, padding: Literal["same"], dilation: IntOrTuple = 1,
+             groups: Literal[1] = 1) -> Tensor[*Lead, OutC, L1, L2, L3]: ...
+
+    @overload
+    def conv(self, w: Tensor[OutC, InC, K1, K2], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2],
+             stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
+             out: tuple[type[O1], type[O2]]) -> Tensor[*Lead, OutC, O1, O2]: ...
+
+    @overload
+    def conv(self, w: Tensor[OutC, InC, K1], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1],
+             stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
+             out: tuple[type[O1]]) -> Tensor[*Lead, OutC, O1]: ...
+
+    @overload
+    def conv(self, w: Tensor[OutC, InC, K1, K2, K3], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2, L3],
+             stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
+             out: tuple[type[O1], type[O2], type[O3]]) -> Tensor[*Lead, OutC, O1, O2, O3]: ...
+
+    @overload
+    def conv(self, w: Tensor[OutC, InC, K1, K2], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2],
+             stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
+             out: tuple[O1, O2]) -> Tensor[*Lead, OutC, O1, O2]: ...
+
+    @overload
+    def conv(self, w: Tensor[OutC, InC, K1], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1],
+             stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
+             out: tuple[O1]) -> Tensor[*Lead, OutC, O1]: ...
+
+    @overload
+    def conv(self, w: Tensor[OutC, InC, K1, K2, K3], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2, L3],
+             stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
+             out: tuple[O1, O2, O3]) -> Tensor[*Lead, OutC, O1, O2, O3]: ...
+
+    @overload
+    def conv(self, w: Tensor[OutC, InC, K1, K2], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2],
+             stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1,
+             groups: Literal[1] = 1) -> Tensor[*Lead, OutC, int, int]: ...
+
+    @overload
+    def conv(self, w: Tensor[OutC, InC, K1], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1],
+             stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1,
+             groups: Literal[1] = 1) -> Tensor[*Lead, OutC, int]: ...
+
+    @overload
+    def conv(self, w: Tensor[OutC, InC, K1, K2, K3], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2, L3],
+             stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1,
+             groups: Literal[1] = 1) -> Tensor[*Lead, OutC, int, int, int]: ...
+
+    @overload
+    def conv(self, w: Tensor[*tuple[Any, ...]], b: Tensor[*tuple[Any, ...]] | None, x: Tensor[*tuple[Any, ...]],
+             stride: IntOrTuple, padding: Padding, dilation: IntOrTuple, groups: int, *,
+             out: Sequence[Any] | None = None) -> Tensor[*tuple[Any, ...]]: ...
+
+    @overload
+    def conv(self, w: Tensor[*tuple[Any, ...]], b: Tensor[*tuple[Any, ...]] | None, x: Tensor[*tuple[Any, ...]],
+             stride: IntOrTuple = 1, padding: Padding = 0, dilation: IntOrTuple = 1, *, groups: int,
+             out: Sequence[Any] | None = None) -> Tensor[*tuple[Any, ...]]: ...
+
+    def conv(self, *args: Any, **kwargs: Any) -> Any:
+        """N-d convolution of ``x[*lead, inC, *spatial]`` with ``w[outC, inC/groups, *k]`` plus ``b[outC]``. See :func:`tensorplay.prefix.conv` for the parameters, shapes and conventions."""
+        ...
+
+    @overload
+    def conv_transpose(self, w: Tensor[InC, OutC, K1, K2], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2],
+                       stride: IntOrTuple = 1, padding: IntOrTuple = 0, output_padding: IntOrTuple = 0,
+                       dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
+                       out: tuple[type[O1], type[O2]]) -> Tensor[*Lead, OutC, O1, O2]: ...
+
+    @overload
+    def conv_transpose(self, w: Tensor[InC, OutC, K1], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1],
+                       stride: IntOrTuple = 1, padding: IntOrTuple = 0, output_padding: IntOrTuple = 0,
+                       dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
+                       out: tuple[type[O1]] | tuple[O1]) -> Tensor[*Lead, OutC, O1]: ...
+
+    @overload
+    def conv_transpose(self, w: Tensor[InC, OutC, K1, K2], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2],
+                       stride: IntOrTuple = 1, padding: IntOrTuple = 0, output_padding: IntOrTuple = 0,
+                       dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
+                       out: tuple[O1, O2]) -> Tensor[*Lead, OutC, O1, O2]: ...
+
+    @overload
+    def conv_transpose(self, w: Tensor[InC, OutC, K1, K2, K3], b: Tensor[OutC] | None,
+                       x: Tensor[*Lead, InC, L1, L2, L3], stride: IntOrTuple = 1, padding: IntOrTuple = 0,
+                       output_padding: IntOrTuple = 0, dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
+                       out: tuple[type[O1], type[O2], type[O3]]) -> Tensor[*Lead, OutC, O1, O2, O3]: ...
+
+    @overload
+    def conv_transpose(self, w: Tensor[InC, OutC, K1, K2, K3], b: Tensor[OutC] | None,
+                       x: Tensor[*Lead, InC, L1, L2, L3], stride: IntOrTuple = 1, padding: IntOrTuple = 0,
+                       output_padding: IntOrTuple = 0, dilation: IntOrTuple = 1, groups: Literal[1] = 1, *,
+                       out: tuple[O1, O2, O3]) -> Tensor[*Lead, OutC, O1, O2, O3]: ...
+
+    @overload
+    def conv_transpose(self, w: Tensor[InC, OutC, K1, K2], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1, L2],
+                       stride: IntOrTuple = 1, padding: IntOrTuple = 0, output_padding: IntOrTuple = 0,
+                       dilation: IntOrTuple = 1, groups: Literal[1] = 1) -> Tensor[*Lead, OutC, int, int]: ...
+
+    @overload
+    def conv_transpose(self, w: Tensor[InC, OutC, K1], b: Tensor[OutC] | None, x: Tensor[*Lead, InC, L1],
+                       stride: IntOrTuple = 1, padding: IntOrTuple = 0, output_padding: IntOrTuple = 0,
+                       dilation: IntOrTuple = 1, groups: Literal[1] = 1) -> Tensor[*Lead, OutC, int]: ...
+
+    @overload
+    def conv_transpose(self, w: Tensor[InC, OutC, K1, K2, K3], b: Tensor[OutC] | None,
+                       x: Tensor[*Lead, InC, L1, L2, L3], stride: IntOrTuple = 1, padding: IntOrTuple = 0,
+                       output_padding: IntOrTuple = 0, dilation: IntOrTuple = 1,
+                       groups: Literal[1] = 1) -> Tensor[*Lead, OutC, int, int, int]: ...
+
+    @overload
+    def conv_transpose(self, w: Tensor[*tuple[Any, ...]], b: Tensor[*tuple[Any, ...]] | None,
+                       x: Tensor[*tuple[Any, ...]], stride: IntOrTuple, padding: IntOrTuple, output_padding: IntOrTuple,
+                       dilation: IntOrTuple, groups: int, *, out: Sequence[Any] | None = None) -> Tensor[*tuple[Any, ...]]: ...
+
+    @overload
+    def conv_transpose(self, w: Tensor[*tuple[Any, ...]], b: Tensor[*tuple[Any, ...]] | None,
+                       x: Tensor[*tuple[Any, ...]], stride: IntOrTuple = 1, padding: IntOrTuple = 0,
+                       output_padding: IntOrTuple = 0, dilation: IntOrTuple = 1, *, groups: int,
+                       out: Sequence[Any] | None = None) -> Tensor[*tuple[Any, ...]]: ...
+
+    def conv_transpose(self, *args: Any, **kwargs: Any) -> Any:
+        """Transposed convolution of ``x[*lead, inC, *spatial]`` with ``w[inC, outC/groups, *k]`` plus ``b[outC]``. See :func:`tensorplay.prefix.conv_transpose` for the parameters, shapes and conventions."""
+        ...
+
+    @overload
+    def max_pool(self, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0, *, out: tuple[type[O1], type[O2]]) -> Tensor[*Lead, O1, O2]: ...
+
+    @overload
+    def max_pool(self, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0, *, out: tuple[type[O1]]) -> Tensor[*Lead, O1]: ...
+
+    @overload
+    def max_pool(self, x: Tensor[*Lead, L1, L2, L3], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0, *, out: tuple[type[O1], type[O2], type[O3]]) -> Tensor[*Lead, O1, O2, O3]: ...
+
+    @overload
+    def max_pool(self, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0, *, out: tuple[O1, O2]) -> Tensor[*Lead, O1, O2]: ...
+
+    @overload
+    def max_pool(self, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0, *, out: tuple[O1]) -> Tensor[*Lead, O1]: ...
+
+    @overload
+    def max_pool(self, x: Tensor[*Lead, L1, L2, L3], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0, *, out: tuple[O1, O2, O3]) -> Tensor[*Lead, O1, O2, O3]: ...
+
+    @overload
+    def max_pool(self, x: Tensor[*Lead, L1, L2], kernel_size: int | tuple[int, int], stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0) -> Tensor[*Lead, int, int]: ...
+
+    @overload
+    def max_pool(self, x: Tensor[*Lead, L1], kernel_size: tuple[int], stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0) -> Tensor[*Lead, int]: ...
+
+    @overload
+    def max_pool(self, x: Tensor[*Lead, L1, L2, L3], kernel_size: tuple[int, int, int], stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0) -> Tensor[*Lead, int, int, int]: ...
+
+    @overload
+    def max_pool(self, x: Tensor[*tuple[Any, ...]], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0) -> Tensor[*tuple[Any, ...]]: ...
+
+    def max_pool(self, *args: Any, **kwargs: Any) -> Any:
+        """Window max over the trailing spatial axes of ``x[*lead, *spatial]``. See :func:`tensorplay.prefix.max_pool` for the parameters, shapes and conventions."""
+        ...
+
+    @overload
+    def avg_pool(self, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0, *, out: tuple[type[O1], type[O2]]) -> Tensor[*Lead, O1, O2]: ...
+
+    @overload
+    def avg_pool(self, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0, *, out: tuple[type[O1]]) -> Tensor[*Lead, O1]: ...
+
+    @overload
+    def avg_pool(self, x: Tensor[*Lead, L1, L2, L3], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0, *, out: tuple[type[O1], type[O2], type[O3]]) -> Tensor[*Lead, O1, O2, O3]: ...
+
+    @overload
+    def avg_pool(self, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0, *, out: tuple[O1, O2]) -> Tensor[*Lead, O1, O2]: ...
+
+    @overload
+    def avg_pool(self, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0, *, out: tuple[O1]) -> Tensor[*Lead, O1]: ...
+
+    @overload
+    def avg_pool(self, x: Tensor[*Lead, L1, L2, L3], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0, *, out: tuple[O1, O2, O3]) -> Tensor[*Lead, O1, O2, O3]: ...
+
+    @overload
+    def avg_pool(self, x: Tensor[*Lead, L1, L2], kernel_size: int | tuple[int, int], stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0) -> Tensor[*Lead, int, int]: ...
+
+    @overload
+    def avg_pool(self, x: Tensor[*Lead, L1], kernel_size: tuple[int], stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0) -> Tensor[*Lead, int]: ...
+
+    @overload
+    def avg_pool(self, x: Tensor[*Lead, L1, L2, L3], kernel_size: tuple[int, int, int], stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0) -> Tensor[*Lead, int, int, int]: ...
+
+    @overload
+    def avg_pool(self, x: Tensor[*tuple[Any, ...]], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0) -> Tensor[*tuple[Any, ...]]: ...
+
+    def avg_pool(self, *args: Any, **kwargs: Any) -> Any:
+        """Window mean over the trailing spatial axes (padding counts as zeros). See :func:`tensorplay.prefix.avg_pool` for the parameters, shapes and conventions."""
+        ...
+
+    @overload
+    def smooth_max_pool(self, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None,
+                        padding: IntOrTuple, beta: float, *, out: tuple[type[O1], type[O2]]) -> Tensor[*Lead, O1, O2]: ...
+
+    @overload
+    def smooth_max_pool(self, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None,
+                        padding: IntOrTuple, beta: float, *, out: tuple[type[O1]]) -> Tensor[*Lead, O1]: ...
+
+    @overload
+    def smooth_max_pool(self, x: Tensor[*Lead, L1, L2, L3], kernel_size: IntOrTuple, stride: IntOrTuple | None,
+                        padding: IntOrTuple, beta: float, *, out: tuple[type[O1], type[O2], type[O3]]) -> Tensor[*Lead, O1, O2, O3]: ...
+
+    @overload
+    def smooth_max_pool(self, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None,
+                        padding: IntOrTuple, beta: float, *, out: tuple[O1, O2]) -> Tensor[*Lead, O1, O2]: ...
+
+    @overload
+    def smooth_max_pool(self, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None,
+                        padding: IntOrTuple, beta: float, *, out: tuple[O1]) -> Tensor[*Lead, O1]: ...
+
+    @overload
+    def smooth_max_pool(self, x: Tensor[*Lead, L1, L2, L3], kernel_size: IntOrTuple, stride: IntOrTuple | None,
+                        padding: IntOrTuple, beta: float, *, out: tuple[O1, O2, O3]) -> Tensor[*Lead, O1, O2, O3]: ...
+
+    @overload
+    def smooth_max_pool(self, x: Tensor[*Lead, L1, L2], kernel_size: int | tuple[int, int], stride: IntOrTuple | None,
+                        padding: IntOrTuple, beta: float) -> Tensor[*Lead, int, int]: ...
+
+    @overload
+    def smooth_max_pool(self, x: Tensor[*Lead, L1], kernel_size: tuple[int], stride: IntOrTuple | None,
+                        padding: IntOrTuple, beta: float) -> Tensor[*Lead, int]: ...
+
+    @overload
+    def smooth_max_pool(self, x: Tensor[*Lead, L1, L2, L3], kernel_size: tuple[int, int, int], stride: IntOrTuple | None,
+                        padding: IntOrTuple, beta: float) -> Tensor[*Lead, int, int, int]: ...
+
+    @overload
+    def smooth_max_pool(self, x: Tensor[*tuple[Any, ...]], kernel_size: IntOrTuple, stride: IntOrTuple | None,
+                        padding: IntOrTuple, beta: float) -> Tensor[*tuple[Any, ...]]: ...
+
+    def smooth_max_pool(self, *args: Any, **kwargs: Any) -> Any:
+        """Window ``logsumexp(beta x) / beta`` (padded cells count as zeros; ``beta`` finite, non-zero). See :func:`tensorplay.prefix.smooth_max_pool` for the parameters, shapes and conventions."""
+        ...
+
+    def layer_norm(self, x: Tensor[*Lead, D], gamma: Tensor[D] | None = None, beta: Tensor[D] | None = None,
+                   eps: float = 1e-5) -> Tensor[*Lead, D]:
+        """See :func:`tensorplay.prefix.layer_norm`."""
+        ...
+
+    @overload
+    def attention(self, wq: Tensor[D, Hd], wk: Tensor[D, Hd], wv: Tensor[D, Hv], wo: Tensor[Hv, E],
+                  x: Tensor[*Lead, N, D], num_heads: int, mask: Tensor[*tuple[Any, ...]] | None = None,
+                  output_bias: None = None) -> Tensor[*Lead, N, E]: ...
+
+    @overload
+    def attention(self, wq: Tensor[D, Hd], wk: Tensor[D, Hd], wv: Tensor[D, Hv], wo: Tensor[Hv, E],
+                  x: Tensor[*Lead, N, D], num_heads: int, mask: Tensor[*tuple[Any, ...]] | None = None, *,
+                  output_bias: Tensor[E]) -> Tensor[*Lead, N, E]: ...
+
+    def attention(self, *args: Any, **kwargs: Any) -> Any:
+        """Multi-head self-attention on ``x[*lead, n, d_model]`` with input-major weights (``q = x @ wq``). See :func:`tensorplay.prefix.attention` for the parameters, shapes and conventions."""
+        ...
+
+    def dropout(self, x: Tensor[*S], p: float = 0.5, training: bool = True, *,
+                key: Tensor[*tuple[Any, ...]] | None = None) -> Tensor[*S]:
+        """See :func:`tensorplay.prefix.dropout`."""
         ...
 
     # ---- randomness (counter based: the key is an input value) -------------------------------
+    def random_key(self) -> Tensor[*tuple[Any, ...]]:
+        """A fresh key (int64 ``[2]``: seed, counter) for the random primitives: the global generator's next
+        key eagerly (``tp.manual_seed`` sets it), a key input of a recorded graph (drawn again at every
+        run), one key per sample under ``vmap(randomness="different")``."""
+        ...
+
     def random_uniform(self, key: Tensor[*tuple[Any, ...]], *, shape: tuple[int, ...],
                        dtype: str) -> Tensor[*tuple[Any, ...]]:
         """Uniform in ``[0, 1)`` from ``key`` (int64 ``[2]``: seed, counter) via Philox."""
@@ -667,12 +1006,43 @@ class Interpreter(Ops, Protocol):
         """Lift a numpy array (or a tensor of a lower-level interpreter) into this interpreter."""
         ...
 
+    def apply(self, target: str, inputs: Sequence[Any], params: Mapping[str, Any] | None = None) -> Any:
+        """Run primitive ``target`` on ``inputs`` with static ``params`` (``getattr(ops, target)(*inputs,
+        **params)``)."""
+        ...
 
-DERIVED_METHODS: tuple[str, ...] = ("linear", "map")
-"""Protocol methods that are derived ops (implemented once in :mod:`tensorplay.prefix`), not primitives."""
+    def format(self, x: Tensor[*tuple[Any, ...]]) -> str:
+        """``repr(x)``."""
+        ...
 
-PRIMITIVE_NAMES: tuple[str, ...] = tuple(
-    name for name, value in vars(Ops).items()
-    if callable(value) and not name.startswith("_") and name not in DERIVED_METHODS
-)
-"""Every primitive of the protocol, in declaration order."""
+    def set_requires_grad(self, x: Tensor[*tuple[Any, ...]], flag: bool) -> None:
+        """``x.requires_grad = flag`` (the eager interpreter validates and records it for the tape)."""
+        ...
+
+    def backward(self, x: Tensor[*tuple[Any, ...]], gradient: Any, retain_graph: bool, create_graph: bool) -> None:
+        """``x.backward(gradient)``: the eager tape (a recorder refuses and points to ``tensorplay.func``)."""
+        ...
+
+    def detach(self, x: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
+        """``x.detach()``: the same value without gradient history."""
+        ...
+
+    def contiguous(self, x: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
+        """``x.contiguous()``: a row-major tensor with ``x``'s value."""
+        ...
+
+    def clone(self, x: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
+        """``x.clone()``: a copy that later in-place updates of either do not share."""
+        ...
+
+    def inplace(self, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tensor[*tuple[Any, ...]]:
+        """``x op= other`` in place (``op``: a binary primitive name, ``"fill"`` or ``"copy"``); returns ``x``."""
+        ...
+
+    def setitem(self, x: Tensor[*tuple[Any, ...]], key: Any, value: Any) -> None:
+        """``x[key] = value`` in place."""
+        ...
+
+
+PRIMITIVE_NAMES: tuple[str, ...] = tuple(PRIMITIVES)
+"""Every primitive, in the order of the primitive table (:mod:`tensorplay.spec.table`)."""

@@ -10,10 +10,14 @@ layouts follow PyTorch (``linear`` weight ``[out, in]``, conv weight
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, TypeVarTuple, overload
 
+import numpy as np
+
 from tensorplay.errors import DTypeError, ShapeError
+from tensorplay.spec.shapes import fmt_shape
 from tensorplay.derived import matmul, numel_of, reshape, unsqueeze  # noqa: F401 (reshape re-exported)
 
 if TYPE_CHECKING:
@@ -36,6 +40,9 @@ A2 = TypeVar("A2")
 In = TypeVar("In")
 Out = TypeVar("Out")
 D = TypeVar("D")
+E = TypeVar("E")
+Hd = TypeVar("Hd")
+Hv = TypeVar("Hv")
 N = TypeVar("N")
 InC = TypeVar("InC")
 OutC = TypeVar("OutC")
@@ -52,32 +59,44 @@ Padding = IntOrTuple | Literal["valid", "same"]
 One = Literal[1]
 
 
-def _tuple(value: IntOrTuple, rank: int, name: str, where: str) -> tuple[int, ...]:
-    if isinstance(value, int):
-        return (value,) * rank
-    out = tuple(int(v) for v in value)
+def int_tuple(value: IntOrTuple, rank: int, name: str, where: str) -> tuple[int, ...]:
+    """``value`` as a tuple of ``rank`` ints (an int is repeated). A float (``stride=1.5``), a bool or a
+    tuple of the wrong length is a :class:`ShapeError` naming ``where`` and ``name``, never truncated."""
+    def one(v: Any) -> int:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise ShapeError(f"{where}: {name} must be an int or a tuple of {rank} ints, got {value!r}")
+        return int(v)
+
+    if not isinstance(value, (tuple, list)):
+        return (one(value),) * rank
+    out = tuple(one(v) for v in value)
     if len(out) != rank:
         raise ShapeError(f"{where}: {name} has {len(out)} entries {list(out)}, expected {rank} "
                          f"(one per spatial dim)")
     return out
 
 
-@overload
-def map(ops: Ops, lead: Literal[0], x: Tensor[*S], f: Callable[[Tensor[One, *S]], Tensor[One, *T]]) -> Tensor[*T]: ...
+def attention_scale(head_dim: Any) -> float:
+    """``1/sqrt(head_dim)``, the default attention scale; 1 for a zero-size head (whose scores are all 0)."""
+    return 1.0 / math.sqrt(head_dim) if head_dim else 1.0
 
 
 @overload
-def map(ops: Ops, lead: Literal[1], x: Tensor[A0, *S], f: Callable[[Tensor[A0, *S]], Tensor[A0, *T]]) -> Tensor[A0, *T]: ...
+def map(ops: Ops, lead: Literal[0], x: Tensor[*S], f: Callable[[Tensor[*S]], Tensor[*T]]) -> Tensor[*T]: ...
+
+
+@overload
+def map(ops: Ops, lead: Literal[1], x: Tensor[A0, *S], f: Callable[[Tensor[*S]], Tensor[*T]]) -> Tensor[A0, *T]: ...
 
 
 @overload
 def map(ops: Ops, lead: Literal[2], x: Tensor[A0, A1, *S],
-        f: Callable[[Tensor[int, *S]], Tensor[int, *T]]) -> Tensor[A0, A1, *T]: ...
+        f: Callable[[Tensor[*S]], Tensor[*T]]) -> Tensor[A0, A1, *T]: ...
 
 
 @overload
 def map(ops: Ops, lead: Literal[3], x: Tensor[A0, A1, A2, *S],
-        f: Callable[[Tensor[int, *S]], Tensor[int, *T]]) -> Tensor[A0, A1, A2, *T]: ...
+        f: Callable[[Tensor[*S]], Tensor[*T]]) -> Tensor[A0, A1, A2, *T]: ...
 
 
 @overload
@@ -86,17 +105,12 @@ def map(ops: Ops, lead: int, x: Tensor[*tuple[Any, ...]],
 
 
 def map(ops: Ops, lead: int, x: AnyTensor, f: Callable[[AnyTensor], AnyTensor]) -> AnyTensor:
-    """Apply ``f`` (which takes ``[N, *sample]``) to ``x[*lead, *sample]`` where ``lead`` is the number
-    of leading axes; the result is ``[*lead, *f_sample]``. With ``lead == 0``, ``f`` sees a batch of one."""
-    if not 0 <= lead <= x.ndim:
-        raise ShapeError(f"map: lead={lead} leading axes requested for a tensor of rank {x.ndim} "
-                         f"(shape {list(x.shape)})")
-    shape = tuple(x.shape)
-    lead_shape, sample = shape[:lead], shape[lead:]
-    flat = ops.reshape(x, shape=(numel_of(lead_shape),) + sample) if lead != 1 else x
-    out = f(flat)
-    out_sample = tuple(out.shape[1:])
-    return out if lead == 1 else ops.reshape(out, shape=lead_shape + out_sample)
+    """Apply the single-sample function ``f`` independently to every sample of ``x[*lead, *sample]``
+    (``lead`` is the number of leading axes); the result is ``[*lead, *f(sample).shape]``, as in
+    TorchLean's ``Program.map``. ``f`` need not know about batches: it is traced once on one sample
+    and run as one batched computation through the batching rules (not a Python loop); random draws
+    inside ``f`` differ from sample to sample. ``lead == 0`` is ``f(x)``."""
+    return ops.map(lead, x, f)
 
 
 def _flatten_lead(ops: Ops, x: AnyTensor, keep: int, where: str) -> tuple[AnyTensor, tuple[Any, ...]]:
@@ -109,6 +123,21 @@ def _flatten_lead(ops: Ops, x: AnyTensor, keep: int, where: str) -> tuple[AnyTen
     if len(lead) == 1:
         return x, lead
     return ops.reshape(x, shape=(numel_of(lead),) + tail), lead
+
+
+@contextmanager
+def _errors_name_the_input(given: Sequence[Any], flat: Sequence[Any]) -> Iterator[None]:
+    """A shape or dtype error of a primitive run on the flattened input ``flat`` names the input as the
+    caller gave it (``given``), not only the internal reshape."""
+    try:
+        yield
+    except (ShapeError, DTypeError) as error:
+        inner, outer = fmt_shape(flat), fmt_shape(given)
+        text = str(error)
+        if inner == outer or inner not in text:
+            raise
+        new = type(error)(text.replace(inner, f"{outer} (as {inner}: leading axes flattened)", 1))
+        raise new.with_traceback(error.__traceback__) from None
 
 
 def _restore_lead(ops: Ops, y: AnyTensor, lead: tuple[Any, ...]) -> AnyTensor:
@@ -270,8 +299,8 @@ def conv(ops: Ops, w: AnyTensor, b: AnyTensor | None, x: AnyTensor, stride: IntO
         raise ShapeError(f"conv: weight must be [outC, inC/groups, *kernel] with 1 to 3 spatial dims, "
                          f"got shape {list(w.shape)}")
     kernel = tuple(w.shape[2:])
-    s = _tuple(stride, rank, "stride", "conv")
-    d = _tuple(dilation, rank, "dilation", "conv")
+    s = int_tuple(stride, rank, "stride", "conv")
+    d = int_tuple(dilation, rank, "dilation", "conv")
     flat, lead = _flatten_lead(ops, x, rank + 1, "conv")
     if isinstance(padding, str):
         if padding == "valid":
@@ -283,8 +312,9 @@ def conv(ops: Ops, w: AnyTensor, b: AnyTensor | None, x: AnyTensor, stride: IntO
         else:
             raise ShapeError(f"conv: padding must be an int, a tuple, 'same' or 'valid', got {padding!r}")
     else:
-        p = _tuple(padding, rank, "padding", "conv")
-    y = ops.conv(flat, w, stride=s, padding=p, dilation=d, groups=groups)
+        p = int_tuple(padding, rank, "padding", "conv")
+    with _errors_name_the_input(x.shape, flat.shape):
+        y = ops.conv_nd(flat, w, stride=s, padding=p, dilation=d, groups=groups)
     if b is not None:
         if tuple(b.shape) != (w.shape[0],):
             raise ShapeError(f"conv: bias must be [{w.shape[0]}], got shape {list(b.shape)}")
@@ -370,12 +400,13 @@ def conv_transpose(ops: Ops, w: AnyTensor, b: AnyTensor | None, x: AnyTensor, st
     if rank not in (1, 2, 3):
         raise ShapeError(f"conv_transpose: weight must be [inC, outC/groups, *kernel] with 1 to 3 spatial dims, "
                          f"got shape {list(w.shape)}")
-    s = _tuple(stride, rank, "stride", "conv_transpose")
-    p = _tuple(padding, rank, "padding", "conv_transpose")
-    op = _tuple(output_padding, rank, "output_padding", "conv_transpose")
-    d = _tuple(dilation, rank, "dilation", "conv_transpose")
+    s = int_tuple(stride, rank, "stride", "conv_transpose")
+    p = int_tuple(padding, rank, "padding", "conv_transpose")
+    op = int_tuple(output_padding, rank, "output_padding", "conv_transpose")
+    d = int_tuple(dilation, rank, "dilation", "conv_transpose")
     flat, lead = _flatten_lead(ops, x, rank + 1, "conv_transpose")
-    y = ops.conv_transpose(flat, w, stride=s, padding=p, output_padding=op, dilation=d, groups=groups)
+    with _errors_name_the_input(x.shape, flat.shape):
+        y = ops.conv_transpose_nd(flat, w, stride=s, padding=p, output_padding=op, dilation=d, groups=groups)
     out_channels = w.shape[1] * groups
     if b is not None:
         if tuple(b.shape) != (out_channels,):
@@ -388,15 +419,16 @@ def conv_transpose(ops: Ops, w: AnyTensor, b: AnyTensor | None, x: AnyTensor, st
 def _pool(ops: Ops, prim: str, x: AnyTensor, kernel_size: IntOrTuple, stride: IntOrTuple | None,
           padding: IntOrTuple, out: Sequence[Any] | None = None, **extra: Any) -> AnyTensor:
     rank = 2 if isinstance(kernel_size, int) else len(tuple(kernel_size))
-    k = _tuple(kernel_size, rank, "kernel_size", prim)
-    s = k if stride is None else _tuple(stride, rank, "stride", prim)
-    p = _tuple(padding, rank, "padding", prim)
+    k = int_tuple(kernel_size, rank, "kernel_size", prim)
+    s = k if stride is None else int_tuple(stride, rank, "stride", prim)
+    p = int_tuple(padding, rank, "padding", prim)
     if x.ndim < rank:
         raise ShapeError(f"{prim}: expected an input with at least {rank} spatial axes, got shape {list(x.shape)}")
     shape = tuple(x.shape)
     lead, spatial = shape[:x.ndim - rank], shape[x.ndim - rank:]
     flat = ops.reshape(x, shape=(numel_of(lead), 1) + spatial)
-    y = getattr(ops, prim)(flat, kernel_size=k, stride=s, padding=p, **extra)
+    with _errors_name_the_input(shape, flat.shape):
+        y = getattr(ops, f"{prim}_nd")(flat, kernel_size=k, stride=s, padding=p, **extra)
     _check_out(prim, lead + tuple(y.shape[2:]), out, rank)
     return ops.reshape(y, shape=lead + tuple(y.shape[2:]))
 
@@ -516,85 +548,77 @@ def avg_pool(ops: Ops, x: AnyTensor, kernel_size: IntOrTuple, stride: IntOrTuple
 
 
 @overload
-def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-                    padding: IntOrTuple = 0, beta: float = 10.0, *, out: tuple[type[O1], type[O2]]) -> Tensor[*Lead, O1, O2]: ...
+def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None,
+                    padding: IntOrTuple, beta: float, *, out: tuple[type[O1], type[O2]]) -> Tensor[*Lead, O1, O2]: ...
 
 
 @overload
-def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-                    padding: IntOrTuple = 0, beta: float = 10.0, *, out: tuple[type[O1]]) -> Tensor[*Lead, O1]: ...
+def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None,
+                    padding: IntOrTuple, beta: float, *, out: tuple[type[O1]]) -> Tensor[*Lead, O1]: ...
 
 
 @overload
-def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1, L2, L3], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-                    padding: IntOrTuple = 0, beta: float = 10.0, *, out: tuple[type[O1], type[O2], type[O3]]) -> Tensor[*Lead, O1, O2, O3]: ...
+def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1, L2, L3], kernel_size: IntOrTuple, stride: IntOrTuple | None,
+                    padding: IntOrTuple, beta: float, *, out: tuple[type[O1], type[O2], type[O3]]) -> Tensor[*Lead, O1, O2, O3]: ...
 
 
 @overload
-def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-                    padding: IntOrTuple = 0, beta: float = 10.0, *, out: tuple[O1, O2]) -> Tensor[*Lead, O1, O2]: ...
+def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: IntOrTuple, stride: IntOrTuple | None,
+                    padding: IntOrTuple, beta: float, *, out: tuple[O1, O2]) -> Tensor[*Lead, O1, O2]: ...
 
 
 @overload
-def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-                    padding: IntOrTuple = 0, beta: float = 10.0, *, out: tuple[O1]) -> Tensor[*Lead, O1]: ...
+def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: IntOrTuple, stride: IntOrTuple | None,
+                    padding: IntOrTuple, beta: float, *, out: tuple[O1]) -> Tensor[*Lead, O1]: ...
 
 
 @overload
-def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1, L2, L3], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-                    padding: IntOrTuple = 0, beta: float = 10.0, *, out: tuple[O1, O2, O3]) -> Tensor[*Lead, O1, O2, O3]: ...
+def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1, L2, L3], kernel_size: IntOrTuple, stride: IntOrTuple | None,
+                    padding: IntOrTuple, beta: float, *, out: tuple[O1, O2, O3]) -> Tensor[*Lead, O1, O2, O3]: ...
 
 
 @overload
-def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: int | tuple[int, int], stride: IntOrTuple | None = None,
-                    padding: IntOrTuple = 0, beta: float = 10.0) -> Tensor[*Lead, int, int]: ...
+def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1, L2], kernel_size: int | tuple[int, int], stride: IntOrTuple | None,
+                    padding: IntOrTuple, beta: float) -> Tensor[*Lead, int, int]: ...
 
 
 @overload
-def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: tuple[int], stride: IntOrTuple | None = None,
-                    padding: IntOrTuple = 0, beta: float = 10.0) -> Tensor[*Lead, int]: ...
+def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1], kernel_size: tuple[int], stride: IntOrTuple | None,
+                    padding: IntOrTuple, beta: float) -> Tensor[*Lead, int]: ...
 
 
 @overload
-def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1, L2, L3], kernel_size: tuple[int, int, int], stride: IntOrTuple | None = None,
-                    padding: IntOrTuple = 0, beta: float = 10.0) -> Tensor[*Lead, int, int, int]: ...
+def smooth_max_pool(ops: Ops, x: Tensor[*Lead, L1, L2, L3], kernel_size: tuple[int, int, int], stride: IntOrTuple | None,
+                    padding: IntOrTuple, beta: float) -> Tensor[*Lead, int, int, int]: ...
 
 
 @overload
-def smooth_max_pool(ops: Ops, x: Tensor[*tuple[Any, ...]], kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-                    padding: IntOrTuple = 0, beta: float = 10.0) -> Tensor[*tuple[Any, ...]]: ...
+def smooth_max_pool(ops: Ops, x: Tensor[*tuple[Any, ...]], kernel_size: IntOrTuple, stride: IntOrTuple | None,
+                    padding: IntOrTuple, beta: float) -> Tensor[*tuple[Any, ...]]: ...
 
 
-def smooth_max_pool(ops: Ops, x: AnyTensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
-                    padding: IntOrTuple = 0, beta: float = 10.0, *, out: Sequence[Any] | None = None) -> AnyTensor:
-    """Window ``logsumexp(beta * x) / beta`` over the trailing spatial axes (tends to max as beta grows).
-    ``out=`` as for ``max_pool``."""
-    if beta <= 0:
-        raise ShapeError(f"smooth_max_pool: beta must be positive, got {beta}")
+def smooth_max_pool(ops: Ops, x: AnyTensor, kernel_size: IntOrTuple, stride: IntOrTuple | None,
+                    padding: IntOrTuple, beta: float, *, out: Sequence[Any] | None = None) -> AnyTensor:
+    """Window ``logsumexp(beta * x) / beta`` over the trailing spatial axes: a smooth maximum that tends to
+    max-pool as ``beta`` grows, and a smooth minimum for negative ``beta`` (any finite non-zero number;
+    there is no default). Padded cells take part with value 0: each adds ``exp(beta * 0)`` to its
+    window's sum (TorchLean's convention). ``out=`` as for ``max_pool``."""
+    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not math.isfinite(beta) or beta == 0:
+        raise ShapeError(f"smooth_max_pool: beta must be a finite non-zero number, got {beta!r}")
     return _pool(ops, "smooth_max_pool", x, kernel_size, stride, padding, out, beta=float(beta))
 
 
-@overload
-def layer_norm(ops: Ops, x: Tensor[*Lead, D], gamma: Tensor[D], beta: Tensor[D] | None,
-               eps: float = 1e-5) -> Tensor[*Lead, D]: ...
-
-
-@overload
-def layer_norm(ops: Ops, x: Tensor[*Lead, D], gamma: None, beta: Tensor[D] | None,
-               eps: float = 1e-5) -> Tensor[*Lead, D]: ...
-
-
-def layer_norm(ops: Ops, x: AnyTensor, gamma: AnyTensor | None, beta: AnyTensor | None,
-               eps: float = 1e-5) -> AnyTensor:
+def layer_norm(ops: Ops, x: Tensor[*Lead, D], gamma: Tensor[D] | None = None, beta: Tensor[D] | None = None,
+               eps: float = 1e-5) -> Tensor[*Lead, D]:
     """Normalise the last axis of ``x[*lead, D]`` then scale by ``gamma[D]`` and shift by ``beta[D]``
     (``None`` means 1 and 0)."""
-    if x.ndim == 0:
+    xa: AnyTensor = x
+    if xa.ndim == 0:
         raise ShapeError("layer_norm: expected an input with a feature axis, got a 0-d tensor")
-    dim = x.shape[-1]
-    dtype = x.dtype.name
+    dim, dtype = xa.shape[-1], xa.dtype.name
     g = gamma if gamma is not None else ops.full(shape=(dim,), value=1.0, dtype=dtype)
     b = beta if beta is not None else ops.full(shape=(dim,), value=0.0, dtype=dtype)
-    return ops.layer_norm(x, g, b, eps=eps)
+    return ops.layer_norm_last_axis(x, g, b, eps=eps)
 
 
 def _split_heads(ops: Ops, t: AnyTensor, heads: int) -> AnyTensor:
@@ -614,74 +638,77 @@ def _merge_heads(ops: Ops, t: AnyTensor) -> AnyTensor:
 
 
 @overload
-def attention(ops: Ops, wq: Tensor[D, D], wk: Tensor[D, D], wv: Tensor[D, D], wo: Tensor[D, D],
+def attention(ops: Ops, wq: Tensor[D, Hd], wk: Tensor[D, Hd], wv: Tensor[D, Hv], wo: Tensor[Hv, E],
               x: Tensor[*Lead, N, D], num_heads: int, mask: Tensor[*tuple[Any, ...]] | None = None,
-              output_bias: None = None) -> Tensor[*Lead, N, D]: ...
+              output_bias: None = None) -> Tensor[*Lead, N, E]: ...
 
 
 @overload
-def attention(ops: Ops, wq: Tensor[D, D], wk: Tensor[D, D], wv: Tensor[D, D], wo: Tensor[D, D],
+def attention(ops: Ops, wq: Tensor[D, Hd], wk: Tensor[D, Hd], wv: Tensor[D, Hv], wo: Tensor[Hv, E],
               x: Tensor[*Lead, N, D], num_heads: int, mask: Tensor[*tuple[Any, ...]] | None = None, *,
-              output_bias: Tensor[D]) -> Tensor[*Lead, N, D]: ...
+              output_bias: Tensor[E]) -> Tensor[*Lead, N, E]: ...
 
 
 def attention(ops: Ops, wq: AnyTensor, wk: AnyTensor, wv: AnyTensor, wo: AnyTensor, x: AnyTensor,
               num_heads: int, mask: AnyTensor | None = None, output_bias: AnyTensor | None = None) -> AnyTensor:
-    """Multi-head self-attention on ``x[*lead, n, d]``: projections ``w*[d, d]`` (PyTorch ``[out, in]``),
-    ``num_heads`` heads of size ``d // num_heads``, scale ``1/sqrt(d_head)``, optional bool ``mask``
-    (``[n, n]`` or ``[*lead, n, n]``, True = may attend) and ``output_bias[d]``. Result ``[*lead, n, d]``."""
+    """Multi-head self-attention on ``x[*lead, n, d_model]`` (TorchLean's layout: weights are input-major,
+    so queries are ``x @ wq``).
+
+    ``wq, wk: [d_model, num_heads * head_dim]``, ``wv: [d_model, num_heads * value_dim]``,
+    ``wo: [num_heads * value_dim, d_out]`` (``num_heads * head_dim`` need not equal ``d_model``); each head
+    attends with scale ``1/sqrt(head_dim)``; ``mask`` is bool (``[n, n]`` or ``[*lead, n, n]``),
+    ``True`` meaning *may attend*, and a row with nothing allowed gives zeros; ``output_bias[d_out]`` is
+    added last. Result ``[*lead, n, d_out]``."""
     if x.ndim < 2:
-        raise ShapeError(f"attention: expected x[*lead, n, d], got shape {list(x.shape)}")
+        raise ShapeError(f"attention: expected x[*lead, n, d_model], got shape {list(x.shape)}")
+    if isinstance(num_heads, bool) or not isinstance(num_heads, int) or num_heads <= 0:
+        raise ShapeError(f"attention: num_heads must be a positive int, got {num_heads!r}")
     d = x.shape[-1]
-    if not isinstance(num_heads, int) or num_heads <= 0 or (isinstance(d, int) and d % num_heads):
-        raise ShapeError(f"attention: model dim {d} is not divisible by num_heads={num_heads}")
     for name, w in (("wq", wq), ("wk", wk), ("wv", wv), ("wo", wo)):
-        if tuple(w.shape) != (d, d):
-            raise ShapeError(f"attention: {name} must be [{d}, {d}] for x of shape {list(x.shape)}, "
-                             f"got {list(w.shape)}")
+        if w.ndim != 2:
+            raise ShapeError(f"attention: {name} must be a matrix, got shape {list(w.shape)}")
+    for name, w in (("wq", wq), ("wk", wk), ("wv", wv)):
+        if w.shape[0] != d:
+            raise ShapeError(f"attention: {name} must be [d_model, num_heads * head_dim] = [{d}, ...] for x of "
+                             f"shape {list(x.shape)}, got {list(w.shape)}")
+    if tuple(wk.shape) != tuple(wq.shape):
+        raise ShapeError(f"attention: wk must have wq's shape {list(wq.shape)}, got {list(wk.shape)}")
+    for name, w in (("wq", wq), ("wv", wv)):
+        if isinstance(w.shape[1], int) and w.shape[1] % num_heads:
+            raise ShapeError(f"attention: {name} has {w.shape[1]} columns, which num_heads={num_heads} does not "
+                             f"divide (columns are num_heads * head_dim)")
+    if wo.shape[0] != wv.shape[1]:
+        raise ShapeError(f"attention: wo must have wv's {wv.shape[1]} columns as rows, got shape {list(wo.shape)}")
+    if output_bias is not None and tuple(output_bias.shape) != (wo.shape[1],):
+        raise ShapeError(f"attention: output_bias must be [{wo.shape[1]}], got {list(output_bias.shape)}")
     if mask is not None and mask.dtype.name != "bool":
         raise DTypeError(f"attention: mask must be bool (True = may attend), got {mask.dtype}")
-    q = _split_heads(ops, linear(ops, wq, None, x), num_heads)
-    k = _split_heads(ops, linear(ops, wk, None, x), num_heads)
-    v = _split_heads(ops, linear(ops, wv, None, x), num_heads)
+    q = _split_heads(ops, matmul(ops, x, wq), num_heads)  # type: ignore[arg-type]
+    k = _split_heads(ops, matmul(ops, x, wk), num_heads)  # type: ignore[arg-type]
+    v = _split_heads(ops, matmul(ops, x, wv), num_heads)  # type: ignore[arg-type]
     head_mask = mask if mask is None or mask.ndim <= 2 else unsqueeze(ops, mask, -3)  # type: ignore[arg-type]
-    o = ops.attention(q, k, v, head_mask, scale=1.0 / math.sqrt(d // num_heads))
-    return linear(ops, wo, output_bias, _merge_heads(ops, o))
+    o = ops.dot_product_attention(q, k, v, head_mask, scale=attention_scale(wq.shape[1] // num_heads))
+    y = matmul(ops, _merge_heads(ops, o), wo)  # type: ignore[arg-type]
+    return y if output_bias is None else ops.add(y, output_bias)
 
 
-@overload
-def dropout(ops: Ops, x: Tensor[*S], p: float, key: Tensor[*tuple[Any, ...]], training: bool = True) -> Tensor[*S]: ...
-
-
-@overload
-def dropout(ops: Ops, x: Tensor[*S], p: float, key: None, training: Literal[False]) -> Tensor[*S]: ...
-
-
-def dropout(ops: Ops, x: AnyTensor, p: float, key: AnyTensor, training: bool = True) -> AnyTensor:
-    """Zero each element with probability ``p`` and scale the rest by ``1/(1-p)``; ``key`` is the random key
-    (an input value, so a compiled graph draws a new mask each call). Identity when not training."""
-    if not 0.0 <= p <= 1.0:
-        raise ShapeError(f"dropout: probability must be in [0, 1], got {p}")
+def dropout(ops: Ops, x: Tensor[*S], p: float = 0.5, training: bool = True, *,
+            key: Tensor[*tuple[Any, ...]] | None = None) -> Tensor[*S]:
+    """Zero each element with probability ``p`` and scale the rest by ``1/(1-p)``; identity when not
+    ``training``. The mask is drawn from ``key`` (``[2]`` int64); by default from a fresh key of the
+    interpreter (``ops.random_key()``: the global generator eagerly, a key input of a recorded graph,
+    so a compiled or exported graph draws a new mask each call)."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+        raise ShapeError(f"dropout: probability must be a number in [0, 1], got {p!r}")
     if not training or p == 0.0:
         return x
     if p == 1.0:
         return ops.mul(x, 0.0)
-    keep = ops.ge(ops.random_uniform(key, shape=tuple(x.shape), dtype=x.dtype.name), p)
+    if key is None:
+        key = ops.random_key()
+    xa: AnyTensor = x
+    keep = ops.ge(ops.random_uniform(key, shape=tuple(xa.shape), dtype=xa.dtype.name), p)
     return ops.where(keep, ops.mul(x, 1.0 / (1.0 - p)), 0.0)
-
-
-class DerivedOps:
-    """Mixin giving every interpreter the derived ops whose names are free: ``ops.linear(w, b, x)``
-    and ``ops.map(lead, x, f)``. (``conv``, pooling, ``layer_norm`` and ``attention`` are primitive
-    names on interpreters; their prefix-polymorphic layer forms are the functions of this module.)"""
-
-    def linear(self, w: AnyTensor, b: AnyTensor | None, x: AnyTensor) -> AnyTensor:
-        """See :func:`tensorplay.prefix.linear`."""
-        return linear(self, w, b, x)  # type: ignore[call-overload]
-
-    def map(self, lead: int, x: AnyTensor, f: Callable[[AnyTensor], AnyTensor]) -> AnyTensor:
-        """See :func:`tensorplay.prefix.map`."""
-        return map(self, lead, x, f)  # type: ignore[call-overload]
 
 
 __all__ = ["map", "linear", "conv", "conv_transpose", "max_pool", "avg_pool", "smooth_max_pool", "layer_norm",

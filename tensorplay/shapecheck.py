@@ -26,8 +26,9 @@ function is traced (so a compiled or exported graph pays nothing); symbolic
 sizes are compared only when both sides are concrete ints.
 
 Switch it off with ``TP_SHAPECHECK=0`` in the environment, with
-``tp.shapecheck.set_enabled(False)``, or for a block with
-``with tp.shapecheck.disabled(): ...``.
+``tp.shapecheck.set_enabled(False)`` (the whole process), or for a block with
+``with tp.shapecheck.disabled(): ...`` (only the thread that runs the block:
+other threads keep the process-wide setting).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import functools
 import inspect
 import os
 import sys
+import threading
 import types
 import typing
 from collections import abc
@@ -50,7 +52,32 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _FALSE = ("0", "false", "off", "no")
 
-_state = {"enabled": os.environ.get("TP_SHAPECHECK", "1").strip().lower() not in _FALSE}
+_state = {"enabled": os.environ.get("TP_SHAPECHECK", "1").strip().lower() not in _FALSE}  # the process default
+
+
+class _BlockSetting(threading.local):
+    """What ``disabled()``/``enabled()`` blocks set in this thread (``None`` outside any block)."""
+
+    def __init__(self) -> None:
+        self.override: bool | None = None
+
+
+_block = _BlockSetting()
+
+
+def _is_enabled() -> bool:
+    override = _block.override
+    return _state["enabled"] if override is None else override
+
+
+@contextmanager
+def _overridden(flag: bool) -> Iterator[None]:
+    previous = _block.override
+    _block.override = flag
+    try:
+        yield
+    finally:
+        _block.override = previous
 
 
 # ---- dims -----------------------------------------------------------------------------------------
@@ -452,7 +479,7 @@ class ShapeCheck:
 
         @functools.wraps(fn)
         def checked(*args: Any, **kwargs: Any) -> Any:
-            if not _state["enabled"]:
+            if not _is_enabled():
                 return fn(*args, **kwargs)
             if not plan:
                 plan.append(_Plan(fn, localns))
@@ -470,38 +497,32 @@ class ShapeCheck:
 
     @staticmethod
     def is_enabled() -> bool:
-        """Whether decorated functions check their shapes now."""
-        return _state["enabled"]
+        """Whether decorated functions check their shapes now (in this thread)."""
+        return _is_enabled()
 
     @staticmethod
     def set_enabled(flag: bool) -> None:
-        """Turn checking on or off for the whole process (``TP_SHAPECHECK=0`` sets the default off)."""
+        """Turn checking on or off for the whole process (``TP_SHAPECHECK=0`` sets the default off);
+        ``disabled()``/``enabled()`` blocks running in a thread still decide for that thread."""
         _state["enabled"] = bool(flag)
 
     @staticmethod
     @contextmanager
     def disabled() -> Iterator[None]:
-        """``with tp.shapecheck.disabled(): ...`` runs the block without shape checks."""
-        previous = _state["enabled"]
-        _state["enabled"] = False
-        try:
+        """``with tp.shapecheck.disabled(): ...`` runs the block without shape checks (this thread only)."""
+        with _overridden(False):
             yield
-        finally:
-            _state["enabled"] = previous
 
     @staticmethod
     @contextmanager
     def enabled() -> Iterator[None]:
-        """``with tp.shapecheck.enabled(): ...`` runs the block with shape checks (even under TP_SHAPECHECK=0)."""
-        previous = _state["enabled"]
-        _state["enabled"] = True
-        try:
+        """``with tp.shapecheck.enabled(): ...`` runs the block with shape checks (even under TP_SHAPECHECK=0;
+        this thread only)."""
+        with _overridden(True):
             yield
-        finally:
-            _state["enabled"] = previous
 
     def __repr__(self) -> str:
-        return f"<tp.shapecheck ({'enabled' if _state['enabled'] else 'disabled'})>"
+        return f"<tp.shapecheck ({'enabled' if _is_enabled() else 'disabled'})>"
 
 
 shapecheck = ShapeCheck()

@@ -9,14 +9,15 @@ operation (an outer transform's value seen inside an inner one is lifted).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, TypeVarTuple, overload
 
 import numpy as np
 
 from tensorplay import dtypes as _dt
 from tensorplay import derived as _p
-from tensorplay.errors import DTypeError
+from tensorplay import recording as _recording
+from tensorplay.errors import DTypeError, ShapeError
 
 if TYPE_CHECKING:
     from tensorplay.ops import Interpreter
@@ -39,6 +40,7 @@ N = TypeVar("N")
 D = TypeVar("D")
 One = Literal[1]
 AnyShape = tuple[Any, ...]
+_RECORDING_ACTIVE = _recording.active
 
 
 class Size(tuple[int, ...]):
@@ -56,8 +58,19 @@ class Size(tuple[int, ...]):
 
 
 def pick_interpreter(a: Interpreter, b: Interpreter) -> Interpreter:
-    """Of two interpreters, the one that must handle an operation mixing their tensors."""
+    """Of two interpreters, the one that must handle an operation mixing their tensors: the higher
+    ``level`` (the newer recording); ``a`` on a tie. Every choice of interpreter goes through here."""
     return a if a.level >= b.level else b
+
+
+def highest_interpreter(values: Iterable[Any], default: Any) -> Any:
+    """The interpreter that must run an operation on ``values`` (tensors and other objects, flat): the
+    highest-level one among the tensors' interpreters and ``default`` (:func:`pick_interpreter`)."""
+    ops = default
+    for x in values:
+        if type(x) is Tensor and x._ops is not ops:
+            ops = pick_interpreter(ops, x._ops)
+    return ops
 
 
 class Tensor(Generic[*Shape]):
@@ -86,6 +99,8 @@ class Tensor(Generic[*Shape]):
         self._node = None
         self._version = None
         self._base = None
+        if _RECORDING_ACTIVE[0]:  # a graph trace runs in some thread: note tensors it creates
+            _recording.note_created(self)
 
     # ---- metadata --------------------------------------------------------------------------
     @property
@@ -146,8 +161,20 @@ class Tensor(Generic[*Shape]):
         return self._ops.concrete(self)  # type: ignore[no-any-return]
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray[Any, Any]:
+        """numpy's conversion protocol (``np.asarray(t)``, ``np.array(t, copy=...)``).
+
+        ``copy=True`` always copies; ``copy=None`` shares memory when it can (as ``numpy()``);
+        ``copy=False`` shares or raises. A tensor that requires grad is always copied (writing
+        into a shared array would change it behind autograd's back): ``copy=False`` raises."""
         value = np.asarray(self._ops.concrete(self))
-        return value if dtype is None else value.astype(dtype)
+        needs_copy = copy is True or self._requires_grad
+        if copy is False and (self._requires_grad or (dtype is not None and np.dtype(dtype) != value.dtype)):
+            why = "it requires grad" if self._requires_grad else f"its dtype {value.dtype} is not {np.dtype(dtype)}"
+            raise ValueError(f"numpy.asarray(tensor, copy=False): cannot share the tensor's memory because {why}; "
+                             "pass copy=None or copy=True (or use .detach() to share the memory)")
+        if dtype is not None:
+            return value.astype(dtype, copy=needs_copy)
+        return np.array(value, copy=True) if needs_copy else value
 
     def item(self) -> Scalar:
         """The single element as a Python scalar."""
@@ -161,6 +188,9 @@ class Tensor(Generic[*Shape]):
         return np.asarray(self._ops.concrete(self)).tolist()
 
     def __bool__(self) -> bool:
+        if self.ndim and self.numel() != 1:
+            raise ValueError(f"bool(): the truth value of a tensor with {self.numel()} elements (shape "
+                             f"{list(self._data.shape)}) is ambiguous; use .any() or .all(), or compare a single element")
         return bool(self.item())
 
     def __float__(self) -> float:
@@ -179,7 +209,7 @@ class Tensor(Generic[*Shape]):
             yield self[i]
 
     def __repr__(self) -> str:
-        return self._ops.format(self)  # type: ignore[attr-defined, no-any-return]
+        return self._ops.format(self)
 
     # ---- autograd (the eager interpreter implements these) -------------------------------
     @property
@@ -189,11 +219,11 @@ class Tensor(Generic[*Shape]):
 
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
-        self._ops.set_requires_grad(self, flag)  # type: ignore[attr-defined]
+        self._ops.set_requires_grad(self, flag)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor[*Shape]:
         """Set ``requires_grad`` in place and return ``self``."""
-        self._ops.set_requires_grad(self, requires_grad)  # type: ignore[attr-defined]
+        self._ops.set_requires_grad(self, requires_grad)
         return self
 
     @property
@@ -203,6 +233,16 @@ class Tensor(Generic[*Shape]):
 
     @grad.setter
     def grad(self, value: Tensor[*Shape] | None) -> None:
+        """Assign a gradient: ``None``, or a tensor of this tensor's shape and dtype (as PyTorch checks)."""
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise DTypeError(f"assigning .grad: expected a Tensor or None, got {type(value).__name__}")
+            if tuple(value._data.shape) != tuple(self._data.shape):
+                raise ShapeError(f"assigning .grad: the gradient has shape {list(value._data.shape)}, expected the "
+                                 f"tensor's shape {list(self._data.shape)}")
+            if value._data.dtype != self._data.dtype:
+                raise DTypeError(f"assigning .grad: the gradient has dtype {value.dtype}, expected the tensor's "
+                                 f"dtype {self.dtype}")
         self._grad = value
 
     @property
@@ -218,11 +258,11 @@ class Tensor(Generic[*Shape]):
     def backward(self, gradient: Tensor[*Shape] | None = None, retain_graph: bool = False,
                  create_graph: bool = False) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (see ``tp.autograd.backward``)."""
-        self._ops.backward(self, gradient, retain_graph, create_graph)  # type: ignore[attr-defined]
+        self._ops.backward(self, gradient, retain_graph, create_graph)
 
     def detach(self) -> Tensor[*Shape]:
         """The same value, cut from the tape (shares memory)."""
-        return self._ops.detach(self)  # type: ignore[attr-defined, no-any-return]
+        return self._ops.detach(self)
 
     # ---- arithmetic --------------------------------------------------------------------------
     def _binary(self, name: str, other: Any, reverse: bool = False) -> Any:
@@ -392,9 +432,13 @@ class Tensor(Generic[*Shape]):
         return self._binary("logical_or", other)
 
     def __eq__(self, other: object) -> Tensor[*Shape]:  # type: ignore[override]
+        if other is None:  # ``t == None`` is False, as in PyTorch (not an elementwise comparison)
+            return False  # type: ignore[return-value]
         return self._binary("eq", other)  # type: ignore[no-any-return]
 
     def __ne__(self, other: object) -> Tensor[*Shape]:  # type: ignore[override]
+        if other is None:
+            return True  # type: ignore[return-value]
         return self._binary("ne", other)  # type: ignore[no-any-return]
 
     @overload
@@ -915,11 +959,11 @@ class Tensor(Generic[*Shape]):
 
     def contiguous(self) -> Tensor[*Shape]:
         """The same values in a row-major buffer (a no-op for values that already are)."""
-        return self._ops.contiguous(self)  # type: ignore[attr-defined, no-any-return]
+        return self._ops.contiguous(self)
 
     def clone(self) -> Tensor[*Shape]:
         """A copy that shares no memory (recorded for autograd)."""
-        return self._ops.clone(self)  # type: ignore[attr-defined, no-any-return]
+        return self._ops.clone(self)
 
     def astype(self, dtype: Any) -> Tensor[*Shape]:
         """Convert to ``dtype`` (a no-op when it already has it)."""
@@ -967,47 +1011,44 @@ class Tensor(Generic[*Shape]):
         for item in (key if isinstance(key, tuple) else (key,)) + (value,):
             if isinstance(item, Tensor) and item._ops is not ops:
                 ops = pick_interpreter(ops, item._ops)
-        ops.setitem(self, key, value)  # type: ignore[attr-defined]
+        ops.setitem(self, key, value)
 
     # ---- in place (eager only; bump the version counter) -----------------------------------
     def add_(self, other: Tensor[*Shape] | Scalar, alpha: Scalar = 1) -> Tensor[*Shape]:
         """``self += alpha * other`` in place."""
         value = other if alpha == 1 else other * alpha
-        return self._ops.inplace(self, "add", value)  # type: ignore[attr-defined, no-any-return]
+        return self._ops.inplace(self, "add", value)
 
     def sub_(self, other: Tensor[*Shape] | Scalar, alpha: Scalar = 1) -> Tensor[*Shape]:
         """``self -= alpha * other`` in place."""
         value = other if alpha == 1 else other * alpha
-        return self._ops.inplace(self, "sub", value)  # type: ignore[attr-defined, no-any-return]
+        return self._ops.inplace(self, "sub", value)
 
     def mul_(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
         """``self *= other`` in place."""
-        return self._ops.inplace(self, "mul", other)  # type: ignore[attr-defined, no-any-return]
+        return self._ops.inplace(self, "mul", other)
 
     def div_(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
         """``self /= other`` in place."""
-        return self._ops.inplace(self, "div", other)  # type: ignore[attr-defined, no-any-return]
+        return self._ops.inplace(self, "div", other)
 
     def zero_(self) -> Tensor[*Shape]:
         """Fill with zeros in place."""
-        return self._ops.inplace(self, "fill", 0)  # type: ignore[attr-defined, no-any-return]
+        return self._ops.inplace(self, "fill", 0)
 
     def fill_(self, value: Scalar) -> Tensor[*Shape]:
         """Fill with ``value`` in place."""
-        return self._ops.inplace(self, "fill", value)  # type: ignore[attr-defined, no-any-return]
+        return self._ops.inplace(self, "fill", value)
 
     def copy_(self, src: Tensor[*tuple[Any, ...]]) -> Tensor[*Shape]:
         """Copy ``src`` (broadcast) into ``self`` in place."""
-        return self._ops.inplace(self, "copy", src)  # type: ignore[attr-defined, no-any-return]
+        return self._ops.inplace(self, "copy", src)
 
     def clamp_(self, min: Scalar | None = None, max: Scalar | None = None) -> Tensor[*Shape]:
-        """Clamp in place (each bound is one recorded in-place ``maximum``/``minimum`` on a snapshot of
-        ``self``, so the tape never sees ``self`` saved and then overwritten)."""
-        if min is not None:
-            self._ops.inplace(self, "maximum", min)  # type: ignore[attr-defined]
-        if max is not None:
-            self._ops.inplace(self, "minimum", max)  # type: ignore[attr-defined]
-        return self
+        """Clamp in place (recorded on a snapshot of ``self``, with :meth:`clamp`'s gradient)."""
+        if min is None and max is None:
+            return self
+        return self._ops.inplace(self, "clamp", (min, max))
 
     @overload  # type: ignore[misc]  # mypy compares in-place overloads with __add__ item by item
     def __iadd__(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]: ...

@@ -208,13 +208,13 @@ def test_conv_family_with_groups(groups: int, dims: tuple[int | None, int | None
     x = rand((2, 4, 6, 5), "float64", 1)
     w = rand((6, 4 // groups, 3, 2), "float64", 2)
     conv = dict(stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=groups)
-    y = ops.conv(tp.from_numpy(x), tp.from_numpy(w), **conv).numpy()
+    y = ops.conv_nd(tp.from_numpy(x), tp.from_numpy(w), **conv).numpy()
     wt = rand((4, 6 // groups, 3, 2), "float64", 3)
     cases = [
-        Sample("conv", (x, w), conv),
-        Sample("conv_transpose", (x, wt), dict(stride=(1, 2), padding=(0, 1), output_padding=(0, 1),
+        Sample("conv_nd", (x, w), conv),
+        Sample("conv_transpose_nd", (x, wt), dict(stride=(1, 2), padding=(0, 1), output_padding=(0, 1),
                                                dilation=(2, 1), groups=groups)),
-        Sample("conv_weight_grad", (x, y), dict(conv, kernel_size=(3, 2))),
+        Sample("conv_weight_grad_nd", (x, y), dict(conv, kernel_size=(3, 2))),
     ]
     for sample in cases:
         _check(sample, dims)
@@ -223,15 +223,15 @@ def test_conv_family_with_groups(groups: int, dims: tuple[int | None, int | None
 def test_attention_with_only_the_mask_batched() -> None:
     q, k, v = rand((2, 3, 4), "float64", 1), rand((2, 5, 4), "float64", 2), rand((2, 5, 6), "float64", 3)
     mask = rand((3, 5), "float64", 4) > 0
-    _check(Sample("attention", (q, k, v, mask), {"scale": 0.5}), (None, None, None, 0))
-    _check(Sample("attention", (q, k, v, mask), {"scale": 0.5}), (None, 0, None, 1))
+    _check(Sample("dot_product_attention", (q, k, v, mask), {"scale": 0.5}), (None, None, None, 0))
+    _check(Sample("dot_product_attention", (q, k, v, mask), {"scale": 0.5}), (None, 0, None, 1))
 
 
 def test_layer_norm_and_batch_norm_with_batched_parameters() -> None:
     x = rand((2, 3, 8), "float64", 1)
     g, b = rand((8,), "float64", 2), rand((8,), "float64", 3)
     for dims in [(None, 0, None), (None, None, 0), (0, 0, None), (2, None, 0), (None, 0, 0)]:
-        _check(Sample("layer_norm", (x, g, b), {"eps": 1e-5}), dims)
+        _check(Sample("layer_norm_last_axis", (x, g, b), {"eps": 1e-5}), dims)
     args = (rand((4, 3, 5), "float64", 1), rand((3,), "float64", 2), rand((3,), "float64", 3, 0.5, 2.0),
             rand((3,), "float64", 4), rand((3,), "float64", 5))
     for dims in [(None, 0, None, None, None), (None, None, 0, 0, None), (1, None, None, None, 0),
@@ -294,7 +294,7 @@ def test_batching_rules_with_a_symbolic_batch_size(sample: Sample) -> None:
     """Rules never read the batch size as a number: recorded with a symbolic ``B`` they replay to the loop."""
     configs = dict(_configs(sample))
     chosen = [configs["front"], configs.get("mixed", configs["last"])]
-    if sample.prim in ("conv", "conv_transpose", "conv_weight_grad"):  # both batched needs a concrete size
+    if sample.prim in ("conv_nd", "conv_transpose_nd", "conv_weight_grad_nd"):  # both batched needs a concrete size
         chosen = [configs["first-only"], configs["rest-only"]]
     for dims in chosen:
         got, expected = _record_batched(sample, dims, symbolic=True)
@@ -302,7 +302,7 @@ def test_batching_rules_with_a_symbolic_batch_size(sample: Sample) -> None:
         np.testing.assert_allclose(got, expected, **_tolerance(expected.dtype))
 
 
-@pytest.mark.parametrize("prim", ["conv", "conv_weight_grad", "random_normal"])
+@pytest.mark.parametrize("prim", ["conv_nd", "conv_weight_grad_nd", "random_normal"])
 def test_rules_needing_a_concrete_batch_size_say_so(prim: str) -> None:
     sample = next(s for s in SAMPLES if s.prim == prim)
     dims = tuple(0 if isinstance(a, np.ndarray) else None for a in sample.args)

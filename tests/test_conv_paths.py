@@ -12,7 +12,9 @@ import pytest
 from tensorplay.interpreters.eager import kernels as K
 from tensorplay.interpreters.eager.kernels import convolution as conv_mod
 from tensorplay.interpreters.eager.kernels import threads
-from tensorplay.spec.conv import conv_ref, conv_transpose_ref, conv_weight_grad_ref
+from tensorplay.spec.conv import conv_nd_ref as conv_ref
+from tensorplay.spec.conv import conv_transpose_nd_ref as conv_transpose_ref
+from tensorplay.spec.conv import conv_weight_grad_nd_ref as conv_weight_grad_ref
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -55,15 +57,15 @@ def test_conv_and_its_adjoints_match_the_reference(dt: Any, case: Any) -> None:
     x, w = _strided(_randn(x_shape, dt)), np.asfortranarray(_randn(w_shape, dt))
     x_before, w_before = x.copy(), w.copy()
     rtol, atol = (2e-5, 2e-5) if dt == np.float32 else (1e-12, 1e-12)
-    y = K.conv(x, w, **params)
+    y = K.conv_nd(x, w, **params)
     assert y.dtype == np.dtype(dt)
     np.testing.assert_allclose(y, conv_ref(x, w, **params), rtol=rtol, atol=atol)
     gy = _strided(_randn(y.shape, dt))
-    np.testing.assert_allclose(K.conv_weight_grad(x, gy, kernel_size=k, **params),
+    np.testing.assert_allclose(K.conv_weight_grad_nd(x, gy, kernel_size=k, **params),
                                conv_weight_grad_ref(x, gy, kernel_size=k, **params), rtol=rtol, atol=atol)
     s, p, d = params["stride"], params["padding"], params["dilation"]
     op = tuple((n + 2 * pi - di * (ki - 1) - 1) % si for n, ki, si, pi, di in zip(x_shape[2:], k, s, p, d))
-    dx = K.conv_transpose(gy, w, output_padding=op, **params)
+    dx = K.conv_transpose_nd(gy, w, output_padding=op, **params)
     np.testing.assert_allclose(dx, conv_transpose_ref(gy, w, output_padding=op, **params), rtol=rtol, atol=atol)
     assert dx.shape == x.shape
     np.testing.assert_array_equal(x, x_before)
@@ -77,12 +79,12 @@ def test_cnn_sizes_match_torch_float32() -> None:
         params: dict[str, Any] = dict(stride=(1, 1), padding=(pad, pad), dilation=(1, 1), groups=1)
         tx, tw = torch.from_numpy(x).requires_grad_(), torch.from_numpy(w).requires_grad_()
         ty = F.conv2d(tx, tw, None, 1, pad)
-        np.testing.assert_allclose(K.conv(x, w, **params), ty.detach().numpy(), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(K.conv_nd(x, w, **params), ty.detach().numpy(), rtol=1e-4, atol=1e-5)
         gy = _randn(tuple(ty.shape), np.float32)
         ty.backward(torch.from_numpy(gy))
-        np.testing.assert_allclose(K.conv_weight_grad(x, gy, kernel_size=(3, 3), **params), tw.grad.numpy(),
+        np.testing.assert_allclose(K.conv_weight_grad_nd(x, gy, kernel_size=(3, 3), **params), tw.grad.numpy(),
                                    rtol=1e-4, atol=1e-4)
-        np.testing.assert_allclose(K.conv_transpose(gy, w, output_padding=(0, 0), **params), tx.grad.numpy(),
+        np.testing.assert_allclose(K.conv_transpose_nd(gy, w, output_padding=(0, 0), **params), tx.grad.numpy(),
                                    rtol=1e-4, atol=1e-5)
 
 
@@ -91,13 +93,13 @@ def test_blocks_of_samples_give_the_same_results(monkeypatch: pytest.MonkeyPatch
     for case in (CASES[2], CASES[3], CASES[6]):
         params, x_shape, w_shape, k = _params(case)
         x, w = _randn((7,) + x_shape[1:], np.float64), _randn(w_shape, np.float64)
-        y = K.conv(x, w, **params)
+        y = K.conv_nd(x, w, **params)
         gy = _randn(y.shape, np.float64)
-        whole = (y, K.conv_weight_grad(x, gy, kernel_size=k, **params),
-                 K.conv_transpose(gy, w, output_padding=(0,) * len(k), **params))
+        whole = (y, K.conv_weight_grad_nd(x, gy, kernel_size=k, **params),
+                 K.conv_transpose_nd(gy, w, output_padding=(0,) * len(k), **params))
         monkeypatch.setattr(conv_mod, "COLS_BLOCK_BYTES", 1)  # one sample per block
-        blocked = (K.conv(x, w, **params), K.conv_weight_grad(x, gy, kernel_size=k, **params),
-                   K.conv_transpose(gy, w, output_padding=(0,) * len(k), **params))
+        blocked = (K.conv_nd(x, w, **params), K.conv_weight_grad_nd(x, gy, kernel_size=k, **params),
+                   K.conv_transpose_nd(gy, w, output_padding=(0,) * len(k), **params))
         monkeypatch.undo()
         for a, b in zip(whole, blocked):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
@@ -112,9 +114,9 @@ def test_blas_threads_do_not_change_the_results() -> None:
     params: dict[str, Any] = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
 
     def run() -> list[np.ndarray]:
-        y = K.conv(x, w, **params)
-        return [y, K.conv_transpose(y, w, output_padding=(0, 0), **params),
-                K.conv_weight_grad(x, y, kernel_size=(3, 3), **params)]
+        y = K.conv_nd(x, w, **params)
+        return [y, K.conv_transpose_nd(y, w, output_padding=(0, 0), **params),
+                K.conv_weight_grad_nd(x, y, kernel_size=(3, 3), **params)]
 
     before = threads.num_threads()
     try:
@@ -135,14 +137,14 @@ def test_gaps_never_leak_non_finite_values() -> None:
     x = _randn((2, 1, 6, 7), np.float64)
     x[0, 0, 2, 0] = np.inf  # column 0: read only by the first tap column
     gy = _randn((2, 2, 4, 5), np.float64)
-    got = K.conv_weight_grad(x, gy, kernel_size=(3, 3), **params)
+    got = K.conv_weight_grad_nd(x, gy, kernel_size=(3, 3), **params)
     want = conv_weight_grad_ref(x, gy, kernel_size=(3, 3), **params)
     np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want))
     np.testing.assert_allclose(got[np.isfinite(want)], want[np.isfinite(want)], rtol=1e-12)
     w = _randn((2, 1, 3, 3), np.float64)
     w[1, 0, 0, 0] = np.inf
     gy[:, 1] = 0.0  # the infinite weight meets only zeros: inf * 0 is NaN where the reference sums it
-    got_dx = K.conv_transpose(gy, w, output_padding=(0, 0), **params)
+    got_dx = K.conv_transpose_nd(gy, w, output_padding=(0, 0), **params)
     want_dx = conv_transpose_ref(gy, w, output_padding=(0, 0), **params)
     np.testing.assert_array_equal(np.isnan(got_dx), np.isnan(want_dx))
     ok = np.isfinite(want_dx)

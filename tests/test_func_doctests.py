@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import doctest
-import importlib
-
 import pytest
+
+from tests.helpers import assert_doctests_pass
 
 MODULES = [
     "tensorplay.func", "tensorplay.func.vjp", "tensorplay.func.jvp", "tensorplay.func.vmap", "tensorplay.func.jac",
     "tensorplay.func.module_utils", "tensorplay.func.functionalize", "tensorplay.func.rearrange",
-    "tensorplay.func.pytree", "tensorplay.func.tracing",
+    "tensorplay.pytree", "tensorplay.func.tracing",
 ]
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name: str) -> None:
-    module = importlib.import_module(name)
-    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS, verbose=False)
-    assert result.failed == 0, f"{result.failed} of {result.attempted} doctest examples failed in {name}"
+    assert_doctests_pass(name)
 
 
 def test_every_public_function_has_an_example() -> None:

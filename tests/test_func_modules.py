@@ -13,7 +13,7 @@ from tensorplay.func import (
     batch_norm_without_running_stats, functional_call, functionalize, grad, jacrev, replace_all_batch_norm_modules_,
     stack_module_state, vmap,
 )
-from tests.helpers import close
+from tensorplay.testing import assert_close
 
 torch = pytest.importorskip("torch")
 tf = pytest.importorskip("torch.func")
@@ -53,15 +53,15 @@ def test_functional_call_matches_torch_under_grad_and_vmap() -> None:
 
     g, g_t = grad(loss)(params, tp.tensor(x)), tf.grad(loss_t)(params_t, torch.tensor(x))
     for k in g:
-        close(g[k], g_t[k])
+        assert_close(g[k], g_t[k])
     per = vmap(grad(loss), in_dims=(None, 0))(params, tp.tensor(x))
     per_t = tf.vmap(tf.grad(loss_t), in_dims=(None, 0))(params_t, torch.tensor(x))
     for k in per:
-        close(per[k], per_t[k])
+        assert_close(per[k], per_t[k])
     jac = jacrev(lambda p: functional_call(model, p, tp.tensor(x)))(params)
     jac_t = tf.jacrev(lambda p: torch.func.functional_call(torch_model, p, torch.tensor(x)))(params_t)
     for k in jac:
-        close(jac[k], jac_t[k])
+        assert_close(jac[k], jac_t[k])
 
 
 def test_functional_call_merges_dicts_and_keeps_the_module_state() -> None:
@@ -70,7 +70,7 @@ def test_functional_call_merges_dicts_and_keeps_the_module_state() -> None:
     weights = {k: v.detach() * 0 for k, v in model.named_parameters() if k.endswith("weight")}
     biases = {k: tp.ones(*v.shape) for k, v in model.named_parameters() if k.endswith("bias")}
     out = functional_call(model, (weights, biases), tp.ones(1, 4))
-    close(out, np.ones((1, 2)))
+    assert_close(out, np.ones((1, 2)), check_dtype=False)
     assert all(v is before[k] for k, v in model.named_parameters())
     with pytest.raises(ValueError, match="appeared in multiple dictionaries"):
         functional_call(model, (weights, weights), tp.ones(1, 4))
@@ -100,9 +100,9 @@ def test_functional_call_strict_and_tied_weights() -> None:
     m = Tied()
     x = tp.tensor([[1.0, 2.0, 3.0]])
     eye = tp.tensor(np.eye(3, dtype=np.float32))
-    close(functional_call(m, {"a.weight": eye * 2}, (x,)), x.numpy() * 4)  # tied: b uses it too
-    close(functional_call(m, {"a.weight": eye * 2}, (x,), tie_weights=False),
-          x.numpy() @ (2 * np.eye(3)) @ m.a.weight.detach().numpy().T)
+    assert_close(functional_call(m, {"a.weight": eye * 2}, (x,)), x.numpy() * 4)  # tied: b uses it too
+    assert_close(functional_call(m, {"a.weight": eye * 2}, (x,), tie_weights=False),
+          x.numpy() @ (2 * np.eye(3)) @ m.a.weight.detach().numpy().T, check_dtype=False)
     with pytest.raises(ValueError, match="which are tied"):
         functional_call(m, {"a.weight": eye, "b.weight": eye * 2}, (x,))
     with pytest.raises(RuntimeError, match="Missing key"):
@@ -112,7 +112,7 @@ def test_functional_call_strict_and_tied_weights() -> None:
     # a tied module under grad: the gradient of the shared weight sums both uses
     g = grad(lambda p: functional_call(m, p, (x,)).sum())({"a.weight": eye})
     g_t = tf.grad(lambda w: ((torch.tensor(x.numpy()) @ w.T) @ w.T).sum())(torch.eye(3))
-    close(g["a.weight"], g_t)
+    assert_close(g["a.weight"], g_t)
 
 
 def test_stack_module_state_and_ensembles() -> None:
@@ -127,15 +127,15 @@ def test_stack_module_state_and_ensembles() -> None:
         return functional_call(models[0], (p, b), (x,))
 
     same_input = vmap(call, in_dims=(0, 0, None))(params, buffers, x)
-    close(same_input, tp.stack([m(x) for m in models]))
+    assert_close(same_input, tp.stack([m(x) for m in models]))
     xs = tp.randn(5, 7, 3)
     per_model_input = vmap(call)(params, buffers, xs)
-    close(per_model_input, tp.stack([m(xs[i]) for i, m in enumerate(models)]))
+    assert_close(per_model_input, tp.stack([m(xs[i]) for i, m in enumerate(models)]))
     # gradients of every model at once
     grads = vmap(grad(lambda p, b, x: call(p, b, x).sum()), in_dims=(0, 0, None))(params, buffers, x)
     for i, m in enumerate(models):
         g = grad(lambda p: functional_call(m, p, (x,)).sum())({k: v.detach() for k, v in m.named_parameters()})
-        close(grads["2.weight"][i], g["2.weight"])
+        assert_close(grads["2.weight"][i], g["2.weight"])
 
 
 def test_stack_module_state_errors() -> None:
@@ -158,14 +158,14 @@ def test_batch_norm_replacement() -> None:
     h = net[0](x)
     mean = h.mean(0, keepdim=True)
     var = ((h - mean) ** 2).mean(0, keepdim=True)
-    close(bn(h), (h - mean) / (var + bn.eps).sqrt(), 1e-4)
+    assert_close(bn(h), (h - mean) / (var + bn.eps).sqrt(), rtol=1e-4, atol=1e-4)
     net.eval()  # still batch statistics: there are no running ones
-    close(bn(h), (h - mean) / (var + bn.eps).sqrt(), 1e-4)
+    assert_close(bn(h), (h - mean) / (var + bn.eps).sqrt(), rtol=1e-4, atol=1e-4)
     # an ensemble of batch-norm models under vmap
     models = [replace_all_batch_norm_modules_(nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))) for _ in range(3)]
     params, buffers = stack_module_state(models)
     out = vmap(lambda p, b, x: functional_call(models[0], (p, b), (x,)), in_dims=(0, 0, None))(params, buffers, x)
-    close(out, tp.stack([m(x) for m in models]), 1e-4)
+    assert_close(out, tp.stack([m(x) for m in models]), rtol=1e-4, atol=1e-4)
     other = nn.BatchNorm2d(3)
     assert batch_norm_without_running_stats(other) is other and other.running_mean is None
     lin = nn.Linear(2, 2)
@@ -185,11 +185,11 @@ def test_functionalize_leaves_the_callers_tensors_and_views_unchanged() -> None:
     expected = f(tp.tensor(x.numpy().copy()), tp.tensor(y.numpy().copy()))
     for remove in ("mutations", "mutations_and_views"):
         out = functionalize(f, remove=remove)(x, y)
-        close(out[0], expected[0])
-        close(out[1], expected[1])
-        close(x, [[1.0, 2.0], [3.0, 4.0]])
-        close(view, [3.0, 4.0])
-        close(y, [1.0, 1.0])
+        assert_close(out[0], expected[0])
+        assert_close(out[1], expected[1])
+        assert_close(x, [[1.0, 2.0], [3.0, 4.0]])
+        assert_close(view, [3.0, 4.0])
+        assert_close(y, [1.0, 1.0])
     with pytest.raises(ValueError, match="remove must be"):
         functionalize(f, remove="views")
 
@@ -202,9 +202,9 @@ def test_functionalize_outputs_do_not_alias_with_mutations_and_views() -> None:
     x = tp.ones(2, 2)
     a, b, c = functionalize(f, remove="mutations_and_views")(x)
     b.add_(1.0)
-    close(a, np.full((2, 2), 2.0))
+    assert_close(a, np.full((2, 2), 2.0), check_dtype=False)
     c.add_(1.0)
-    close(x, np.ones((2, 2)))
+    assert_close(x, np.ones((2, 2)), check_dtype=False)
 
 
 def test_functionalize_composes_with_transforms() -> None:
@@ -214,6 +214,6 @@ def test_functionalize_composes_with_transforms() -> None:
         return y.sum()
 
     g = grad(functionalize(f))(tp.tensor([0.0, 1.0]))
-    close(g, 1 + np.cos([0.0, 1.0]))
+    assert_close(g, 1 + np.cos([0.0, 1.0]), check_dtype=False)
     per = vmap(functionalize(lambda x: x.clone().add_(1.0)))(tp.ones(3, 2))
-    close(per, np.full((3, 2), 2.0))
+    assert_close(per, np.full((3, 2), 2.0), check_dtype=False)

@@ -11,7 +11,7 @@ import pytest
 import tensorplay as tp
 from tensorplay.errors import MissingRuleError
 from tensorplay.func import chunk_vmap, grad, jacrev, vmap
-from tests.helpers import close
+from tensorplay.testing import assert_close
 
 RNG = np.random.default_rng(7)
 
@@ -46,7 +46,7 @@ def test_vmap_matches_a_python_loop(dx: int, dw: int | None) -> None:
     if dw is not None:
         w_shape.insert(dw % 3, size)
     x, w = randn(*x_shape), randn(*w_shape)
-    close(vmap(f, in_dims=(dx, dw))(x, w), loop(f, (dx, dw), size, x, w))
+    assert_close(vmap(f, in_dims=(dx, dw))(x, w), loop(f, (dx, dw), size, x, w))
 
 
 @pytest.mark.parametrize("out_dim", [0, 1, -1, -2])
@@ -72,17 +72,17 @@ def test_nested_in_dims_and_pytree_outputs() -> None:
     assert out[1][0].shape == (6, 3)
     for i in range(6):
         ref = g({"w": params["w"], "scale": params["scale"][i]}, (x[:, i], tp.tensor(2.0)))
-        close(out[0]["u"][:, i], ref[0]["u"])
-        close(out[0]["v"][i], ref[0]["v"])
-        close(out[1][0][i], ref[1][0])
+        assert_close(out[0]["u"][:, i], ref[0]["u"])
+        assert_close(out[0]["v"][i], ref[0]["v"])
+        assert_close(out[1][0][i], ref[1][0])
 
 
 def test_unbatched_outputs_are_broadcast_or_returned_with_out_dims_none() -> None:
     x, c = randn(4, 3), randn(2)
     a, b = vmap(lambda x: (x * 2, c + 1))(x)
-    close(a, x * 2)
+    assert_close(a, x * 2)
     assert b.shape == (4, 2)
-    close(b, tp.stack([c + 1] * 4))
+    assert_close(b, tp.stack([c + 1] * 4))
     _, b2 = vmap(lambda x: (x * 2, c + 1), out_dims=(0, None))(x)
     assert b2.shape == (2,)
     with pytest.raises(ValueError, match="out_dims is None for output 0"):
@@ -113,9 +113,9 @@ def test_composition_with_grad() -> None:
 
     per_sample = vmap(grad(loss), in_dims=(None, 0))(w, xs)
     for i in range(5):
-        close(per_sample[i], grad(loss)(w, xs[i]))
+        assert_close(per_sample[i], grad(loss)(w, xs[i]))
     total = grad(lambda w: vmap(loss, in_dims=(None, 0))(w, xs).sum())(w)
-    close(total, per_sample.sum(0), 1e-4)
+    assert_close(total, per_sample.sum(0), rtol=1e-4, atol=1e-4)
     jac = jacrev(vmap(lambda x: x.sin()))(xs)
     assert jac.shape == (5, 3, 5, 3)
 
@@ -146,16 +146,16 @@ def test_randomness_modes() -> None:
 @pytest.mark.parametrize("chunk_size", [1, 3, 4, 100])
 def test_chunk_size_gives_the_same_result(chunk_size: int) -> None:
     x, w = randn(10, 3), randn(5, 3)
-    close(vmap(f, in_dims=(0, None), chunk_size=chunk_size)(x, w), vmap(f, in_dims=(0, None))(x, w))
+    assert_close(vmap(f, in_dims=(0, None), chunk_size=chunk_size)(x, w), vmap(f, in_dims=(0, None))(x, w))
     out = vmap(lambda x: (x * 2, w.sum()), chunk_size=chunk_size, out_dims=(1, None))(x)
-    close(out[0], (x * 2).T)
+    assert_close(out[0], (x * 2).T)
     assert out[1].shape == ()
 
 
 def test_chunk_vmap() -> None:
     x, w = randn(7, 3), randn(5, 3)
     for chunks in (1, 2, 3, 7, 20):
-        close(chunk_vmap(f, in_dims=(0, None), chunks=chunks)(x, w), vmap(f, in_dims=(0, None))(x, w))
+        assert_close(chunk_vmap(f, in_dims=(0, None), chunks=chunks)(x, w), vmap(f, in_dims=(0, None))(x, w))
 
 
 def test_chunk_size_bounds_peak_memory() -> None:

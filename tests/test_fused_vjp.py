@@ -86,14 +86,14 @@ def _cases(dt: Any, layout: Callable[[np.ndarray], np.ndarray]) -> Iterator[Case
     for d in (8, 1):
         xs = randn((4, 6, d), dt, 3.0) + 5.0
         gamma, beta = randn((d,), dt), randn((d,), dt)
-        yield Case("layer_norm", (L(xs), gamma, beta), {"eps": 1e-5}, f"d{d}")
-        yield Case("layer_norm", (L(xs), np.broadcast_to(np.asarray(1.5, dt), (d,)),
+        yield Case("layer_norm_last_axis", (L(xs), gamma, beta), {"eps": 1e-5}, f"d{d}")
+        yield Case("layer_norm_last_axis", (L(xs), np.broadcast_to(np.asarray(1.5, dt), (d,)),
                                   np.broadcast_to(np.asarray(0.0, dt), (d,))), {"eps": 1e-3}, f"d{d}-broadcast-gamma")
-    yield Case("layer_norm", (np.zeros((0, 3), dt), np.ones(3, dt), np.zeros(3, dt)), {"eps": 1e-5}, "empty")
+    yield Case("layer_norm_last_axis", (np.zeros((0, 3), dt), np.ones(3, dt), np.zeros(3, dt)), {"eps": 1e-5}, "empty")
     xs = randn((4, 6, 8), dt)
     xs[0, 0, 3] = np.nan
     xs[1, 2, 0] = np.inf
-    yield Case("layer_norm", (xs, np.ones(8, dt), np.zeros(8, dt)), {"eps": 1e-5}, "nan-inf")
+    yield Case("layer_norm_last_axis", (xs, np.ones(8, dt), np.zeros(8, dt)), {"eps": 1e-5}, "nan-inf")
     for name in ("softmax", "log_softmax"):
         s = randn((3, 4, 6), dt, 3.0)
         s[0, 1, :3] = -np.inf
@@ -123,14 +123,14 @@ def _cases(dt: Any, layout: Callable[[np.ndarray], np.ndarray]) -> Iterator[Case
     p[0, 1, :2, :2] = 1.0  # ties: the first position gets the cotangent
     p[1, 2, 2:4, 2:4] = -np.inf
     for k, s, pad in (((2, 2), (2, 2), (0, 0)), ((3, 3), (2, 2), (1, 1)), ((2, 3), (1, 2), (0, 1))):
-        yield Case("max_pool", (L(p),), {"kernel_size": k, "stride": s, "padding": pad}, f"k{k}s{s}p{pad}")
+        yield Case("max_pool_nd", (L(p),), {"kernel_size": k, "stride": s, "padding": pad}, f"k{k}s{s}p{pad}")
     yield Case("gather", (L(a), np.array([[0, 2], [1, 1]])), {"axis": 1})
     q, k_, v = (np.transpose(randn((2, 5, 3, 4), dt), (0, 2, 1, 3)) for _ in range(3))
     mask = RNG.random((5, 5)) < 0.7
     mask[0] = False  # a fully masked query row
-    yield Case("attention", (q, k_, v, None), {"scale": 0.5}, "nomask")
-    yield Case("attention", (q, k_, v, mask), {"scale": 0.5}, "mask")
-    yield Case("attention", (q[:, :, :0], k_, v, None), {"scale": 0.5}, "empty")
+    yield Case("dot_product_attention", (q, k_, v, None), {"scale": 0.5}, "nomask")
+    yield Case("dot_product_attention", (q, k_, v, mask), {"scale": 0.5}, "mask")
+    yield Case("dot_product_attention", (q[:, :, :0], k_, v, None), {"scale": 0.5}, "empty")
 
 
 def _forward(case: Case) -> Any:
@@ -183,7 +183,7 @@ def test_fused_rule_equals_composite_rule(dt: Any, layout: int, case: Case) -> N
     _assert_same(got, want, dt, repr(case), atol=1e-5 if loose else None)
 
 
-@pytest.mark.parametrize("name", ["layer_norm", "attention", "add", "mul", "matmul"])
+@pytest.mark.parametrize("name", ["layer_norm_last_axis", "dot_product_attention", "add", "mul", "matmul"])
 def test_fused_rules_skip_cotangents_nobody_needs(name: str) -> None:
     case = next(c for c in _cases(np.float64, LAYOUTS[0]) if c.name == name)
     out = _forward(case)
@@ -216,7 +216,7 @@ def test_off_the_fast_path_the_composite_rule_runs() -> None:
 
 def test_every_fused_rule_names_a_primitive_with_a_composite_rule() -> None:
     assert set(FUSED_VJP) <= set(VJP_RULES)
-    for name in ("gelu", "layer_norm", "softmax", "log_softmax", "relu", "max_pool", "attention"):
+    for name in ("gelu", "layer_norm_last_axis", "softmax", "log_softmax", "relu", "max_pool_nd", "dot_product_attention"):
         assert name in FUSED_VJP
 
 
@@ -243,7 +243,7 @@ def test_tape_uses_fused_rules_only_without_create_graph(monkeypatch: pytest.Mon
     args = [_leaf(randn((2, 3, 4), np.float64)), _leaf(randn((4,), np.float64)), _leaf(randn((4,), np.float64)),
             _leaf(randn((4, 5), np.float64))]
     _block(*args).sum().backward()
-    assert {"layer_norm", "gelu", "softmax", "log_softmax", "matmul"} <= set(calls)
+    assert {"layer_norm_last_axis", "gelu", "softmax", "log_softmax", "matmul"} <= set(calls)
     calls.clear()
     tp.autograd.grad(_block(*args).sum(), args, create_graph=True)
     assert calls == []

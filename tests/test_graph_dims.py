@@ -59,7 +59,7 @@ def test_conv_and_pool_geometry_over_a_symbolic_height(k: int, s: int, p: int, d
     H = sym("H")
     x = tp.randn(1, 2, 11, 4)
     w = tp.randn(3, 2, k, 1)
-    gm = trace(lambda x: x._ops.conv(x, w, stride=(s, 1), padding=(p, 0), dilation=(d, 1), groups=1),
+    gm = trace(lambda x: x._ops.conv_nd(x, w, stride=(s, 1), padding=(p, 0), dilation=(d, 1), groups=1),
                x, dynamic={0: {2: "H"}})
     expected = (H + 2 * p - d * (k - 1) - 1) // s + 1
     assert gm.graph.outputs[0].aval.shape == (1, 3, expected, 4)
@@ -68,11 +68,11 @@ def test_conv_and_pool_geometry_over_a_symbolic_height(k: int, s: int, p: int, d
         xs = tp.randn(1, 2, h, 4)
         assert gm(xs).shape[2] == expected.evaluate({"H": h})
     if p <= k // 2:
-        pool = trace(lambda x: x._ops.max_pool(x, kernel_size=(k, 1), stride=(s, 1), padding=(p, 0)),
+        pool = trace(lambda x: x._ops.max_pool_nd(x, kernel_size=(k, 1), stride=(s, 1), padding=(p, 0)),
                      x, dynamic={0: {2: "H"}})
         assert pool.graph.outputs[0].aval.shape[2] == (H + 2 * p - k) // s + 1
     tw = tp.randn(2, 3, k, 1)
-    tconv = trace(lambda x: x._ops.conv_transpose(x, tw, stride=(s, 1), padding=(p, 0), output_padding=(0, 0),
+    tconv = trace(lambda x: x._ops.conv_transpose_nd(x, tw, stride=(s, 1), padding=(p, 0), output_padding=(0, 0),
                                                  dilation=(d, 1), groups=1), x, dynamic={0: {2: "H"}})
     assert tconv.graph.outputs[0].aval.shape[2] == (H - 1) * s - 2 * p + d * (k - 1) + 1
 
@@ -81,7 +81,7 @@ def test_conv_output_size_prints_like_the_formula() -> None:
     H = sym("H")
     x = tp.randn(2, 1, 9, 9)
     w = tp.randn(4, 1, 3, 3)
-    gm = trace(lambda x: x._ops.conv(x, w, stride=(2, 2), padding=(1, 1), dilation=(1, 1), groups=1),
+    gm = trace(lambda x: x._ops.conv_nd(x, w, stride=(2, 2), padding=(1, 1), dilation=(1, 1), groups=1),
                x, dynamic={0: {2: "H", 3: "W"}})
     assert str(gm.graph.outputs[0].aval) == "float32[2,4,(H + 1)//2,(W + 1)//2]"
     assert gm.graph.outputs[0].aval.shape[2] == (H + 2 * 1 - 3) // 2 + 1

@@ -1,8 +1,10 @@
-"""Swapping interpreters: every registry sample, every derived op and every nn layer runs three
-ways -- eagerly; recorded then evaluated eagerly; recorded, re-recorded (inlined into a second
-graph) then evaluated -- plus the generated ``GraphModule`` code and an execute-mode recording.
-Results must be bitwise identical (the same kernels run every time). ``typecheck`` runs after
-every recording."""
+"""Swapping interpreters with tensorplay.testing.check_interpreters: every registry sample, every derived op
+and every nn layer runs eagerly and through graphs -- recorded then evaluated; recorded, re-recorded
+(inlined into a second graph) then evaluated; the generated ``GraphModule`` code; an execute-mode
+recording (its recorded values and its replay) -- and every recorded graph is type-checked. Results
+must be bitwise identical (the same kernels run every time). Then vmap (a batch against a loop) and the
+gradient through every way (``tensorplay.func.vjp`` against the eager tape) agree to the default
+tolerances."""
 
 from __future__ import annotations
 
@@ -15,9 +17,11 @@ import pytest
 
 import tensorplay as tp
 from tensorplay.graph import Graph, GraphModule, Recorder, evaluate, trace, typecheck
+from tensorplay.testing import NotCloseError, assert_close, check_interpreters
 from tests.samples import SAMPLES, Sample
 
 AnyFn = Callable[..., Any]
+GRAPH_WAYS = ["traced", "traced_execute", "graph_module", "retraced"]
 
 
 @pytest.fixture(autouse=True)
@@ -32,28 +36,6 @@ def typecheck_every_recording(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(GraphModule, "__init__", init)
 
 
-def leaves(value: Any) -> list[Any]:
-    """The tensors of a (nested) result, in order."""
-    if isinstance(value, tp.Tensor):
-        return [value]
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in leaves(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in leaves(v)]
-    return []
-
-
-def assert_identical(got: Any, expected: Any, what: str) -> None:
-    got_leaves, expected_leaves = leaves(got), leaves(expected)
-    assert len(got_leaves) == len(expected_leaves), what
-    for g, e in zip(got_leaves, expected_leaves):
-        assert g.interpreter is tp.eager, what
-        assert g.requires_grad == e.requires_grad, f"{what}: requires_grad differs"
-        a, b = g.detach().numpy(), e.detach().numpy()
-        assert a.dtype == b.dtype and a.shape == b.shape, (what, a.dtype, b.dtype, a.shape, b.shape)
-        assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), f"{what}: values differ"
-
-
 def reinline(graph: Graph, *args: Any) -> Graph:
     """Record a function that evaluates ``graph`` under the recorder: the graph inlined into another."""
     inlined = trace(lambda *xs: evaluate(graph, tp.ops_of(xs), *xs), *args).graph
@@ -61,30 +43,13 @@ def reinline(graph: Graph, *args: Any) -> Graph:
     return inlined
 
 
-def three_ways(fn: AnyFn, *args: Any, seed: int | None = None, execute: bool = True) -> Any:
-    """Run ``fn`` eagerly and through graphs; every way must agree bitwise. Returns the graph."""
-    def run(thunk: Callable[[], Any]) -> Any:
-        if seed is not None:
-            tp.manual_seed(seed)
-        return thunk()
-
-    expected = run(lambda: fn(*args))
-    gm = trace(fn, *args)
-    typecheck(gm.graph)
-    flat_expected = leaves(expected)
-    assert_identical(run(lambda: evaluate(gm.graph, tp.eager, *args)), flat_expected, "recorded, evaluated")
-    inlined = reinline(gm.graph, *args)
-    assert len(inlined.nodes) == len(gm.graph.nodes)
-    assert_identical(run(lambda: evaluate(inlined, tp.eager, *args)), flat_expected, "re-recorded, evaluated")
-    assert_identical(run(lambda: gm(*args)), expected, "GraphModule (generated code)")
-    if execute:
-        run_gm = run(lambda: trace(fn, *args, execute=True))
-        typecheck(run_gm.graph)
-        assert_identical(run(lambda: run_gm(*args)), expected, "execute-mode recording")
-        for out, ref in zip(run_gm.graph.outputs, flat_expected):
-            if hasattr(out, "value") and out.value is not None:
-                assert np.array_equal(out.value, ref.numpy(), equal_nan=True), "execute-mode values"
-    return gm
+def swap(fn: AnyFn, *args: Any, vmap: bool = True) -> None:
+    """Every graph way agrees bitwise with eager; vmap agrees to the default tolerances, and so do the
+    gradients through every registered way, with ``atol=1e-4`` (float32 gradients here reach 80, and
+    a batched sum rounds its small entries differently from one sample's)."""
+    check_interpreters(fn, *args, interpreters=GRAPH_WAYS, rtol=0.0, atol=0.0, grads=False)
+    with np.errstate(all="ignore"):
+        check_interpreters(fn, *args, exclude=[] if vmap else ["vmap"], grad_atol=1e-4)
 
 
 # ---- every registry sample ----------------------------------------------------------------------
@@ -105,16 +70,20 @@ def sample_fn(sample: Sample) -> tuple[AnyFn, list[Any]]:
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda s: s.id)
 def test_registry_sample_three_ways(sample: Sample) -> None:
     fn, tensors = sample_fn(sample)
-    if not tensors:  # creation primitives: record with an explicit recorder
+    if not tensors:  # creation primitives: record with an explicit recorder (a trace without inputs runs eagerly)
         recorder = Recorder()
         recorder.graph.outputs = [getattr(recorder, sample.prim)(**sample.params)._data]
         typecheck(recorder.graph)
         expected = fn()
-        assert_identical(evaluate(recorder.graph, tp.eager), [expected], "recorded, evaluated")
-        assert_identical(evaluate(reinline(recorder.graph), tp.eager), [expected], "re-recorded, evaluated")
+        for what, graph in [("recorded", recorder.graph), ("re-recorded", reinline(recorder.graph))]:
+            (got,) = evaluate(graph, tp.eager)
+            assert_close(got, expected, rtol=0.0, atol=0.0, equal_nan=True, msg=f"{what}, evaluated")
+            assert got.interpreter is tp.eager and not got.requires_grad
         return
-    gm = three_ways(fn, *tensors)
+    swap(fn, *tensors)
+    gm = trace(fn, *tensors)
     assert [n.target for n in gm.graph.nodes] == [sample.prim]
+    assert len(reinline(gm.graph, *tensors).nodes) == len(gm.graph.nodes)
 
 
 # ---- every derived op ---------------------------------------------------------------------------
@@ -161,12 +130,12 @@ def _derived_cases() -> list[tuple[str, str, str, AnyFn, list[Any]]]:
         ("conv_transpose", Q, "conv_transpose", lambda f, ops, a, c: f(ops, c, None, a, 2, 1), [img, twc]),
         ("max_pool", Q, "max_pool", lambda f, ops, a: f(ops, a, 2), [img]),
         ("avg_pool", Q, "avg_pool", lambda f, ops, a: f(ops, a, 3, 2, 1), [img]),
-        ("smooth_max_pool", Q, "smooth_max_pool", lambda f, ops, a: f(ops, a, 2, beta=4.0), [img]),
+        ("smooth_max_pool", Q, "smooth_max_pool", lambda f, ops, a: f(ops, a, 2, 1, 1, 4.0), [img]),
         ("layer_norm", Q, "layer_norm", lambda f, ops, a, c, d: f(ops, a, c, d), [seq, ws[0][0], ws[1][0]]),
         ("layer_norm_plain", Q, "layer_norm", lambda f, ops, a: f(ops, a, None, None), [seq]),
         ("attention", Q, "attention", lambda f, ops, a, *w4: f(ops, *w4, a, 2), [seq, *ws]),
         ("attention_mask", Q, "attention", lambda f, ops, a, m, *w4: f(ops, *w4, a, 4, m), [seq, mask, *ws]),
-        ("dropout", Q, "dropout", lambda f, ops, a, k: f(ops, a, 0.3, k), [x, tp.tensor(np.array([5, 1]))]),
+        ("dropout", Q, "dropout", lambda f, ops, a, k: f(ops, a, 0.3, key=k), [x, tp.tensor(np.array([5, 1]))]),
     ]
 
 
@@ -176,10 +145,8 @@ DERIVED = _derived_cases()
 @pytest.mark.parametrize("case", DERIVED, ids=lambda c: c[0])
 def test_derived_op_three_ways(case: tuple[str, str, str, AnyFn, list[Any]]) -> None:
     _, module, name, call, tensors = case
-    fn = getattr(importlib.import_module(module), name, None)
-    if fn is None:
-        pytest.skip(f"{module}.{name} is not available")
-    three_ways(lambda *ts: call(fn, tp.ops_of(ts), *ts), *tensors)
+    fn = getattr(importlib.import_module(module), name)
+    swap(lambda *ts: call(fn, tp.ops_of(ts), *ts), *tensors)
 
 
 def test_tensor_methods_three_ways() -> None:
@@ -191,7 +158,7 @@ def test_tensor_methods_three_ways() -> None:
         e = tp.cat([d, a.sigmoid()], dim=0).softmax(-1)
         return e.sum(), e.mean(0), e.max(1), e @ a.T, tp.stack([a, b], 1).clamp(-1, 1), (a < 0) & (b > 0)
 
-    three_ways(f, x, y)
+    swap(f, x, y)
 
 
 # ---- every nn layer ---------------------------------------------------------------------------
@@ -241,8 +208,13 @@ def _layers() -> list[tuple[str, AnyFn]]:
     ]
 
 
+# vmap leaves a training batch norm's running statistics as they were (see the xfail below)
+_NO_VMAP = {"BatchNorm1d-train", "BatchNorm2d-train", "Sequential-CNN"}
+
+
 @pytest.mark.parametrize("case", _layers(), ids=lambda c: c[0])
 def test_nn_layer_three_ways(case: tuple[str, AnyFn]) -> None:
+    """Buffer mutations (batch-norm statistics) are replayed by every way; dropout draws the same numbers."""
     nn = pytest.importorskip("tensorplay.nn")
     name, make = case
     try:
@@ -250,25 +222,17 @@ def test_nn_layer_three_ways(case: tuple[str, AnyFn]) -> None:
         module, inputs = make(nn)
     except AttributeError as error:
         pytest.skip(f"layer not available: {error}")
-    state = {k: v.numpy().copy() for k, v in module.named_buffers()} if hasattr(module, "named_buffers") else {}
-
-    def restore() -> None:
-        for k, v in module.named_buffers():
-            np.copyto(v._data, state[k])
-
-    expected = module(*inputs)
-    after = {k: v.numpy().copy() for k, v in module.named_buffers()}
+    swap(module, *inputs, vmap=name not in _NO_VMAP)
     gm = trace(module, *inputs)
-    typecheck(gm.graph)
     params = {n for n, _ in module.named_parameters()}
     assert {p.name for p in gm.graph.inputs if p.kind == "parameter"} == params
-    for way, run in [
-        ("evaluate", lambda: evaluate(gm.graph, tp.eager, *inputs)),
-        ("re-recorded", lambda: evaluate(reinline(gm.graph, *inputs), tp.eager, *inputs)),
-        ("GraphModule", lambda: gm(*inputs)),
-    ]:
-        restore()
-        tp.manual_seed(0)
-        assert_identical(run(), expected, f"{name} {way}")
-        for k, v in module.named_buffers():  # buffer mutations (batch-norm statistics) are replayed
-            assert np.array_equal(v.numpy(), after[k]), f"{name} {way}: buffer {k}"
+
+
+@pytest.mark.xfail(strict=True, raises=NotCloseError,
+                   reason="vmap of a training-mode batch norm neither updates its running statistics nor refuses")
+def test_vmap_of_a_training_batch_norm_updates_its_statistics_or_refuses() -> None:
+    tp.manual_seed(0)
+    try:
+        check_interpreters(tp.nn.BatchNorm1d(3), _r(4, 3, 5), interpreters=["vmap"], grads=False)
+    except tp.TensorplayError:
+        pass  # refusing, as PyTorch does, is fine

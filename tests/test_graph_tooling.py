@@ -203,7 +203,7 @@ def test_graph_module_checks_inputs() -> None:
         gm(tp.ones(3, 2))
     with pytest.raises(DTypeError, match="expected dtype float32, got float64"):
         gm(tp.ones(2, 3, dtype=tp.float64))
-    with pytest.raises(TypeError, match="expected a tuple of 1 items, got 2"):
+    with pytest.raises(TypeError, match="expected a tuple of 1 items, got a tuple of 2 items"):
         gm(tp.ones(2, 3), tp.ones(2, 3))
     assert isinstance(gm, GraphModule) and "GraphModule" in repr(gm)
 
@@ -212,3 +212,10 @@ def test_evaluate_accepts_numpy_inputs_and_returns_a_flat_tuple() -> None:
     gm = trace(lambda x: (x + 1.0, x.sum()), tp.ones(3))
     a, b = evaluate(gm.graph, tp.eager, np.zeros(3, dtype=np.float32))
     assert a.tolist() == [1.0, 1.0, 1.0] and b.item() == 0.0
+
+
+def test_graph_exports_the_capture_error_compile_code_imports() -> None:
+    from tensorplay.graph import GraphCaptureError
+    assert GraphCaptureError is tp.GraphCaptureError
+    with pytest.raises(GraphCaptureError, match="bool"):
+        trace(lambda x: x * 2 if x.sum() > 0 else x, tp.ones(2))

@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.helpers import torch_smooth_max_pool
+
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
@@ -65,9 +67,9 @@ def unchanged(*arrays: np.ndarray) -> list[np.ndarray]:
 
 
 def test_import_does_not_import_numba() -> None:
-    code = ("import sys; import interpreters.eager.kernels as k; "
+    code = ("import sys; import tensorplay.interpreters.eager.kernels as k; "
             "assert 'numba' not in sys.modules, 'numba imported eagerly'; "
-            "assert k.softmax and k.conv")
+            "assert k.softmax and k.conv_nd")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -80,9 +82,9 @@ def test_threaded_paths_match_single_thread() -> None:
         lambda: K.softmax(x, axis=-1),
         lambda: K.softmax(x, axis=0),  # one outer block: the columns are split
         lambda: K.log_softmax(x.reshape(3, 700, 1000), axis=1),
-        lambda: K.layer_norm(x, g, b, eps=1e-5),
+        lambda: K.layer_norm_last_axis(x, g, b, eps=1e-5),
         lambda: K.gelu(x, approximate="none"),
-        lambda: K.avg_pool(xp, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1)),
+        lambda: K.avg_pool_nd(xp, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1)),
         lambda: K.scatter_add(x, np.arange(2100) % 7, x, axis=0),
     ]
     n = K.num_threads()
@@ -149,7 +151,7 @@ def test_layer_norm_matches_torch(dt: Any, shape: tuple[int, ...], layout: int) 
     d = shape[-1]
     g, b = randn(d, dtype=dt), randn(d, dtype=dt)
     before = unchanged(x, g, b)
-    got = K.layer_norm(x, strided(g), b, eps=1e-5)
+    got = K.layer_norm_last_axis(x, strided(g), b, eps=1e-5)
     want = F.layer_norm(t(x), (d,), t(g), t(b), 1e-5)
     assert_close(got, want, dt, rtol=1e-5 if dt == np.float32 else 1e-10, atol=1e-5 if dt == np.float32 else 1e-10)
     for a, c in zip((x, g, b), before):
@@ -157,14 +159,14 @@ def test_layer_norm_matches_torch(dt: Any, shape: tuple[int, ...], layout: int) 
 
 
 def test_layer_norm_zero_size_and_dtypes() -> None:
-    assert K.layer_norm(np.zeros((0, 4), np.float32), np.ones(4, np.float32), np.zeros(4, np.float32),
+    assert K.layer_norm_last_axis(np.zeros((0, 4), np.float32), np.ones(4, np.float32), np.zeros(4, np.float32),
                         eps=1e-5).shape == (0, 4)
-    assert K.layer_norm(np.zeros((3, 0)), np.ones(0), np.zeros(0), eps=1e-5).shape == (3, 0)
-    out = K.layer_norm(np.arange(6).reshape(2, 3), np.ones(3, np.float32), np.zeros(3, np.float32), eps=1e-5)
+    assert K.layer_norm_last_axis(np.zeros((3, 0)), np.ones(0), np.zeros(0), eps=1e-5).shape == (3, 0)
+    out = K.layer_norm_last_axis(np.arange(6).reshape(2, 3), np.ones(3, np.float32), np.zeros(3, np.float32), eps=1e-5)
     assert out.dtype == np.float32
     np.testing.assert_allclose(out[0], [-1.2247, 0.0, 1.2247], atol=1e-4)
     with pytest.raises(ValueError):
-        K.layer_norm(np.zeros((2, 3)), np.ones(4), np.zeros(3), eps=1e-5)
+        K.layer_norm_last_axis(np.zeros((2, 3)), np.ones(4), np.zeros(3), eps=1e-5)
 
 
 @pytest.mark.parametrize("dt", DTYPES)
@@ -279,39 +281,39 @@ def test_max_pool_forward_backward_select(dt: Any, case: Any, layout: int) -> No
     params = dict(kernel_size=k, stride=s, padding=p)
     tx = t(x).requires_grad_()
     ty, idx = _torch_pool("max", nsp)(tx, k, s, p, return_indices=True)
-    y = K.max_pool(x, **params)
+    y = K.max_pool_nd(x, **params)
     assert_close(y, ty, dt, rtol=0, atol=0)
     g = strided(randn(*y.shape, dtype=dt))
     ty.backward(t(g))
-    assert_close(K.max_pool_backward(x, g, **params), tx.grad, dt)
+    assert_close(K.max_pool_backward_nd(x, g, **params), tx.grad, dt)
     h = randn(*x.shape, dtype=dt)
     want = np.take_along_axis(h.reshape(2, 3, -1), idx.numpy().reshape(2, 3, -1), axis=2).reshape(y.shape)
-    assert_close(K.max_pool_select(x, fortran(h), **params), want, dt, rtol=0, atol=0)
+    assert_close(K.max_pool_select_nd(x, fortran(h), **params), want, dt, rtol=0, atol=0)
     np.testing.assert_array_equal(x, before)
 
 
 def test_max_pool_ties_go_to_first_position_and_nan_wins() -> None:
     x = np.array([[[[1.0, 5.0, 5.0, 2.0], [5.0, 0.0, 5.0, 5.0]]]], np.float32)
     params = dict(kernel_size=(2, 4), stride=(1, 1), padding=(0, 0))
-    np.testing.assert_array_equal(K.max_pool_backward(x, np.ones((1, 1, 1, 1), np.float32), **params),
+    np.testing.assert_array_equal(K.max_pool_backward_nd(x, np.ones((1, 1, 1, 1), np.float32), **params),
                                   [[[[0, 1, 0, 0], [0, 0, 0, 0]]]])
     h = np.arange(8, dtype=np.float32).reshape(x.shape)
-    assert K.max_pool_select(x, h, **params).item() == 1.0
+    assert K.max_pool_select_nd(x, h, **params).item() == 1.0
     x[0, 0, 1, 1] = np.nan
     x[0, 0, 1, 3] = np.nan
-    assert np.isnan(K.max_pool(x, **params)).all()
+    assert np.isnan(K.max_pool_nd(x, **params)).all()
     # the first NaN (row-major) counts as the maximum
-    np.testing.assert_array_equal(K.max_pool_backward(x, np.ones((1, 1, 1, 1), np.float32), **params),
+    np.testing.assert_array_equal(K.max_pool_backward_nd(x, np.ones((1, 1, 1, 1), np.float32), **params),
                                   [[[[0, 0, 0, 0], [0, 1, 0, 0]]]])
-    assert K.max_pool_select(x, h, **params).item() == 5.0
+    assert K.max_pool_select_nd(x, h, **params).item() == 5.0
 
 
 def test_max_pool_padding_is_minus_inf() -> None:
     x = -np.ones((1, 1, 3, 3)) * 7
-    y = K.max_pool(x, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))
+    y = K.max_pool_nd(x, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))
     np.testing.assert_array_equal(y, -7 * np.ones((1, 1, 3, 3)))
     x = np.full((1, 1, 4), -np.inf)
-    np.testing.assert_array_equal(K.max_pool(x, kernel_size=(2,), stride=(2,), padding=(1,)),
+    np.testing.assert_array_equal(K.max_pool_nd(x, kernel_size=(2,), stride=(2,), padding=(1,)),
                                   np.full((1, 1, 3), -np.inf))
 
 
@@ -323,61 +325,50 @@ def test_avg_pool_forward_backward(dt: Any, case: Any) -> None:
     x = strided(randn(2, 3, *sp, dtype=dt))
     tx = t(x).requires_grad_()
     ty = _torch_pool("avg", nsp)(tx, k, s, p, count_include_pad=True)
-    y = K.avg_pool(x, kernel_size=k, stride=s, padding=p)
+    y = K.avg_pool_nd(x, kernel_size=k, stride=s, padding=p)
     assert_close(y, ty, dt)
     g = fortran(randn(*y.shape, dtype=dt))
     ty.backward(t(g))
-    assert_close(K.avg_pool_backward(g, input_shape=sp, kernel_size=k, stride=s, padding=p), tx.grad, dt)
-
-
-def _torch_smooth_max(x: Any, k: tuple[int, ...], s: tuple[int, ...], p: tuple[int, ...], beta: float) -> Any:
-    nsp = len(k)
-    pads: list[int] = []
-    for pi in reversed(p):
-        pads += [pi, pi]
-    xp = F.pad(x, pads, value=-math.inf)
-    for i in range(nsp):
-        xp = xp.unfold(2 + i, k[i], s[i])
-    return torch.logsumexp(beta * xp, dim=tuple(range(-nsp, 0))) / beta
+    assert_close(K.avg_pool_backward_nd(g, input_shape=sp, kernel_size=k, stride=s, padding=p), tx.grad, dt)
 
 
 @pytest.mark.parametrize("dt", DTYPES)
 @pytest.mark.parametrize("case", POOL_CASES)
-@pytest.mark.parametrize("beta", [0.5, 20.0])
+@pytest.mark.parametrize("beta", [0.5, 20.0, -3.0])
 def test_smooth_max_pool_forward_backward(dt: Any, case: Any, beta: float) -> None:
     sp, k, s, p = case
     x = fortran(randn(2, 3, *sp, dtype=dt, scale=2.0))
     tx = t(x).requires_grad_()
-    ty = _torch_smooth_max(tx, k, s, p, beta)
-    y = K.smooth_max_pool(x, kernel_size=k, stride=s, padding=p, beta=beta)
+    ty = torch_smooth_max_pool(tx, k, s, p, beta)
+    y = K.smooth_max_pool_nd(x, kernel_size=k, stride=s, padding=p, beta=beta)
     assert_close(y, ty, dt)
     g = randn(*y.shape, dtype=dt)
     ty.backward(t(g))
-    got = K.smooth_max_pool_backward(x, strided(g), kernel_size=k, stride=s, padding=p, beta=beta)
+    got = K.smooth_max_pool_backward_nd(x, strided(g), kernel_size=k, stride=s, padding=p, beta=beta)
     assert_close(got, tx.grad, dt)
 
 
 def test_smooth_max_pool_is_stable_for_large_beta() -> None:
     x = randn(1, 2, 8, 8, scale=50.0)
     params = dict(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))
-    y = K.smooth_max_pool(x, beta=1e4, **params)
+    y = K.smooth_max_pool_nd(x, beta=1e4, **params)
     assert np.isfinite(y).all()
-    np.testing.assert_allclose(y, K.max_pool(x, **params), atol=1e-3)
+    np.testing.assert_allclose(y, K.max_pool_nd(x, **params), atol=1e-3)
 
 
 def test_pool_zero_size_and_bad_geometry() -> None:
-    for fn in (K.max_pool, K.avg_pool):
+    for fn in (K.max_pool_nd, K.avg_pool_nd):
         assert fn(np.zeros((0, 3, 4, 4), np.float32), kernel_size=(2, 2), stride=(2, 2),
                   padding=(0, 0)).shape == (0, 3, 2, 2)
         assert fn(np.zeros((2, 0, 5)), kernel_size=(2,), stride=(1,), padding=(0,)).shape == (2, 0, 4)
-    assert K.max_pool_backward(np.zeros((0, 1, 4)), np.zeros((0, 1, 2)), kernel_size=(2,), stride=(2,),
+    assert K.max_pool_backward_nd(np.zeros((0, 1, 4)), np.zeros((0, 1, 2)), kernel_size=(2,), stride=(2,),
                                padding=(0,)).shape == (0, 1, 4)
-    assert K.avg_pool_backward(np.zeros((1, 0, 2, 2)), input_shape=(4, 4), kernel_size=(2, 2),
+    assert K.avg_pool_backward_nd(np.zeros((1, 0, 2, 2)), input_shape=(4, 4), kernel_size=(2, 2),
                                stride=(2, 2), padding=(0, 0)).shape == (1, 0, 4, 4)
     with pytest.raises(ValueError):
-        K.max_pool(np.zeros((1, 1, 4, 4)), kernel_size=(2,), stride=(2,), padding=(0,))
+        K.max_pool_nd(np.zeros((1, 1, 4, 4)), kernel_size=(2,), stride=(2,), padding=(0,))
     with pytest.raises(ValueError):
-        K.max_pool_backward(np.zeros((1, 1, 4)), np.zeros((1, 1, 3)), kernel_size=(2,), stride=(2,),
+        K.max_pool_backward_nd(np.zeros((1, 1, 4)), np.zeros((1, 1, 3)), kernel_size=(2,), stride=(2,),
                             padding=(0,))
 
 
@@ -385,8 +376,8 @@ def test_pool_on_large_input_uses_threads_consistently() -> None:
     x = randn(8, 16, 40, 40)
     params = dict(kernel_size=(3, 3), stride=(2, 2), padding=(1, 1))
     ty = F.max_pool2d(t(x), 3, 2, 1)
-    assert_close(K.max_pool(x, **params), ty, np.float32, rtol=0, atol=0)
-    assert_close(K.avg_pool(x, **params), F.avg_pool2d(t(x), 3, 2, 1), np.float32)
+    assert_close(K.max_pool_nd(x, **params), ty, np.float32, rtol=0, atol=0)
+    assert_close(K.avg_pool_nd(x, **params), F.avg_pool2d(t(x), 3, 2, 1), np.float32)
 
 
 # ---- convolution ----------------------------------------------------------------------------
@@ -415,16 +406,16 @@ def test_conv_and_its_adjoints_match_torch(dt: Any, case: Any) -> None:
     params = dict(stride=s, padding=p, dilation=d, groups=g)
     tx, tw = t(x).requires_grad_(), t(w).requires_grad_()
     ty = getattr(F, f"conv{nsp}d")(tx, tw, None, s, p, d, g)
-    y = K.conv(x, w, **params)
+    y = K.conv_nd(x, w, **params)
     assert_close(y, ty, dt, rtol=1e-4 if dt == np.float32 else 1e-10)
     gy = strided(randn(*y.shape, dtype=dt))
     ty.backward(t(gy))
-    assert_close(K.conv_weight_grad(x, gy, kernel_size=k, **params), tw.grad, dt,
+    assert_close(K.conv_weight_grad_nd(x, gy, kernel_size=k, **params), tw.grad, dt,
                  rtol=1e-4 if dt == np.float32 else 1e-10, atol=1e-4 if dt == np.float32 else 1e-10)
     # conv_transpose with the same weight is the adjoint w.r.t. the input; output_padding fills
     # the positions that stride skipped, so the input shape is recovered exactly
     op = tuple((sp[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) % s[i] for i in range(nsp))
-    dx = K.conv_transpose(gy, w, stride=s, padding=p, output_padding=op, dilation=d, groups=g)
+    dx = K.conv_transpose_nd(gy, w, stride=s, padding=p, output_padding=op, dilation=d, groups=g)
     assert_close(dx, tx.grad, dt, rtol=1e-4 if dt == np.float32 else 1e-10,
                  atol=1e-5 if dt == np.float32 else 1e-10)
     for a, b in zip((x, w), before):
@@ -446,7 +437,7 @@ def test_conv_transpose_matches_torch(case: Any) -> None:
         x = fortran(randn(2, c, *sp, dtype=dt))
         w = strided(randn(c, o // g, *k, dtype=dt))
         want = getattr(F, f"conv_transpose{nsp}d")(t(x), t(w), None, s, p, op, g, d)
-        got = K.conv_transpose(x, w, stride=s, padding=p, output_padding=op, dilation=d, groups=g)
+        got = K.conv_transpose_nd(x, w, stride=s, padding=p, output_padding=op, dilation=d, groups=g)
         assert_close(got, want, dt, rtol=1e-4 if dt == np.float32 else 1e-10,
                      atol=1e-5 if dt == np.float32 else 1e-10)
 
@@ -457,14 +448,14 @@ def test_conv_batch_blocks_and_threads(monkeypatch: Any) -> None:
     w = randn(5, 3, 3, 3)
     want = F.conv2d(t(x), t(w), None, 1, 1)
     params = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
-    full = K.conv(x, w, **params)
+    full = K.conv_nd(x, w, **params)
     monkeypatch.setattr(conv_mod, "COLS_BLOCK_BYTES", 3 * 27 * 144 * 4)  # three samples per block
-    assert_close(K.conv(x, w, **params), want, np.float32, rtol=1e-4)
-    gw = K.conv_weight_grad(x, np.ones_like(full), kernel_size=(3, 3), **params)
+    assert_close(K.conv_nd(x, w, **params), want, np.float32, rtol=1e-4)
+    gw = K.conv_weight_grad_nd(x, np.ones_like(full), kernel_size=(3, 3), **params)
     tw = t(w).requires_grad_()
     F.conv2d(t(x), tw, None, 1, 1).sum().backward()
     assert_close(gw, tw.grad, np.float32, rtol=1e-4, atol=1e-4)
-    dx = K.conv_transpose(full, w, stride=(1, 1), padding=(1, 1), output_padding=(0, 0), dilation=(1, 1),
+    dx = K.conv_transpose_nd(full, w, stride=(1, 1), padding=(1, 1), output_padding=(0, 0), dilation=(1, 1),
                           groups=1)
     assert_close(dx, F.conv_transpose2d(t(full), t(w), None, 1, 1), np.float32, rtol=1e-4, atol=1e-4)
 
@@ -476,9 +467,9 @@ def test_conv_larger_batch_with_threads_enabled_matches_torch() -> None:
     n = K.num_threads()
     K.set_num_threads(2)
     try:
-        y = K.conv(x, w, **params)
-        gw = K.conv_weight_grad(x, y, kernel_size=(3, 3), **params)
-        dx = K.conv_transpose(y, w, stride=(1, 1), padding=(1, 1), output_padding=(0, 0), dilation=(1, 1),
+        y = K.conv_nd(x, w, **params)
+        gw = K.conv_weight_grad_nd(x, y, kernel_size=(3, 3), **params)
+        dx = K.conv_transpose_nd(y, w, stride=(1, 1), padding=(1, 1), output_padding=(0, 0), dilation=(1, 1),
                               groups=1)
     finally:
         K.set_num_threads(n)
@@ -492,17 +483,17 @@ def test_conv_larger_batch_with_threads_enabled_matches_torch() -> None:
 
 def test_conv_zero_size_and_errors() -> None:
     params = dict(stride=(1,), padding=(0,), dilation=(1,), groups=1)
-    assert K.conv(np.zeros((0, 2, 5), np.float32), np.ones((3, 2, 3), np.float32), **params).shape == (0, 3, 3)
-    y = K.conv(np.ones((2, 0, 5)), np.ones((3, 0, 3)), **params)
+    assert K.conv_nd(np.zeros((0, 2, 5), np.float32), np.ones((3, 2, 3), np.float32), **params).shape == (0, 3, 3)
+    y = K.conv_nd(np.ones((2, 0, 5)), np.ones((3, 0, 3)), **params)
     assert y.shape == (2, 3, 3) and not y.any()
-    assert K.conv(np.ones((1, 2, 2)), np.ones((3, 2, 3)), **params).shape == (1, 3, 0)
-    assert K.conv_weight_grad(np.ones((0, 2, 5)), np.ones((0, 3, 3)), kernel_size=(3,), **params).shape == (3, 2, 3)
-    assert K.conv_transpose(np.ones((0, 2, 5)), np.ones((2, 3, 3)), stride=(1,), padding=(0,),
+    assert K.conv_nd(np.ones((1, 2, 2)), np.ones((3, 2, 3)), **params).shape == (1, 3, 0)
+    assert K.conv_weight_grad_nd(np.ones((0, 2, 5)), np.ones((0, 3, 3)), kernel_size=(3,), **params).shape == (3, 2, 3)
+    assert K.conv_transpose_nd(np.ones((0, 2, 5)), np.ones((2, 3, 3)), stride=(1,), padding=(0,),
                             output_padding=(0,), dilation=(1,), groups=1).shape == (0, 3, 7)
     with pytest.raises(ValueError):
-        K.conv(np.ones((1, 3, 5)), np.ones((4, 2, 3)), **params)  # C/groups mismatch
+        K.conv_nd(np.ones((1, 3, 5)), np.ones((4, 2, 3)), **params)  # C/groups mismatch
     with pytest.raises(ValueError):
-        K.conv(np.ones((1, 2, 5)), np.ones((4, 2, 3)), stride=(1, 1), padding=(0,), dilation=(1,), groups=1)
+        K.conv_nd(np.ones((1, 2, 5)), np.ones((4, 2, 3)), stride=(1, 1), padding=(0,), dilation=(1,), groups=1)
 
 
 # ---- gather, scatter_add ----------------------------------------------------------------------
@@ -597,7 +588,7 @@ def test_attention_matches_reference(dt: Any, mask_kind: str) -> None:
         mask = RNG.random((b, h, n, m)) > 0.5
         mask[0, 1, 2] = False
     scale = 1 / math.sqrt(d)
-    got = K.attention(q, k, v, mask, scale=scale)
+    got = K.dot_product_attention(q, k, v, mask, scale=scale)
     want = _attention_ref(q, k, v, mask, scale)
     assert_close(got, want, dt)
     if mask_kind == "none":
@@ -611,10 +602,10 @@ def test_attention_batch_prefixes_broadcast() -> None:
     k = randn(1, 3, 6, 4)
     v = randn(2, 1, 6, 7)
     mask = RNG.random((6,)) > 0.3
-    got = K.attention(q, k, v, mask, scale=0.5)
+    got = K.dot_product_attention(q, k, v, mask, scale=0.5)
     want = _attention_ref(q, k, v, mask, 0.5)
     assert_close(got, want, np.float32)
-    got2 = K.attention(q[:1, :1], k, np.broadcast_to(v, (2, 3, 6, 7)), None, scale=0.5)
+    got2 = K.dot_product_attention(q[:1, :1], k, np.broadcast_to(v, (2, 3, 6, 7)), None, scale=0.5)
     assert_close(got2, _attention_ref(q[:1, :1], k, np.broadcast_to(v, (2, 3, 6, 7)), None, 0.5), np.float32)
 
 
@@ -624,7 +615,7 @@ def test_attention_many_heads_with_threads_enabled() -> None:
     n = K.num_threads()
     K.set_num_threads(2)
     try:
-        got = K.attention(q, k, v, mask, scale=0.2)
+        got = K.dot_product_attention(q, k, v, mask, scale=0.2)
     finally:
         K.set_num_threads(n)
     assert_close(got, _attention_ref(q, k, v, mask, 0.2), np.float32)
@@ -632,12 +623,12 @@ def test_attention_many_heads_with_threads_enabled() -> None:
 
 def test_attention_zero_sizes_and_errors() -> None:
     q = randn(2, 3, 4)
-    assert K.attention(q, randn(2, 0, 4), randn(2, 0, 5), None, scale=1.0).tolist() == np.zeros((2, 3, 5)).tolist()
-    assert K.attention(randn(2, 0, 4), randn(2, 6, 4), randn(2, 6, 5), None, scale=1.0).shape == (2, 0, 5)
+    assert K.dot_product_attention(q, randn(2, 0, 4), randn(2, 0, 5), None, scale=1.0).tolist() == np.zeros((2, 3, 5)).tolist()
+    assert K.dot_product_attention(randn(2, 0, 4), randn(2, 6, 4), randn(2, 6, 5), None, scale=1.0).shape == (2, 0, 5)
     with pytest.raises(TypeError):
-        K.attention(q, q, q, np.ones((3, 3)), scale=1.0)
+        K.dot_product_attention(q, q, q, np.ones((3, 3)), scale=1.0)
     with pytest.raises(ValueError):
-        K.attention(q, randn(2, 3, 5), q, None, scale=1.0)
+        K.dot_product_attention(q, randn(2, 3, 5), q, None, scale=1.0)
 
 
 # ---- random -----------------------------------------------------------------------------------
@@ -674,10 +665,10 @@ def test_random_ops_follow_the_spec_key_mapping_and_are_reproducible() -> None:
 
 
 def test_every_primitive_kernel_is_exported() -> None:
-    names = ["layer_norm", "softmax", "log_softmax", "gelu", "max_pool", "max_pool_backward",
-             "max_pool_select", "avg_pool", "avg_pool_backward", "smooth_max_pool",
-             "smooth_max_pool_backward", "conv", "conv_transpose", "conv_weight_grad", "gather",
-             "scatter_add", "attention", "random_uniform", "random_normal", "random_randint"]
+    names = ["layer_norm_last_axis", "softmax", "log_softmax", "gelu", "max_pool_nd", "max_pool_backward_nd",
+             "max_pool_select_nd", "avg_pool_nd", "avg_pool_backward_nd", "smooth_max_pool_nd",
+             "smooth_max_pool_backward_nd", "conv_nd", "conv_transpose_nd", "conv_weight_grad_nd", "gather",
+             "scatter_add", "dot_product_attention", "random_uniform", "random_normal", "random_randint"]
     from tensorplay.ops import PRIMITIVE_NAMES
     for name in names:
         assert name in PRIMITIVE_NAMES, name
@@ -687,8 +678,8 @@ def test_every_primitive_kernel_is_exported() -> None:
 @pytest.mark.parametrize("fn,args,params", [
     (K.softmax, (randn(3, 4),), dict(axis=1)),
     (K.gelu, (randn(3, 4),), dict(approximate="none")),
-    (K.max_pool, (randn(1, 2, 4, 4),), dict(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))),
-    (K.conv, (randn(1, 2, 4, 4), randn(3, 2, 1, 1)), dict(stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1)),
+    (K.max_pool_nd, (randn(1, 2, 4, 4),), dict(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))),
+    (K.conv_nd, (randn(1, 2, 4, 4), randn(3, 2, 1, 1)), dict(stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1)),
 ])
 def test_results_are_fresh_arrays(fn: Any, args: tuple[np.ndarray, ...], params: dict[str, Any]) -> None:
     out1 = fn(*args, **params)
@@ -700,11 +691,11 @@ def test_results_are_fresh_arrays(fn: Any, args: tuple[np.ndarray, ...], params:
 
 def test_float_dtype_rules() -> None:
     x32, x64 = randn(2, 3), randn(2, 3, dtype=np.float64)
-    assert K.layer_norm(x32, np.ones(3), np.zeros(3, np.float32), eps=1e-5).dtype == np.float64
+    assert K.layer_norm_last_axis(x32, np.ones(3), np.zeros(3, np.float32), eps=1e-5).dtype == np.float64
     assert K.gelu(np.arange(4), approximate="tanh").dtype == np.float32
-    assert K.attention(x32[None], x64[None], x32[None], None, scale=1.0).dtype == np.float64
+    assert K.dot_product_attention(x32[None], x64[None], x32[None], None, scale=1.0).dtype == np.float64
     for combo in itertools.product([np.float32, np.float64], repeat=2):
         xs = randn(1, 1, 5, dtype=combo[0])
         ws = randn(1, 1, 3, dtype=combo[1])
-        y = K.conv(xs, ws, stride=(1,), padding=(0,), dilation=(1,), groups=1)
+        y = K.conv_nd(xs, ws, stride=(1,), padding=(0,), dilation=(1,), groups=1)
         assert y.dtype == np.result_type(*combo)

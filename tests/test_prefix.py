@@ -22,9 +22,11 @@ def T(a: np.ndarray[Any, Any]) -> torch.Tensor:
     return torch.from_numpy(a)
 
 
-def close(got: Any, expected: torch.Tensor, tol: float = 1e-10) -> None:
-    assert tuple(got.shape) == tuple(expected.shape)
-    np.testing.assert_allclose(got.numpy(), expected.detach().numpy(), rtol=tol, atol=tol)
+def close(got: Any, expected: Any, tol: float = 1e-10) -> None:
+    """``got`` (a tensor) equals ``expected`` (a torch tensor or a numpy array) within ``tol``."""
+    want = expected.detach().numpy() if isinstance(expected, torch.Tensor) else np.asarray(expected)
+    assert tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_allclose(got.numpy(), want, rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("lead", [(), (5,), (2, 3), (0,), (2, 0, 3)])
@@ -107,10 +109,10 @@ def test_pools_match_torch(lead: tuple[int, ...]) -> None:
 def test_smooth_max_pool_tends_to_max_pool() -> None:
     x = arr((2, 3, 6, 6), 7)
     hard = P.max_pool(tp.eager, tp.tensor(x), 2).numpy()
-    soft = P.smooth_max_pool(tp.eager, tp.tensor(x), 2, beta=200.0).numpy()
+    soft = P.smooth_max_pool(tp.eager, tp.tensor(x), 2, None, 0, beta=200.0).numpy()
     assert np.all(soft >= hard - 1e-12)
     np.testing.assert_allclose(soft, hard, atol=0.01)
-    mild = P.smooth_max_pool(tp.eager, tp.tensor(x), 2, beta=1.0).numpy()
+    mild = P.smooth_max_pool(tp.eager, tp.tensor(x), 2, None, 0, beta=1.0).numpy()
     windows = x.reshape(2, 3, 3, 2, 3, 2).transpose(0, 1, 2, 4, 3, 5).reshape(2, 3, 3, 3, 4)
     np.testing.assert_allclose(mild, np.log(np.exp(windows).sum(-1)), rtol=1e-10)
 
@@ -124,20 +126,21 @@ def test_layer_norm_matches_torch(lead: tuple[int, ...]) -> None:
 
 def torch_mha(x: np.ndarray[Any, Any], ws: list[np.ndarray[Any, Any]], heads: int, mask: Any = None,
               bias: Any = None) -> torch.Tensor:
+    """Multi-head attention with input-major weights (``x @ wq``), through PyTorch's sdpa."""
     wq, wk, wv, wo = (T(w) for w in ws)
     xt = T(x)
-    n, d = x.shape[-2], x.shape[-1]
 
     def split(t: torch.Tensor) -> torch.Tensor:
-        return t.reshape(t.shape[:-1] + (heads, d // heads)).transpose(-2, -3)
+        return t.reshape(t.shape[:-1] + (heads, t.shape[-1] // heads)).transpose(-2, -3)
 
-    q, k, v = split(xt @ wq.T), split(xt @ wk.T), split(xt @ wv.T)
+    q, k, v = split(xt @ wq), split(xt @ wk), split(xt @ wv)
     attn_mask = None if mask is None else T(mask)
     if attn_mask is not None and attn_mask.ndim > 2:
         attn_mask = attn_mask.unsqueeze(-3)
     o = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
-    o = o.transpose(-2, -3).reshape(x.shape)
-    return F.linear(o, wo, None if bias is None else T(bias))
+    o = o.transpose(-2, -3).reshape(x.shape[:-1] + (o.shape[-1] * heads,))
+    out = o @ wo
+    return out if bias is None else out + T(bias)
 
 
 @pytest.mark.parametrize("lead", [(), (2,), (2, 3)])
@@ -153,35 +156,100 @@ def test_attention_matches_torch(lead: tuple[int, ...]) -> None:
     close(got, torch_mha(x, ws, heads, mask=causal), 1e-9)
 
 
+def test_attention_weights_are_input_major_and_heads_need_not_span_the_model() -> None:
+    """TorchLean's layout: ``q = x @ wq`` with ``wq[d_model, heads * head_dim]``; here 3 heads of 4 on a
+    model dim of 5, values of width 2 per head and an output dim of 7."""
+    d, n, heads = 5, 4, 3
+    x = arr((2, n, d), 1)
+    ws = [arr((d, heads * 4), 2), arr((d, heads * 4), 3), arr((d, heads * 2), 4), arr((heads * 2, 7), 5)]
+    got = P.attention(tp.eager, *(tp.tensor(w) for w in ws), tp.tensor(x), heads)
+    assert got.shape == (2, n, 7)
+    close(got, torch_mha(x, ws, heads), 1e-9)
+    # the same call through the Ops surface
+    close(tp.eager.attention(*(tp.tensor(w) for w in ws), tp.tensor(x), heads), torch_mha(x, ws, heads), 1e-9)
+
+
+def test_attention_fully_blocked_row_gives_zeros() -> None:
+    d, n = 4, 3
+    x = arr((n, d), 1)
+    ws = [arr((d, d), i) for i in range(2, 6)]
+    mask = np.ones((n, n), bool)
+    mask[1] = False
+    got = P.attention(tp.eager, *(tp.tensor(w) for w in ws), tp.tensor(x), 2, mask=tp.tensor(mask)).numpy()
+    np.testing.assert_array_equal(got[1], np.zeros(d))
+    assert np.all(np.abs(got[0]) > 0)
+
+
 def test_attention_errors() -> None:
     w = tp.zeros(8, 8)
-    with pytest.raises(tp.ShapeError, match="divisible"):
+    with pytest.raises(tp.ShapeError, match="num_heads=3 does not divide"):
         P.attention(tp.eager, w, w, w, w, tp.zeros(3, 8), 3)
     with pytest.raises(tp.DTypeError, match="bool"):
         P.attention(tp.eager, w, w, w, w, tp.zeros(3, 8), 2, mask=tp.zeros(3, 3))
+    with pytest.raises(tp.ShapeError, match=r"wq must be \[d_model, num_heads \* head_dim\] = \[6, ...\]"):
+        P.attention(tp.eager, w, w, w, w, tp.zeros(3, 6), 2)
+    with pytest.raises(tp.ShapeError, match="wo must have wv's 8 columns as rows"):
+        P.attention(tp.eager, w, w, w, tp.zeros(4, 8), tp.zeros(3, 8), 2)
 
 
-def test_map_flattens_and_restores_the_leading_axes() -> None:
+def test_map_applies_a_single_sample_function_to_every_sample() -> None:
+    """TorchLean's ``map``: ``f`` sees one sample; the result is ``[*lead, *f_out]``."""
+    out = tp.eager.map(1, tp.ones(2, 3), lambda s: s.sum().reshape(1))
+    assert out.shape == (2, 1)
+    np.testing.assert_array_equal(out.numpy(), [[3.0], [3.0]])
     x = tp.tensor(arr((2, 3, 4), 1))
     seen: list[tuple[int, ...]] = []
 
-    def per_batch(t: Any) -> Any:
+    def per_sample(t: Any) -> Any:
         seen.append(tuple(t.shape))
-        return t.sum(-1, keepdim=True) * 2.0
+        return (t * t).sum(-1, keepdim=True) * 2.0
 
-    out = tp.eager.map(2, x, per_batch)
-    assert seen == [(6, 4)] and out.shape == (2, 3, 1)
-    np.testing.assert_allclose(out.numpy(), x.numpy().sum(-1, keepdims=True) * 2)
-    assert tp.eager.map(0, tp.zeros(4), per_batch).shape == (1,)
+    out = P.map(tp.eager, 2, x, per_sample)
+    assert seen == [(4,)] and out.shape == (2, 3, 1)  # traced once, on one sample
+    np.testing.assert_allclose(out.numpy(), (x.numpy() ** 2).sum(-1, keepdims=True) * 2, rtol=1e-12)
+    assert tp.eager.map(0, tp.ones(4), lambda t: t.sum()).shape == ()
+    # an empty leading shape gives the empty result
+    assert tp.eager.map(1, tp.zeros(0, 3), lambda t: t.sum().reshape(1)).shape == (0, 1)
+    with pytest.raises(tp.ShapeError, match="lead must be an int from 0 to the rank of x"):
+        tp.eager.map(3, tp.zeros(2, 2), lambda t: t)
+
+
+def test_map_under_every_interpreter_and_transform() -> None:
+    """``map`` records under the graph recorder, differentiates, and nests in vmap and grad."""
+    from tensorplay.func import grad, vmap
+    w = tp.tensor(arr((4, 3), 2))
+
+    def model(x: Any) -> Any:
+        return tp.ops_of(x, w).map(1, x, lambda s: (s @ w).tanh())
+
+    x = tp.tensor(arr((5, 4), 1))
+    expected = np.tanh(x.numpy() @ w.numpy())
+    close(model(x), expected, 1e-12)
+    gm = tp.graph.trace(model, x)
+    close(gm(x), expected, 1e-12)
+    close(vmap(model)(tp.tensor(arr((2, 5, 4), 3))), np.tanh(arr((2, 5, 4), 3) @ w.numpy()), 1e-12)
+    g = grad(lambda v: model(v).sum())(x)
+    close(g, (1 - expected ** 2) @ w.numpy().T, 1e-10)
+
+
+def test_map_draws_different_random_numbers_per_sample() -> None:
+    tp.manual_seed(3)
+    def noisy(s: Any) -> Any:
+        ops = tp.ops_of(s)
+        return s + ops.random_uniform(ops.random_key(), shape=(3,), dtype="float64")
+
+    out = tp.eager.map(1, tp.zeros(4, 3), noisy)
+    rows = out.numpy()
+    assert len({tuple(r) for r in rows}) == 4
 
 
 def test_dropout_masks_and_rescales() -> None:
     tp.manual_seed(0)
     x = tp.ones(10000)
     key = tp.from_numpy(np.array([5, 0], np.int64))
-    y = P.dropout(tp.eager, x, 0.25, key).numpy()
+    y = P.dropout(tp.eager, x, 0.25, key=key).numpy()
     kept = y != 0
     assert abs(kept.mean() - 0.75) < 0.02
     np.testing.assert_allclose(y[kept], 1 / 0.75, rtol=1e-6)
-    np.testing.assert_array_equal(P.dropout(tp.eager, x, 0.25, key).numpy(), y)  # same key, same mask
-    assert P.dropout(tp.eager, x, 0.25, key, training=False) is x
+    np.testing.assert_array_equal(P.dropout(tp.eager, x, 0.25, key=key).numpy(), y)  # same key, same mask
+    assert P.dropout(tp.eager, x, 0.25, training=False, key=key) is x

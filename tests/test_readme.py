@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+from tests.markdown import ROOT, python_blocks
+
+BLOCKS = python_blocks(ROOT / "README.md")
 
 
 def test_readme_has_examples() -> None:

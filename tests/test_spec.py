@@ -10,11 +10,14 @@ import sys
 from typing import Any
 
 import numpy as np
+
+from tests.helpers import torch_smooth_max_pool
 import pytest
 import torch
 import torch.nn.functional as F
 
 from tensorplay.spec import SPECS, Aval
+from tensorplay.spec.table import names
 from tensorplay.spec.dtypes import DTYPES, result_type
 from tensorplay.spec.errors import AxisError, DTypeError, ShapeError
 from tensorplay.ops import PRIMITIVE_NAMES, Ops
@@ -89,17 +92,15 @@ def _samples() -> dict[str, tuple[tuple[Any, ...], dict[str, Any]]]:
     x = rand(2, 3, 5, dtype="float32")
     img = rand(2, 4, 6, 5, dtype="float32")
     pool = {"kernel_size": (3, 2), "stride": (2, 1), "padding": (1, 1)}
-    pooled = ref("max_pool", img, **pool)
+    pooled = ref("max_pool_nd", img, **pool)
     s: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
-    for name in ("neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
-                 "sigmoid", "relu", "erf", "floor", "ceil", "logical_not", "stop_gradient"):
+    for name in (*names("unary"), "stop_gradient"):
         s[name] = ((x,), {})
     s["gelu"] = ((x,), {"approximate": "tanh"})
-    for name in ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
-                 "logical_and", "logical_or"):
+    for name in names("binary"):
         s[name] = ((x, 2), {})
     s["where"] = ((x > 0, x, 1.5), {})
-    for name in ("reduce_sum", "reduce_max", "reduce_min"):
+    for name in names("reduce"):
         s[name] = ((x,), {"axes": (0, -1), "keepdims": True})
     s["argmax"] = s["argmin"] = ((x,), {"axis": 1})
     s["reshape"] = ((x,), {"shape": (6, 5)})
@@ -114,26 +115,26 @@ def _samples() -> dict[str, tuple[tuple[Any, ...], dict[str, Any]]]:
     s["full"] = ((), {"shape": (2, 3), "value": 1.5, "dtype": "float64"})
     s["iota"] = ((), {"length": 4, "dtype": "int32"})
     s["matmul"] = ((x, rand(5, 2, dtype="float32")), {})
-    s["conv"] = ((img, rand(6, 2, 3, 3, dtype="float32")),
+    s["conv_nd"] = ((img, rand(6, 2, 3, 3, dtype="float32")),
                  {"stride": (1, 2), "padding": (1, 0), "dilation": (1, 1), "groups": 2})
-    s["conv_transpose"] = ((img, rand(4, 3, 2, 2, dtype="float32")),
+    s["conv_transpose_nd"] = ((img, rand(4, 3, 2, 2, dtype="float32")),
                            {"stride": (2, 2), "padding": (0, 1), "output_padding": (1, 0), "dilation": (1, 1),
                             "groups": 2})
-    s["conv_weight_grad"] = ((img, rand(2, 6, 4, 3, dtype="float32")),
+    s["conv_weight_grad_nd"] = ((img, rand(2, 6, 4, 3, dtype="float32")),
                              {"kernel_size": (3, 3), "stride": (1, 1), "padding": (0, 0), "dilation": (1, 1),
                               "groups": 2})
-    s["max_pool"] = s["avg_pool"] = ((img,), pool)
-    s["max_pool_backward"] = ((img, pooled), pool)
-    s["max_pool_select"] = ((img, img * 2), pool)
-    s["avg_pool_backward"] = ((pooled,), {"input_shape": (6, 5), **pool})
-    s["smooth_max_pool"] = ((img,), {**pool, "beta": 3.0})
-    s["smooth_max_pool_backward"] = ((img, pooled), {**pool, "beta": 3.0})
-    s["layer_norm"] = ((x, rand(5, dtype="float32"), rand(5, dtype="float32")), {"eps": 1e-5})
+    s["max_pool_nd"] = s["avg_pool_nd"] = ((img,), pool)
+    s["max_pool_backward_nd"] = ((img, pooled), pool)
+    s["max_pool_select_nd"] = ((img, img * 2), pool)
+    s["avg_pool_backward_nd"] = ((pooled,), {"input_shape": (6, 5), **pool})
+    s["smooth_max_pool_nd"] = ((img,), {**pool, "beta": 3.0})
+    s["smooth_max_pool_backward_nd"] = ((img, pooled), {**pool, "beta": 3.0})
+    s["layer_norm_last_axis"] = ((x, rand(5, dtype="float32"), rand(5, dtype="float32")), {"eps": 1e-5})
     stats = [rand(4, dtype="float32") for _ in range(4)]
     stats[1] = np.abs(stats[1])
     s["batch_norm"] = ((img, *stats), {"eps": 1e-5})
     s["softmax"] = s["log_softmax"] = ((x,), {"axis": 1})
-    s["attention"] = ((rand(2, 3, 4, dtype="float32"), rand(2, 5, 4, dtype="float32"),
+    s["dot_product_attention"] = ((rand(2, 3, 4, dtype="float32"), rand(2, 5, 4, dtype="float32"),
                        rand(2, 5, 6, dtype="float32"), RNG.random((3, 5)) > 0.3), {"scale": 0.5})
     key = np.array([7, 3], dtype=np.int64)
     s["random_uniform"] = s["random_normal"] = ((key,), {"shape": (3, 4), "dtype": "float32"})
@@ -452,9 +453,9 @@ def test_conv_matches_torch(case: Any, dtype: str) -> None:
     xs, ws, s, p, d, g = case
     x, w = rand(*xs, dtype=dtype), rand(*ws, dtype=dtype)
     theirs = CONV_FN[len(xs) - 2](tt(x), tt(w), stride=s, padding=p, dilation=d, groups=g)
-    out = ref("conv", x, w, stride=s, padding=p, dilation=d, groups=g)
+    out = ref("conv_nd", x, w, stride=s, padding=p, dilation=d, groups=g)
     assert_matches(out, theirs, dtype)
-    assert rule("conv", av(xs, dtype), av(ws, dtype), stride=s, padding=p, dilation=d, groups=g).shape == \
+    assert rule("conv_nd", av(xs, dtype), av(ws, dtype), stride=s, padding=p, dilation=d, groups=g).shape == \
         tuple(theirs.shape)
 
 
@@ -476,22 +477,22 @@ def test_conv_transpose_matches_torch(case: Any, dtype: str) -> None:
     x, w = rand(*xs, dtype=dtype), rand(*ws, dtype=dtype)
     theirs = CONVT_FN[len(xs) - 2](tt(x), tt(w), stride=s, padding=p, output_padding=op, groups=g, dilation=d)
     params = {"stride": s, "padding": p, "output_padding": op, "dilation": d, "groups": g}
-    assert_matches(ref("conv_transpose", x, w, **params), theirs, dtype)
-    assert rule("conv_transpose", av(xs, dtype), av(ws, dtype), **params).shape == tuple(theirs.shape)
+    assert_matches(ref("conv_transpose_nd", x, w, **params), theirs, dtype)
+    assert rule("conv_transpose_nd", av(xs, dtype), av(ws, dtype), **params).shape == tuple(theirs.shape)
 
 
 @pytest.mark.parametrize("case", CONV_CASES)
 def test_conv_transpose_is_the_adjoint_of_conv(case: Any) -> None:
     xs, ws, s, p, d, g = case
     x, w = rand(*xs), rand(*ws)
-    y_shape = rule("conv", av(xs), av(ws), stride=s, padding=p, dilation=d, groups=g).shape
+    y_shape = rule("conv_nd", av(xs), av(ws), stride=s, padding=p, dilation=d, groups=g).shape
     y = rand(*y_shape)
     # output_padding recovers the input sizes the floor division dropped
     op = tuple((n + 2 * pi - di * (k - 1) - 1) % si for n, k, si, pi, di in zip(xs[2:], ws[2:], s, p, d))
     # the same weight: conv's [O, C/groups, *k] is conv_transpose's [C_in, C_out/groups, *k]
-    back = ref("conv_transpose", y, w, stride=s, padding=p, output_padding=op, dilation=d, groups=g)
+    back = ref("conv_transpose_nd", y, w, stride=s, padding=p, output_padding=op, dilation=d, groups=g)
     assert back.shape == x.shape
-    lhs = np.sum(ref("conv", x, w, stride=s, padding=p, dilation=d, groups=g) * y)
+    lhs = np.sum(ref("conv_nd", x, w, stride=s, padding=p, dilation=d, groups=g) * y)
     np.testing.assert_allclose(lhs, np.sum(x * back), rtol=1e-10)
 
 
@@ -504,7 +505,7 @@ def test_conv_weight_grad_matches_torch_autograd(case: Any, dtype: str) -> None:
     y = CONV_FN[len(xs) - 2](tt(x), wt, stride=s, padding=p, dilation=d, groups=g)
     gy = rand(*y.shape, dtype=dtype)
     (theirs,) = torch.autograd.grad(y, wt, tt(gy))
-    out = ref("conv_weight_grad", x, gy, kernel_size=ws[2:], stride=s, padding=p, dilation=d, groups=g)
+    out = ref("conv_weight_grad_nd", x, gy, kernel_size=ws[2:], stride=s, padding=p, dilation=d, groups=g)
     assert_matches(out, theirs, dtype)
 
 
@@ -530,19 +531,19 @@ def test_pools_and_their_gradients_match_torch(case: Any, dtype: str) -> None:
     xt = tt(x).requires_grad_()
     params = {"kernel_size": k, "stride": s, "padding": p}
     y = MAXPOOL_FN[n](xt, k, s, p)
-    assert_matches(ref("max_pool", x, **params), y, dtype)
+    assert_matches(ref("max_pool_nd", x, **params), y, dtype)
     g = rand(*y.shape, dtype=dtype)
     (gx,) = torch.autograd.grad(y, xt, tt(g))
-    assert_matches(ref("max_pool_backward", x, g, **params), gx, dtype)
+    assert_matches(ref("max_pool_backward_nd", x, g, **params), gx, dtype)
     ya = AVGPOOL_FN[n](xt, k, s, p, count_include_pad=True)
-    assert_matches(ref("avg_pool", x, **params), ya, dtype)
+    assert_matches(ref("avg_pool_nd", x, **params), ya, dtype)
     (ga,) = torch.autograd.grad(ya, xt, tt(g))
-    assert_matches(ref("avg_pool_backward", g, input_shape=xs[2:], **params), ga, dtype)
-    assert_matches(ref("avg_pool_backward", g, input_shape=xs, **params), ga, dtype)
+    assert_matches(ref("avg_pool_backward_nd", g, input_shape=xs[2:], **params), ga, dtype)
+    assert_matches(ref("avg_pool_backward_nd", g, input_shape=xs, **params), ga, dtype)
     # max_pool_select is the adjoint of max_pool_backward w.r.t. g
     h = rand(*xs, dtype=dtype)
-    lhs = np.sum(ref("max_pool_backward", x, g, **params).astype(np.float64) * h)
-    rhs = np.sum(ref("max_pool_select", x, h, **params).astype(np.float64) * g)
+    lhs = np.sum(ref("max_pool_backward_nd", x, g, **params).astype(np.float64) * h)
+    rhs = np.sum(ref("max_pool_select_nd", x, h, **params).astype(np.float64) * g)
     np.testing.assert_allclose(lhs, rhs, rtol=1e-5)
 
 
@@ -552,27 +553,19 @@ def test_max_pool_ties_go_to_the_first_position() -> None:
     g = np.ones((1, 1, 2, 2))
     # window (0,0) -> (0,0); (0,1) -> (0,1); (1,0) -> (1,0); (1,1) -> (1,1)
     expected = np.array([[[[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 0.0]]]])
-    np.testing.assert_array_equal(ref("max_pool_backward", x, g, **params), expected)
+    np.testing.assert_array_equal(ref("max_pool_backward_nd", x, g, **params), expected)
     x2 = np.full((1, 1, 1, 4), 2.0)
     params1 = {"kernel_size": (1, 3), "stride": (1, 1), "padding": (0, 1)}
-    np.testing.assert_array_equal(ref("max_pool_backward", x2, np.ones((1, 1, 1, 4)), **params1),
+    np.testing.assert_array_equal(ref("max_pool_backward_nd", x2, np.ones((1, 1, 1, 4)), **params1),
                                   [[[[2.0, 1.0, 1.0, 0.0]]]])
     h = np.arange(4.0).reshape(1, 1, 1, 4)
-    np.testing.assert_array_equal(ref("max_pool_select", x2, h, **params1), [[[[0.0, 0.0, 1.0, 2.0]]]])
+    np.testing.assert_array_equal(ref("max_pool_select_nd", x2, h, **params1), [[[[0.0, 0.0, 1.0, 2.0]]]])
     # padding is -inf: an all-negative row is not beaten by padding
     neg = -np.ones((1, 1, 3))
-    np.testing.assert_array_equal(ref("max_pool", neg, kernel_size=(3,), stride=(1,), padding=(1,)),
+    np.testing.assert_array_equal(ref("max_pool_nd", neg, kernel_size=(3,), stride=(1,), padding=(1,)),
                                   [[[-1.0, -1.0, -1.0]]])
-    np.testing.assert_array_equal(ref("avg_pool", neg, kernel_size=(3,), stride=(1,), padding=(1,)),
+    np.testing.assert_array_equal(ref("avg_pool_nd", neg, kernel_size=(3,), stride=(1,), padding=(1,)),
                                   [[[-2 / 3, -1.0, -2 / 3]]])
-
-
-def _torch_smooth_max_pool_2d(x: torch.Tensor, k: tuple[int, int], s: tuple[int, int], p: tuple[int, int],
-                              beta: float) -> torch.Tensor:
-    n, c, h, w = x.shape
-    padded = F.pad(x, (p[1], p[1], p[0], p[0]), value=-math.inf)
-    win = padded.unfold(2, k[0], s[0]).unfold(3, k[1], s[1])  # [N, C, oh, ow, kh, kw]
-    return torch.logsumexp(beta * win.reshape(*win.shape[:4], -1), dim=-1) / beta
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
@@ -580,17 +573,25 @@ def test_smooth_max_pool_matches_torch_logsumexp(dtype: str) -> None:
     x = rand(2, 3, 7, 6, dtype=dtype)
     k, s, p, beta = (3, 2), (2, 1), (1, 1), 2.5
     xt = tt(x).requires_grad_()
-    y = _torch_smooth_max_pool_2d(xt, k, s, p, beta)
+    y = torch_smooth_max_pool(xt, k, s, p, beta)
     params = {"kernel_size": k, "stride": s, "padding": p, "beta": beta}
-    assert_matches(ref("smooth_max_pool", x, **params), y, dtype)
+    assert_matches(ref("smooth_max_pool_nd", x, **params), y, dtype)
     g = rand(*y.shape, dtype=dtype)
     (gx,) = torch.autograd.grad(y, xt, tt(g))
-    assert_matches(ref("smooth_max_pool_backward", x, g, **params), gx, dtype)
-    big = ref("smooth_max_pool", x.astype(np.float64), kernel_size=k, stride=s, padding=p, beta=1e4)
-    np.testing.assert_allclose(big, ref("max_pool", x.astype(np.float64), kernel_size=k, stride=s, padding=p),
+    assert_matches(ref("smooth_max_pool_backward_nd", x, g, **params), gx, dtype)
+    x64 = x.astype(np.float64)
+    big = ref("smooth_max_pool_nd", x64, kernel_size=k, stride=s, padding=p, beta=1e4)
+    zero_padded = np.pad(x64, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    np.testing.assert_allclose(big, ref("max_pool_nd", zero_padded, kernel_size=k, stride=s, padding=(0, 0)),
                                atol=1e-3)
+    # a negative beta is a smooth minimum: smooth_max(x, -b) = -smooth_max(-x, b)
+    low = ref("smooth_max_pool_nd", x64, kernel_size=k, stride=s, padding=p, beta=-2.5)
+    np.testing.assert_allclose(low, -ref("smooth_max_pool_nd", -x64, kernel_size=k, stride=s, padding=p, beta=2.5),
+                               rtol=1e-12)
+    yt = torch_smooth_max_pool(tt(x64), k, s, p, -2.5)
+    assert_matches(low, yt, "float64")
     huge = np.full((1, 1, 3), 1e30)
-    assert np.isfinite(ref("smooth_max_pool", huge, kernel_size=(2,), stride=(1,), padding=(0,), beta=1.0)).all()
+    assert np.isfinite(ref("smooth_max_pool_nd", huge, kernel_size=(2,), stride=(1,), padding=(0,), beta=1.0)).all()
 
 
 # ---- normalisation, softmax, attention --------------------------------------------------------
@@ -599,7 +600,7 @@ def test_smooth_max_pool_matches_torch_logsumexp(dtype: str) -> None:
 def test_layer_norm_and_batch_norm_match_torch(dtype: str) -> None:
     x = rand(2, 3, 6, dtype=dtype) * 3 + 1
     gamma, beta = rand(6, dtype=dtype), rand(6, dtype=dtype)
-    assert_matches(ref("layer_norm", x, gamma, beta, eps=1e-5),
+    assert_matches(ref("layer_norm_last_axis", x, gamma, beta, eps=1e-5),
                    F.layer_norm(tt(x), (6,), tt(gamma), tt(beta), eps=1e-5), dtype)
     img = rand(4, 3, 5, 2, dtype=dtype)
     mean, var = rand(3, dtype=dtype), np.abs(rand(3, dtype=dtype)) + 0.1
@@ -632,10 +633,10 @@ def test_attention_matches_torch_sdpa(dtype: str) -> None:
     for m in (None, mask, mask[None, None]):
         theirs = F.scaled_dot_product_attention(tt(q), tt(k), tt(v), attn_mask=None if m is None else tt(m),
                                                 scale=0.3)
-        out = ref("attention", q, k, v, m, scale=0.3)
+        out = ref("dot_product_attention", q, k, v, m, scale=0.3)
         assert_matches(out, theirs, dtype)
-    np.testing.assert_array_equal(ref("attention", q, k, v, mask, scale=0.3)[:, :, 1], 0.0)
-    assert rule("attention", av(q.shape, dtype), av(k.shape, dtype), av(v.shape), None, scale=1.0).shape == \
+    np.testing.assert_array_equal(ref("dot_product_attention", q, k, v, mask, scale=0.3)[:, :, 1], 0.0)
+    assert rule("dot_product_attention", av(q.shape, dtype), av(k.shape, dtype), av(v.shape), None, scale=1.0).shape == \
         (2, 3, 4, 5)
 
 
@@ -680,54 +681,54 @@ f32 = "float32"
 CONV_P = {"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1), "groups": 1}
 POOL_P = {"kernel_size": (2, 2), "stride": (2, 2), "padding": (0, 0)}
 ERROR_CASES: list[tuple[str, tuple[Any, ...], dict[str, Any], type[Exception], tuple[str, ...]]] = [
-    ("conv", (av((1, 3, 3, 3)), av((4, 3, 5, 5))), CONV_P, ShapeError,
-     ("conv: kernel size 5 on spatial axis 0 is larger than the padded input 3 "
+    ("conv_nd", (av((1, 3, 3, 3)), av((4, 3, 5, 5))), CONV_P, ShapeError,
+     ("conv_nd: kernel size 5 on spatial axis 0 is larger than the padded input 3 "
       "(x: [1, 3, 3, 3], w: [4, 3, 5, 5], padding (0, 0))",)),
-    ("conv", (av((1, 3, 8, 8)), av((4, 3, 3, 3))), {**CONV_P, "dilation": (4, 1)}, ShapeError,
-     ("conv", "dilated by 4", "[1, 3, 8, 8]", "[4, 3, 3, 3]")),
-    ("conv", (av((1, 6, 8, 8)), av((4, 2, 3, 3))), {**CONV_P, "groups": 4}, ShapeError,
-     ("conv", "input channels", "6", "groups 4", "[1, 6, 8, 8]", "[4, 2, 3, 3]")),
-    ("conv", (av((1, 6, 8, 8)), av((4, 3, 3, 3))), {**CONV_P, "groups": 3}, ShapeError,
-     ("conv", "output channels", "4", "groups 3", "[1, 6, 8, 8]")),
-    ("conv", (av((1, 6, 8, 8)), av((4, 3, 3, 3))), {**CONV_P, "groups": 1}, ShapeError,
-     ("conv: w.shape[1] must be C/groups = 6/1 = 6, got 3", "[1, 6, 8, 8]", "[4, 3, 3, 3]")),
-    ("conv", (av((1, 3, 8, 8)), av((4, 3, 3, 3))), {**CONV_P, "stride": (0, 1)}, ShapeError,
-     ("conv: stride must be positive, got 0", "[1, 3, 8, 8]")),
-    ("conv", (av((1, 3, 8, 8)), av((4, 3, 3, 3))), {**CONV_P, "padding": (1, -1)}, ShapeError,
-     ("conv: padding must be non-negative, got -1", "[1, 3, 8, 8]")),
-    ("conv", (av((1, 3, 8, 8)), av((4, 3, 3, 3))), {**CONV_P, "padding": (1,)}, ShapeError,
-     ("conv: padding has 1 entries but there are 2 spatial axes", "[1, 3, 8, 8]")),
-    ("conv", (av((3, 8)), av((4, 3, 3))), {**CONV_P}, ShapeError, ("conv: x must have rank 3, 4 or 5", "[3, 8]")),
-    ("conv", (av((1, 3, 8, 8)), av((4, 3, 3))), CONV_P, ShapeError,
-     ("conv: w must have rank 4 like x", "[4, 3, 3]")),
-    ("conv", (av((1, 3, 8, 8), "int64"), av((4, 3, 3, 3))), CONV_P, DTypeError,
-     ("conv: x must be a float tensor, got int64", "[1, 3, 8, 8]")),
-    ("conv_transpose", (av((1, 3, 4)), av((3, 2, 3))),
+    ("conv_nd", (av((1, 3, 8, 8)), av((4, 3, 3, 3))), {**CONV_P, "dilation": (4, 1)}, ShapeError,
+     ("conv_nd", "dilated by 4", "[1, 3, 8, 8]", "[4, 3, 3, 3]")),
+    ("conv_nd", (av((1, 6, 8, 8)), av((4, 2, 3, 3))), {**CONV_P, "groups": 4}, ShapeError,
+     ("conv_nd", "input channels", "6", "groups 4", "[1, 6, 8, 8]", "[4, 2, 3, 3]")),
+    ("conv_nd", (av((1, 6, 8, 8)), av((4, 3, 3, 3))), {**CONV_P, "groups": 3}, ShapeError,
+     ("conv_nd", "output channels", "4", "groups 3", "[1, 6, 8, 8]")),
+    ("conv_nd", (av((1, 6, 8, 8)), av((4, 3, 3, 3))), {**CONV_P, "groups": 1}, ShapeError,
+     ("conv_nd: w.shape[1] must be C/groups = 6/1 = 6, got 3", "[1, 6, 8, 8]", "[4, 3, 3, 3]")),
+    ("conv_nd", (av((1, 3, 8, 8)), av((4, 3, 3, 3))), {**CONV_P, "stride": (0, 1)}, ShapeError,
+     ("conv_nd: stride must be positive, got 0", "[1, 3, 8, 8]")),
+    ("conv_nd", (av((1, 3, 8, 8)), av((4, 3, 3, 3))), {**CONV_P, "padding": (1, -1)}, ShapeError,
+     ("conv_nd: padding must be non-negative, got -1", "[1, 3, 8, 8]")),
+    ("conv_nd", (av((1, 3, 8, 8)), av((4, 3, 3, 3))), {**CONV_P, "padding": (1,)}, ShapeError,
+     ("conv_nd: padding has 1 entries but there are 2 spatial axes", "[1, 3, 8, 8]")),
+    ("conv_nd", (av((3, 8)), av((4, 3, 3))), {**CONV_P}, ShapeError, ("conv_nd: x must have rank 3, 4 or 5", "[3, 8]")),
+    ("conv_nd", (av((1, 3, 8, 8)), av((4, 3, 3))), CONV_P, ShapeError,
+     ("conv_nd: w must have rank 4 like x", "[4, 3, 3]")),
+    ("conv_nd", (av((1, 3, 8, 8), "int64"), av((4, 3, 3, 3))), CONV_P, DTypeError,
+     ("conv_nd: x must be a float tensor, got int64", "[1, 3, 8, 8]")),
+    ("conv_transpose_nd", (av((1, 3, 4)), av((3, 2, 3))),
      {"stride": (2,), "padding": (0,), "output_padding": (2,), "dilation": (1,), "groups": 1}, ShapeError,
-     ("conv_transpose: output_padding 2", "max(stride, dilation) = 2", "[1, 3, 4]", "[3, 2, 3]")),
-    ("conv_transpose", (av((1, 3, 4)), av((2, 2, 3))),
+     ("conv_transpose_nd: output_padding 2", "max(stride, dilation) = 2", "[1, 3, 4]", "[3, 2, 3]")),
+    ("conv_transpose_nd", (av((1, 3, 4)), av((2, 2, 3))),
      {"stride": (1,), "padding": (0,), "output_padding": (0,), "dilation": (1,), "groups": 1}, ShapeError,
-     ("conv_transpose: w.shape[0] must equal the input channels C = 3", "[1, 3, 4]", "[2, 2, 3]")),
-    ("conv_transpose", (av((1, 3, 1)), av((3, 2, 1))),
+     ("conv_transpose_nd: w.shape[0] must equal the input channels C = 3", "[1, 3, 4]", "[2, 2, 3]")),
+    ("conv_transpose_nd", (av((1, 3, 1)), av((3, 2, 1))),
      {"stride": (1,), "padding": (2,), "output_padding": (0,), "dilation": (1,), "groups": 1}, ShapeError,
-     ("conv_transpose: output size -3", "[1, 3, 1]")),
-    ("conv_weight_grad", (av((1, 3, 8, 8)), av((1, 4, 5, 6))),
+     ("conv_transpose_nd: output size -3", "[1, 3, 1]")),
+    ("conv_weight_grad_nd", (av((1, 3, 8, 8)), av((1, 4, 5, 6))),
      {"kernel_size": (3, 3), **{k: v for k, v in CONV_P.items()}}, ShapeError,
-     ("conv_weight_grad: g must have the conv output shape [1, 4, 6, 6], got [1, 4, 5, 6]",)),
-    ("max_pool", (av((1, 2, 6, 6)),), {**POOL_P, "padding": (2, 0)}, ShapeError,
-     ("max_pool: padding 2 on spatial axis 0 is more than half the kernel size 2", "[1, 2, 6, 6]")),
-    ("avg_pool", (av((1, 2, 2, 6)),), {**POOL_P, "kernel_size": (3, 2), "padding": (0, 0)}, ShapeError,
-     ("avg_pool: kernel size 3 on spatial axis 0 is larger than the padded input 2", "[1, 2, 2, 6]")),
-    ("max_pool", (av((1, 2, 6, 6)),), {**POOL_P, "stride": (2, 0)}, ShapeError,
-     ("max_pool: stride must be positive, got 0", "[1, 2, 6, 6]")),
-    ("avg_pool", (av((1, 2, 6, 6)),), {**POOL_P, "kernel_size": (2, 2, 2)}, ShapeError,
-     ("avg_pool: kernel_size has 3 entries but there are 2 spatial axes", "[1, 2, 6, 6]")),
-    ("max_pool_backward", (av((1, 2, 6, 6)), av((1, 2, 3, 2))), POOL_P, ShapeError,
-     ("max_pool_backward: g must have the max_pool output shape [1, 2, 3, 3], got [1, 2, 3, 2]",)),
-    ("avg_pool_backward", (av((1, 2, 3, 2)),), {**POOL_P, "input_shape": (6, 6)}, ShapeError,
-     ("avg_pool_backward: g must have the avg_pool output shape [1, 2, 3, 3], got [1, 2, 3, 2]",)),
-    ("smooth_max_pool", (av((1, 2, 6, 6)),), {**POOL_P, "beta": 0.0}, ValueError,
-     ("smooth_max_pool: beta must be a positive", "[1, 2, 6, 6]")),
+     ("conv_weight_grad_nd: g must have the conv_nd output shape [1, 4, 6, 6], got [1, 4, 5, 6]",)),
+    ("max_pool_nd", (av((1, 2, 6, 6)),), {**POOL_P, "padding": (2, 0)}, ShapeError,
+     ("max_pool_nd: padding 2 on spatial axis 0 is more than half the kernel size 2", "[1, 2, 6, 6]")),
+    ("avg_pool_nd", (av((1, 2, 2, 6)),), {**POOL_P, "kernel_size": (3, 2), "padding": (0, 0)}, ShapeError,
+     ("avg_pool_nd: kernel size 3 on spatial axis 0 is larger than the padded input 2", "[1, 2, 2, 6]")),
+    ("max_pool_nd", (av((1, 2, 6, 6)),), {**POOL_P, "stride": (2, 0)}, ShapeError,
+     ("max_pool_nd: stride must be positive, got 0", "[1, 2, 6, 6]")),
+    ("avg_pool_nd", (av((1, 2, 6, 6)),), {**POOL_P, "kernel_size": (2, 2, 2)}, ShapeError,
+     ("avg_pool_nd: kernel_size has 3 entries but there are 2 spatial axes", "[1, 2, 6, 6]")),
+    ("max_pool_backward_nd", (av((1, 2, 6, 6)), av((1, 2, 3, 2))), POOL_P, ShapeError,
+     ("max_pool_backward_nd: g must have the max_pool_nd output shape [1, 2, 3, 3], got [1, 2, 3, 2]",)),
+    ("avg_pool_backward_nd", (av((1, 2, 3, 2)),), {**POOL_P, "input_shape": (6, 6)}, ShapeError,
+     ("avg_pool_backward_nd: g must have the avg_pool_nd output shape [1, 2, 3, 3], got [1, 2, 3, 2]",)),
+    ("smooth_max_pool_nd", (av((1, 2, 6, 6)),), {**POOL_P, "beta": 0.0}, ValueError,
+     ("smooth_max_pool_nd: beta must be a finite non-zero number, got 0.0", "[1, 2, 6, 6]")),
     ("matmul", (av((2, 3, 4)), av((5, 6))), {}, ShapeError,
      ("matmul: inner dimensions differ: a has 4 columns", "b has 5 rows", "[2, 3, 4]", "[5, 6]")),
     ("matmul", (av((2, 3, 4)), av((3, 4, 6))), {}, ShapeError,
@@ -776,24 +777,24 @@ ERROR_CASES: list[tuple[str, tuple[Any, ...], dict[str, Any], type[Exception], t
     ("scatter_add", (av((4, 3)), av((2,), "int64"), av((2, 3), "float64")), {"axis": 0}, DTypeError,
      ("scatter_add: updates must have base's dtype float32, got float64",)),
     ("cast", (av((2,)),), {"dtype": "float16"}, DTypeError, ("cast: dtype must be one of",)),
-    ("layer_norm", (av((2, 5)), av((4,)), av((5,))), {"eps": 1e-5}, ShapeError,
-     ("layer_norm: gamma must have shape [5]", "got [4]", "x: [2, 5]")),
-    ("layer_norm", (av((2, 5)), av((5,)), av((1, 5))), {"eps": 1e-5}, ShapeError,
-     ("layer_norm: beta must have shape [5]", "got [1, 5]")),
+    ("layer_norm_last_axis", (av((2, 5)), av((4,)), av((5,))), {"eps": 1e-5}, ShapeError,
+     ("layer_norm_last_axis: gamma must have shape [5]", "got [4]", "x: [2, 5]")),
+    ("layer_norm_last_axis", (av((2, 5)), av((5,)), av((1, 5))), {"eps": 1e-5}, ShapeError,
+     ("layer_norm_last_axis: beta must have shape [5]", "got [1, 5]")),
     ("batch_norm", (av((2, 3, 4)), av((3,)), av((4,)), av((3,)), av((3,))), {"eps": 1e-5}, ShapeError,
      ("batch_norm: var must have shape [3]", "got [4]", "x: [2, 3, 4]")),
     ("batch_norm", (av((3,)), av((3,)), av((3,)), av((3,)), av((3,))), {"eps": 1e-5}, ShapeError,
      ("batch_norm: x must have rank >= 2",)),
-    ("attention", (av((2, 4, 8)), av((2, 6, 7)), av((2, 6, 5)), None), {"scale": 1.0}, ShapeError,
-     ("attention: q and k must have the same feature size d, got 8 and 7", "q: [2, 4, 8]", "k: [2, 6, 7]")),
-    ("attention", (av((2, 4, 8)), av((2, 6, 8)), av((2, 5, 5)), None), {"scale": 1.0}, ShapeError,
-     ("attention: k and v must have the same length m, got 6 and 5", "v: [2, 5, 5]")),
-    ("attention", (av((2, 4, 8)), av((3, 6, 8)), av((3, 6, 5)), None), {"scale": 1.0}, ShapeError,
-     ("attention: k must have q's batch shape [2], got [3]",)),
-    ("attention", (av((2, 4, 8)), av((2, 6, 8)), av((2, 6, 5)), av((4, 5), "bool")), {"scale": 1.0}, ShapeError,
-     ("attention: mask must broadcast to [*B, n, m] = [2, 4, 6], got [4, 5]",)),
-    ("attention", (av((2, 4, 8)), av((2, 6, 8)), av((2, 6, 5)), av((4, 6))), {"scale": 1.0}, DTypeError,
-     ("attention: mask must be bool",)),
+    ("dot_product_attention", (av((2, 4, 8)), av((2, 6, 7)), av((2, 6, 5)), None), {"scale": 1.0}, ShapeError,
+     ("dot_product_attention: q and k must have the same feature size d, got 8 and 7", "q: [2, 4, 8]", "k: [2, 6, 7]")),
+    ("dot_product_attention", (av((2, 4, 8)), av((2, 6, 8)), av((2, 5, 5)), None), {"scale": 1.0}, ShapeError,
+     ("dot_product_attention: k and v must have the same length m, got 6 and 5", "v: [2, 5, 5]")),
+    ("dot_product_attention", (av((2, 4, 8)), av((3, 6, 8)), av((3, 6, 5)), None), {"scale": 1.0}, ShapeError,
+     ("dot_product_attention: k must have q's batch shape [2], got [3]",)),
+    ("dot_product_attention", (av((2, 4, 8)), av((2, 6, 8)), av((2, 6, 5)), av((4, 5), "bool")), {"scale": 1.0}, ShapeError,
+     ("dot_product_attention: mask must broadcast to [*B, n, m] = [2, 4, 6], got [4, 5]",)),
+    ("dot_product_attention", (av((2, 4, 8)), av((2, 6, 8)), av((2, 6, 5)), av((4, 6))), {"scale": 1.0}, DTypeError,
+     ("dot_product_attention: mask must be bool",)),
     ("random_uniform", (av((3,), "int64"),), {"shape": (2,), "dtype": "float32"}, ShapeError,
      ("random_uniform: key must have shape [2]",)),
     ("random_normal", (av((2,), "int64"),), {"shape": (2,), "dtype": "int32"}, DTypeError,
@@ -823,8 +824,8 @@ def test_error_classes_are_the_shared_hierarchy() -> None:
 
 
 def test_references_raise_the_rule_errors() -> None:
-    with pytest.raises(ShapeError, match=r"conv: kernel size 5"):
-        ref("conv", rand(1, 3, 3, 3), rand(4, 3, 5, 5), **CONV_P)
+    with pytest.raises(ShapeError, match=r"conv_nd: kernel size 5"):
+        ref("conv_nd", rand(1, 3, 3, 3), rand(4, 3, 5, 5), **CONV_P)
     with pytest.raises(DTypeError, match="sub: bool"):
         ref("sub", np.array([True]), np.array([False]))
     with pytest.raises(DTypeError, match="float16"):
@@ -842,17 +843,17 @@ def test_zero_size_dims() -> None:
     assert ref("softmax", e, axis=1).shape == (0, 3)
     assert ref("softmax", e.T.copy(), axis=1).shape == (3, 0)
     assert ref("log_softmax", e.T.copy(), axis=1).shape == (3, 0)
-    assert ref("layer_norm", np.zeros((0, 4)), np.ones(4), np.zeros(4), eps=1e-5).shape == (0, 4)
+    assert ref("layer_norm_last_axis", np.zeros((0, 4)), np.ones(4), np.zeros(4), eps=1e-5).shape == (0, 4)
     assert ref("concat", e, np.ones((2, 3), np.float32), axis=0).shape == (2, 3)
     assert ref("gather", np.ones((4, 3)), np.zeros((0,), np.int64), axis=0).shape == (0, 3)
-    assert ref("conv", np.ones((0, 3, 5, 5)), np.ones((2, 3, 3, 3)), **CONV_P).shape == (0, 2, 3, 3)
-    assert ref("conv", np.ones((1, 3, 5)), np.ones((0, 3, 2)), stride=(1,), padding=(0,), dilation=(1,),
+    assert ref("conv_nd", np.ones((0, 3, 5, 5)), np.ones((2, 3, 3, 3)), **CONV_P).shape == (0, 2, 3, 3)
+    assert ref("conv_nd", np.ones((1, 3, 5)), np.ones((0, 3, 2)), stride=(1,), padding=(0,), dilation=(1,),
                groups=1).shape == (1, 0, 4)
-    assert ref("conv_transpose", np.ones((0, 3, 5)), np.ones((3, 2, 2)), stride=(2,), padding=(0,),
+    assert ref("conv_transpose_nd", np.ones((0, 3, 5)), np.ones((3, 2, 2)), stride=(2,), padding=(0,),
                output_padding=(0,), dilation=(1,), groups=1).shape == (0, 2, 10)
-    assert ref("max_pool", np.ones((0, 2, 4, 4)), **POOL_P).shape == (0, 2, 2, 2)
-    assert ref("avg_pool", np.ones((2, 0, 4, 4)), **POOL_P).shape == (2, 0, 2, 2)
-    out = ref("attention", np.ones((2, 3, 4)), np.ones((2, 0, 4)), np.ones((2, 0, 5)), None, scale=1.0)
+    assert ref("max_pool_nd", np.ones((0, 2, 4, 4)), **POOL_P).shape == (0, 2, 2, 2)
+    assert ref("avg_pool_nd", np.ones((2, 0, 4, 4)), **POOL_P).shape == (2, 0, 2, 2)
+    out = ref("dot_product_attention", np.ones((2, 3, 4)), np.ones((2, 0, 4)), np.ones((2, 0, 5)), None, scale=1.0)
     assert_matches(out, np.zeros((2, 3, 5)))
     assert ref("slice", np.ones((0, 2)), starts=(0, 0), stops=(0, 2), steps=(1, 1)).shape == (0, 2)
     assert ref("pad", np.ones((0, 2)), pads=((1, 1), (0, 0))).shape == (2, 2)
@@ -887,15 +888,15 @@ class Sym:
 
 def test_rules_accept_symbolic_dims() -> None:
     n, h = Sym("n"), Sym("h")
-    out = rule("conv", av((n, 3, h, 9)), av((4, 3, 3, 3)), stride=(2, 1), padding=(1, 0), dilation=(1, 2),
+    out = rule("conv_nd", av((n, 3, h, 9)), av((4, 3, 3, 3)), stride=(2, 1), padding=(1, 0), dilation=(1, 2),
                groups=1)
     assert out.shape[0] is n and out.shape[1] == 4 and out.shape[3] == 5
     for hv in (5, 6, 11):
         assert out.shape[2].value({"h": hv}) == F.conv2d(torch.ones(1, 3, hv, 9), torch.ones(4, 3, 3, 3),
                                                          stride=(2, 1), padding=(1, 0), dilation=(1, 2)).shape[2]
-    pooled = rule("max_pool", av((n, 3, h, 8)), kernel_size=(3, 2), stride=(2, 2), padding=(1, 0))
+    pooled = rule("max_pool_nd", av((n, 3, h, 8)), kernel_size=(3, 2), stride=(2, 2), padding=(1, 0))
     assert pooled.shape[2].value({"h": 7}) == 4 and pooled.shape[3] == 4
-    ct = rule("conv_transpose", av((n, 3, h)), av((3, 2, 3)), stride=(2,), padding=(1,), output_padding=(1,),
+    ct = rule("conv_transpose_nd", av((n, 3, h)), av((3, 2, 3)), stride=(2,), padding=(1,), output_padding=(1,),
               dilation=(1,), groups=1)
     assert ct.shape[2].value({"h": 4}) == 8
     assert rule("add", av((n, 1)), av((1, h))).shape == (n, h)
@@ -904,10 +905,10 @@ def test_rules_accept_symbolic_dims() -> None:
     assert rule("reshape", av((n, 3, 4)), shape=(n, 12)).shape == (n, 12)
     assert rule("reduce_sum", av((n, 3)), axes=(1,)).shape == (n,)
     assert rule("concat", av((n, 3)), av((h, 3)), axis=0).shape[0] == n + h
-    assert rule("layer_norm", av((n, h, 6)), av((6,)), av((6,)), eps=1e-5).shape == (n, h, 6)
-    assert rule("attention", av((n, 4, 8)), av((n, h, 8)), av((n, h, 5)), None, scale=1.0).shape == (n, 4, 5)
+    assert rule("layer_norm_last_axis", av((n, h, 6)), av((6,)), av((6,)), eps=1e-5).shape == (n, h, 6)
+    assert rule("dot_product_attention", av((n, 4, 8)), av((n, h, 8)), av((n, h, 5)), None, scale=1.0).shape == (n, 4, 5)
     sl = rule("slice", av((h,)), starts=(1,), stops=(h,), steps=(1,))
     assert sl.shape[0].value({"h": 9}) == 8
     # a mismatch between known sizes is still caught next to symbolic ones
-    with pytest.raises(ShapeError, match="conv: w.shape"):
-        rule("conv", av((n, 6, h, h)), av((4, 4, 3, 3)), **CONV_P)
+    with pytest.raises(ShapeError, match="conv_nd: w.shape"):
+        rule("conv_nd", av((n, 6, h, h)), av((4, 4, 3, 3)), **CONV_P)

@@ -167,8 +167,8 @@ def test_numpy_scalars_and_arrays_as_operands() -> None:
 
 def test_matmul_handles_vectors_and_batches_like_torch() -> None:
     cases = [((3, 4), (4, 5)), ((4,), (4, 5)), ((3, 4), (4,)), ((4,), (4,)), ((2, 3, 4), (4, 5)),
-             ((2, 1, 3, 4), (5, 4, 2))]
-    for sa, sb in cases:
+             ((2, 1, 3, 4), (5, 4, 2)), ((3, 2, 0), (0, 5)), ((2, 0, 4), (4, 3)), ((0, 4), (4, 5))]
+    for sa, sb in cases:  # the last three: empty operands (a batched left one with K = 0 used to fail)
         a, b = arr(sa, 1), arr(sb, 2)
         expected = (torch.from_numpy(a) @ torch.from_numpy(b)).numpy()
         np.testing.assert_allclose((tp.tensor(a) @ tp.tensor(b)).numpy(), expected, rtol=1e-5, atol=1e-6)

@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 
-import tensorplay  # noqa: F401  (first: the eager interpreter and tensorplay import each other)
 from tensorplay.interpreters.eager import kernels as K
 from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay.interpreters.eager.kernels import backward as KB
@@ -129,13 +128,13 @@ def relu_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any) -> Cotangen
     return (_wrap(KB.relu_backward(gd, output._data)),)
 
 
-@_register("layer_norm")
+@_register("layer_norm_last_axis")
 def layer_norm_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any, *, eps: float) -> Cotangents:
     """``dx``, ``dgamma``, ``dbeta`` from one kernel (two passes over each row)."""
     x, gamma, beta = inputs
     gd = _same_float(g, x, gamma, beta)
     if gd is None or not (isinstance(x, Tensor) and isinstance(gamma, Tensor) and isinstance(beta, Tensor)):
-        return _composite("layer_norm", g, inputs, output, {"eps": eps})
+        return _composite("layer_norm_last_axis", g, inputs, output, {"eps": eps})
     need_x = input_needed(0)
     need_gamma, need_beta = input_needed(1), input_needed(2)
     dx, dgamma, dbeta = KB.layer_norm_backward(x._data, gamma._data, gd, eps=eps, need_x=need_x,
@@ -314,7 +313,7 @@ def matmul_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any) -> Cotang
     return (ga, gb)
 
 
-@_register("max_pool")
+@_register("max_pool_nd")
 def max_pool_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any, *, kernel_size: tuple[int, ...],
                  stride: tuple[int, ...], padding: tuple[int, ...]) -> Cotangents:
     """``g`` routed to each window's first argmax (a branch-free kernel for 2x2 windows of stride 2)."""
@@ -322,7 +321,7 @@ def max_pool_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any, *, kern
     params = {"kernel_size": kernel_size, "stride": stride, "padding": padding}
     gd = _same_float(g, x)
     if gd is None:
-        return _composite("max_pool", g, inputs, output, params)
+        return _composite("max_pool_nd", g, inputs, output, params)
     return (_wrap(KB.max_pool_backward(x._data, gd, **params)),)
 
 
@@ -336,7 +335,7 @@ def gather_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any, *, axis: 
     return (_wrap(K.scatter_add(np.zeros(x._data.shape, gd.dtype), indices._data, gd, axis=axis)), None)
 
 
-@_register("attention")
+@_register("dot_product_attention")
 def attention_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any, *, scale: float) -> Cotangents:
     """Recomputed probabilities, four batched GEMMs and one kernel for the scores' cotangent."""
     q, k, v, mask = inputs
@@ -345,7 +344,7 @@ def attention_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any, *, sca
             or not q._data.shape[:-2] == k._data.shape[:-2] == v._data.shape[:-2] \
             or not (mask is None or (isinstance(mask, Tensor) and type(mask._data) is np.ndarray
                                      and mask._data.dtype == np.bool_)):
-        return _composite("attention", g, inputs, output, {"scale": scale})
+        return _composite("dot_product_attention", g, inputs, output, {"scale": scale})
     need = (input_needed(0), input_needed(1), input_needed(2))
     dq, dk, dv = KB.attention_backward(q._data, k._data, v._data, None if mask is None else mask._data, gd,
                                        scale=scale, need=need)

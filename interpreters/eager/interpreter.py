@@ -20,16 +20,18 @@ from tensorplay.interpreters.eager import kernels as K
 from tensorplay.interpreters.eager import tape
 from tensorplay.interpreters.eager.special import erf
 from tensorplay.spec import SPECS
+from tensorplay.spec.table import PRIMITIVES
 from tensorplay.spec.aval import Aval
 from tensorplay.spec.dtypes import result_type, weak_kind
 from tensorplay.spec.errors import DTypeError, ShapeError
 from tensorplay.formatting import format_array
-from tensorplay.prefix import DerivedOps
-from tensorplay.tensor import Tensor
+from tensorplay import random_state
+from tensorplay.interpreter import BaseInterpreter
+from tensorplay.recording import creating_interpreter
+from tensorplay.tensor import Tensor, highest_interpreter
 
 Array = np.ndarray[Any, Any]
 _NUMPY_DTYPES = {name: np.dtype(name) for name in ("float32", "float64", "int32", "int64", "bool")}
-_WARNS = frozenset({"log", "log1p", "sqrt", "rsqrt", "div", "pow", "exp", "expm1"})
 
 
 _DTYPE_NAMES = {dtype: name for name, dtype in _NUMPY_DTYPES.items()}
@@ -51,10 +53,26 @@ def _signature(x: Any) -> Any:
     return None if x is None else type(x)
 
 
-def _rule(name: str, inputs: tuple[Any, ...], params: dict[str, Any]) -> Aval:
+def _typed(value: Any) -> Any:
+    kind = type(value)
+    if kind is tuple or kind is list:
+        return kind, tuple(_typed(v) for v in value)
+    return kind, value
+
+
+def typed_params(params: dict[str, Any]) -> tuple[Any, ...]:
+    """``params`` as a cache key that tells ``2`` from ``2.0`` and ``1`` from ``True`` (``==`` does not), in
+    nested tuples too: a rule that refuses ``kernel_size=(2.0, 2.0)`` must not be skipped because
+    ``(2, 2)`` passed before."""
+    return tuple((k, _typed(v)) for k, v in params.items())
+
+
+def _rule(name: str, inputs: tuple[Any, ...], params: dict[str, Any], exact: bool = False) -> Aval:
     """The spec rule's result for these inputs; results are cached by (shapes, dtypes, scalar kinds,
-    params), since the rule depends on nothing else. Errors are never cached."""
-    key = (name, tuple(_signature(x) for x in inputs), tuple(params.items()))
+    params), since the rule depends on nothing else. Errors are never cached. ``exact`` keys the params
+    by type too (:func:`typed_params`; the view primitives on the hot path get int params from derived
+    code and skip that cost)."""
+    key = (name, tuple(_signature(x) for x in inputs), typed_params(params) if exact else tuple(params.items()))
     try:
         found = _RULE_CACHE.get(key)
     except TypeError:  # an unhashable param: run the rule uncached
@@ -97,26 +115,36 @@ def _relu(x: Array) -> Array:
     return np.maximum(x, 0) if x.dtype.kind != "b" else x.copy()
 
 
-UNARY: dict[str, Callable[[Array], Any]] = {
-    "neg": np.negative, "abs": np.abs, "sign": np.sign, "exp": np.exp, "log": np.log,
-    "log1p": np.log1p, "expm1": np.expm1, "sqrt": np.sqrt, "rsqrt": _rsqrt, "sin": np.sin,
-    "cos": np.cos, "tanh": np.tanh, "sigmoid": _sigmoid, "relu": _relu, "floor": np.floor,
-    "ceil": np.ceil, "logical_not": np.logical_not, "erf": erf,
-}
-BINARY: dict[str, Callable[[Any, Any], Any]] = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide, "pow": np.power,
-    "maximum": np.maximum, "minimum": np.minimum, "eq": np.equal, "ne": np.not_equal, "lt": np.less,
-    "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "logical_and": np.logical_and,
-    "logical_or": np.logical_or,
-}
-# primitives computed by one kernel function of the same name, after the shape rule
-KERNEL_PRIMS = ("gelu", "gather", "scatter_add", "conv", "conv_transpose", "conv_weight_grad", "max_pool",
-                "max_pool_backward", "max_pool_select", "avg_pool", "avg_pool_backward", "smooth_max_pool",
-                "smooth_max_pool_backward", "layer_norm", "softmax", "log_softmax", "attention",
-                "random_uniform", "random_normal", "random_randint")
+def _quiet(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` with numpy's floating-point warnings off: ``log(0)``, ``x / 0`` give inf or NaN silently,
+    as the ``Ops`` contract says."""
+    def run(*args: Any) -> Any:
+        with np.errstate(all="ignore"):
+            return fn(*args)
+    run.__name__ = getattr(fn, "__name__", "kernel")
+    return run
 
 
-class EagerInterpreter(DerivedOps):
+UNARY_KERNELS: dict[str, Callable[..., Any]] = {
+    "neg": np.negative, "abs": np.abs, "sign": np.sign, "exp": _quiet(np.exp), "log": _quiet(np.log),
+    "log1p": _quiet(np.log1p), "expm1": _quiet(np.expm1), "sqrt": _quiet(np.sqrt), "rsqrt": _quiet(_rsqrt),
+    "sin": np.sin, "cos": np.cos, "tan": _quiet(np.tan), "tanh": np.tanh, "sigmoid": _sigmoid, "relu": _relu, "floor": np.floor,
+    "ceil": np.ceil, "logical_not": np.logical_not, "erf": erf, "gelu": K.gelu,
+}
+"""The eager kernel of each primitive of the ``unary`` family: ``kernel(x, **params)`` on the input array
+(already converted to the result dtype)."""
+
+BINARY_KERNELS: dict[str, Callable[[Any, Any], Any]] = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": _quiet(np.true_divide),
+    "pow": _quiet(np.power), "maximum": np.maximum, "minimum": np.minimum, "atan2": np.arctan2, "eq": np.equal,
+    "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+    "logical_and": np.logical_and, "logical_or": np.logical_or,
+}
+"""The eager kernel of each primitive of the ``binary`` family: a numpy ufunc (or one like it) on the two
+operands, already converted to the compute dtype."""
+
+
+class EagerInterpreter(BaseInterpreter):
     """Runs each primitive immediately; see the module docstring."""
 
     name = "eager"
@@ -138,6 +166,20 @@ class EagerInterpreter(DerivedOps):
         return result
 
     # ---- Interpreter services ------------------------------------------------------------------
+    def map(self, lead: int, x: Any, f: Callable[[Any], Any]) -> Any:
+        """See :func:`tensorplay.prefix.map`: one batched computation through the batching rules."""
+        from tensorplay.interpreters.graph.batched import map_over_lead
+        return map_over_lead(self, lead, x, f)
+
+    def random_key(self) -> Tensor[*tuple[Any, ...]]:
+        """The global generator's next key (``[2]`` int64; ``tp.manual_seed`` sets it); while a function
+        is being recorded (a trace, a transform) the recording's key instead, so a random draw made
+        through the eager interpreter there (dropout of a constant) is still redrawn at every run."""
+        recording = creating_interpreter(None)
+        if recording is not None:
+            return recording.random_key()  # type: ignore[no-any-return]
+        return Tensor(self, random_state.next_key())
+
     def concrete(self, x: Tensor[*tuple[Any, ...]]) -> Array:
         """The numpy payload (not copied)."""
         return x._data  # type: ignore[no-any-return]
@@ -198,15 +240,13 @@ class EagerInterpreter(DerivedOps):
         if not isinstance(x, Tensor):
             raise DTypeError(f"{name}: expected a Tensor for argument x, got {type(x).__name__}")
         data = x._data
-        if data.dtype.kind != "f":
+        if type(data) is not np.ndarray:
+            return self._foreign(name, (x,), params)
+        if data.dtype.kind != "f" or params:
             out_dtype = _rule(name, (x,), params).dtype
-            if out_dtype != data.dtype.name and name not in ("logical_not",):
+            if out_dtype != data.dtype.name and out_dtype != "bool":
                 data = data.astype(out_dtype)
-        if name in _WARNS:
-            with np.errstate(all="ignore"):
-                out = UNARY[name](data)
-        else:
-            out = UNARY[name](data)
+        out = UNARY_KERNELS[name](data, **params) if params else UNARY_KERNELS[name](data)
         if type(out) is not np.ndarray:
             out = np.asarray(out)
         return self._finish(name, (x,), params, out)
@@ -220,17 +260,15 @@ class EagerInterpreter(DerivedOps):
         else:
             fast = (type(xd) is float or type(xd) is int) and type(yd) is np.ndarray and yd.dtype.kind == "f"
         if fast:
-            if name in _WARNS:
-                with np.errstate(all="ignore"):
-                    out = BINARY[name](xd, yd)
-            else:
-                try:
-                    out = BINARY[name](xd, yd)
-                except ValueError:
-                    _rule(name, (x, y), {})  # raises the rule's ShapeError
-                    raise
+            try:
+                out = BINARY_KERNELS[name](xd, yd)
+            except ValueError:
+                _rule(name, (x, y), {})  # raises the rule's ShapeError
+                raise
             if type(out) is not np.ndarray:
                 out = np.asarray(out)
+        elif (type(x) is Tensor and type(xd) is not np.ndarray) or (type(y) is Tensor and type(yd) is not np.ndarray):
+            return self._foreign(name, (x, y), {})
         else:
             out = self._binary_checked(name, x, y, xd, yd)
         result: Tensor[*tuple[Any, ...]] = Tensor(self, out)
@@ -249,13 +287,26 @@ class EagerInterpreter(DerivedOps):
         xd = xd.astype(compute) if isinstance(xd, np.ndarray) and xd.dtype.name != compute else xd
         yd = yd.astype(compute) if isinstance(yd, np.ndarray) and yd.dtype.name != compute else yd
         with np.errstate(all="ignore"):
-            out = BINARY[name](xd, yd)
+            out = BINARY_KERNELS[name](xd, yd)
         return _array(out, out_aval.dtype)
 
     def _kernel(self, name: str, inputs: tuple[Any, ...], params: dict[str, Any]) -> Any:
-        aval = _rule(name, inputs, params)
+        if any(type(x) is Tensor and type(x._data) is not np.ndarray for x in inputs):
+            return self._foreign(name, inputs, params)
+        aval = _rule(name, inputs, params, exact=True)
         out = getattr(K, name)(*(_payload(x) for x in inputs), **params)
         return self._finish(name, inputs, params, _array(out, aval.dtype))
+
+    def _foreign(self, name: str, inputs: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        """An input belongs to a newer interpreter (a value being recorded, e.g. the sample a function
+        receives inside ``map`` or ``vmap``): the operation is that interpreter's, as if the caller had
+        used it. A payload that is not a numpy array of no other interpreter is an error."""
+        top = highest_interpreter(inputs, self)
+        if top is self:
+            bad = next(x for x in inputs if type(x) is Tensor and type(x._data) is not np.ndarray)
+            raise DTypeError(f"{name}: the eager interpreter got a tensor whose payload is a "
+                             f"{type(bad._data).__name__}, not a numpy array")
+        return getattr(top, name)(*inputs, **params)
 
     # ---- primitives with bespoke eager code -----------------------------------------------------
     def where(self, cond: Any, x: Any, y: Any) -> Any:
@@ -297,6 +348,7 @@ class EagerInterpreter(DerivedOps):
     def _view(self, name: str, x: Any, params: dict[str, Any], out: Array) -> Any:
         result = self._finish(name, (x,), params, out)
         result._version = _share_version(x)
+        result._base = x if x._base is None else x._base  # in-place checks look at the viewed tensor
         if result._node is not None:
             result._node.alias_output(result._version)
         return result
@@ -368,8 +420,9 @@ class EagerInterpreter(DerivedOps):
             aval = _rule("matmul", (a, b), {})
             ad, bd = ad.astype(aval.dtype, copy=False), bd.astype(aval.dtype, copy=False)
         try:
-            if ad.ndim > 2 and bd.ndim == 2 and ad.flags.c_contiguous and ad.shape[-1] == bd.shape[0]:
-                # a broadcast 2-d right operand: one GEMM over the folded batch (np.matmul would loop)
+            if ad.ndim > 2 and bd.ndim == 2 and ad.flags.c_contiguous and ad.shape[-1] == bd.shape[0] and ad.size:
+                # a broadcast 2-d right operand: one GEMM over the folded batch (np.matmul would loop);
+                # not when empty (reshape(-1, 0) cannot infer the batch)
                 out = np.matmul(ad.reshape(-1, ad.shape[-1]), bd).reshape(ad.shape[:-1] + bd.shape[-1:])
             elif ad.shape[-1] == 1 and bd.shape[-2] == 1 and (ad.ndim > 2 or bd.ndim > 2):
                 out = K.outer_matmul(ad, bd)  # K == 1: batched outer products (np.matmul's loop is slow)
@@ -412,6 +465,7 @@ def _make_unary(name: str) -> Callable[..., Any]:
         return self._unary(name, x, **params)
     method.__name__ = name
     method.__doc__ = f"See :meth:`tensorplay.ops.Ops.{name}`."
+    method.generated_for = name  # type: ignore[attr-defined]
     return method
 
 
@@ -420,6 +474,7 @@ def _make_binary(name: str) -> Callable[..., Any]:
         return self._binary(name, x, y)
     method.__name__ = name
     method.__doc__ = f"See :meth:`tensorplay.ops.Ops.{name}`."
+    method.generated_for = name  # type: ignore[attr-defined]
     return method
 
 
@@ -428,15 +483,51 @@ def _make_kernel(name: str) -> Callable[..., Any]:
         return self._kernel(name, inputs, params)
     method.__name__ = name
     method.__doc__ = f"See :meth:`tensorplay.ops.Ops.{name}` (kernel in :mod:`tensorplay.interpreters.eager.kernels`)."
+    method.generated_for = name  # type: ignore[attr-defined]
     return method
 
 
-for _name in UNARY:
-    setattr(EagerInterpreter, _name, _make_unary(_name))
-for _name in BINARY:
-    setattr(EagerInterpreter, _name, _make_binary(_name))
-for _name in KERNEL_PRIMS:
-    setattr(EagerInterpreter, _name, _make_kernel(_name))
+def _accepting_foreign(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    """A hand-written eager method that hands the operation to a newer interpreter when an input belongs
+    to one (see :meth:`EagerInterpreter._foreign`)."""
+    def run(self: EagerInterpreter, *inputs: Any, **params: Any) -> Any:
+        for x in inputs:
+            if type(x) is Tensor and type(x._data) is not np.ndarray:
+                return self._foreign(name, inputs, params)
+        return method(self, *inputs, **params)
+    run.__name__ = name
+    run.__doc__ = method.__doc__
+    run.__wrapped__ = method  # type: ignore[attr-defined]
+    return run
+
+
+def _install_generated_methods() -> None:
+    """Every primitive of the table without a hand-written method gets one from its family: unary and
+    binary primitives run their kernel from :data:`UNARY_KERNELS` / :data:`BINARY_KERNELS`; every other
+    one runs the kernel of the same name in :mod:`tensorplay.interpreters.eager.kernels` after its
+    shape rule."""
+    for name, prim in PRIMITIVES.items():
+        if name in vars(EagerInterpreter):
+            setattr(EagerInterpreter, name, _accepting_foreign(name, vars(EagerInterpreter)[name]))
+            continue
+        maker = {"unary": _make_unary, "binary": _make_binary}.get(prim.family, _make_kernel)
+        setattr(EagerInterpreter, name, maker(name))
+
+
+_install_generated_methods()
+
+
+def missing_kernels() -> list[str]:
+    """Primitives of the table the eager interpreter cannot run: no hand-written method and no kernel
+    (in :data:`UNARY_KERNELS`, :data:`BINARY_KERNELS` or :mod:`tensorplay.interpreters.eager.kernels`)."""
+    out = []
+    for name, prim in PRIMITIVES.items():
+        if getattr(getattr(EagerInterpreter, name, None), "generated_for", None) is None:
+            continue  # a hand-written method
+        table = {"unary": UNARY_KERNELS, "binary": BINARY_KERNELS}.get(prim.family)
+        if (name not in table) if table is not None else not callable(getattr(K, name, None)):
+            out.append(name)
+    return out
 
 eager = EagerInterpreter()
 """The eager interpreter (``tp.eager``)."""

@@ -18,10 +18,13 @@ from typing import Any
 
 import numpy as np
 
+from tensorplay import recording
+from tensorplay.derived import check_inplace_operand, check_setitem_value, clamp, setitem_plan, setitem_value
 from tensorplay.spec.errors import AutogradError, DTypeError
 from tensorplay.tensor import Tensor
 
 _state = threading.local()
+_GRAD_LOCK = threading.Lock()  # guards the accumulation into leaves' .grad (threads may share a leaf)
 
 
 def grad_enabled() -> bool:
@@ -283,9 +286,14 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
             leaf = next((o for o in outputs if id(o) == key), None)
         if leaf is None:
             continue
-        if not create_graph:
-            g = Tensor(eager, np.array(g._data, copy=True))
-        leaf._grad = g if leaf._grad is None else leaf._grad + g
+        with _GRAD_LOCK:  # read-add-write of .grad: atomic, so concurrent backward calls lose no update
+            old = leaf._grad
+            if old is not None:
+                leaf._grad = old + g
+            elif create_graph:
+                leaf._grad = eager.clone(g)  # its own writeable memory (g may be shared, or a broadcast view)
+            else:
+                leaf._grad = Tensor(eager, np.array(g._data, copy=True))
     return []
 
 
@@ -373,12 +381,39 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     return tuple(found)
 
 
+def reset_grads(tensors: Any, set_to_none: bool) -> None:
+    """``zero_grad``: each tensor's ``.grad`` becomes ``None``, or zeros in place. A gradient with
+    history (from ``create_graph=True``) is detached first, and one whose memory cannot be written (a
+    read-only array, e.g. a broadcast) gets fresh zeros, as PyTorch detaches and zeroes it."""
+    for t in tensors:
+        grad = t._grad
+        if grad is None:
+            continue
+        if set_to_none:
+            t._grad = None
+        elif grad._node is not None or not grad._data.flags.writeable:
+            from tensorplay.interpreters.eager.interpreter import eager
+            t._grad = Tensor(eager, np.zeros(grad._data.shape, dtype=grad._data.dtype))
+        else:
+            grad._data[...] = 0
+            box = grad._version
+            if box is not None:
+                box[0] += 1
+
+
 # ---- in-place operations ---------------------------------------------------------------------------
 
 def _check_inplace_target(x: Tensor[*tuple[Any, ...]], where: str) -> None:
-    if x._requires_grad and x._node is None and grad_enabled():
-        raise AutogradError(f"{where}: a leaf tensor that requires grad is being used in an in-place operation; "
-                            "wrap the update in tp.no_grad() or operate on a clone")
+    if grad_enabled():
+        if x._requires_grad and x._node is None:
+            raise AutogradError(f"{where}: a leaf tensor that requires grad is being used in an in-place "
+                                "operation; wrap the update in tp.no_grad() or operate on a clone")
+        base = x._base
+        if base is not None and base._requires_grad and base._node is None:
+            raise AutogradError(f"{where}: a view of a leaf tensor that requires grad (shape "
+                                f"{list(base._data.shape)}) is being used in an in-place operation, which would "
+                                "change the leaf behind autograd's back; wrap the update in tp.no_grad() or "
+                                "operate on a clone")
     if not x._data.flags.writeable:
         raise AutogradError(f"{where}: the tensor is a read-only view (e.g. the result of expand); clone it first")
 
@@ -411,12 +446,29 @@ def _write(ops: Any, x: Tensor[*tuple[Any, ...]], new: Tensor[*tuple[Any, ...]],
 _UFUNCS: dict[str, Any] = {"add": np.add, "sub": np.subtract, "mul": np.multiply}
 
 
+def _recorder_for_write(x: Tensor[*tuple[Any, ...]], other: Any) -> Any:
+    """The recorder that must handle an in-place write to eager ``x``: the active ``graph.trace`` when
+    ``x`` is state from outside the traced function (the write becomes a recorded mutation), or the
+    interpreter of a recorded ``other`` (which refuses what it cannot record); ``None``: write eagerly."""
+    if isinstance(other, Tensor) and other._ops.level > 0:
+        return other._ops
+    if recording.active[0]:
+        frame = recording.outside_state(x)
+        if frame is not None:
+            return frame.recorder
+    return None
+
+
 def inplace(ops: Any, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tensor[*tuple[Any, ...]]:
     """``x op= other``: computed out of place (recorded when needed), then written into ``x``."""
     where = f"{op}_"
+    recorder = _recorder_for_write(x, other)
+    if recorder is not None:
+        return recorder.inplace(x, op, other)  # type: ignore[no-any-return]
     _check_inplace_target(x, where)
-    recording = grad_enabled() and (x._requires_grad or (isinstance(other, Tensor) and other._requires_grad))
-    if not recording and op in _UFUNCS:
+    check_inplace_operand(where, x, other)
+    taped = grad_enabled() and (x._requires_grad or (isinstance(other, Tensor) and other._requires_grad))
+    if not taped and op in _UFUNCS:
         src = other._data if isinstance(other, Tensor) else other
         try:
             _UFUNCS[op](x._data, src, out=x._data, casting="same_kind")
@@ -442,36 +494,36 @@ def inplace(ops: Any, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tenso
             base._node, base._requires_grad = x._node, True
             if x._node is not None:
                 x._node.preserve_output(x._data)
-        new = getattr(ops, op)(base, other)
+        new = clamp(ops, base, *other) if op == "clamp" else getattr(ops, op)(base, other)
     return _write(ops, x, new, where)
 
 
 def setitem(ops: Any, x: Tensor[*tuple[Any, ...]], key: Any, value: Any) -> None:
     """``x[key] = value`` (numpy indexing); differentiable w.r.t. ``value`` and the rest of ``x``."""
+    recorder = _recorder_for_write(x, value)
+    if recorder is not None:
+        recorder.setitem(x, key, value)
+        return
     _check_inplace_target(x, "setitem")
     index = tuple(k._data if isinstance(k, Tensor) else k for k in key) if isinstance(key, tuple) else (
         key._data if isinstance(key, Tensor) else key)
     if not (grad_enabled() and (x._requires_grad or (isinstance(value, Tensor) and value._requires_grad))):
-        x._data[index] = value._data if isinstance(value, Tensor) else value
+        try:
+            x._data[index] = value._data if isinstance(value, Tensor) else value
+        except ValueError:
+            check_setitem_value(tuple(np.shape(value._data if isinstance(value, Tensor) else value)),
+                                tuple(np.shape(x._data[index])))
+            raise
         box = x._version
         if box is None:
             box = x._version = [0]
         box[0] += 1
         return
-    # recorded: new = where(written, scatter of value, old x)
-    shape = tuple(x._data.shape)
-    positions = np.arange(x._data.size).reshape(shape)[index].reshape(-1)
-    written = np.zeros(x._data.size, dtype=bool)
-    written[positions] = True
-    val = value if isinstance(value, Tensor) else ops.constant(np.asarray(value, dtype=x._data.dtype))
-    region_shape = tuple(np.shape(x._data[index]))
-    flat_values = ops.reshape(ops.broadcast_to(val, shape=region_shape), shape=(positions.size,))
-    zeros = ops.constant(np.zeros(x._data.size, dtype=x._data.dtype))
-    scattered = ops.scatter_add(zeros, ops.constant(positions.astype(np.int64)), flat_values, axis=0)
+    # recorded: new = where(written, scatter of value, old x), numpy's last-write-wins for repeats
+    plan = setitem_plan(tuple(x._data.shape), index)
     _check_fresh(x, "setitem")
     old: Tensor[*tuple[Any, ...]] = Tensor(ops, x._data.copy())
     old._node, old._requires_grad = x._node, x._requires_grad
     if x._node is not None:
         x._node.preserve_output(x._data)
-    new = ops.where(ops.constant(written.reshape(shape)), ops.reshape(scattered, shape=shape), old)
-    _write(ops, x, new, "setitem")
+    _write(ops, x, setitem_value(ops, old, value, plan), "setitem")

@@ -14,6 +14,11 @@ mention them (``reshape(shape=(B, 784))``) are computed per call; the same
 function runs eagerly or re-records into another graph. With
 ``check_guards=True`` each execute-mode guard is re-checked right after its
 value is computed. A graph with state mutations returns ``(outputs, new_values)``.
+
+No text of the user's (input, parameter and buffer names, pytree keys, dim names, file names,
+string params) reaches the source unescaped: Python names are generated ASCII identifiers,
+strings appear only as ``repr`` literals of plain ``str``, and comments are ``ascii()``-escaped
+onto one line. A primitive or param name that is not an ASCII identifier is refused.
 """
 
 from __future__ import annotations
@@ -27,19 +32,38 @@ from collections.abc import Callable
 from typing import Any
 
 from tensorplay.interpreters.graph.ir import Graph, Literal, Var, unique_name
+from tensorplay.spec.errors import GraphCaptureError
 from tensorplay.symbolic import SymDim
 
 _counter = itertools.count()
 _RESERVED = frozenset({"ops", "_consts", "_guard", "_binding", "float", "None", "True", "False"})
 
 
+_NOT_ASCII_WORD = re.compile(r"[^0-9A-Za-z_]")
+_ASCII_IDENTIFIER = re.compile(r"[A-Za-z_][0-9A-Za-z_]*\Z")
+
+
 def _identifier(text: str) -> str:
-    name = re.sub(r"\W", "_", text)
+    """An ASCII identifier made from ``text`` (ASCII only: Python NFKC-normalises other identifiers,
+    so two different names such as ``"\ufb01"`` and ``"fi"`` would become one variable)."""
+    name = _NOT_ASCII_WORD.sub("_", str.__str__(text))
     if not name or name[0].isdigit():
         name = "_" + name
     if keyword.iskeyword(name):
         name += "_"
     return name
+
+
+def _comment(text: str) -> str:
+    """``text`` safe inside a ``#`` comment: one line of printable ASCII (escapes as ``ascii()`` writes them)."""
+    return ascii(str.__str__(text))[1:-1]
+
+
+def _checked_name(text: Any, what: str) -> str:
+    """``text`` when it is a plain ASCII identifier (a primitive or param name); else refused."""
+    if type(text) is not str or not _ASCII_IDENTIFIER.match(text) or keyword.iskeyword(text):
+        raise GraphCaptureError(f"code generation: {what} must be an ASCII Python identifier, got {text!r}")
+    return text
 
 
 class _Names:
@@ -56,17 +80,24 @@ class _Source:
         self.consts: list[Any] = []
 
     def render(self, value: Any) -> str:
-        if value is None or isinstance(value, (bool, str)):
-            return repr(value)
+        # the base classes' __repr__, never a subclass's: user text only as a literal of a plain value
+        if value is None or isinstance(value, bool):
+            return "None" if value is None else ("True" if value else "False")
+        if isinstance(value, str):
+            return str.__repr__(value)
         if isinstance(value, int):
-            return repr(int(value))
+            return int.__repr__(int(value))
         if isinstance(value, float):
             if math.isnan(value):
                 return "float('nan')"
             if math.isinf(value):
                 return "float('inf')" if value > 0 else "-float('inf')"
-            return repr(value)
+            return float.__repr__(float(value))
         if isinstance(value, SymDim):
+            unknown = value.free_symbols - self.symbols.keys()
+            if unknown:
+                raise GraphCaptureError(f"code generation: symbolic dim(s) {sorted(unknown)} in {value} are not "
+                                        "dims of the graph")
             return value.to_source(self.symbols)
         if isinstance(value, tuple):
             inner = ", ".join(self.render(v) for v in value)
@@ -74,7 +105,7 @@ class _Source:
         if isinstance(value, list):
             return "[" + ", ".join(self.render(v) for v in value) + "]"
         if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-            return "{" + ", ".join(f"{k!r}: {self.render(v)}" for k, v in value.items()) + "}"
+            return "{" + ", ".join(f"{str.__repr__(k)}: {self.render(v)}" for k, v in value.items()) + "}"
         self.consts.append(value)
         return f"_consts[{len(self.consts) - 1}]"
 
@@ -105,7 +136,7 @@ def _symbol_reads(graph: Graph, arg_names: dict[int, str], names: _Names) -> tup
                 break
             if line is not None:
                 break
-        lines.append(line if line is not None else f"{mapping[s]} = _binding[{s!r}]")
+        lines.append(line if line is not None else f"{mapping[s]} = _binding[{str.__repr__(s)}]")
     return mapping, lines
 
 
@@ -115,6 +146,7 @@ def python_code(graph: Graph, check_guards: bool = False, name: str = "forward")
 
 
 def _generate(graph: Graph, check_guards: bool, fn_name: str) -> tuple[str, list[Any]]:
+    _checked_name(fn_name, "the function name")
     names = _Names()
     var_names: dict[int, str] = {}
     for p in graph.inputs:
@@ -126,7 +158,7 @@ def _generate(graph: Graph, check_guards: bool, fn_name: str) -> tuple[str, list
     lines = [f"def {fn_name}({args}{', *, _binding=None' if needs_binding else ''}):"]
     for p in graph.inputs:
         what = p.kind if p.name == var_names[p.id] else f"{p.kind} {p.name}"
-        lines.append(f"    # {var_names[p.id]}: {p.aval!r}  ({what})")
+        lines.append(f"    # {var_names[p.id]}: {_comment(f'{p.aval!r}  ({what})')}")
     lines.extend(f"    {r}" for r in reads)
     guards_by_var: dict[int, list[int]] = {}
     if check_guards:
@@ -137,7 +169,8 @@ def _generate(graph: Graph, check_guards: bool, fn_name: str) -> tuple[str, list
                 lines.append(f"    _guard({i}, ops, {var_names[p.id]})")
     for node in graph.nodes:
         out = node.outputs[0]
-        var_names[out.id] = names.fresh(node.target)
+        target = _checked_name(node.target, "a node's primitive name")
+        var_names[out.id] = names.fresh(target)
         rendered = []
         for v in node.inputs:
             if v is None:
@@ -147,11 +180,12 @@ def _generate(graph: Graph, check_guards: bool, fn_name: str) -> tuple[str, list
             else:
                 assert isinstance(v, Var)
                 rendered.append(var_names[v.id])
-        rendered += [f"{k}={src.render(value)}" for k, value in node.params.items()]
+        rendered += [f"{_checked_name(k, f'a param name of {target}')}={src.render(value)}"
+                     for k, value in node.params.items()]
         comment = f"{out.aval!r}"
         if node.location is not None:
             comment += f"  {node.location.short()}"
-        lines.append(f"    {var_names[out.id]} = ops.{node.target}({', '.join(rendered)})  # {comment}")
+        lines.append(f"    {var_names[out.id]} = ops.{target}({', '.join(rendered)})  # {_comment(comment)}")
         for i in guards_by_var.get(out.id, []):
             lines.append(f"    _guard({i}, ops, {var_names[out.id]})")
     def read(v: Any) -> str:
@@ -162,7 +196,7 @@ def _generate(graph: Graph, check_guards: bool, fn_name: str) -> tuple[str, list
     if graph.mutations:
         news = [read(v) for _, v in graph.mutations]
         targets = ", ".join(str(p.name) for p, _ in graph.mutations)
-        result += f", ({', '.join(news)}{',' if len(news) == 1 else ''})  # new values of {targets}"
+        result += f", ({', '.join(news)}{',' if len(news) == 1 else ''})  # {_comment(f'new values of {targets}')}"
     lines.append(f"    return {result}")
     return "\n".join(lines) + "\n", src.consts
 

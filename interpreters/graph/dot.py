@@ -10,8 +10,16 @@ _COLOURS = {"user_input": "lightblue", "parameter": "palegreen", "buffer": "khak
             "captured": "lightpink", "constant": "lightgrey"}
 
 
-def _quote(text: str) -> str:
-    return '"' + text.replace('"', '\\"') + '"'
+def _escape(text: object) -> str:
+    """User text (names, dims, params, file names) inside a quoted dot string: backslashes, quotes and
+    line breaks escaped, so it can neither end the string nor add statements."""
+    out = str(text).replace("\\", "\\\\").replace('"', '\\"')
+    return out.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\n")
+
+
+def _quote(*lines: object) -> str:
+    """A dot string literal of ``lines`` (each escaped), joined by dot's line breaks."""
+    return '"' + "\\n".join(_escape(line) for line in lines) + '"'
 
 
 def to_dot(graph: Graph, name: str = "graph") -> str:
@@ -19,15 +27,13 @@ def to_dot(graph: Graph, name: str = "graph") -> str:
     lines = [f"digraph {_quote(name)} {{", "  rankdir=TB;", '  node [fontname="Helvetica", fontsize=10];',
              '  edge [fontname="Helvetica", fontsize=9];']
     for p in graph.inputs:
-        label = f"{p.name}\\n{short_aval(p.aval)}\\n({p.kind})"
         lines.append(f'  v{p.id} [shape=box, style=filled, fillcolor={_COLOURS.get(str(p.kind), "white")}, '
-                     f'label={_quote(label)}];')
+                     f'label={_quote(p.name, short_aval(p.aval), f"({p.kind})")}];')
     for node in graph.nodes:
         out = node.outputs[0]
-        params = "\\n".join(f"{k}={v}" for k, v in node.params.items())
-        label = node.target + (f"\\n{params}" if params else "")
+        label = _quote(node.target, *(f"{k}={v}" for k, v in node.params.items()))
         tip = str(node.location) if node.location else node.target
-        lines.append(f"  v{out.id} [shape=ellipse, label={_quote(label)}, tooltip={_quote(tip)}];")
+        lines.append(f"  v{out.id} [shape=ellipse, label={label}, tooltip={_quote(tip)}];")
         for k, v in enumerate(node.inputs):
             if type(v) is Var:
                 lines.append(f"  v{v.id} -> v{out.id} [label={_quote(short_aval(v.aval))}];")

@@ -13,11 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from tensorplay.interpreters.graph.ir import Graph, Literal, Var, substitute
+from tensorplay.interpreters.graph.ir import Graph, Var
+from tensorplay.interpreters.graph.walk import Walker
 from tensorplay.spec.errors import DTypeError, GraphCaptureError, ShapeError
 from tensorplay import random_state
 from tensorplay.errors import IndexRangeError
-from tensorplay.symbolic import SymDim, bind_shape, check_shape
+from tensorplay.symbolic import bind_shape, check_shape
 from tensorplay.tensor import Tensor
 
 
@@ -115,37 +116,12 @@ def evaluate(graph: Graph, ops: Any, *inputs: Any, state: Mapping[str, Any] | No
     if binding:
         bound.update(binding)
     values = input_values(graph, ops, inputs, state)
-    env: dict[Any, Any] = dict(zip(graph.inputs, values))
-    methods: dict[str, Any] = {}
-    recording = hasattr(ops, "location_override")
-    previous = ops.location_override if recording else None
-    try:
-        for node in graph.nodes:
-            fn = methods.get(node.target)
-            if fn is None:
-                fn = methods[node.target] = getattr(ops, node.target)
-            args = [env[v] if v.__class__ is Var else (None if v is None else v.value) for v in node.inputs]
-            if recording:
-                ops.location_override = node.location
-            params = node.params
-            if node.has_sym:
-                args = [a.subs(bound) if isinstance(a, SymDim) else a for a in args]
-                params = substitute(params, bound)
-            env[node.outputs[0]] = fn(*args, **params) if params else fn(*args)
-    finally:
-        if recording:
-            ops.location_override = previous
-    out = [_read(env, v, bound) for v in graph.outputs]
+    walker = Walker(ops, bound)
+    env = walker.run(graph.nodes, dict(zip(graph.inputs, values)))
+    out = [walker.read(env, v) for v in graph.outputs]
     if graph.mutations:
-        apply_mutations(graph, ops, values, [_read(env, v, bound) for _, v in graph.mutations])
+        apply_mutations(graph, ops, values, [walker.read(env, v) for _, v in graph.mutations])
     return tuple(out)
-
-
-def _read(env: dict[Var, Any], v: Any, bound: Mapping[str, Any]) -> Any:
-    if type(v) is Var:
-        return env[v]
-    assert isinstance(v, Literal)
-    return v.value.subs(bound) if isinstance(v.value, SymDim) else v.value
 
 
 def apply_mutations(graph: Graph, ops: Any, placeholder_values: Sequence[Any], new_values: Sequence[Any]) -> None:

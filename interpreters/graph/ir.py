@@ -38,7 +38,7 @@ import numpy as np
 
 from tensorplay.spec.aval import Aval
 from tensorplay.spec.dtypes import DTYPES, weak_kind
-from tensorplay.ops import Ops, PRIMITIVE_NAMES
+from tensorplay.spec.table import PRIMITIVES
 from tensorplay.symbolic import SymDim
 
 NUMPY_DTYPES: dict[str, np.dtype[Any]] = {name: np.dtype(name) for name in DTYPES}
@@ -108,10 +108,12 @@ class Var:
     payload of a :class:`~tensorplay.tensor.Tensor` under the recorder. ``producer`` is
     the defining :class:`Node` (``None`` for placeholders); placeholders also have
     ``kind``, ``name`` and ``source``. ``value`` holds the concrete result when the
-    graph was recorded in execute mode.
+    graph was recorded in execute mode. ``users`` holds the nodes that read it, kept up to
+    date by every node construction, input change and erasure (in the order they started
+    reading it, which need not be graph order).
     """
 
-    __slots__ = ("aval", "shape", "dtype", "producer", "kind", "name", "source", "value", "id", "_meta")
+    __slots__ = ("aval", "shape", "dtype", "producer", "kind", "name", "source", "value", "id", "_meta", "users")
 
     def __init__(self, aval: Aval, producer: Node | None = None, *, kind: str | None = None,
                  name: str | None = None, source: Any = None) -> None:
@@ -125,6 +127,7 @@ class Var:
         self.value: Any = None
         self.id = next(_ids)
         self._meta: dict[str, Any] | None = None
+        self.users: dict[Node, None] = {}
 
     @property
     def ndim(self) -> int:
@@ -183,20 +186,47 @@ Value = Var | Literal
 
 
 class Node:
-    """One primitive application: ``outputs = target(*inputs, **params)``."""
+    """One primitive application: ``outputs = target(*inputs, **params)``.
 
-    __slots__ = ("target", "inputs", "params", "outputs", "location", "has_sym", "_meta")
+    Setting ``inputs`` keeps the ``users`` of the old and new input values up to date."""
+
+    __slots__ = ("target", "_inputs", "params", "outputs", "location", "has_sym", "_meta", "erased")
 
     def __init__(self, target: str, inputs: tuple[Value | None, ...], params: dict[str, Any],
                  outputs: tuple[Var, ...], location: Location | None = None, has_sym: bool | None = None) -> None:
         self.target = target
-        self.inputs = inputs
+        self._inputs = inputs
+        for v in inputs:
+            if type(v) is Var:
+                v.users[self] = None
+        self.erased = False
         self.params = params
         self.outputs = outputs
         self.location = location
         self.has_sym = (has_symbolic(params) or any(type(v) is Literal and isinstance(v.value, SymDim)
                                                     for v in inputs)) if has_sym is None else has_sym
         self._meta: dict[str, Any] | None = None
+
+    @property
+    def inputs(self) -> tuple[Value | None, ...]:
+        """The input values: variables, literals, or ``None`` for an absent optional input."""
+        return self._inputs
+
+    @inputs.setter
+    def inputs(self, values: tuple[Value | None, ...]) -> None:
+        for v in self._inputs:
+            if type(v) is Var:
+                v.users.pop(self, None)
+        self._inputs = tuple(values)
+        for v in self._inputs:
+            if type(v) is Var:
+                v.users[self] = None
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
 
     @property
     def out(self) -> Var:
@@ -268,18 +298,11 @@ def unique_name(base: str, used: set[str]) -> str:
     return name
 
 
-def _defaults() -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for name in PRIMITIVE_NAMES:
-        sig = inspect.signature(getattr(Ops, name))
-        out[name] = {p.name: p.default for p in sig.parameters.values()
-                     if p.kind is inspect.Parameter.KEYWORD_ONLY}
-    return out
-
-
-PARAMS: dict[str, dict[str, Any]] = _defaults()
+PARAMS: dict[str, dict[str, Any]] = {
+    name: {q.name: inspect.Parameter.empty if q.required else q.default for q in p.params}
+    for name, p in PRIMITIVES.items()}
 """Primitive name -> its static params in declaration order, with defaults (``inspect.Parameter.empty``
-for required ones), read from :class:`~tensorplay.ops.Ops`."""
+for required ones), from the primitive table."""
 
 
 def complete_params(target: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -308,19 +331,53 @@ class Graph:
 
     Build one with a :class:`~tensorplay.interpreters.graph.recorder.Recorder` (``tensorplay.graph.trace``),
     or by hand with :meth:`add_input` and :meth:`emit`.
+
+    Rewriting (the API of compiler passes) costs time linear in what it touches: every value knows
+    its ``users``; :meth:`replace_all_uses` visits only them; :meth:`erase` and the insertions of
+    :meth:`inserting_before` are recorded and applied to ``nodes`` in one pass the next time the node
+    list is read; :meth:`eliminate_dead_code` is one reverse sweep.
     """
 
     def __init__(self) -> None:
         self.inputs: list[Var] = []
-        self.nodes: list[Node] = []
+        self._nodes: list[Node] = []
         self.outputs: list[Value] = []
         self.guards: list[Guard] = []
         self.mutations: list[tuple[Var, Value]] = []
         self.out_tree: Any = None
-        self._insert_at: int | None = None
+        self._anchor: Node | None = None
+        self._pending: dict[Node, list[Node]] = {}
+        self._erased = 0
         self._names: set[str] = set()
 
     # ---- vocabulary --------------------------------------------------------------------------
+    @property
+    def nodes(self) -> list[Node]:
+        """The nodes in execution order (pending insertions and erasures applied first)."""
+        if self._pending or self._erased:
+            self._compact()
+        return self._nodes
+
+    @nodes.setter
+    def nodes(self, nodes: list[Node]) -> None:
+        self._pending.clear()
+        self._erased = 0
+        self._nodes = list(nodes)
+
+    def _compact(self) -> None:
+        order: list[Node] = []
+        pending = self._pending
+        for node in self._nodes:
+            before = pending.pop(node, None) if pending else None
+            if before:
+                order.extend(n for n in before if not n.erased)
+            if not node.erased:
+                order.append(node)
+        if pending:  # anchors that were erased after nodes were inserted before them
+            raise AssertionError("graph: insertions before a node that is not in the graph")
+        self._nodes = order
+        self._erased = 0
+
     @property
     def placeholders(self) -> list[Var]:
         """The input values (every kind), in order."""
@@ -367,14 +424,14 @@ class Graph:
     def append(self, target: str, inputs: Sequence[Value | None], params: dict[str, Any], aval: Aval,
                location: Location | None = None, has_sym: bool | None = None) -> Node:
         """Add a node whose output aval is already known (the recorder's path); no rule runs.
-        ``has_sym`` (whether params or literals mention symbolic dims) is computed when not given."""
+        ``has_sym`` (whether params or literals mention symbolic dims) is computed when not given.
+        Inside :meth:`inserting_before` the node goes before the anchor node."""
         node = Node(target, tuple(inputs), params, (), location, has_sym)
         node.outputs = (Var(aval, node),)
-        if self._insert_at is None:
-            self.nodes.append(node)
+        if self._anchor is None:
+            self._nodes.append(node)
         else:
-            self.nodes.insert(self._insert_at, node)
-            self._insert_at += 1
+            self._pending.setdefault(self._anchor, []).append(node)
         return node
 
     def emit(self, target: str, *inputs: Any, location: Location | None = None, **params: Any) -> Var:
@@ -390,16 +447,20 @@ class Graph:
 
     @contextlib.contextmanager
     def inserting_before(self, node: Node) -> Iterator[None]:
-        """Within the block, :meth:`emit` and :meth:`append` insert before ``node``."""
-        previous = self._insert_at
-        self._insert_at = self.nodes.index(node)
+        """Within the block, :meth:`emit` and :meth:`append` insert before ``node`` (in emission order)."""
+        if node.erased:
+            raise ValueError(f"cannot insert before {node!r}: it was erased")
+        previous = self._anchor
+        self._anchor = node
         try:
             yield
         finally:
-            self._insert_at = previous
+            self._anchor = previous
 
+    # ---- rewriting ---------------------------------------------------------------------------
     def users(self) -> dict[Var, list[Node]]:
-        """For each value, the nodes that consume it (in order)."""
+        """For each value, the nodes that consume it, in graph order (a full rebuild; passes should
+        read ``var.users``)."""
         out: dict[Var, list[Node]] = {}
         for node in self.nodes:
             for v in node.inputs:
@@ -408,37 +469,61 @@ class Graph:
         return out
 
     def replace_all_uses(self, old: Var, new: Value) -> int:
-        """Make every node input, output and guard that reads ``old`` read ``new``; returns the count."""
+        """Make every node input, output, mutation and guard that reads ``old`` read ``new``; returns
+        the number of places changed. Visits only ``old``'s users."""
         count = 0
-        for node in self.nodes:
-            if any(v is old for v in node.inputs):
-                node.inputs = tuple(new if v is old else v for v in node.inputs)
-                node.has_sym = node.has_sym or (type(new) is Literal and isinstance(new.value, SymDim))
-                count += 1
+        sym = type(new) is Literal and isinstance(new.value, SymDim)
+        for node in list(old.users):
+            node.inputs = tuple(new if v is old else v for v in node.inputs)
+            node.has_sym = node.has_sym or sym
+            count += 1
         for i, v in enumerate(self.outputs):
             if v is old:
                 self.outputs[i] = new
                 count += 1
-        self.mutations = [(p, new if v is old else v) for p, v in self.mutations]
-        if isinstance(new, Var):
+        if any(v is old for _, v in self.mutations):
+            self.mutations = [(p, new if v is old else v) for p, v in self.mutations]
+            count += 1
+        if isinstance(new, Var) and any(g.value is old for g in self.guards):
             self.guards = [g._replace(value=new) if g.value is old else g for g in self.guards]
         return count
 
+    def is_used(self, var: Var) -> bool:
+        """True when a node, an output, a mutation or a guard reads ``var``."""
+        return bool(var.users) or any(v is var for v in self.outputs) or \
+            any(v is var for _, v in self.mutations) or any(g.value is var for g in self.guards)
+
     def erase(self, node: Node) -> None:
         """Remove ``node``; its outputs must have no users left."""
-        users = self.users()
+        if node.erased:
+            raise ValueError(f"cannot erase {node!r}: it was already erased")
         for out in node.outputs:
-            if users.get(out) or any(v is out for v in self.outputs) or any(v is out for _, v in self.mutations):
+            if self.is_used(out):
                 raise ValueError(f"cannot erase {node!r}: its output is still used")
-        self.nodes.remove(node)
+        node.inputs = ()
+        node.erased = True
+        self._erased += 1
 
     def rewrite(self, node: Node, builder: Callable[[Graph, Node], Value]) -> Value:
-        """Replace ``node`` by what ``builder(graph, node)`` emits (inserted before it)."""
+        """Replace ``node`` by what ``builder(graph, node)`` emits (inserted before it); returns the
+        value its users now read."""
         with self.inserting_before(node):
             new = builder(self, node)
         self.replace_all_uses(node.out, new)
-        self.nodes.remove(node)
+        self.erase(node)
         return new
+
+    def eliminate_dead_code(self, keep: Callable[[Node], bool] | None = None) -> int:
+        """Erase every node whose outputs nothing reads (directly or through other dead nodes), except
+        those ``keep(node)`` protects; returns the number erased. One reverse sweep."""
+        erased = 0
+        for node in reversed(self.nodes):
+            if keep is not None and keep(node):
+                continue
+            if not any(self.is_used(out) for out in node.outputs):
+                self.erase(node)
+                erased += 1
+        return erased
 
     # ---- display -----------------------------------------------------------------------------
     def __str__(self) -> str:

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorplay.interpreters.eager.interpreter import eager
+from tensorplay.interpreters.eager.interpreter import eager, typed_params
 from tensorplay.interpreters.graph.ir import (
     NUMPY_DTYPES, PARAMS, Graph, Guard, Literal, Location, Node, Var, complete_params, has_symbolic,
     substitute,
@@ -41,11 +41,12 @@ from tensorplay.interpreters.graph.ir import (
 from tensorplay.spec import SPECS
 from tensorplay.spec.aval import Aval
 from tensorplay.spec.errors import DTypeError, GraphCaptureError, TensorplayError
-from tensorplay import random_state
+from tensorplay import random_state, recording
 from tensorplay.ops import PRIMITIVE_NAMES
-from tensorplay.prefix import DerivedOps
+from tensorplay.derived import check_inplace_operand, clamp, setitem_plan, setitem_value
+from tensorplay.interpreter import BaseInterpreter
 from tensorplay.symbolic import SymDim
-from tensorplay.tensor import Tensor
+from tensorplay.tensor import Tensor, highest_interpreter
 
 _levels = itertools.count(1)
 _RULE_MEMO: dict[Any, Aval] = {}
@@ -135,7 +136,7 @@ def foreign_aval(x: Tensor[*tuple[Any, ...]]) -> Aval:
     return Aval(tuple(data.shape), data.dtype.name)
 
 
-class Recorder(DerivedOps):
+class Recorder(BaseInterpreter):
     """Records primitive calls into ``self.graph`` (see the module docstring).
 
     ``execute=True`` also computes every value eagerly; ``binding`` maps symbolic dim names to
@@ -223,12 +224,15 @@ class Recorder(DerivedOps):
             raise GraphCaptureError(
                 f"{target}: this tensor belongs to a recording that has finished (it escaped from a traced "
                 f"function); use the traced function's outputs instead{_at(user_location(3))}")
+        top = highest_interpreter(inputs, self)
+        if top is not self:  # a value of a newer recording (a sample inside map or vmap): it records this op
+            return getattr(top, target)(*inputs, **params)  # type: ignore[no-any-return]
         values: list[Any] = []
         avals: list[Any] = []
         sym = False
         for x in inputs:
             if isinstance(x, Tensor):
-                v = x._data if x._ops is self else self.lift(x)  # type: ignore[comparison-overlap]
+                v = x._data if x._ops is self else self.lift(x)
                 values.append(v)
                 avals.append(v.aval)
             elif x is None:
@@ -261,7 +265,7 @@ class Recorder(DerivedOps):
                 frame = frame.f_back
         # the shape rule runs at record time; results are memoised by (target, avals, params)
         try:
-            key: Any = (target, *avals, *params.values())
+            key: Any = (target, *avals, typed_params(params))
             aval = _RULE_MEMO.get(key)
         except TypeError:  # an unhashable param (a list): no memo
             key, aval = None, None
@@ -338,9 +342,13 @@ class Recorder(DerivedOps):
         self._n_keys += 1
         value = None
         if self.execute:
-            seed, counter = random_state._state
-            value = np.array([seed, counter + self._n_keys - 1], dtype=np.int64)
+            value = random_state.peek_key(self._n_keys - 1)
         return self.input("key", Aval((2,), "int64"), "random_key", value)
+
+    def map(self, lead: int, x: Any, f: Callable[[Any], Any]) -> Any:
+        """See :func:`tensorplay.prefix.map`: the batched computation is recorded."""
+        from tensorplay.interpreters.graph.batched import map_over_lead
+        return map_over_lead(self, lead, x, f)
 
     def wrap(self, var: Var) -> Tensor[*tuple[Any, ...]]:
         """A tensor of this recorder holding ``var``."""
@@ -383,24 +391,58 @@ class Recorder(DerivedOps):
 
     def inplace(self, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tensor[*tuple[Any, ...]]:
         """``x op= other`` recorded functionally: the handle ``x`` is rebound to the new value
-        (the dtype of ``x`` is kept: float results are not cast into int tensors)."""
+        (the dtype of ``x`` is kept: float results are not cast into int tensors). ``x`` from outside
+        the traced function (an eager global) is recorded as a state mutation (see
+        :mod:`tensorplay.recording`)."""
         if x._ops is not self:  # type: ignore[comparison-overlap]
-            raise GraphCaptureError(
-                f"in-place {op}_ on a tensor that is not a value of this recording (a captured "
-                f"{getattr(x._ops, 'name', '?')} tensor) would mutate state outside the graph"
-                f"{_at(user_location(2))}; compute a new tensor instead")
-        var: Var = x._data
-        if op == "fill":
-            new = self.record("full", (), {"shape": var.shape, "value": other, "dtype": var.aval.dtype})
-        elif op == "copy":
-            src = other if isinstance(other, Tensor) else self.constant(np.asarray(other))
-            new = src
-            if tuple(self.lift(src).shape) != tuple(var.shape):
-                new = self.record("broadcast_to", (src,), {"shape": var.shape})
-        else:
-            new = self.record(op, (x, other), {})
-        self._rebind(x, new, f"{op}_")
+            self._check_outside_write(x, f"in-place {op}_")
+            self.write_state(x, self._inplace_value(x, op, other), f"{op}_")
+            return x
+        self._rebind(x, self._inplace_value(x, op, other), f"{op}_")
         return x
+
+    def _inplace_value(self, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tensor[*tuple[Any, ...]]:
+        """The value of ``x`` after ``x op= other`` (recorded)."""
+        check_inplace_operand(f"{op}_", x, other)
+        shape = tuple(self.lift(x).shape)
+        dtype = self.lift(x).aval.dtype
+        if op == "fill":
+            return self.record("full", (), {"shape": shape, "value": other, "dtype": dtype})
+        if op == "copy":
+            src = other if isinstance(other, Tensor) else self.constant(np.asarray(other))
+            if tuple(self.lift(src).shape) != shape:
+                return self.record("broadcast_to", (src,), {"shape": shape})
+            return src
+        if op == "clamp":
+            return clamp(self, x, *other)  # type: ignore[arg-type,no-any-return]  # a Recorder is an Ops
+        return self.record(op, (x, other), {})
+
+    def _check_outside_write(self, x: Tensor[*tuple[Any, ...]], what: str) -> None:
+        """``x`` is not a value of this recording: allowed (as a recorded state mutation) only for state
+        from outside the function this recorder traces with ``tp.graph.trace``."""
+        frame = recording.outside_state(x)
+        if frame is not None and frame.recorder is self:
+            return
+        if frame is None and recording.active[0] and getattr(x._ops, "level", None) == 0:
+            raise GraphCaptureError(
+                f"{what} writes a recorded value into an eager tensor created inside the traced function"
+                f"{_at(user_location(3))}: the tensor would hold a trace-time constant. Build it from the "
+                "traced inputs instead (x.new_zeros, x * 0, tp.where, tp.cat) or out of place")
+        raise GraphCaptureError(
+            f"{what} on a tensor that is not a value of this recording (a captured "
+            f"{getattr(x._ops, 'name', '?')} tensor) would mutate state outside the graph"
+            f"{_at(user_location(3))}; compute a new tensor instead")
+
+    def write_state(self, state: Tensor[*tuple[Any, ...]], new: Tensor[*tuple[Any, ...]], where: str) -> None:
+        """Record that ``state`` (a tensor from outside the traced function) holds ``new`` after each run
+        of the graph (a state mutation, as :meth:`buffer_update`); ``new`` is cast to ``state``'s dtype
+        when in-place numpy would (same kind), else refused."""
+        target = np.dtype(self.lift(state).dtype)
+        new_dtype = np.dtype(self.lift(new).dtype)
+        if new_dtype != target and not (np.can_cast(new_dtype, target, "same_kind") or new_dtype.kind == "b"):
+            raise DTypeError(f"{where}: result type {new_dtype} can't be cast to the tensor's dtype {target} "
+                             f"in place{_at(user_location(3))}")
+        self.buffer_update(state, new)
 
     def _rebind(self, x: Tensor[*tuple[Any, ...]], new: Tensor[*tuple[Any, ...]], where: str) -> None:
         var: Var = x._data
@@ -453,7 +495,9 @@ class Recorder(DerivedOps):
         """Make every registered state tensor of ``kinds`` (parameters by default) a tensor of this
         recorder holding its placeholder, so that ``self.weight.T`` in a forward is recorded rather
         than computed eagerly; returns what :meth:`restore_state` needs. (Buffers stay eager tensors:
-        layers read them directly; they are captured by name when they meet recorded values.)"""
+        layers read them directly; they are captured by name when they meet recorded values.)
+        The tensors change for every thread: ``trace`` uses this only for modules by duck typing;
+        a ``tensorplay.nn.Module`` reads :meth:`state_handle` tensors in the tracing thread alone."""
         saved = []
         for tensor, var in self._state.values():
             if var.kind not in kinds:
@@ -470,42 +514,40 @@ class Recorder(DerivedOps):
             tensor._ops = ops
             tensor._data = data
 
+    def has_state(self, tensor: Tensor[*tuple[Any, ...]]) -> bool:
+        """Whether ``tensor`` was registered with :meth:`register_state`."""
+        entry = self._state.get(id(tensor))
+        return entry is not None and entry[0] is tensor
+
+    def state_handle(self, tensor: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
+        """A tensor of this recorder holding the placeholder of registered state ``tensor`` (what a
+        module's forward reads for ``self.weight`` while it is traced, so ``self.weight.T`` is
+        recorded); in-place updates of the handle are recorded as mutations of that state."""
+        entry = self._state[id(tensor)]
+        handle = _tensor(self, entry[1])
+        handle._requires_grad = tensor._requires_grad
+        self._state[id(handle)] = (handle, entry[1])
+        return handle
+
     def setitem(self, x: Tensor[*tuple[Any, ...]], key: Any, value: Any) -> None:
         """``x[key] = value`` recorded functionally (``where`` of a scattered update); rebinds ``x``.
 
         The written positions must not depend on data: basic indices (ints, slices, ``None``,
         ``...``) and constant index arrays; a recorded index tensor needs execute mode."""
-        if x._ops is not self:  # type: ignore[comparison-overlap]
-            raise GraphCaptureError(f"setitem on a captured tensor would mutate state outside the graph"
-                                    f"{_at(user_location(2))}; compute a new tensor instead")
-        var: Var = x._data
-        shape = tuple(var.shape)
+        outside = x._ops is not self  # type: ignore[comparison-overlap]
+        if outside:
+            self._check_outside_write(x, "x[key] = value")
+        shape = tuple(self.lift(x).shape)
         if any(isinstance(d, SymDim) for d in shape):
             raise GraphCaptureError(
                 f"x[key] = value on a tensor with symbolic shape {list(shape)} is not supported"
                 f"{_at(user_location(2))}; build the result with tp.where or concat")
         items = key if isinstance(key, tuple) else (key,)
         index = tuple(np.asarray(self.concrete(k)) if isinstance(k, Tensor) else k for k in items)
-        size = int(np.prod(shape, dtype=np.int64))
-        positions = np.arange(size, dtype=np.int64).reshape(shape)[index]
-        region_shape = tuple(np.shape(positions))
-        flat_positions = positions.reshape(-1)
-        written = np.zeros(size, dtype=bool)
-        written[flat_positions] = True
-        if isinstance(value, Tensor):
-            val = value
-        else:
-            val = self.constant(np.asarray(value, dtype=var.dtype))
-        if tuple(val.shape) != region_shape:
-            val = self.record("broadcast_to", (val,), {"shape": region_shape})
-        if val.dtype.numpy != var.dtype:
-            val = self.record("cast", (val,), {"dtype": var.aval.dtype})
-        flat = self.record("reshape", (val,), {"shape": (flat_positions.size,)})
-        zeros = self.record("full", (), {"shape": (size,), "value": 0, "dtype": var.aval.dtype})
-        scattered = self.record("scatter_add", (zeros, self.constant(flat_positions), flat), {"axis": 0})
-        scattered = self.record("reshape", (scattered,), {"shape": shape})
-        mask = self.constant(written.reshape(shape))
-        new = self.record("where", (mask, scattered, x), {})
+        new = setitem_value(self, x, value, setitem_plan(shape, index))  # type: ignore[arg-type]
+        if outside:
+            self.write_state(x, new, "setitem")
+            return
         x._data = new._data
         self._note_mutation(x, new._data)
 

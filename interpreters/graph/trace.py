@@ -20,17 +20,21 @@ from typing import Any
 
 import numpy as np
 
+from tensorplay.dtypes import plain_array
 from tensorplay.interpreters.eager.interpreter import eager
-from tensorplay.interpreters.graph import tree
 from tensorplay.interpreters.graph.codegen import compile_graph
 from tensorplay.interpreters.graph.evaluate import apply_mutations, bind_inputs, input_values
 from tensorplay.interpreters.graph.ir import Graph, Literal, Var
 from tensorplay.interpreters.graph.printer import format_graph
 from tensorplay.interpreters.graph.recorder import Recorder, foreign_aval
+from tensorplay.interpreters.graph.state import ModuleState, call_state
 from tensorplay.spec.aval import Aval
 from tensorplay.spec.errors import GraphCaptureError
+from tensorplay.recording import creating_in, recording
+from tensorplay.swaps import replaced
 from tensorplay.symbolic import SymDim, bind_shape, check_shape
-from tensorplay.tensor import Tensor
+from tensorplay.pytree import Structure, join_static, leaf_names, split_static, structure_difference
+from tensorplay.tensor import Tensor, highest_interpreter
 
 
 class GuardError(GraphCaptureError):
@@ -85,8 +89,8 @@ def _axis_spec(spec: Any, ndim: int, where: str) -> dict[int, Any]:
     return out
 
 
-def _specs_for_leaves(dynamic: Any, n_args: int, arg_trees: list[tree.TreeDef],
-                      leaf_names: list[list[str]]) -> dict[str, Any]:
+def _specs_for_leaves(dynamic: Any, n_args: int, arg_trees: list[Structure],
+                      names_per_arg: list[list[str]]) -> dict[str, Any]:
     """Map placeholder name -> per-tensor spec."""
     if dynamic is None:
         return {}
@@ -105,12 +109,12 @@ def _specs_for_leaves(dynamic: Any, n_args: int, arg_trees: list[tree.TreeDef],
                 raise ValueError(f"dynamic: argument index {key} is out of range ({n_args} arguments)")
             if spec is None:
                 continue
-            if arg_trees[key] != ("leaf",):
+            if arg_trees[key].spec.num_leaves != 1 or arg_trees[key].spec.type is not None:
                 raise TypeError(f"dynamic: argument {key} is a container; name its tensors instead "
-                                f"({', '.join(leaf_names[key])})")
-            per_name[leaf_names[key][0]] = spec
+                                f"({', '.join(names_per_arg[key])})")
+            per_name[names_per_arg[key][0]] = spec
         else:
-            known = {n for names in leaf_names for n in names}
+            known = {n for names in names_per_arg for n in names}
             if key not in known:
                 raise ValueError(f"dynamic: no input named {key!r}; inputs are {', '.join(sorted(known))}")
             per_name[key] = spec
@@ -136,21 +140,22 @@ def trace(fn: Any, *example_args: Any, execute: bool = False, dynamic: Any = Non
                 if isinstance(t, Tensor):
                     recorder.register_state(name, t, "buffer")
     arg_names = _arg_names(fn, len(example_args))
-    arg_trees: list[tree.TreeDef] = []
-    leaf_names: list[list[str]] = []
+    arg_trees: list[Structure] = []
+    names_per_arg: list[list[str]] = []
+    arg_leaves: list[list[Any]] = []
     for name, arg in zip(arg_names, example_args):
-        _, td = tree.flatten(arg)
-        arg_trees.append(td)
-        leaf_names.append(tree.paths(td, name))
-    specs = _specs_for_leaves(dynamic, len(example_args), arg_trees, leaf_names)
+        leaves, structure = split_static(arg)
+        arg_trees.append(structure)
+        arg_leaves.append(leaves)
+        names_per_arg.append(leaf_names(structure, name))
+    specs = _specs_for_leaves(dynamic, len(example_args), arg_trees, names_per_arg)
 
     binding: dict[str, Any] = {}
     recorded_args = []
-    for arg, names in zip(example_args, leaf_names):
-        leaves, td = tree.flatten(arg)
+    for leaves, structure, names in zip(arg_leaves, arg_trees, names_per_arg):
         new_leaves = []
         for leaf, name in zip(leaves, names):
-            t = leaf if isinstance(leaf, Tensor) else eager.constant(np.asarray(leaf))
+            t = leaf if isinstance(leaf, Tensor) else eager.constant(plain_array(leaf, f"trace: input {name!r}"))
             base = foreign_aval(t)
             axes = _axis_spec(specs.get(name), len(base.shape), name)
             shape = tuple(axes.get(a, d) for a, d in enumerate(base.shape))
@@ -164,24 +169,46 @@ def trace(fn: Any, *example_args: Any, execute: bool = False, dynamic: Any = Non
             placeholder = recorder.input(name, Aval(shape, base.dtype), "user_input", value)
             as_data = getattr(leaf, "_as_data_input", None)  # an Index: a bounded integer data input
             new_leaves.append(as_data(placeholder) if as_data is not None else placeholder)
-        recorded_args.append(tree.unflatten(td, new_leaves))
+        recorded_args.append(join_static(structure, new_leaves))
     recorder.binding = {k: v for k, v in binding.items() if isinstance(v, int)}
 
-    saved = recorder.swap_in_state()
+    # a tensorplay Module reads the recorder's handles for its parameters in this thread only; a module
+    # by duck typing (no named_modules) has its parameter tensors themselves swapped for the trace
+    duck = module is not None and not callable(getattr(module, "named_modules", None))
+    saved = recorder.swap_in_state() if duck else []
     try:
-        result = fn(*recorded_args)
+        with replaced(_parameter_handles(module, recorder) if module is not None and not duck else ()), \
+                recording(recorder), creating_in(recorder):
+            result = fn(*recorded_args)
     finally:
         recorder.restore_state(saved)
         recorder.close()
-    out_leaves, out_tree = tree.flatten(result, lambda x: isinstance(x, Tensor))
+    out_leaves, out_tree = split_static(result, lambda x: isinstance(x, Tensor))
     outputs: list[Any] = []
     for leaf in out_leaves:
         outputs.append(recorder.lift(leaf))
     graph.outputs = outputs
-    in_tree = tree.flatten(tuple(example_args))[1]
+    in_tree = split_static(tuple(example_args))[1]
     graph.out_tree = out_tree
     return GraphModule(graph, module=module, in_tree=in_tree, out_tree=out_tree,
                        name=getattr(fn, "__name__", type(fn).__name__))
+
+
+def _parameter_handles(module: Any, recorder: Recorder) -> list[tuple[Any, str, Tensor[*tuple[Any, ...]]]]:
+    """``(owner, name, handle)`` for every parameter of ``module`` under every name (tied weights too):
+    while tracing, the module's attribute reads give the recorder's handles -- in the tracing thread
+    only (:mod:`tensorplay.swaps`), so other threads using the module meanwhile see its own tensors."""
+    handles: dict[int, Tensor[*tuple[Any, ...]]] = {}
+    out = []
+    for _, owner in module.named_modules(remove_duplicate=False):
+        for name, tensor in owner.__dict__.get("_parameters", {}).items():
+            if tensor is None or not recorder.has_state(tensor):
+                continue
+            handle = handles.get(id(tensor))
+            if handle is None:
+                handle = handles[id(tensor)] = recorder.state_handle(tensor)
+            out.append((owner, name, handle))
+    return out
 
 
 class GraphModule:
@@ -191,19 +218,22 @@ class GraphModule:
     ``str(gm)`` the jaxpr-style listing, ``.to_dot()`` Graphviz. Calling it runs the
     generated code under the interpreter of its inputs (eager by default; a recorder
     inlines it). Parameters, buffers and captured tensors are read from the tensors
-    recorded with the graph (so a module's in-place parameter updates are seen) unless
-    ``state`` overrides them by name. Guards recorded in execute mode are re-checked
+    recorded with the graph (so a module's in-place parameter updates are seen), or from the
+    module's attributes when a parameter or buffer was reassigned since tracing, unless ``state``
+    overrides them by name; either must have the traced shape and dtype (``state`` names are
+    checked: :class:`~tensorplay.interpreters.graph.state.StateKeyError` for an unknown one). Guards recorded in execute mode are re-checked
     when running eagerly (:class:`GuardError` when the traced branch no longer applies).
     """
 
-    def __init__(self, graph: Graph, module: Any = None, in_tree: tree.TreeDef | None = None,
-                 out_tree: tree.TreeDef | None = None, name: str = "forward") -> None:
+    def __init__(self, graph: Graph, module: Any = None, in_tree: Structure | None = None,
+                 out_tree: Structure | None = None, name: str = "forward") -> None:
         self.graph = graph
         self.module = module
         self.in_tree = in_tree
         self.out_tree = out_tree if out_tree is not None else graph.out_tree
         self.__name__ = name
         self._compiled: dict[bool, tuple[Callable[..., Any], str]] = {}
+        self._module_state: ModuleState | None = None
 
     # ---- code ------------------------------------------------------------------------------------
     def recompile(self) -> None:
@@ -229,24 +259,21 @@ class GraphModule:
             where = f" at {guard.location}" if guard.location else ""
             raise GuardError(f"guard failed: {guard.kind}() of a value read{where} gave {guard.outcome!r} when "
                              "the function was traced; the inputs now take a different path. Trace again "
-                             "with these inputs (or use tensorplay.compile, which re-traces).")
+                             "with these inputs (tp.graph.trace(fn, *inputs, execute=True)).")
 
     # ---- calling ---------------------------------------------------------------------------------
     def __call__(self, *args: Any, state: Mapping[str, Any] | None = None) -> Any:
-        leaves, td = tree.flatten(tuple(args))
+        leaves, td = split_static(tuple(args))
         if self.in_tree is not None:
-            diff = tree.same_structure(self.in_tree, td)
+            diff = structure_difference(self.in_tree, td)
             if diff:
                 raise TypeError(f"{self.__name__}: arguments do not match the traced ones: {diff}")
-        ops: Any = eager
-        for x in leaves:
-            if isinstance(x, Tensor) and x._ops.level > ops.level:
-                ops = x._ops
-        for p in self.graph.inputs:
-            source = state.get(str(p.name), p.source) if state is not None else p.source
-            if isinstance(source, Tensor) and source._ops.level > ops.level:
-                ops = source._ops
-        inputs = [x if isinstance(x, Tensor) else eager.constant(np.asarray(x)) for x in leaves]
+        if self.module is not None and self._module_state is None:
+            self._module_state = ModuleState(self.module, self.graph)
+        state = call_state(self.graph, self._module_state, state, self.__name__)
+        sources = [state.get(str(p.name), p.source) if state is not None else p.source for p in self.graph.inputs]
+        ops: Any = highest_interpreter(sources, highest_interpreter(leaves, eager))
+        inputs = [x if isinstance(x, Tensor) else eager.constant(plain_array(x, self.__name__)) for x in leaves]
         bind_inputs(self.graph, inputs)
         values = input_values(self.graph, ops, inputs, state)
         guarded = bool(self.graph.guards) and ops is eager
@@ -254,7 +281,7 @@ class GraphModule:
         if self.graph.mutations:
             flat, news = flat
             apply_mutations(self.graph, ops, values, news)
-        return tree.unflatten(self.out_tree, list(flat)) if self.out_tree is not None else flat
+        return join_static(self.out_tree, list(flat)) if self.out_tree is not None else flat
 
     # ---- display ---------------------------------------------------------------------------------
     def __str__(self) -> str:

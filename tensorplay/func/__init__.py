@@ -12,12 +12,14 @@ lists, dicts) of tensors. A primitive without a rule for a transform raises
 * batching: :func:`vmap`, :func:`chunk_vmap`
 * modules: :func:`functional_call`, :func:`stack_module_state`,
   :func:`replace_all_batch_norm_modules_`, :func:`batch_norm_without_running_stats`
-* :func:`functionalize`, :func:`rearrange`, :func:`unwrap`
+* :func:`functionalize`, :func:`rearrange`, :func:`unwrap`, :func:`debug_unwrap`
 """
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
+
+import numpy as np
 
 from tensorplay.func.functionalize import functionalize
 from tensorplay.func.jac import hessian, jacfwd, jacrev
@@ -48,8 +50,38 @@ def unwrap(value: T) -> T:
     return value
 
 
+def debug_unwrap(value: T, *, recurse: bool = True) -> T:
+    """For debugging: ``value`` (a tensor or a pytree of tensors) with every tensor that is being
+    recorded by a transform replaced by an eager tensor holding its current value, where it has one.
+
+    Inside a transform that traces with values (``grad`` of concrete inputs records in execute mode) this
+    shows the numbers without recording anything (no guard, no node); a value of a symbolic recording
+    (inside ``vmap``, which traces one abstract sample) has no numbers and is returned as it is. Eager
+    tensors are returned unchanged. ``recurse=False`` only looks at ``value`` itself, not into containers.
+
+    >>> import tensorplay as tp
+    >>> from tensorplay.func import debug_unwrap, grad
+    >>> seen = []
+    >>> g = grad(lambda x: (seen.append(debug_unwrap(x * 2)) or x * x).sum())(tp.tensor([1.0, 2.0]))
+    >>> seen[0]
+    tensor([2., 4.])
+    """
+    from tensorplay.func.tracing import concrete_value
+    from tensorplay.interpreters.eager.interpreter import eager
+    from tensorplay.pytree import tree_map
+    from tensorplay.tensor import Tensor
+
+    def one(x: Any) -> Any:
+        if not isinstance(x, Tensor) or x._ops is eager:
+            return x
+        data = concrete_value(x)
+        return x if data is None else eager.wrap(np.array(data, copy=True))
+
+    return tree_map(one, value) if recurse else one(value)  # type: ignore[no-any-return]
+
+
 __all__ = [
     "RearrangeError", "batch_norm_without_running_stats", "chunk_vmap", "functional_call", "functionalize",
     "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "linearize", "rearrange",
-    "replace_all_batch_norm_modules_", "stack_module_state", "unwrap", "vjp", "vmap",
+    "replace_all_batch_norm_modules_", "stack_module_state", "unwrap", "debug_unwrap", "vjp", "vmap",
 ]

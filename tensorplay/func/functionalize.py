@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorplay.func.pytree import tree_flatten, tree_unflatten
+from tensorplay.pytree import tree_flatten, tree_unflatten
 from tensorplay.tensor import Tensor
 
 _MODES = ("mutations", "mutations_and_views")

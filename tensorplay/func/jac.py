@@ -16,7 +16,7 @@ import numpy as np
 
 from tensorplay.derived import reshape, permute
 from tensorplay.func.jvp import jvp_named
-from tensorplay.func.pytree import tree_flatten, tree_unflatten
+from tensorplay.pytree import tree_flatten, tree_unflatten
 from tensorplay.func.tracing import highest
 from tensorplay.func.vjp import ArgNums, diff_args, grad_results, vjp_named
 from tensorplay.func.vmap import vmap

@@ -15,9 +15,9 @@ from typing import Any
 
 from tensorplay.interpreters.graph.evaluate import evaluate
 from tensorplay.interpreters.graph.recorder import Recorder, foreign_aval
-from tensorplay.func.pytree import TreeSpec, check_leaves_like, tensor_leaves, tree_flatten, tree_unflatten
+from tensorplay.pytree import TreeSpec, check_leaves_like, tensor_leaves, tree_flatten, tree_unflatten
 from tensorplay.func.tracing import (
-    Dispatch, aux_output, caller_of, forward, graph_sources, highest, read, sweep_ops, tangent_sweep, trace,
+    Dispatch, aux_output, caller_of, forward, graph_sources, highest, read, sweep_ops, tangent_sweep, trace_for_transform,
     zeros_like,
 )
 from tensorplay.tensor import Tensor
@@ -73,7 +73,7 @@ def jvp_named(func: Callable[..., Any], primals: Any, tangents: Any, strict: boo
     leaves, spec = tensor_leaves(primals, "jvp: primals")
     _float_primals(transform, leaves)
     t_leaves = check_tangents(transform, leaves, spec, tangents)
-    traced = trace(func, leaves, spec, range(len(leaves)), transform, has_aux=has_aux)
+    traced = trace_for_transform(func, leaves, spec, range(len(leaves)), transform, has_aux=has_aux)
     caller = caller_of(traced, leaves)
     env = forward(traced, caller, leaves)
     ops = sweep_ops(caller, t_leaves)
@@ -111,7 +111,7 @@ def linearize(func: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..
     """
     leaves, spec = tensor_leaves(primals, "linearize: primals")
     _float_primals("linearize", leaves)
-    traced = trace(func, leaves, spec, range(len(leaves)), "linearize")
+    traced = trace_for_transform(func, leaves, spec, range(len(leaves)), "linearize")
     caller = caller_of(traced, leaves)
     env = forward(traced, caller, leaves)
     outs = [read(env, v) for v in traced.out_vars]

@@ -9,6 +9,7 @@ from typing import Any
 from tensorplay.creation import stack
 from tensorplay.nn.module import Module
 from tensorplay.nn.normalization import _BatchNorm
+from tensorplay.swaps import replaced
 from tensorplay.tensor import Tensor
 
 AnyTensor = Tensor[*tuple[Any, ...]]
@@ -56,35 +57,33 @@ def _all_names(module: Module) -> set[str]:
 
 @contextmanager
 def _swapped(module: Module, values: Mapping[str, Any]) -> Iterator[None]:
-    """Within the block, ``module``'s parameters and buffers named in ``values`` are replaced."""
-    saved: list[tuple[Module, str, str, Any]] = []
+    """Within the block, ``module``'s parameters and buffers named in ``values`` are replaced, for the
+    calling thread only (other threads using the module meanwhile see its own tensors). A name that is
+    a plain attribute of its module (neither a parameter nor a buffer) is set on the module itself."""
+    local: list[tuple[Module, str, Any]] = []
+    plain: list[tuple[Module, str, Any, Any]] = []  # owner, name, new value, old value
+    for key, value in values.items():
+        path, _, name = key.rpartition(".")
+        try:
+            owner = module.get_submodule(path)
+        except AttributeError as error:
+            raise AttributeError(f"functional_call: no submodule for key {key!r}: {error}") from None
+        d = owner.__dict__
+        if name in d or hasattr(type(owner), name):  # a plain attribute: reads never reach __getattr__
+            plain.append((owner, name, value, d.get(name, _MISSING)))
+        else:
+            local.append((owner, name, value))
     try:
-        for key, value in values.items():
-            path, _, name = key.rpartition(".")
-            try:
-                owner = module.get_submodule(path)
-            except AttributeError as error:
-                raise AttributeError(f"functional_call: no submodule for key {key!r}: {error}") from None
-            d = owner.__dict__
-            if name in d["_parameters"]:
-                saved.append((owner, "_parameters", name, d["_parameters"][name]))
-                d["_parameters"][name] = value
-            elif name in d["_buffers"]:
-                saved.append((owner, "_buffers", name, d["_buffers"][name]))
-                d["_buffers"][name] = value
-            else:
-                saved.append((owner, "attr", name, d.get(name, _MISSING)))
+        with replaced(local):
+            for owner, name, value, _ in plain:
                 object.__setattr__(owner, name, value)
-        yield
+            yield
     finally:
-        for owner, registry, name, old in reversed(saved):
-            if registry == "attr":
-                if old is _MISSING:
-                    owner.__dict__.pop(name, None)
-                else:
-                    object.__setattr__(owner, name, old)
+        for owner, name, _, old in reversed(plain):
+            if old is _MISSING:
+                owner.__dict__.pop(name, None)
             else:
-                owner.__dict__[registry][name] = old
+                object.__setattr__(owner, name, old)
 
 
 def functional_call(module: Module, parameter_and_buffer_dicts: Mapping[str, Any] | Sequence[Mapping[str, Any]],

@@ -2,7 +2,7 @@
 
 Every transform does the same two steps:
 
-1. :func:`trace` records ``f`` with a fresh :class:`~tensorplay.interpreters.graph.recorder.Recorder`.
+1. :func:`trace_for_transform` records ``f`` with a fresh :class:`~tensorplay.interpreters.graph.recorder.Recorder`.
    The recorder runs in *execute* mode when the inputs are concrete (eager tensors,
    or values of an outer execute-mode recording), so Python control flow on values
    works; otherwise (inside ``vmap``, or under a symbolic recording) it is symbolic.
@@ -31,11 +31,15 @@ from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay.interpreters.graph.evaluate import input_values
 from tensorplay.interpreters.graph.ir import Graph, Literal, Var
 from tensorplay.interpreters.graph.recorder import Recorder, foreign_aval
+from tensorplay.interpreters.graph.batched import map_over_lead
+from tensorplay.interpreters.graph.walk import Walker
+from tensorplay.interpreter import BaseInterpreter
+from tensorplay.recording import creating_in
 from tensorplay.spec.aval import Aval
 from tensorplay.spec.errors import GraphCaptureError, MissingRuleError
-from tensorplay.func.pytree import TreeSpec, tree_flatten, tree_unflatten
+from tensorplay.pytree import TreeSpec, tree_flatten, tree_unflatten
 from tensorplay.ops import PRIMITIVE_NAMES
-from tensorplay.tensor import Tensor
+from tensorplay.tensor import Tensor, highest_interpreter
 
 AnyTensor = Tensor[*tuple[Any, ...]]
 
@@ -52,14 +56,9 @@ _ACTIVE = _Active()
 # ---- interpreters ---------------------------------------------------------------------------------
 
 def highest(values: Sequence[Any], default: Any = eager) -> Any:
-    """The highest-level interpreter among the tensors in ``values`` (``default`` when none is higher)."""
-    ops = default
-    level = ops.level
-    for x in values:
-        if type(x) is Tensor and x._ops.level > level:
-            ops = x._ops
-            level = ops.level
-    return ops
+    """The interpreter that runs an operation on ``values`` (:func:`tensorplay.tensor.highest_interpreter`,
+    eager by default)."""
+    return highest_interpreter(values, default)
 
 
 def graph_sources(graph: Graph) -> list[Any]:
@@ -83,7 +82,7 @@ def in_symbolic_transform() -> bool:
     return any(not r.execute for r in _ACTIVE.stack)
 
 
-class Dispatch:
+class Dispatch(BaseInterpreter):
     """An ``Ops`` that runs each primitive on the highest-level interpreter among its tensor arguments,
     or on ``default`` when it has none (see the module docstring)."""
 
@@ -94,20 +93,27 @@ class Dispatch:
         self.top = default if top is None else top
         self.level = default.level
         self.recorders = [r for r in (default, self.top) if isinstance(r, Recorder)]
+        self.location_targets = self.recorders
 
     def __repr__(self) -> str:
         return f"<dispatch, default {self.default!r}>"
 
+    def map(self, lead: int, x: Any, f: Callable[[Any], Any]) -> Any:
+        """See :func:`tensorplay.prefix.map`."""
+        return map_over_lead(self, lead, x, f)
+
+    def random_key(self) -> Any:
+        """A key of the newest interpreter this dispatcher emits into."""
+        return self.top.random_key()
+
+    def constant(self, value: Any) -> Any:
+        """A constant of the default interpreter."""
+        return self.default.constant(value)
+
 
 def _dispatching(target: str) -> Callable[..., Any]:
     def method(self: Dispatch, *inputs: Any, **params: Any) -> Any:
-        ops = self.default
-        level = ops.level
-        for x in inputs:
-            if type(x) is Tensor and x._ops.level > level:
-                ops = x._ops
-                level = ops.level
-        return getattr(ops, target)(*inputs, **params)
+        return getattr(highest_interpreter(inputs, self.default), target)(*inputs, **params)
     method.__name__ = method.__qualname__ = target
     return method
 
@@ -159,7 +165,8 @@ class Traced:
         return found
 
 
-def trace(fn: Callable[..., Any], leaves: Sequence[Any], spec: TreeSpec, wrt: Sequence[int], transform: str, *,
+def trace_for_transform(fn: Callable[..., Any], leaves: Sequence[Any], spec: TreeSpec, wrt: Sequence[int],
+                        transform: str, *,
           kwargs: dict[str, Any] | None = None, avals: Sequence[Aval] | None = None,
           has_aux: bool = False, symbolic: bool = False) -> Traced:
     """Record ``fn(*tree_unflatten(spec, leaves), **kwargs)`` with leaves ``wrt`` replaced by graph inputs.
@@ -194,7 +201,8 @@ def _trace(fn: Callable[..., Any], leaves: Sequence[Any], spec: TreeSpec, wrt: S
     args = tree_unflatten(spec, new_leaves)
     _ACTIVE.stack.append(recorder)
     try:
-        result = fn(*args, **(kwargs or {}))
+        with creating_in(recorder):
+            result = fn(*args, **(kwargs or {}))
         if has_aux:
             if not (isinstance(result, tuple) and len(result) == 2):
                 raise TypeError(f"{transform}(f, has_aux=True): f must return a pair (output, aux), got "
@@ -258,22 +266,7 @@ def forward(traced: Traced, ops: Any, inputs: Sequence[Any]) -> dict[Any, Any]:
 
 def run_nodes(nodes: Sequence[Any], ops: Any, env: dict[Any, Any]) -> None:
     """Evaluate ``nodes`` in order with ``ops``, reading and writing ``env``."""
-    recording = isinstance(ops, Recorder)
-    previous = ops.location_override if recording else None
-    methods: dict[str, Any] = {}
-    try:
-        for node in nodes:
-            target = node.target
-            fn = methods.get(target)
-            if fn is None:
-                fn = methods[target] = getattr(ops, target)
-            args = [env[v] if v.__class__ is Var else (None if v is None else v.value) for v in node.inputs]
-            if recording:
-                ops.location_override = node.location
-            env[node.outputs[0]] = fn(*args, **node.params)
-    finally:
-        if recording:
-            ops.location_override = previous
+    Walker(ops).run(nodes, env)
 
 
 def read(env: dict[Any, Any], value: Any) -> Any:
@@ -292,19 +285,6 @@ def aux_output(traced: Traced, env: dict[Any, Any]) -> Any:
     return tree_unflatten(aux_spec, leaves)
 
 
-def recorders_of(ops: Any) -> list[Recorder]:
-    """The recorders a sweep with ``ops`` may record into (their ``location_override`` is set per node,
-    so recorded nodes keep the location of the node they come from, without walking the stack)."""
-    if isinstance(ops, Dispatch):
-        return ops.recorders
-    return [ops] if isinstance(ops, Recorder) else []
-
-
-def _input_values(env: dict[Any, Any], node: Any) -> tuple[Any, ...]:
-    """The values of ``node``'s inputs: variables read from ``env``, literals as recorded (``None`` kept)."""
-    return tuple(env[v] if v.__class__ is Var else (None if v is None else v.value) for v in node.inputs)
-
-
 def _rule_for(rules: dict[str, Any], node: Any, transform: str, kind: str, unsupported: str) -> Any:
     """The ``kind`` rule of ``node``'s primitive; a :class:`MissingRuleError` naming the primitive and where it
     was recorded when there is none."""
@@ -315,22 +295,58 @@ def _rule_for(rules: dict[str, Any], node: Any, transform: str, kind: str, unsup
     return rule
 
 
-@contextmanager
-def _node_locations(ops: Any) -> Iterator[Callable[[Any], None]]:
-    """A sweep's ``at(node)``: the recorders it may record into (:func:`recorders_of`) record at ``node``'s
-    location until the sweep ends, when their previous locations come back."""
-    recorders = recorders_of(ops)
-    previous = [r.location_override for r in recorders]
+class _ReverseSweep(Walker):
+    """Walks the graph backwards pushing cotangents through the vjp rules (see :func:`backward`)."""
 
-    def at(node: Any) -> None:
-        for r in recorders:
-            r.location_override = node.location
+    def __init__(self, traced: Traced, env: dict[Any, Any], ops: Any, needed: set[Var], transform: str) -> None:
+        from tensorplay.rules.vjp import VJP_RULES
+        super().__init__(ops)
+        self.values = env
+        self.needed = needed
+        self.transform = transform
+        self.rules = VJP_RULES
 
-    try:
-        yield at
-    finally:
-        for r, p in zip(recorders, previous):
-            r.location_override = p
+    def add(self, ct: dict[Any, Any], v: Any, c: Any) -> None:
+        """Add cotangent ``c`` to value ``v`` (nothing for literals, ``None`` or values nobody asked for)."""
+        if c is None or v.__class__ is not Var or v not in self.needed:
+            return
+        prev = ct.get(v)
+        ct[v] = c if prev is None else self.ops.add(prev, c)
+
+    def step(self, node: Any, ct: dict[Any, Any]) -> None:
+        from tensorplay.rules.util import set_needed_inputs
+        out = node.outputs[0]
+        g = ct.pop(out, None)
+        if g is None:
+            return
+        rule = _rule_for(self.rules, node, self.transform, "vjp", "differentiating")
+        # rules may skip the cotangents of inputs that do not depend on ``wanted``
+        set_needed_inputs(tuple(v.__class__ is Var and v in self.needed for v in node.inputs))
+        inputs = self.inputs(node, self.values)
+        for v, c in zip(node.inputs, rule(self.ops, g, tuple(inputs), self.values[out], **self.params(node))):
+            self.add(ct, v, c)
+
+
+class _TangentSweep(Walker):
+    """Walks the graph forwards pushing tangents through the jvp rules (see :func:`tangent_sweep`)."""
+
+    def __init__(self, env: dict[Any, Any], ops: Any, transform: str) -> None:
+        from tensorplay.rules.jvp import JVP_RULES
+        super().__init__(ops)
+        self.values = env
+        self.transform = transform
+        self.rules = JVP_RULES
+
+    def step(self, node: Any, tan: dict[Any, Any]) -> None:
+        ts = [tan.get(v) if v.__class__ is Var else None for v in node.inputs]
+        if all(t is None for t in ts):
+            return
+        rule = _rule_for(self.rules, node, self.transform, "jvp", "forward-mode differentiation")
+        out = node.outputs[0]
+        t_out = rule(self.ops, tuple(self.inputs(node, self.values)), tuple(ts), self.values[out],
+                     **self.params(node))
+        if t_out is not None:
+            tan[out] = t_out
 
 
 def backward(traced: Traced, env: dict[Any, Any], ops: Any, seeds: Sequence[tuple[Any, Any]],
@@ -342,35 +358,15 @@ def backward(traced: Traced, env: dict[Any, Any], ops: Any, seeds: Sequence[tupl
     pushed through a node that received none); cotangents reaching one value are summed. An entry is
     ``None`` when no cotangent reached that input."""
     from tensorplay.rules.util import _NEEDED, set_needed_inputs
-    from tensorplay.rules.vjp import VJP_RULES
-    needed = traced.depends_on(wanted)
+    sweep = _ReverseSweep(traced, env, ops, traced.depends_on(wanted), transform)
     ct: dict[Var, Any] = {}
-
-    def add(v: Any, c: Any) -> None:
-        if c is None or v.__class__ is not Var or v not in needed:
-            return
-        prev = ct.get(v)
-        ct[v] = c if prev is None else ops.add(prev, c)
-
     for v, g in seeds:
-        add(v, g)
+        sweep.add(ct, v, g)
     if not ct:
         return [None] * len(wanted)
     previous_mask = getattr(_NEEDED, "mask", None)
     try:
-        with _node_locations(ops) as at:
-            for node in reversed(traced.graph.nodes):
-                out = node.outputs[0]
-                g = ct.pop(out, None)
-                if g is None:
-                    continue
-                rule = _rule_for(VJP_RULES, node, transform, "vjp", "differentiating")
-                at(node)
-                inputs = _input_values(env, node)
-                # rules may skip the cotangents of inputs that do not depend on ``wanted``
-                set_needed_inputs(tuple(v.__class__ is Var and v in needed for v in node.inputs))
-                for v, c in zip(node.inputs, rule(ops, g, inputs, env[out], **node.params)):
-                    add(v, c)
+        sweep.run(traced.graph.nodes, ct, reverse=True)
     finally:
         set_needed_inputs(previous_mask)
     return [ct.get(v) for v in wanted]
@@ -380,20 +376,8 @@ def tangent_sweep(traced: Traced, env: dict[Any, Any], ops: Any, tangents: dict[
                   transform: str) -> dict[Var, Any]:
     """The forward sweep of the jvp rules: tangents of every value reached from ``tangents`` (seeded on
     placeholders), emitted into ``ops``. Values not reached have no entry (a zero tangent)."""
-    from tensorplay.rules.jvp import JVP_RULES
     tan: dict[Var, Any] = {v: t for v, t in tangents.items() if t is not None}
-    with _node_locations(ops) as at:
-        for node in traced.graph.nodes:
-            ts = [tan.get(v) if v.__class__ is Var else None for v in node.inputs]
-            if all(t is None for t in ts):
-                continue
-            rule = _rule_for(JVP_RULES, node, transform, "jvp", "forward-mode differentiation")
-            at(node)
-            out = node.outputs[0]
-            t_out = rule(ops, _input_values(env, node), tuple(ts), env[out], **node.params)
-            if t_out is not None:
-                tan[out] = t_out
-    return tan
+    return _TangentSweep(env, ops, transform).run(traced.graph.nodes, tan)
 
 
 def zeros_like(ops: Any, x: AnyTensor) -> AnyTensor:
@@ -407,4 +391,4 @@ def ones_like(ops: Any, x: AnyTensor) -> AnyTensor:
 
 
 __all__ = ["Dispatch", "Traced", "backward", "caller_of", "concrete_value", "forward", "highest", "read",
-           "run_nodes", "sweep_ops", "tangent_sweep", "trace"]
+           "run_nodes", "sweep_ops", "tangent_sweep", "trace_for_transform"]

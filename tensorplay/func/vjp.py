@@ -1,6 +1,6 @@
 """Reverse mode: ``vjp``, ``grad`` and ``grad_and_value``.
 
-The function is traced once (:func:`~tensorplay.func.tracing.trace`); the forward
+The function is traced once (:func:`~tensorplay.func.tracing.trace_for_transform`); the forward
 values are computed in the caller's interpreter and the reverse sweep runs the vjp
 rules of :mod:`tensorplay.rules.vjp` there, so the results are ordinary tensors of
 the caller (eager tensors at top level, an outer transform's values when nested).
@@ -12,9 +12,9 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tensorplay.func.pytree import TreeSpec, check_leaves_like, tensor_leaves, tree_flatten, tree_unflatten
+from tensorplay.pytree import TreeSpec, check_leaves_like, tensor_leaves, tree_flatten, tree_unflatten
 from tensorplay.func.tracing import (
-    aux_output, backward, caller_of, forward, ones_like, read, sweep_ops, trace, zeros_like,
+    aux_output, backward, caller_of, forward, ones_like, read, sweep_ops, trace_for_transform, zeros_like,
 )
 from tensorplay.tensor import Tensor
 
@@ -54,7 +54,7 @@ def vjp_named(func: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool,
         if not _is_float(leaf):
             raise TypeError(f"{transform}: primal {i} has dtype {leaf.dtype.name}; only float tensors can be "
                             "differentiated (close over integer inputs instead of passing them as primals)")
-    traced = trace(func, leaves, spec, range(len(leaves)), transform, has_aux=has_aux)
+    traced = trace_for_transform(func, leaves, spec, range(len(leaves)), transform, has_aux=has_aux)
     caller = caller_of(traced, leaves)
     env = forward(traced, caller, leaves)
     outs = [read(env, v) for v in traced.out_vars]
@@ -157,7 +157,7 @@ def grad_and_value(func: Callable[..., Any], argnums: ArgNums = 0, has_aux: bool
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         leaves, spec, wrt = diff_args(args, argnums, "grad")
-        traced = trace(func, leaves, spec, wrt, "grad", kwargs=kwargs, has_aux=has_aux)
+        traced = trace_for_transform(func, leaves, spec, wrt, "grad", kwargs=kwargs, has_aux=has_aux)
         if len(traced.out_vars) != 1 or traced.out_spec.num_nodes != 1:
             raise ValueError(f"grad({name}): expected the function to return a scalar tensor, got an output with "
                              f"structure {traced.out_spec}; use vjp or jacrev for functions with several outputs")

@@ -14,28 +14,21 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
-from tensorplay.interpreters.eager.interpreter import eager
-from tensorplay.interpreters.graph.ir import Graph, Var
-from tensorplay.interpreters.graph.recorder import Recorder
+from tensorplay.interpreters.graph.batched import (
+    RANDOMNESS, BatchedWalker, place, placeholder_values, random_keys,
+)
+from tensorplay.interpreters.graph.ir import Var
 from tensorplay.spec.aval import Aval
-from tensorplay.spec.errors import GraphCaptureError, MissingRuleError
-from tensorplay.derived import unsqueeze
-from tensorplay import random_state
-from tensorplay.func.pytree import broadcast_prefix, tree_flatten, tree_unflatten
-from tensorplay.func.tracing import Traced, graph_sources, highest, trace
+from tensorplay.pytree import broadcast_prefix, tree_flatten, tree_unflatten
+from tensorplay.func.tracing import Traced, graph_sources, highest, trace_for_transform
 from tensorplay.tensor import Tensor
 
 AnyTensor = Tensor[*tuple[Any, ...]]
 Dim = int | None
-_RANDOMNESS = ("error", "different", "same")
-_RANDOM_PRIMS = frozenset({"random_uniform", "random_normal", "random_randint"})
-_KEY_STRIDE = 0x5851F42D4C957F2D  # odd 63-bit multiplier: the seed word of sample i's key
 
 
 def _check_options(in_dims: Any, out_dims: Any, randomness: str, chunk_size: int | None, where: str) -> None:
-    if randomness not in _RANDOMNESS:
+    if randomness not in RANDOMNESS:
         raise ValueError(f"{where}: randomness must be 'error', 'different' or 'same', got {randomness!r}")
     if chunk_size is not None and (not isinstance(chunk_size, int) or isinstance(chunk_size, bool)
                                    or chunk_size < 1):
@@ -167,15 +160,15 @@ def _vmap_call(func: Callable[..., Any], name: str, leaves: list[Any], spec: Any
         assert d is not None
         shape = tuple(x.shape)
         avals.append(Aval(shape[:d] + shape[d + 1:], x.dtype.name))
-    traced = trace(func, leaves, spec, wrt, "vmap", kwargs=kwargs, avals=avals, symbolic=True)
+    traced = trace_for_transform(func, leaves, spec, wrt, "vmap", kwargs=kwargs, avals=avals, symbolic=True)
     inputs = [(leaves[i], dims[i]) for i in wrt]
     caller = highest(graph_sources(traced.graph), highest([x for x, _ in inputs]))
-    keys = _random_keys(traced.graph, caller, randomness, size, name)
+    keys = random_keys(traced.graph, caller, randomness, size, f"vmap({name})")
     od = broadcast_prefix(out_dims, tree_unflatten(traced.out_spec, traced.out_vars),
                           f"vmap({name}, out_dims={out_dims!r}): out_dims")
     if chunk_size is None or not isinstance(size, int) or chunk_size >= size:
         env = _run_batched(traced, caller, inputs, keys)
-        outs = [_place(caller, env[v], o, size, i, name)
+        outs = [place(caller, env[v], o, size, i, f"vmap({name})")
                 for i, (v, o) in enumerate(zip(traced.out_vars, od))]
         return tree_unflatten(traced.out_spec, outs)
     pieces: list[list[Any]] = [[] for _ in traced.out_vars]
@@ -185,7 +178,7 @@ def _vmap_call(func: Callable[..., Any], name: str, leaves: list[Any], spec: Any
         chunk_keys = {p: (_take(caller, k, d, start, stop) if d is not None else k, d) for p, (k, d) in keys.items()}
         env = _run_batched(traced, caller, chunk_inputs, chunk_keys)
         for i, (v, o) in enumerate(zip(traced.out_vars, od)):
-            pieces[i].append(_place(caller, env[v], o, stop - start, i, name))
+            pieces[i].append(place(caller, env[v], o, stop - start, i, f"vmap({name})"))
     outs = []
     for parts, o in zip(pieces, od):
         if o is None:
@@ -196,6 +189,13 @@ def _vmap_call(func: Callable[..., Any], name: str, leaves: list[Any], spec: Any
     return tree_unflatten(traced.out_spec, outs)
 
 
+def _run_batched(traced: Traced, ops: Any, inputs: Sequence[tuple[AnyTensor, Dim]],
+                 keys: dict[Var, tuple[AnyTensor, Dim]]) -> dict[Any, tuple[Any, Dim]]:
+    """Evaluate the traced graph with the batching rules; every value is ``(tensor, batch axis or None)``."""
+    env = placeholder_values(traced.graph, ops, list(inputs), keys)
+    return BatchedWalker(ops).run(traced.graph.nodes, env)
+
+
 def _take(ops: Any, x: AnyTensor, d: int, start: int, stop: int) -> AnyTensor:
     """Samples ``start:stop`` of ``x`` along its batch axis ``d``."""
     shape = tuple(x.shape)
@@ -203,115 +203,6 @@ def _take(ops: Any, x: AnyTensor, d: int, start: int, stop: int) -> AnyTensor:
     stops = tuple(stop if a == d else s for a, s in enumerate(shape))
     return ops.slice(x, starts=starts, stops=stops, steps=(1,) * len(shape))  # type: ignore[no-any-return]
 
-
-def _random_keys(graph: Graph, caller: Any, randomness: str, size: Any,
-                 name: str) -> dict[Var, tuple[AnyTensor, Dim]]:
-    """Values for the graph's random-key inputs: one key (``"same"``) or one key per sample (``"different"``)."""
-    placeholders = [p for p in graph.inputs if p.kind == "random_key"]
-    if not placeholders:
-        return {}
-    if randomness == "error":
-        raise RuntimeError(f"vmap({name}): called a random operation (dropout, random sampling, ...) while in "
-                           "randomness='error' mode; pass randomness='different' (each sample draws its own "
-                           "numbers) or randomness='same' (one draw shared by the batch), or draw the random "
-                           "numbers outside vmap")
-    out: dict[Var, tuple[AnyTensor, Dim]] = {}
-    for p in placeholders:
-        fresh = getattr(caller, "random_key", None)
-        key = fresh() if fresh is not None else caller.constant(random_state.next_key())
-        if randomness == "same":
-            out[p] = (key, None)
-            continue
-        if not isinstance(size, int):
-            raise MissingRuleError(f"vmap({name}): randomness='different' needs a concrete batch size, got {size}")
-        offsets = np.zeros((size, 2), dtype=np.int64)
-        seeds = [((i + 1) * _KEY_STRIDE) & ((1 << 64) - 1) for i in range(size)]
-        offsets[:, 0] = np.array(seeds, dtype=np.uint64).view(np.int64)
-        if caller is eager:
-            keys = eager.wrap(np.asarray(key._data)[None, :] + offsets)
-        else:
-            keys = caller.add(caller.reshape(key, shape=(1, 2)), caller.constant(offsets))
-        out[p] = (keys, 0)
-    return out
-
-
-def _run_batched(traced: Traced, ops: Any, inputs: Sequence[tuple[AnyTensor, Dim]],
-                 keys: dict[Var, tuple[AnyTensor, Dim]]) -> dict[Any, tuple[Any, Dim]]:
-    """Evaluate the traced graph with the batching rules; every value is ``(tensor, batch axis or None)``."""
-    from tensorplay.rules.batching import BATCH_RULES
-    graph = traced.graph
-    env: dict[Any, tuple[Any, Dim]] = {}
-    it = iter(inputs)
-    for p in graph.inputs:
-        kind = p.kind
-        if kind == "user_input":
-            env[p] = next(it)
-        elif kind == "random_key":
-            env[p] = keys[p]
-        elif kind == "constant":
-            env[p] = (ops.constant(p.source), None)
-        else:
-            source = p.source
-            if not isinstance(source, Tensor):
-                raise GraphCaptureError(f"vmap: graph input {p.name!r} ({kind}) has no value")
-            env[p] = (source, None)
-    recording = isinstance(ops, Recorder)
-    previous = ops.location_override if recording else None
-    try:
-        for node in graph.nodes:
-            args: list[Any] = []
-            dims: list[Dim] = []
-            batched = False
-            for v in node.inputs:
-                if v.__class__ is Var:
-                    value, d = env[v]
-                    args.append(value)
-                    dims.append(d)
-                    batched = batched or d is not None
-                else:
-                    args.append(None if v is None else v.value)
-                    dims.append(None)
-            if recording:
-                ops.location_override = node.location
-            target = node.target
-            if not batched:
-                env[node.outputs[0]] = (getattr(ops, target)(*args, **node.params), None)
-                continue
-            rule = BATCH_RULES.get(target)
-            if rule is None:
-                raise MissingRuleError(f"vmap: no batching rule for primitive '{target}' (recorded at {node.location})")
-            env[node.outputs[0]] = rule(ops, tuple(args), tuple(dims), **node.params)
-    finally:
-        if recording:
-            ops.location_override = previous
-    return env
-
-
-def _place(ops: Any, item: tuple[Any, Dim], out_dim: Dim, size: Any, index: int, name: str) -> Any:
-    """An output with its batch axis moved to ``out_dim`` (broadcast there when it has none)."""
-    value, d = item
-    if out_dim is None:
-        if d is not None:
-            raise ValueError(f"vmap({name}): out_dims is None for output {index}, but that output depends on the "
-                             "mapped inputs; out_dims=None is only allowed for outputs that are the same for every "
-                             "sample")
-        return value
-    if not isinstance(value, Tensor):
-        raise TypeError(f"vmap({name}): output {index} is a {type(value).__name__}, expected a tensor")
-    rank = value.ndim + (1 if d is None else 0)
-    if not -rank <= out_dim < rank:
-        raise ValueError(f"vmap({name}): out_dims={out_dim} is out of range for output {index} of rank {rank} "
-                         f"(with the batch axis); expected {-rank} <= out_dim < {rank}")
-    target = out_dim % rank
-    if d is None:
-        expanded = unsqueeze(ops, value, target)
-        shape = tuple(expanded.shape)
-        return ops.broadcast_to(expanded, shape=shape[:target] + (size,) + shape[target + 1:])
-    if d == target:
-        return value
-    perm = [a for a in range(rank) if a != d]
-    perm.insert(target, d)
-    return ops.permute(value, perm=tuple(perm))
 
 
 __all__ = ["chunk_vmap", "vmap"]

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay import random_state
 from tensorplay.errors import DTypeError, ShapeError
-from tensorplay.tensor import Tensor
+from tensorplay.tensor import Tensor, highest_interpreter
 
 if TYPE_CHECKING:
     from tensorplay.ops import Interpreter
@@ -24,13 +26,7 @@ def ops_for(where: str, x: Any, *others: Any) -> Any:
     if not isinstance(x, Tensor):
         raise DTypeError(f"{where}: expected a tensorplay Tensor as input, got {type(x).__name__} "
                          "(convert with tp.tensor(...))")
-    ops = x._ops
-    level = ops.level
-    for t in others:
-        if t is not None and t._ops.level > level:
-            ops = t._ops
-            level = ops.level
-    return ops
+    return highest_interpreter(others, x._ops)
 
 
 def is_eager(ops: Any) -> bool:
@@ -39,14 +35,24 @@ def is_eager(ops: Any) -> bool:
     return ops is eager or isinstance(ops, _EAGER_TYPE)
 
 
-def ntuple(value: IntOrTuple, rank: int, name: str, where: str) -> tuple[int, ...]:
-    """``value`` as a tuple of ``rank`` ints (an int is repeated)."""
-    if isinstance(value, int):
-        return (int(value),) * rank
-    out = tuple(int(v) for v in value)
-    if len(out) != rank:
-        raise ShapeError(f"{where}: {name} has {len(out)} entries {list(out)}, expected {rank}")
-    return out
+def layer_size(value: Any, name: str, where: str, positive: bool = False) -> int:
+    """A layer's size argument (``in_features``, ``num_features``, ...) as an int; a float (``Linear(2.5, 3)``),
+    a bool or a negative size (zero too, with ``positive``) is a :class:`ShapeError` naming it."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ShapeError(f"{where}: {name} must be an int, got {type(value).__name__} {value!r}")
+    if value < 0 or (positive and value == 0):
+        raise ShapeError(f"{where}: {name} must be {'positive' if positive else 'non-negative'}, got {value}")
+    return int(value)
+
+
+def check_padding_idx(padding_idx: Any, num_embeddings: int, where: str) -> int:
+    """``padding_idx`` checked to lie in ``[-num_embeddings, num_embeddings)``, as a non-negative row."""
+    if isinstance(padding_idx, bool) or not isinstance(padding_idx, (int, np.integer)):
+        raise ShapeError(f"{where}: padding_idx must be an int, got {type(padding_idx).__name__} {padding_idx!r}")
+    if not -num_embeddings <= padding_idx < num_embeddings:
+        raise ShapeError(f"{where}: padding_idx {padding_idx} must be within [-{num_embeddings}, {num_embeddings}) "
+                         f"(the table has {num_embeddings} rows)")
+    return int(padding_idx) % num_embeddings
 
 
 def random_key(ops: Any) -> AnyTensor:
@@ -73,3 +79,14 @@ def numel(shape: Sequence[Any]) -> Any:
     for d in shape:
         n = n * d
     return n
+
+
+def masked_softmax(ops: Any, scores: AnyTensor) -> AnyTensor:
+    """Softmax over the last axis where a row whose scores are all ``-inf`` (every key masked) gives
+    zeros, as the fused attention does (PyTorch too), instead of NaN; its gradient is zero."""
+    axis = scores.ndim - 1
+    if isinstance(scores.shape[axis], int) and scores.shape[axis] == 0:  # no keys (a symbolic length is not 0)
+        return ops.softmax(scores, axis=axis)  # type: ignore[no-any-return]
+    open_row = ops.gt(ops.reduce_max(scores, axes=(axis,), keepdims=True), float("-inf"))
+    safe = ops.where(open_row, scores, 0.0)  # a finite row: no NaN to mask, in the value or the gradient
+    return ops.where(open_row, ops.softmax(safe, axis=axis), 0.0)  # type: ignore[no-any-return]

@@ -8,7 +8,6 @@ Parameters: ``in_proj_weight[3D, D]`` (query, key and value projections stacked)
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, TypeVarTuple
 
 import numpy as np
@@ -17,7 +16,7 @@ from tensorplay import prefix as _prefix_module
 from tensorplay.derived import mean, transpose
 from tensorplay.errors import DTypeError, ShapeError
 from tensorplay.nn import init
-from tensorplay.nn._util import numel, ops_for, random_key, shape_of
+from tensorplay.nn._util import layer_size, masked_softmax, numel, ops_for, random_key, shape_of
 from tensorplay.nn.linear import Linear, empty_parameter
 from tensorplay.nn.module import Module
 from tensorplay.tensor import Tensor
@@ -65,7 +64,9 @@ class MultiheadAttention(Module, Generic[D]):
                  add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
                  vdim: int | None = None, batch_first: bool = True, dtype: Any = None) -> None:
         super().__init__()
-        if num_heads <= 0 or embed_dim % num_heads:
+        layer_size(embed_dim, "embed_dim", "MultiheadAttention")
+        layer_size(num_heads, "num_heads", "MultiheadAttention", positive=True)
+        if embed_dim % num_heads:
             raise ShapeError(f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by num_heads "
                              f"({num_heads})")
         if add_bias_kv or add_zero_attn:
@@ -175,22 +176,22 @@ class MultiheadAttention(Module, Generic[D]):
                              f"{list(value.shape)} must share their leading axes (and key/value their length)")
         q, k, v = self._project(ops, query, key, value)
         allowed, additive = self._masks(ops, lead, n, m, attn_mask, key_padding_mask, is_causal)
-        scale = 1.0 / math.sqrt(self.head_dim)
+        scale = _prefix_module.attention_scale(self.head_dim)
         drop = self.dropout if self.training else 0.0
         weights: AnyTensor | None = None
         if not need_weights and additive is None and drop == 0.0:
-            o = ops.attention(q, k, v, allowed, scale=scale)
+            o = ops.dot_product_attention(q, k, v, allowed, scale=scale)
         else:
             scores = ops.mul(ops.matmul(q, transpose(ops, k, -2, -1)), scale)
             if allowed is not None:
                 scores = ops.where(allowed, scores, float("-inf"))
             if additive is not None:
                 scores = ops.add(scores, additive)
-            probs = ops.softmax(scores, axis=scores.ndim - 1)
+            probs = masked_softmax(ops, scores)
             if need_weights:
                 weights = mean(ops, probs, -3, False) if average_attn_weights else probs
             if drop > 0.0:
-                probs = prefix.dropout(ops, probs, drop, random_key(ops), True)
+                probs = prefix.dropout(ops, probs, drop, True, key=random_key(ops))
             o = ops.matmul(probs, v)
         out = self.out_proj(_merge_heads(ops, o))
         if not self.batch_first:

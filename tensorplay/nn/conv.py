@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, TypeVarTuple, overload
 from tensorplay import prefix as _prefix_module
 from tensorplay.errors import ShapeError
 from tensorplay.nn import init
-from tensorplay.nn._util import IntOrTuple, ntuple, ops_for
+from tensorplay.nn._util import IntOrTuple, layer_size, ops_for
+from tensorplay.prefix import int_tuple
 from tensorplay.nn.linear import empty_parameter
 from tensorplay.nn.module import Module
 from tensorplay.tensor import Tensor
@@ -55,6 +56,9 @@ class _ConvNd(Module):
         super().__init__()
         where = type(self).__name__
         rank = self.rank
+        layer_size(in_channels, "in_channels", where)
+        layer_size(out_channels, "out_channels", where)
+        layer_size(groups, "groups", where, positive=True)
         if groups <= 0 or in_channels % groups or out_channels % groups:
             raise ShapeError(f"{where}: in_channels ({in_channels}) and out_channels ({out_channels}) must be "
                              f"divisible by groups ({groups})")
@@ -62,12 +66,12 @@ class _ConvNd(Module):
             raise ShapeError(f"{where}: only padding_mode='zeros' is supported, got {padding_mode!r}")
         self.in_channels = in_channels
         self.out_channels = out_channels
-        self.kernel_size = ntuple(kernel_size, rank, "kernel_size", where)
-        self.stride = ntuple(stride, rank, "stride", where)
-        self.dilation = ntuple(dilation, rank, "dilation", where)
+        self.kernel_size = int_tuple(kernel_size, rank, "kernel_size", where)
+        self.stride = int_tuple(stride, rank, "stride", where)
+        self.dilation = int_tuple(dilation, rank, "dilation", where)
         self.groups = groups
         self.padding_mode = padding_mode
-        self.output_padding = ntuple(output_padding, rank, "output_padding", where)
+        self.output_padding = int_tuple(output_padding, rank, "output_padding", where)
         self.padding: tuple[int, ...] | str
         if isinstance(padding, str):
             if self.transposed or padding not in ("same", "valid"):
@@ -78,7 +82,7 @@ class _ConvNd(Module):
                                  f"(stride {list(self.stride)})")
             self.padding = padding
         else:
-            self.padding = ntuple(padding, rank, "padding", where)
+            self.padding = int_tuple(padding, rank, "padding", where)
         if self.transposed:
             shape = (in_channels, out_channels // groups) + self.kernel_size
         else:

@@ -8,7 +8,6 @@ any leading shape of their input.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, TypeVarTuple, overload
 
@@ -16,7 +15,8 @@ import numpy as np
 
 from tensorplay import prefix as _prefix_module
 from tensorplay.errors import DTypeError, IndexRangeError, ShapeError
-from tensorplay.nn._util import IntOrTuple, is_eager, ntuple, numel, ops_for, random_key, shape_of
+from tensorplay.nn._util import IntOrTuple, check_padding_idx, is_eager, masked_softmax, numel, ops_for, random_key, shape_of
+from tensorplay.prefix import attention_scale, int_tuple
 from tensorplay.derived import transpose
 from tensorplay.tensor import Tensor
 
@@ -110,6 +110,9 @@ def _conv(rank: int, input: AnyTensor, weight: AnyTensor, bias: AnyTensor | None
         raise ShapeError(f"{where}: weight must have {rank + 2} axes [outC, inC/groups, *kernel], got shape "
                          f"{list(weight.shape)}")
     ops = ops_for(where, input, weight, bias)
+    stride, dilation = int_tuple(stride, rank, "stride", where), int_tuple(dilation, rank, "dilation", where)
+    if not isinstance(padding, str):
+        padding = int_tuple(padding, rank, "padding", where)
     return prefix.conv(ops, weight, bias, input, stride, padding, dilation, groups)  # type: ignore[no-any-return]
 
 
@@ -138,6 +141,9 @@ def _conv_transpose(rank: int, input: AnyTensor, weight: AnyTensor, bias: AnyTen
         raise ShapeError(f"{where}: weight must have {rank + 2} axes [inC, outC/groups, *kernel], got shape "
                          f"{list(weight.shape)}")
     ops = ops_for(where, input, weight, bias)
+    stride, padding = int_tuple(stride, rank, "stride", where), int_tuple(padding, rank, "padding", where)
+    output_padding = int_tuple(output_padding, rank, "output_padding", where)
+    dilation = int_tuple(dilation, rank, "dilation", where)
     return prefix.conv_transpose(ops, weight, bias, input, stride, padding,  # type: ignore[no-any-return]
                                  output_padding, dilation, groups)
 
@@ -160,10 +166,10 @@ def conv_transpose2d(input: AnyTensor, weight: AnyTensor, bias: AnyTensor | None
 
 def _pool_args(rank: int, kernel_size: IntOrTuple, stride: IntOrTuple | None, padding: IntOrTuple,
                where: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    k = ntuple(kernel_size, rank, "kernel_size", where)
+    k = int_tuple(kernel_size, rank, "kernel_size", where)
     s = k if stride is None or (not isinstance(stride, int) and len(tuple(stride)) == 0) else \
-        ntuple(stride, rank, "stride", where)
-    return k, s, ntuple(padding, rank, "padding", where)
+        int_tuple(stride, rank, "stride", where)
+    return k, s, int_tuple(padding, rank, "padding", where)
 
 
 def _check_pool_options(where: str, dilation: IntOrTuple, ceil_mode: bool) -> None:
@@ -324,7 +330,7 @@ def dropout(input: Tensor[*S], p: float = 0.5, training: bool = True, inplace: b
     if not training or p == 0.0:
         return input
     ops = ops_for("dropout", input)
-    return prefix.dropout(ops, input, p, random_key(ops), True)  # type: ignore[no-any-return]
+    return prefix.dropout(ops, input, p, True, key=random_key(ops))  # type: ignore[no-any-return]
 
 
 def _check_indices(ops: Any, indices: AnyTensor, size: int, where: str, what: str,
@@ -358,8 +364,7 @@ def embedding(input: Tensor[*Lead], weight: Tensor[Any, D], padding_idx: int | N
     _check_indices(ops, input, weight.shape[0], "embedding", "index")
     out = ops.gather(weight, input, axis=0)
     if padding_idx is not None:
-        if padding_idx < 0:
-            padding_idx += weight.shape[0]
+        padding_idx = check_padding_idx(padding_idx, weight.shape[0], "embedding")
         keep = ops.reshape(ops.ne(input, padding_idx), shape=shape_of(input) + (1,))
         out = ops.where(keep, out, ops.stop_gradient(out))
     return out  # type: ignore[no-any-return]
@@ -368,6 +373,9 @@ def embedding(input: Tensor[*Lead], weight: Tensor[Any, D], padding_idx: int | N
 def one_hot(tensor: Tensor[*Lead], num_classes: int = -1) -> AnyTensor:
     """``[*lead] -> [*lead, num_classes]`` int64 with a 1 at each index."""
     ops = ops_for("one_hot", tensor)
+    if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) or num_classes < -1:
+        raise ShapeError(f"one_hot: num_classes must be -1 (one more than the largest index) or a non-negative "
+                         f"int, got {num_classes!r}")
     if num_classes < 0:
         if not is_eager(ops):
             raise ShapeError("one_hot: pass num_classes explicitly outside eager mode")
@@ -393,23 +401,23 @@ def scaled_dot_product_attention(query: AnyTensor, key: AnyTensor, value: AnyTen
         raise ShapeError(f"scaled_dot_product_attention: expected q[*B, L, E], k[*B, S, E], v[*B, S, Ev], got "
                          f"{list(query.shape)}, {list(key.shape)}, {list(value.shape)}")
     n, m = query.shape[-2], key.shape[-2]
-    factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    factor = attention_scale(query.shape[-1]) if scale is None else float(scale)
     mask = attn_mask
     if is_causal:
         if attn_mask is not None:
             raise ShapeError("scaled_dot_product_attention: pass either attn_mask or is_causal=True, not both")
         mask = _causal_mask(ops, n, m)
     if dropout_p == 0.0 and (mask is None or mask.dtype.name == "bool"):
-        return ops.attention(query, key, value, mask, scale=factor)  # type: ignore[no-any-return]
+        return ops.dot_product_attention(query, key, value, mask, scale=factor)  # type: ignore[no-any-return]
     scores = ops.mul(ops.matmul(query, transpose(ops, key, -2, -1)), factor)
     if mask is not None:
         if mask.dtype.name == "bool":
             scores = ops.where(mask, scores, float("-inf"))
         else:
             scores = ops.add(scores, mask)
-    weights = ops.softmax(scores, axis=scores.ndim - 1)
+    weights = masked_softmax(ops, scores)
     if dropout_p > 0.0:
-        weights = prefix.dropout(ops, weights, dropout_p, random_key(ops), True)
+        weights = prefix.dropout(ops, weights, dropout_p, True, key=random_key(ops))
     return ops.matmul(weights, value)  # type: ignore[no-any-return]
 
 
@@ -494,7 +502,7 @@ def _nll(ops: Any, logp: AnyTensor, target: AnyTensor, weight: AnyTensor | None,
         total = ops.reduce_sum(picked, axes=(0,), keepdims=False)
         if reduction == "sum":
             return ops.neg(total)  # type: ignore[no-any-return]
-        if isinstance(m, int):
+        if isinstance(m, int) and m:
             return ops.mul(total, -1.0 / m)  # type: ignore[no-any-return]
         return ops.div(ops.neg(total), m)  # type: ignore[no-any-return]
     denominator: Any

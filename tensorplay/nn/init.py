@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from tensorplay.interpreters.eager.interpreter import eager as _eager
-from tensorplay import random_state
+from tensorplay import random_state, recording
 from tensorplay.errors import ShapeError
 from tensorplay.tensor import Tensor
 
@@ -27,6 +27,7 @@ _LINEAR_LIKE = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "con
 def _write(tensor: T, values: np.ndarray[Any, Any]) -> T:
     if not isinstance(tensor, Tensor) or not isinstance(tensor._ops, type(eager)):
         raise TypeError(f"init: expected an eager tensor (e.g. a Parameter), got {type(tensor).__name__}")
+    recording.refuse_outside_write(tensor, "an nn.init function")
     tensor._data[...] = values
     box = tensor._version
     if box is None:

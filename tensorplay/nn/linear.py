@@ -10,7 +10,7 @@ from tensorplay import dtypes as _dt
 from tensorplay import prefix as _prefix_module
 from tensorplay.derived import flatten
 from tensorplay.nn import init
-from tensorplay.nn._util import ops_for
+from tensorplay.nn._util import layer_size, ops_for
 from tensorplay.nn.module import Module
 from tensorplay.nn.parameter import Parameter
 from tensorplay.tensor import Tensor
@@ -47,9 +47,11 @@ class Linear(Module, Generic[In, Out]):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = empty_parameter((int(out_features), int(in_features)), dtype, order="F")
+        n_in = layer_size(in_features, "in_features", "Linear")
+        n_out = layer_size(out_features, "out_features", "Linear")
+        self.weight = empty_parameter((n_out, n_in), dtype, order="F")
         if bias:
-            self.bias = empty_parameter((int(out_features),), dtype)
+            self.bias = empty_parameter((n_out,), dtype)
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

@@ -6,6 +6,9 @@ Parameters, buffers and submodules assigned as attributes are registered in
 PyTorch's. A module is called as ``module(x)``, which runs ``forward``.
 Modules only use the operations of their inputs' interpreter, so the same
 module runs eagerly, under the graph recorder and inside transforms.
+``functional_call`` and ``trace(module)`` replace parameters and buffers for one
+thread only (:mod:`tensorplay.swaps`): attribute reads and ``named_parameters()``
+see the replacements in that thread, the module's own tensors everywhere else.
 """
 
 from __future__ import annotations
@@ -17,12 +20,16 @@ from typing import Any, NamedTuple, TypeVar
 import numpy as np
 
 from tensorplay import dtypes as _dt
+from tensorplay import recording as _recording
+from tensorplay import swaps as _swaps
 from tensorplay.errors import DTypeError, TensorplayError
+from tensorplay.interpreters.eager.tape import reset_grads
 from tensorplay.nn.parameter import Parameter
 from tensorplay.tensor import Tensor
 
 AnyTensor = Tensor[*tuple[Any, ...]]
 M = TypeVar("M", bound="Module")
+_SWAPS_ACTIVE = _swaps.active
 
 
 class StateDictError(TensorplayError, RuntimeError):
@@ -41,7 +48,7 @@ def as_array(value: Any, where: str) -> np.ndarray[Any, Any]:
     if isinstance(value, Tensor):
         return np.asarray(value._ops.concrete(value))
     if isinstance(value, np.ndarray):
-        return value
+        return _dt.plain_array(value, where)
     detach = getattr(value, "detach", None)
     if callable(detach):  # a PyTorch (or similar) tensor
         value = detach()
@@ -150,6 +157,10 @@ class Module:
             object.__setattr__(self, name, value)
 
     def __getattr__(self, name: str) -> Any:
+        if _SWAPS_ACTIVE[0]:
+            replaced = _swaps.replacements(self)
+            if replaced is not None and name in replaced:
+                return replaced[name]
         d = self.__dict__
         for registry in ("_parameters", "_buffers", "_modules"):
             table = d.get(registry)
@@ -279,7 +290,10 @@ class Module:
             else iter([(prefix, self)])
         for module_prefix, module in modules:
             table: dict[str, Any] = module.__dict__[registry]
+            replaced = _swaps.replacements(module)
             for name, value in table.items():
+                if replaced is not None:
+                    value = replaced.get(name, value)
                 if value is None:
                     continue
                 if remove_duplicate:
@@ -336,16 +350,7 @@ class Module:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of every parameter (to ``None`` by default, else to zeros in place)."""
-        for param in self.parameters():
-            if param._grad is None:
-                continue
-            if set_to_none:
-                param._grad = None
-            else:
-                grad = param._grad
-                if grad._node is not None:
-                    param._grad = grad.detach()
-                param._grad._data[...] = 0
+        reset_grads(self.parameters(), set_to_none)
 
     def to(self: M, *args: Any, **kwargs: Any) -> M:
         """``to(dtype)``: convert every float parameter and buffer (and gradient) to ``dtype``, in place
@@ -437,6 +442,7 @@ class Module:
         if problems:
             raise StateDictError(f"Error(s) in loading state_dict for {self._get_name()}:\n\t" + "\n\t".join(problems))
         for target, value in updates:
+            _recording.refuse_outside_write(target, "load_state_dict")
             if assign:  # hold the given array itself when it can be a payload as is
                 usable = value.dtype == target._data.dtype and value.flags.writeable and (
                     value.flags.c_contiguous or value.flags.f_contiguous)

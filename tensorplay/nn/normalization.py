@@ -11,7 +11,7 @@ from tensorplay import dtypes as _dt
 from tensorplay.errors import ShapeError
 from tensorplay.nn import functional as F
 from tensorplay.nn import init
-from tensorplay.nn._util import is_eager, numel, ops_for, shape_of
+from tensorplay.nn._util import is_eager, layer_size, numel, ops_for, shape_of
 from tensorplay.nn.linear import empty_parameter
 from tensorplay.nn.module import Module
 from tensorplay.tensor import Tensor
@@ -42,7 +42,8 @@ class LayerNorm(Module, Generic[D]):
     def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5, elementwise_affine: bool = True,
                  bias: bool = True, dtype: Any = None) -> None:
         super().__init__()
-        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(int(d) for d in normalized_shape)
+        dims = (normalized_shape,) if not isinstance(normalized_shape, (tuple, list)) else tuple(normalized_shape)
+        shape = tuple(layer_size(d, "normalized_shape", "LayerNorm") for d in dims)
         self.normalized_shape = shape
         self.eps = eps
         self.elementwise_affine = elementwise_affine
@@ -80,6 +81,7 @@ class _BatchNorm(Module):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  track_running_stats: bool = True, dtype: Any = None, *, bias: bool = True) -> None:
         super().__init__()
+        layer_size(num_features, "num_features", type(self).__name__)
         self.num_features = num_features
         self.eps = eps
         self.momentum = momentum

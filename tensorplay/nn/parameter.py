@@ -7,6 +7,7 @@ from typing import Any, TypeVarTuple
 import numpy as np
 
 from tensorplay.interpreters.eager.interpreter import eager as _eager
+from tensorplay.dtypes import plain_array
 from tensorplay.errors import DTypeError
 from tensorplay.tensor import Tensor
 
@@ -20,7 +21,7 @@ def _owned_array(data: Any) -> np.ndarray[Any, Any]:
     """A writeable, C-contiguous numpy array holding ``data`` (shared when it already is one)."""
     if isinstance(data, Tensor):
         data = data._ops.concrete(data)
-    array = np.asarray(data)
+    array = plain_array(data, "Parameter")
     if array.dtype.name not in _SUPPORTED:
         if array.dtype.kind == "f":
             array = array.astype(np.float32)

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, TypeVarTuple, overload
 
 from tensorplay import prefix as _prefix_module
 from tensorplay.errors import ShapeError
-from tensorplay.nn._util import IntOrTuple, ntuple, ops_for
+from tensorplay.nn._util import IntOrTuple, ops_for
+from tensorplay.prefix import int_tuple
 from tensorplay.nn.conv import check_out
 from tensorplay.nn.module import Module
 from tensorplay.tensor import Tensor
@@ -30,10 +31,10 @@ class _PoolNd(Module):
         super().__init__()
         where = type(self).__name__
         self._given = (kernel_size, kernel_size if stride is None else stride, padding)
-        self.kernel_size = ntuple(kernel_size, self.rank, "kernel_size", where)
-        self.stride = self.kernel_size if stride is None else ntuple(stride, self.rank, "stride", where)
-        self.padding = ntuple(padding, self.rank, "padding", where)
-        if ntuple(dilation, self.rank, "dilation", where) != (1,) * self.rank:
+        self.kernel_size = int_tuple(kernel_size, self.rank, "kernel_size", where)
+        self.stride = self.kernel_size if stride is None else int_tuple(stride, self.rank, "stride", where)
+        self.padding = int_tuple(padding, self.rank, "padding", where)
+        if int_tuple(dilation, self.rank, "dilation", where) != (1,) * self.rank:
             raise ShapeError(f"{where}: dilation other than 1 is not supported, got {dilation}")
         if ceil_mode:
             raise ShapeError(f"{where}: ceil_mode=True is not supported")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, TypeVarTuple
 
-from tensorplay.errors import ShapeError
 from tensorplay.nn import functional as F
 from tensorplay.nn import init
+from tensorplay.nn._util import check_padding_idx, layer_size
 from tensorplay.nn.linear import empty_parameter
 from tensorplay.nn.module import Module
 from tensorplay.tensor import Tensor
@@ -29,15 +29,14 @@ class Embedding(Module, Generic[Num, Dim]):
     def __init__(self, num_embeddings: Num, embedding_dim: Dim, padding_idx: int | None = None,
                  dtype: Any = None) -> None:
         super().__init__()
+        num = layer_size(num_embeddings, "num_embeddings", "Embedding")
+        dim = layer_size(embedding_dim, "embedding_dim", "Embedding")
         if padding_idx is not None:
-            if not -num_embeddings <= padding_idx < num_embeddings:
-                raise ShapeError(f"Embedding: padding_idx {padding_idx} must be within [-{num_embeddings}, "
-                                 f"{num_embeddings})")
-            padding_idx %= num_embeddings
+            padding_idx = check_padding_idx(padding_idx, num, "Embedding")
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         self.padding_idx = padding_idx
-        self.weight = empty_parameter((int(num_embeddings), int(embedding_dim)), dtype)
+        self.weight = empty_parameter((num, dim), dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

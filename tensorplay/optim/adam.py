@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from tensorplay.optim._kernels import kernel_views, kernels
-from tensorplay.optim.optimizer import AnyTensor, Optimizer, OptimizerError, bump_version
+from tensorplay.optim.optimizer import AnyTensor, Optimizer, OptimizerError, bump_version, check_flag, check_number
 
 
 class Adam(Optimizer):
@@ -22,20 +22,21 @@ class Adam(Optimizer):
     def __init__(self, params: Iterable[AnyTensor] | Iterable[dict[str, Any]], lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
                  amsgrad: bool = False, maximize: bool = False) -> None:
-        super().__init__(params, {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
+        super().__init__(params, {"lr": lr, "betas": tuple(betas) if isinstance(betas, (tuple, list)) else betas, "eps": eps, "weight_decay": weight_decay,
                                   "amsgrad": amsgrad, "maximize": maximize})
 
     def _check_group(self, group: dict[str, Any]) -> None:
         name = type(self).__name__
-        b1, b2 = group["betas"]
-        if group["lr"] < 0:
-            raise OptimizerError(f"{name}: invalid learning rate {group['lr']}")
-        if group["eps"] < 0:
-            raise OptimizerError(f"{name}: invalid epsilon value {group['eps']}")
-        if not 0.0 <= b1 < 1.0 or not 0.0 <= b2 < 1.0:
-            raise OptimizerError(f"{name}: invalid beta parameters {group['betas']} (each must be in [0, 1))")
-        if group["weight_decay"] < 0:
-            raise OptimizerError(f"{name}: invalid weight_decay value {group['weight_decay']}")
+        check_number(name, "learning rate", group["lr"])
+        check_number(name, "epsilon value", group["eps"])
+        check_number(name, "weight_decay value", group["weight_decay"])
+        betas = group["betas"]
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+            raise OptimizerError(f"{name}: betas must be a pair (beta1, beta2), got {betas!r}")
+        check_number(name, "beta parameter at index 0", betas[0], high=1.0, high_open=True)
+        check_number(name, "beta parameter at index 1", betas[1], high=1.0, high_open=True)
+        check_flag(name, "amsgrad", group["amsgrad"])
+        check_flag(name, "maximize", group["maximize"])
 
     def _update_group(self, group: dict[str, Any]) -> None:
         lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]

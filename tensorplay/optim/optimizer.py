@@ -13,7 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from tensorplay import recording
 from tensorplay.errors import TensorplayError
+from tensorplay.interpreters.eager.tape import reset_grads
 from tensorplay.tensor import Tensor
 
 AnyTensor = Tensor[*tuple[Any, ...]]
@@ -57,6 +59,26 @@ class ParamState(MutableMapping[AnyTensor, dict[str, Any]]):
         if entry is None:
             entry = self._items[id(param)] = (param, {})
         return entry[1]
+
+
+def check_number(where: str, name: str, value: Any, low: float = 0.0, high: float | None = None,
+                 high_open: bool = False) -> None:
+    """A hyperparameter must be a real, finite number in ``[low, high]`` (``[low, high)`` with
+    ``high_open``); otherwise an :class:`OptimizerError` naming it, the range and the value given."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise OptimizerError(f"{where}: {name} must be a number, got {type(value).__name__} {value!r}")
+    if not np.isfinite(value):
+        raise OptimizerError(f"{where}: {name} must be finite, got {value}")
+    too_high = high is not None and (value >= high if high_open else value > high)
+    if value < low or too_high:
+        bounds = f"[{low}, {high}{')' if high_open else ']'}" if high is not None else f">= {low}"
+        raise OptimizerError(f"{where}: invalid {name} {value!r} (expected {bounds})")
+
+
+def check_flag(where: str, name: str, value: Any) -> None:
+    """A hyperparameter that must be a bool."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise OptimizerError(f"{where}: {name} must be True or False, got {type(value).__name__} {value!r}")
 
 
 def bump_version(p: AnyTensor) -> None:
@@ -126,16 +148,7 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset every parameter's gradient: to ``None`` (default) or to zeros in place."""
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                if set_to_none:
-                    p._grad = None
-                else:
-                    if p._grad._node is not None:
-                        p._grad = p._grad.detach()
-                    p._grad._data[...] = 0
+        reset_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient; ``closure`` (re-evaluating the loss)
@@ -145,6 +158,10 @@ class Optimizer:
             from tensorplay.interpreters.eager import tape
             with tape.enable_grad():
                 loss = closure()
+        if recording.active[0]:  # inside tp.graph.trace the update would run once, at trace time
+            for group in self.param_groups:
+                for p in group["params"]:
+                    recording.refuse_outside_write(p, f"{type(self).__name__}.step()")
         for group in self.param_groups:
             self._update_group(group)
         return loss
@@ -184,7 +201,12 @@ class Optimizer:
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         """Restore hyperparameters and per-parameter state saved by :meth:`state_dict` (the groups must
-        have the same sizes)."""
+        have the same sizes). Everything is checked first -- group sizes, hyperparameters (as the
+        constructor checks them), state shapes -- and the optimizer changes only when all of it is valid."""
+        where = f"{type(self).__name__}.load_state_dict"
+        if not isinstance(state_dict, Mapping) or "param_groups" not in state_dict or "state" not in state_dict:
+            raise OptimizerError(f"{where}: expected a mapping with 'state' and 'param_groups' (from state_dict()), "
+                                 f"got {type(state_dict).__name__}")
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups):
             raise OptimizerError(f"loaded state dict has {len(groups)} parameter groups, the optimizer has "
@@ -194,34 +216,43 @@ class Optimizer:
                 raise OptimizerError(f"loaded state dict contains a parameter group {i} of {len(saved['params'])} "
                                      f"parameters that doesn't match the size of optimizer's group "
                                      f"({len(own['params'])})")
+        new_groups = []
+        for i, (saved, own) in enumerate(zip(groups, self.param_groups)):
+            merged = dict(own)
+            merged.update({key: copy.deepcopy(value) for key, value in saved.items() if key != "params"})
+            try:
+                self._check_group(merged)
+            except OptimizerError as error:
+                raise OptimizerError(f"{where}: parameter group {i}: {error}") from None
+            new_groups.append(merged)
         by_index: dict[Any, AnyTensor] = {}
         for saved, own in zip(groups, self.param_groups):
             for key, p in zip(saved["params"], own["params"]):
                 by_index[key] = p
-        self.state = ParamState()
+        new_state = ParamState()
         for key, values in state_dict["state"].items():
             p = by_index.get(key)
             if p is None:
                 continue
-            restored: dict[str, Any] = {}
-            for name, value in values.items():
-                if isinstance(value, Tensor):
-                    value = np.asarray(value._ops.concrete(value))
-                if isinstance(value, np.ndarray) and value.ndim > 0:
-                    if value.shape != p._data.shape:
-                        raise OptimizerError(f"state '{name}' of parameter {key} has shape {list(value.shape)}, "
-                                             f"the parameter has {list(p._data.shape)}")
-                    array = np.empty_like(p._data)  # the parameter's memory order, for the fused updates
-                    array[...] = value
-                    value = array
-                elif hasattr(value, "detach") and hasattr(value, "numpy"):  # a PyTorch tensor
-                    array = np.asarray(value.detach().cpu().numpy())
-                    value = array.item() if array.ndim == 0 else np.array(array, dtype=p._data.dtype)
-                else:
-                    value = copy.deepcopy(value)
-                restored[name] = value
-            self.state[p] = restored
-        for saved, own in zip(groups, self.param_groups):
-            for key, value in saved.items():
-                if key != "params":
-                    own[key] = copy.deepcopy(value)
+            new_state[p] = {name: _restored(value, p, f"{where}: state '{name}' of parameter {key}")
+                            for name, value in values.items()}
+        self.state = new_state
+        for own, merged in zip(self.param_groups, new_groups):
+            own.update(merged)
+
+
+def _restored(value: Any, p: AnyTensor, where: str) -> Any:
+    """One saved state entry as the optimizer keeps it: an array in ``p``'s memory order and dtype, or a copy."""
+    if isinstance(value, Tensor):
+        value = np.asarray(value._ops.concrete(value))
+    elif hasattr(value, "detach") and hasattr(value, "numpy"):  # a PyTorch tensor
+        value = np.asarray(value.detach().cpu().numpy())
+        if value.ndim == 0:
+            return value.item()
+    if isinstance(value, np.ndarray) and value.ndim > 0:
+        if value.shape != p._data.shape:
+            raise OptimizerError(f"{where} has shape {list(value.shape)}, the parameter has {list(p._data.shape)}")
+        array = np.empty_like(p._data)  # the parameter's memory order, for the fused updates
+        array[...] = value
+        return array
+    return copy.deepcopy(value)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from tensorplay.optim._kernels import kernel_views, kernels
-from tensorplay.optim.optimizer import AnyTensor, Optimizer, OptimizerError, bump_version
+from tensorplay.optim.optimizer import AnyTensor, Optimizer, OptimizerError, bump_version, check_flag, check_number
 
 
 class SGD(Optimizer):
@@ -23,12 +23,12 @@ class SGD(Optimizer):
                                   "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize})
 
     def _check_group(self, group: dict[str, Any]) -> None:
-        if group["lr"] < 0:
-            raise OptimizerError(f"SGD: invalid learning rate {group['lr']}")
-        if group["momentum"] < 0:
-            raise OptimizerError(f"SGD: invalid momentum value {group['momentum']}")
-        if group["weight_decay"] < 0:
-            raise OptimizerError(f"SGD: invalid weight_decay value {group['weight_decay']}")
+        check_number("SGD", "learning rate", group["lr"])
+        check_number("SGD", "momentum", group["momentum"])
+        check_number("SGD", "dampening", group["dampening"], low=-np.inf)
+        check_number("SGD", "weight_decay", group["weight_decay"])
+        check_flag("SGD", "nesterov", group["nesterov"])
+        check_flag("SGD", "maximize", group["maximize"])
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
             raise OptimizerError("SGD: Nesterov momentum requires a momentum and zero dampening")
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from tensorplay.spec.errors import AxisError, MissingRuleError
 from tensorplay.rules.registry import find_rule, registrar, uncovered
+from tensorplay.spec.table import names
 from tensorplay.rules.util import (
     AnyTensor, channel_column, dtype_name, is_tensor, move_to_front, normalize_axes, shape_of,
 )
@@ -141,8 +142,7 @@ def _same_dim(name: str) -> BatchRule:
     return rule
 
 
-for _name in ("neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
-              "sigmoid", "relu", "gelu", "erf", "floor", "ceil", "logical_not", "cast", "stop_gradient"):
+for _name in (*names("unary"), "cast", "stop_gradient"):
     _register(_name)(_same_dim(_name))
 
 
@@ -159,8 +159,7 @@ def _broadcasting(name: str) -> BatchRule:
     return rule
 
 
-for _name in ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
-              "logical_and", "logical_or", "where", "matmul"):
+for _name in (*names("binary"), *names("select"), *names("linalg")):
     _register(_name)(_broadcasting(_name))
 
 
@@ -178,7 +177,7 @@ def _reduction(name: str) -> BatchRule:
     return rule
 
 
-for _name in ("reduce_sum", "reduce_max", "reduce_min"):
+for _name in names("reduce"):
     _register(_name)(_reduction(_name))
 
 
@@ -193,7 +192,7 @@ def _arg_reduction(name: str) -> BatchRule:
     return rule
 
 
-for _name in ("argmax", "argmin"):
+for _name in names("arg_reduce"):
     _register(_name)(_arg_reduction(_name))
 
 
@@ -346,8 +345,7 @@ def _fold_spatial(name: str) -> BatchRule:
     return rule
 
 
-for _name in ("max_pool", "max_pool_backward", "max_pool_select", "avg_pool", "avg_pool_backward",
-              "smooth_max_pool", "smooth_max_pool_backward"):
+for _name in names("pool"):
     _register(_name)(_fold_spatial(_name))
 
 
@@ -378,7 +376,7 @@ def _stack_channels(ops: Ops, x: AnyTensor) -> AnyTensor:
     return ops.reshape(x, shape=(shape[1], shape[0] * shape[2]) + shape[3:])
 
 
-@_register("conv")
+@_register("conv_nd")
 def conv_batch(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, stride: tuple[int, ...],
                padding: tuple[int, ...], dilation: tuple[int, ...], groups: int) -> Batched:
     """``x`` batched: folded into ``N``. ``w[B, O, C/G, *k]`` batched: the samples' filters side by side
@@ -389,7 +387,7 @@ def conv_batch(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, stride: tuple[i
     params: dict[str, Any] = {"stride": stride, "padding": padding, "dilation": dilation}
     if dw is None:
         xf = move_to_front(ops, x, dx)
-        return _unfold(ops, ops.conv(_fold(ops, xf), w, groups=groups, **params), shape_of(xf)[:2]), 0
+        return _unfold(ops, ops.conv_nd(_fold(ops, xf), w, groups=groups, **params), shape_of(xf)[:2]), 0
     wf = move_to_front(ops, w, dw)
     wshape = shape_of(wf)
     size, out_ch, k = wshape[0], wshape[1], len(wshape) - 3
@@ -398,17 +396,17 @@ def conv_batch(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, stride: tuple[i
         wm = ops.reshape(wf, shape=(size, groups, per) + wshape[2:])
         wm = ops.permute(wm, perm=(1, 0) + tuple(range(2, 4 + k)))
         wm = ops.reshape(wm, shape=(groups * size * per,) + wshape[2:])
-        y = ops.conv(x, wm, groups=groups, **params)
+        y = ops.conv_nd(x, wm, groups=groups, **params)
         return _split_channels(ops, y, size, per, groups), 1
-    b = _concrete_size(size, "conv", "with both the input and the weight batched")
+    b = _concrete_size(size, "conv_nd", "with both the input and the weight batched")
     xf = move_to_front(ops, x, dx)
     wm = ops.reshape(wf, shape=(b * out_ch,) + wshape[2:])
-    y = ops.conv(_stack_channels(ops, xf), wm, groups=groups * b, **params)
+    y = ops.conv_nd(_stack_channels(ops, xf), wm, groups=groups * b, **params)
     yshape = shape_of(y)
     return ops.reshape(y, shape=(yshape[0], size, out_ch) + yshape[2:]), 1
 
 
-@_register("conv_transpose")
+@_register("conv_transpose_nd")
 def conv_transpose_batch(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, stride: tuple[int, ...],
                          padding: tuple[int, ...], output_padding: tuple[int, ...], dilation: tuple[int, ...],
                          groups: int) -> Batched:
@@ -420,7 +418,7 @@ def conv_transpose_batch(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, strid
                               "dilation": dilation}
     if dw is None:
         xf = move_to_front(ops, x, dx)
-        out = ops.conv_transpose(_fold(ops, xf), w, groups=groups, **params)
+        out = ops.conv_transpose_nd(_fold(ops, xf), w, groups=groups, **params)
         return _unfold(ops, out, shape_of(xf)[:2]), 0
     wf = move_to_front(ops, w, dw)
     wshape = shape_of(wf)
@@ -428,17 +426,17 @@ def conv_transpose_batch(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, strid
     if dx is None:
         wm = ops.permute(wf, perm=(1, 0, 2) + tuple(range(3, 3 + k)))
         wm = ops.reshape(wm, shape=(in_ch, size * per) + wshape[3:])
-        y = ops.conv_transpose(x, wm, groups=groups, **params)
+        y = ops.conv_transpose_nd(x, wm, groups=groups, **params)
         return _split_channels(ops, y, size, per, groups), 1
-    b = _concrete_size(size, "conv_transpose", "with both the input and the weight batched")
+    b = _concrete_size(size, "conv_transpose_nd", "with both the input and the weight batched")
     xf = move_to_front(ops, x, dx)
     wm = ops.reshape(wf, shape=(b * in_ch, per) + wshape[3:])
-    y = ops.conv_transpose(_stack_channels(ops, xf), wm, groups=groups * b, **params)
+    y = ops.conv_transpose_nd(_stack_channels(ops, xf), wm, groups=groups * b, **params)
     yshape = shape_of(y)
     return ops.reshape(y, shape=(yshape[0], size, groups * per) + yshape[2:]), 1
 
 
-@_register("conv_weight_grad")
+@_register("conv_weight_grad_nd")
 def conv_weight_grad_batch(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, kernel_size: tuple[int, ...],
                            stride: tuple[int, ...], padding: tuple[int, ...], dilation: tuple[int, ...],
                            groups: int) -> Batched:
@@ -452,29 +450,29 @@ def conv_weight_grad_batch(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, ker
     if dg is None:
         xf = move_to_front(ops, x, dx)
         xshape = shape_of(xf)
-        y = ops.conv_weight_grad(_merge_channels(ops, xf, groups), g, groups=groups, **params)  # [O, B*C/G, *k]
+        y = ops.conv_weight_grad_nd(_merge_channels(ops, xf, groups), g, groups=groups, **params)  # [O, B*C/G, *k]
         yshape = shape_of(y)
         return ops.reshape(y, shape=(yshape[0], xshape[0], xshape[2] // groups) + yshape[2:]), 1
     gf = move_to_front(ops, g, dg)
     gshape = shape_of(gf)
     size, out_ch = gshape[0], gshape[2]
     if dx is None:
-        y = ops.conv_weight_grad(x, _merge_channels(ops, gf, groups), groups=groups, **params)  # [G*B*O/G, ...]
+        y = ops.conv_weight_grad_nd(x, _merge_channels(ops, gf, groups), groups=groups, **params)  # [G*B*O/G, ...]
         yshape = shape_of(y)
         per = out_ch // groups
         y = ops.reshape(y, shape=(groups, size, per) + yshape[1:])
         y = ops.permute(y, perm=(1, 0, 2) + tuple(range(3, 2 + len(yshape))))
         return ops.reshape(y, shape=(size, out_ch) + yshape[1:]), 0
-    b = _concrete_size(size, "conv_weight_grad", "with both inputs batched")
+    b = _concrete_size(size, "conv_weight_grad_nd", "with both inputs batched")
     xf = move_to_front(ops, x, dx)
-    y = ops.conv_weight_grad(_stack_channels(ops, xf), _stack_channels(ops, gf), groups=groups * b,
+    y = ops.conv_weight_grad_nd(_stack_channels(ops, xf), _stack_channels(ops, gf), groups=groups * b,
                              **params)  # [B*O, C/G, *k]
     return ops.reshape(y, shape=(size, out_ch) + shape_of(y)[1:]), 0
 
 
 # ---- normalisation and attention ------------------------------------------------------------------
 
-@_register("layer_norm")
+@_register("layer_norm_last_axis")
 def layer_norm_batch(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, eps: float) -> Batched:
     """Only ``x`` batched: ``layer_norm`` of the front-batched ``x`` (it keeps any leading axes).
     Batched ``gamma``/``beta``: normalise with ones and zeros, then scale and shift with the batched
@@ -482,7 +480,7 @@ def layer_norm_batch(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, eps: floa
     x, gamma, beta = inputs
     dx, dgamma, dbeta = dims
     if dgamma is None and dbeta is None:
-        return ops.layer_norm(move_to_front(ops, x, dx), gamma, beta, eps=eps), 0
+        return ops.layer_norm_last_axis(move_to_front(ops, x, dx), gamma, beta, eps=eps), 0
     xf = move_to_front(ops, x, dx)
     rank = _logical_rank(x, dx)
     xshape = shape_of(xf)
@@ -490,7 +488,7 @@ def layer_norm_batch(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, eps: floa
     d = xshape[-1]
     ones = ops.full(shape=(d,), value=1.0, dtype=dtype)
     zeros = ops.full(shape=(d,), value=0.0, dtype=dtype)
-    normed = ops.layer_norm(xf, ones, zeros, eps=eps)
+    normed = ops.layer_norm_last_axis(xf, ones, zeros, eps=eps)
 
     def vec(v: AnyTensor, dv: int | None) -> AnyTensor:
         return v if dv is None else _pad_rank(ops, move_to_front(ops, v, dv), rank)
@@ -535,11 +533,11 @@ def _softmax_like(name: str) -> BatchRule:
     return rule
 
 
-for _name in ("softmax", "log_softmax"):
+for _name in names("softmax"):
     _register(_name)(_softmax_like(_name))
 
 
-@_register("attention")
+@_register("dot_product_attention")
 def attention_batch(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, scale: float) -> Batched:
     """``attention`` keeps leading axes, and ``q``, ``k``, ``v`` must share them: all three front-batched
     (unbatched ones broadcast); a batched mask is front-batched and padded to ``[B, 1.., n, m]``."""
@@ -550,7 +548,7 @@ def attention_batch(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, scale: flo
     m = mask
     if dm is not None:
         m = _pad_rank(ops, move_to_front(ops, mask, dm), len(shape_of(qf)) - 1)
-    return ops.attention(qf, kf, vf, m, scale=scale), 0
+    return ops.dot_product_attention(qf, kf, vf, m, scale=scale), 0
 
 
 # ---- randomness --------------------------------------------------------------------------------------
@@ -574,7 +572,7 @@ def _random(name: str) -> BatchRule:
     return rule
 
 
-for _name in ("random_uniform", "random_normal", "random_randint"):
+for _name in names("random"):
     _register(_name)(_random(_name))
 
 

@@ -25,10 +25,11 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from tensorplay.spec.table import names
 from tensorplay.rules.registry import find_rule, registrar, uncovered
 from tensorplay.rules.util import (
     AnyTensor, attention_probs, channel_column, dtype_name, is_float_tensor, is_tensor, mean_keep, normalize_axes,
-    shape_of, softmax_product, swap_last, unreduce, zeros,
+    shape_of, softmax_product, squared_norm, swap_last, unreduce, zeros,
 )
 from tensorplay.rules.vjp import _window_weighted_sum
 
@@ -94,81 +95,100 @@ def _unary(fn: Callable[[Ops, AnyTensor, AnyTensor, AnyTensor], AnyTensor]) -> J
     return rule
 
 
-def neg_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
-    """``-t``."""
-    return ops.neg(t)
+def _elementwise(name: str) -> Callable[[Callable[[Ops, AnyTensor, AnyTensor, AnyTensor], AnyTensor]],
+                                        Callable[[Ops, AnyTensor, AnyTensor, AnyTensor], AnyTensor]]:
+    """``@_elementwise("exp")`` over ``exp_d(ops, t, x, y) -> f'(x) t`` registers the unary jvp rule of ``exp``."""
+    def deco(fn: Callable[[Ops, AnyTensor, AnyTensor, AnyTensor], AnyTensor]
+             ) -> Callable[[Ops, AnyTensor, AnyTensor, AnyTensor], AnyTensor]:
+        _register(name)(_unary(fn))
+        return fn
+    return deco
 
 
+@_elementwise("abs")
 def abs_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``t * sign(x)`` (0 at ``x == 0``)."""
     return ops.mul(t, ops.sign(x))
 
 
+@_elementwise("exp")
 def exp_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``t * exp(x)``, reusing the result."""
     return ops.mul(t, y)
 
 
+@_elementwise("log")
 def log_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``t / x``."""
     return ops.div(t, x)
 
 
+@_elementwise("log1p")
 def log1p_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``t / (1 + x)``."""
     return ops.div(t, ops.add(x, 1.0))
 
 
+@_elementwise("expm1")
 def expm1_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``t * (expm1(x) + 1)``."""
     return ops.mul(t, ops.add(y, 1.0))
 
 
+@_elementwise("sqrt")
 def sqrt_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``t * 0.5 / sqrt(x)``; 0 wherever ``t == 0`` (no ``0 * inf = nan`` at ``x == 0``)."""
     silent = ops.eq(t, 0.0)
     return _zero_where(ops, silent, ops.div(ops.mul(t, 0.5), ops.where(silent, 1.0, y)))
 
 
+@_elementwise("rsqrt")
 def rsqrt_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``-0.5 * y^3 * t``."""
     return ops.mul(t, ops.mul(ops.mul(ops.mul(y, y), y), -0.5))
 
 
+@_elementwise("sin")
 def sin_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``t * cos(x)``."""
     return ops.mul(t, ops.cos(x))
 
 
+@_elementwise("cos")
 def cos_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``-t * sin(x)``."""
     return ops.neg(ops.mul(t, ops.sin(x)))
 
 
+@_elementwise("tan")
+def tan_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
+    """``t * (1 + y^2)``."""
+    return ops.add(t, ops.mul(ops.mul(t, y), y))
+
+
+@_elementwise("tanh")
 def tanh_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``t * (1 - y^2)`` as ``t - (t y) y``."""
     return ops.sub(t, ops.mul(ops.mul(t, y), y))
 
 
+@_elementwise("sigmoid")
 def sigmoid_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``t * (y - y^2)``."""
     return ops.mul(t, ops.sub(y, ops.mul(y, y)))
 
 
+@_elementwise("relu")
 def relu_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``t * sign(relu(x))``: ``t`` where ``x > 0``, 0 elsewhere (also at exactly 0)."""
     return ops.mul(t, ops.sign(y))
 
 
+@_elementwise("erf")
 def erf_d(ops: Ops, t: AnyTensor, x: AnyTensor, y: AnyTensor) -> AnyTensor:
     """``t * 2/sqrt(pi) * exp(-x^2)``."""
     return ops.mul(t, ops.mul(ops.exp(ops.neg(ops.mul(x, x))), 2.0 / math.sqrt(math.pi)))
 
-
-for _name, _fn in (("neg", neg_d), ("abs", abs_d), ("exp", exp_d), ("log", log_d), ("log1p", log1p_d),
-                   ("expm1", expm1_d), ("sqrt", sqrt_d), ("rsqrt", rsqrt_d), ("sin", sin_d), ("cos", cos_d),
-                   ("tanh", tanh_d), ("sigmoid", sigmoid_d), ("relu", relu_d), ("erf", erf_d)):
-    _register(_name)(_unary(_fn))
 
 _SQRT_HALF = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -199,9 +219,7 @@ def gelu_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], 
     return _as_out(ops, ops.mul(t, d), output)
 
 
-@_register("sign", "floor", "ceil", "logical_not", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
-           "logical_or", "argmax", "argmin", "stop_gradient", "full", "iota", "random_uniform", "random_normal",
-           "random_randint")
+@_register(*names(has_derivative=False))
 def zero_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor,
              **params: Any) -> Tangent:
     """No derivative: piecewise constant, a gradient barrier, a bool/integer result, a random draw or a
@@ -248,6 +266,17 @@ def div_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], o
         return _as_out(ops, ops.div(tx, y), output)
     scaled = ops.mul(ty, output)
     return _as_out(ops, ops.div(ops.neg(scaled) if tx is None else ops.sub(tx, scaled), y), output)
+
+
+@_register("atan2")
+def atan2_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor) -> Tangent:
+    """``(x ty - y tx) / (x^2 + y^2)`` for ``atan2(y, x)``."""
+    y, x = primals
+    ty, tx = _live(y, tangents[0]), _live(x, tangents[1])
+    if ty is None and tx is None:
+        return None
+    num = _sum(ops, None if ty is None else ops.mul(x, ty), None if tx is None else ops.neg(ops.mul(y, tx)))
+    return _as_out(ops, ops.div(num, squared_norm(ops, x, y)), output)
 
 
 @_register("pow")
@@ -311,17 +340,6 @@ def where_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...],
 
 # ---- reductions ------------------------------------------------------------------------------------
 
-@_register("reduce_sum")
-def reduce_sum_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor, *,
-                   axes: tuple[int, ...], keepdims: bool = False) -> Tangent:
-    """``reduce_sum(t)`` over the same axes."""
-    (x,) = primals
-    t = _live(x, tangents[0])
-    if t is None:
-        return None
-    return _as_out(ops, ops.reduce_sum(t, axes=axes, keepdims=keepdims), output)
-
-
 def _extremum_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor,
                   axes: tuple[int, ...], keepdims: bool) -> Tangent:
     (x,) = primals
@@ -367,7 +385,7 @@ def _linear(name: str) -> JvpRule:
     return rule
 
 
-for _name in ("reshape", "permute", "broadcast_to", "slice", "cast", "avg_pool", "avg_pool_backward"):
+for _name in names(linearity="linear"):
     _register(_name)(_linear(_name))
 
 
@@ -443,13 +461,13 @@ def _bilinear(name: str) -> JvpRule:
     return rule
 
 
-for _name in ("matmul", "conv", "conv_transpose", "conv_weight_grad"):
+for _name in names(linearity="bilinear"):
     _register(_name)(_bilinear(_name))
 
 
 # ---- pooling ---------------------------------------------------------------------------------------
 
-@_register("max_pool")
+@_register("max_pool_nd")
 def max_pool_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor, *,
                  kernel_size: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...]) -> Tangent:
     """``max_pool_select(x, t)``: the tangent read at each window's first argmax."""
@@ -457,7 +475,7 @@ def max_pool_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ..
     t = _live(x, tangents[0])
     if t is None:
         return None
-    return _as_out(ops, ops.max_pool_select(x, t, kernel_size=kernel_size, stride=stride, padding=padding), output)
+    return _as_out(ops, ops.max_pool_select_nd(x, t, kernel_size=kernel_size, stride=stride, padding=padding), output)
 
 
 def _pool_linear_in_second(name: str) -> JvpRule:
@@ -475,11 +493,11 @@ def _pool_linear_in_second(name: str) -> JvpRule:
     return rule
 
 
-for _name in ("max_pool_backward", "max_pool_select"):
+for _name in ("max_pool_backward_nd", "max_pool_select_nd"):
     _register(_name)(_pool_linear_in_second(_name))
 
 
-@_register("smooth_max_pool")
+@_register("smooth_max_pool_nd")
 def smooth_max_pool_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor, *,
                         kernel_size: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...],
                         beta: float) -> Tangent:
@@ -492,7 +510,7 @@ def smooth_max_pool_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tang
     return _as_out(ops, _window_weighted_sum(ops, x, t, output, kernel_size, stride, padding, beta), output)
 
 
-@_register("smooth_max_pool_backward")
+@_register("smooth_max_pool_backward_nd")
 def smooth_max_pool_backward_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...],
                                  output: AnyTensor, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
                                  padding: tuple[int, ...], beta: float) -> Tangent:
@@ -502,20 +520,20 @@ def smooth_max_pool_backward_jvp(ops: Ops, primals: tuple[Any, ...], tangents: t
     x, g = primals
     tx, tg = _live(x, tangents[0]), _live(g, tangents[1])
     params: dict[str, Any] = {"kernel_size": kernel_size, "stride": stride, "padding": padding, "beta": beta}
-    dg = None if tg is None else ops.smooth_max_pool_backward(x, tg, **params)
+    dg = None if tg is None else ops.smooth_max_pool_backward_nd(x, tg, **params)
     dx = None
     if tx is not None:
-        smax = ops.smooth_max_pool(x, **params)
+        smax = ops.smooth_max_pool_nd(x, **params)
         window = _window_weighted_sum(ops, x, tx, smax, kernel_size, stride, padding, beta)
-        spread = ops.smooth_max_pool_backward(x, g, **params)
-        correction = ops.smooth_max_pool_backward(x, ops.mul(g, window), **params)
+        spread = ops.smooth_max_pool_backward_nd(x, g, **params)
+        correction = ops.smooth_max_pool_backward_nd(x, ops.mul(g, window), **params)
         dx = ops.mul(ops.sub(ops.mul(tx, spread), correction), float(beta))
     return _as_out(ops, _sum(ops, dg, dx), output)
 
 
 # ---- normalisation and attention -------------------------------------------------------------------
 
-@_register("layer_norm")
+@_register("layer_norm_last_axis")
 def layer_norm_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor, *,
                    eps: float) -> Tangent:
     """``y = xhat * gamma + beta`` with ``xhat = (x - mean) rstd``:
@@ -601,7 +619,7 @@ def log_softmax_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent,
     return _as_out(ops, ops.sub(t, dot), output)
 
 
-@_register("attention")
+@_register("dot_product_attention")
 def attention_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor, *,
                   scale: float) -> Tangent:
     """With ``p = softmax(scale q k^T)`` (masked entries 0, as in the vjp, so a fully masked row stays 0):

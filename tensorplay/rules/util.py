@@ -106,6 +106,14 @@ def cotangent_for(ops: Ops, g: AnyTensor | None, x: object) -> AnyTensor | None:
     return out
 
 
+def squared_norm(ops: Ops, a: Any, b: Any) -> Any:
+    """``a^2 + b^2`` for two operands of a binary primitive (tensors or Python scalars, at least one a tensor)."""
+    squares: list[Any] = []
+    for v in (a, b):
+        squares.append(ops.mul(v, v) if is_tensor(v) else float(v) * float(v))
+    return ops.add(squares[0], squares[1])
+
+
 def as_float(ops: Ops, mask: AnyTensor, dtype: str) -> AnyTensor:
     """A bool mask as 0.0/1.0 of ``dtype``."""
     return ops.cast(mask, dtype=dtype)

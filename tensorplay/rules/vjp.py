@@ -29,10 +29,12 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tensorplay.spec.table import names
 from tensorplay.rules.registry import find_rule, registrar, uncovered
 from tensorplay.rules.util import (
     AnyTensor, as_float, attention_probs, channel_column, cotangent_for, dtype_name, input_needed, is_float_tensor,
-    is_tensor, mean_keep, normalize_axes, shape_of, softmax_product, sum_to, swap_last, unreduce, zeros_like,
+    is_tensor, mean_keep, normalize_axes, shape_of, softmax_product, squared_norm, sum_to, swap_last, unreduce,
+    zeros_like,
 )
 
 if TYPE_CHECKING:
@@ -159,6 +161,15 @@ def cos_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) 
     return (_ct(ops, ops.neg(ops.mul(g, ops.sin(x))), x),)
 
 
+@_register("tan")
+def tan_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) -> Cotangents:
+    """``g * (1 + y^2)``."""
+    (x,) = inputs
+    if not is_float_tensor(x):
+        return (None,)
+    return (_ct(ops, ops.add(g, ops.mul(ops.mul(g, output), output)), x),)
+
+
 @_register("tanh")
 def tanh_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) -> Cotangents:
     """``g * (1 - y^2)``, as ``g - (g y) y`` (tensor-tensor and tensor-scalar ops only: the eager fast path)."""
@@ -224,8 +235,7 @@ def erf_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) 
     return (_ct(ops, ops.mul(g, d), x),)
 
 
-@_register("logical_not")
-def no_grad_unary_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor,
+def no_grad_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor,
                       **params: Any) -> Cotangents:
     """A result with no derivative (bool, integer, random): no cotangent for any input."""
     return tuple(None for _ in inputs)
@@ -265,6 +275,16 @@ def div_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) 
     if is_float_tensor(y):
         gy = _ct(ops, ops.neg(ops.div(ops.mul(g, ops.div(x, y)), y)), y)
     return (gx, gy)
+
+
+@_register("atan2")
+def atan2_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) -> Cotangents:
+    """With ``r2 = x^2 + y^2``: ``g * x / r2`` to ``y`` and ``-g * y / r2`` to ``x``."""
+    y, x = inputs
+    scaled = ops.div(g, squared_norm(ops, x, y))
+    gy = _ct(ops, ops.mul(scaled, x), y) if is_float_tensor(y) else None
+    gx = _ct(ops, ops.neg(ops.mul(scaled, y)), x) if is_float_tensor(x) else None
+    return (gy, gx)
 
 
 @_register("pow")
@@ -320,8 +340,6 @@ def minimum_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTens
     return _minmax_vjp(ops, g, x, y, False)
 
 
-_register("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "argmax", "argmin",
-          "random_uniform", "random_normal", "random_randint", "full", "iota")(no_grad_unary_vjp)
 
 
 @_register("where")
@@ -541,11 +559,11 @@ def _conv_input_grad(ops: Ops, g: AnyTensor, w: AnyTensor, in_sp: Sequence[Any],
                      padding: tuple[int, ...], dilation: tuple[int, ...], groups: int) -> AnyTensor:
     """d conv(x, w) / dx applied to ``g``: a transposed convolution sized to recover ``in_sp``."""
     op = _conv_output_padding(in_sp, shape_of(g)[2:], shape_of(w)[2:], stride, padding, dilation)
-    return ops.conv_transpose(g, w, stride=stride, padding=padding, output_padding=op, dilation=dilation,
+    return ops.conv_transpose_nd(g, w, stride=stride, padding=padding, output_padding=op, dilation=dilation,
                               groups=groups)
 
 
-@_register("conv")
+@_register("conv_nd")
 def conv_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor, *, stride: tuple[int, ...],
              padding: tuple[int, ...], dilation: tuple[int, ...], groups: int) -> Cotangents:
     """``dx = conv_transpose(g, w)``, ``dw = conv_weight_grad(x, g)``."""
@@ -554,12 +572,12 @@ def conv_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor,
     if is_float_tensor(x) and input_needed(0):
         gx = _ct(ops, _conv_input_grad(ops, g, w, shape_of(x)[2:], stride, padding, dilation, groups), x)
     if is_float_tensor(w) and input_needed(1):
-        gw = _ct(ops, ops.conv_weight_grad(x, g, kernel_size=tuple(shape_of(w)[2:]), stride=stride,
+        gw = _ct(ops, ops.conv_weight_grad_nd(x, g, kernel_size=tuple(shape_of(w)[2:]), stride=stride,
                                            padding=padding, dilation=dilation, groups=groups), w)
     return (gx, gw)
 
 
-@_register("conv_transpose")
+@_register("conv_transpose_nd")
 def conv_transpose_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor, *,
                        stride: tuple[int, ...], padding: tuple[int, ...], output_padding: tuple[int, ...],
                        dilation: tuple[int, ...], groups: int) -> Cotangents:
@@ -569,7 +587,7 @@ def conv_transpose_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: 
     in_sp = shape_of(x)[2:]
     gx = gw = None
     if is_float_tensor(x):
-        y = ops.conv(g, w, stride=stride, padding=padding, dilation=dilation, groups=groups)
+        y = ops.conv_nd(g, w, stride=stride, padding=padding, dilation=dilation, groups=groups)
         gx = _ct(ops, _crop_spatial(ops, y, in_sp), x)
     if is_float_tensor(w):
         kernel = tuple(shape_of(w)[2:])
@@ -577,12 +595,12 @@ def conv_transpose_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: 
         full = tuple((o + 2 * p - d * (k - 1) - 1) // s + 1 for o, k, s, p, d in
                      zip(shape_of(g)[2:], kernel, stride, padding, dilation))
         xe = _extend_spatial(ops, x, full)
-        gw = _ct(ops, ops.conv_weight_grad(g, xe, kernel_size=kernel, stride=stride, padding=padding,
+        gw = _ct(ops, ops.conv_weight_grad_nd(g, xe, kernel_size=kernel, stride=stride, padding=padding,
                                            dilation=dilation, groups=groups), w)
     return (gx, gw)
 
 
-@_register("conv_weight_grad")
+@_register("conv_weight_grad_nd")
 def conv_weight_grad_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor, *,
                          kernel_size: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...],
                          dilation: tuple[int, ...], groups: int) -> Cotangents:
@@ -592,23 +610,23 @@ def conv_weight_grad_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output
     if is_float_tensor(x):
         gx = _ct(ops, _conv_input_grad(ops, gy, g, shape_of(x)[2:], stride, padding, dilation, groups), x)
     if is_float_tensor(gy):
-        ggy = _ct(ops, ops.conv(x, g, stride=stride, padding=padding, dilation=dilation, groups=groups), gy)
+        ggy = _ct(ops, ops.conv_nd(x, g, stride=stride, padding=padding, dilation=dilation, groups=groups), gy)
     return (gx, ggy)
 
 
 # ---- pooling ---------------------------------------------------------------------------------------
 
-@_register("max_pool")
+@_register("max_pool_nd")
 def max_pool_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor, *,
                  kernel_size: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...]) -> Cotangents:
     """``max_pool_backward(x, g)``: ``g`` routed to each window's first argmax."""
     (x,) = inputs
     if not is_float_tensor(x):
         return (None,)
-    return (_ct(ops, ops.max_pool_backward(x, g, kernel_size=kernel_size, stride=stride, padding=padding), x),)
+    return (_ct(ops, ops.max_pool_backward_nd(x, g, kernel_size=kernel_size, stride=stride, padding=padding), x),)
 
 
-@_register("max_pool_backward")
+@_register("max_pool_backward_nd")
 def max_pool_backward_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor, *,
                           kernel_size: tuple[int, ...], stride: tuple[int, ...],
                           padding: tuple[int, ...]) -> Cotangents:
@@ -617,11 +635,11 @@ def max_pool_backward_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], outpu
     gx = zeros_like(ops, x) if is_float_tensor(x) else None
     ggy = None
     if is_float_tensor(gy):
-        ggy = _ct(ops, ops.max_pool_select(x, g, kernel_size=kernel_size, stride=stride, padding=padding), gy)
+        ggy = _ct(ops, ops.max_pool_select_nd(x, g, kernel_size=kernel_size, stride=stride, padding=padding), gy)
     return (gx, ggy)
 
 
-@_register("max_pool_select")
+@_register("max_pool_select_nd")
 def max_pool_select_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor, *,
                         kernel_size: tuple[int, ...], stride: tuple[int, ...],
                         padding: tuple[int, ...]) -> Cotangents:
@@ -630,23 +648,23 @@ def max_pool_select_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output:
     gx = zeros_like(ops, x) if is_float_tensor(x) else None
     gh = None
     if is_float_tensor(h):
-        gh = _ct(ops, ops.max_pool_backward(x, g, kernel_size=kernel_size, stride=stride, padding=padding), h)
+        gh = _ct(ops, ops.max_pool_backward_nd(x, g, kernel_size=kernel_size, stride=stride, padding=padding), h)
     return (gx, gh)
 
 
-@_register("avg_pool")
+@_register("avg_pool_nd")
 def avg_pool_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor, *,
                  kernel_size: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...]) -> Cotangents:
     """``avg_pool_backward(g)`` (the adjoint)."""
     (x,) = inputs
     if not is_float_tensor(x):
         return (None,)
-    out = ops.avg_pool_backward(g, input_shape=tuple(shape_of(x)[2:]), kernel_size=kernel_size, stride=stride,
+    out = ops.avg_pool_backward_nd(g, input_shape=tuple(shape_of(x)[2:]), kernel_size=kernel_size, stride=stride,
                                 padding=padding)
     return (_ct(ops, out, x),)
 
 
-@_register("avg_pool_backward")
+@_register("avg_pool_backward_nd")
 def avg_pool_backward_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor, *,
                           input_shape: tuple[int, ...], kernel_size: tuple[int, ...], stride: tuple[int, ...],
                           padding: tuple[int, ...]) -> Cotangents:
@@ -654,10 +672,10 @@ def avg_pool_backward_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], outpu
     (gy,) = inputs
     if not is_float_tensor(gy):
         return (None,)
-    return (_ct(ops, ops.avg_pool(g, kernel_size=kernel_size, stride=stride, padding=padding), gy),)
+    return (_ct(ops, ops.avg_pool_nd(g, kernel_size=kernel_size, stride=stride, padding=padding), gy),)
 
 
-@_register("smooth_max_pool")
+@_register("smooth_max_pool_nd")
 def smooth_max_pool_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor, *,
                         kernel_size: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...],
                         beta: float) -> Cotangents:
@@ -665,19 +683,20 @@ def smooth_max_pool_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output:
     (x,) = inputs
     if not is_float_tensor(x):
         return (None,)
-    out = ops.smooth_max_pool_backward(x, g, kernel_size=kernel_size, stride=stride, padding=padding, beta=beta)
+    out = ops.smooth_max_pool_backward_nd(x, g, kernel_size=kernel_size, stride=stride, padding=padding, beta=beta)
     return (_ct(ops, out, x),)
 
 
 def _window_weighted_sum(ops: Ops, x: AnyTensor, h: AnyTensor, smax: AnyTensor, kernel_size: tuple[int, ...],
                          stride: tuple[int, ...], padding: tuple[int, ...], beta: float) -> AnyTensor:
     """``sum_{i in window w} softmax_w(beta x)[i] * h[i]`` for every window ``w`` (shaped like ``smax``),
-    built from one strided slice per kernel offset; ``smax`` is ``smooth_max_pool(x)``, so every
-    weight ``exp(beta (x_i - smax_w))`` is at most 1 (no overflow)."""
+    built from one strided slice per kernel offset (padded cells take part as zeros); ``smax`` is
+    ``smooth_max_pool(x)``, so every weight ``exp(beta (x_i - smax_w)) = exp(beta x_i - lse_w)`` is at
+    most 1 (no overflow) for either sign of ``beta``."""
     xshape = shape_of(x)
     out_sp = shape_of(smax)[2:]
     pads = ((0, 0), (0, 0)) + tuple((int(p), int(p)) for p in padding)
-    xp = ops.pad(x, pads=pads, value=-math.inf)
+    xp = ops.pad(x, pads=pads, value=0.0)  # padded cells take part with value 0
     hp = ops.pad(h, pads=pads, value=0.0)
     total: AnyTensor | None = None
     offsets: list[tuple[int, ...]] = [()]
@@ -696,7 +715,7 @@ def _window_weighted_sum(ops: Ops, x: AnyTensor, h: AnyTensor, smax: AnyTensor, 
     return total
 
 
-@_register("smooth_max_pool_backward")
+@_register("smooth_max_pool_backward_nd")
 def smooth_max_pool_backward_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor, *,
                                  kernel_size: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...],
                                  beta: float) -> Cotangents:
@@ -705,12 +724,12 @@ def smooth_max_pool_backward_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...]
     ``d x = beta (ct * smooth_max_pool_backward(x, gy) - smooth_max_pool_backward(x, gy * d gy))``."""
     x, gy = inputs
     params: dict[str, Any] = {"kernel_size": kernel_size, "stride": stride, "padding": padding, "beta": beta}
-    smax = ops.smooth_max_pool(x, **params)
+    smax = ops.smooth_max_pool_nd(x, **params)
     dgy = _window_weighted_sum(ops, x, g, smax, kernel_size, stride, padding, beta)
     gx = None
     if is_float_tensor(x):
-        spread = ops.smooth_max_pool_backward(x, gy, **params)
-        correction = ops.smooth_max_pool_backward(x, ops.mul(gy, dgy), **params)
+        spread = ops.smooth_max_pool_backward_nd(x, gy, **params)
+        correction = ops.smooth_max_pool_backward_nd(x, ops.mul(gy, dgy), **params)
         gx = _ct(ops, ops.mul(ops.sub(ops.mul(g, spread), correction), float(beta)), x)
     ggy = _ct(ops, dgy, gy) if is_float_tensor(gy) else None
     return (gx, ggy)
@@ -718,7 +737,7 @@ def smooth_max_pool_backward_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...]
 
 # ---- normalisation and attention -------------------------------------------------------------------
 
-@_register("layer_norm")
+@_register("layer_norm_last_axis")
 def layer_norm_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor, *,
                    eps: float) -> Cotangents:
     """With ``xhat = (x - mean) * rstd``: ``dbeta = sum g``, ``dgamma = sum g * xhat`` (over every
@@ -795,7 +814,7 @@ def log_softmax_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: Any
     return (_ct(ops, ops.sub(g, ops.mul(ops.exp(output), total)), x),)
 
 
-@_register("attention")
+@_register("dot_product_attention")
 def attention_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor, *,
                   scale: float) -> Cotangents:
     """Recompute ``p = softmax(scale q k^T)`` (masked entries filled with the lowest finite value, then
@@ -814,18 +833,17 @@ def attention_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTe
     return (gq, gk, gv, None)
 
 
-VALUE_FREE: frozenset[str] = frozenset({
-    "neg", "add", "sub", "reduce_sum", "reshape", "permute", "broadcast_to", "slice", "pad", "concat", "cast",
-    "stop_gradient", "sign", "floor", "ceil", "avg_pool", "avg_pool_backward", "clone",
-})
-"""Primitives whose vjp rule reads only the shapes and dtypes of its inputs, never their values: an
-in-place update of such an input after it was recorded cannot change the gradient."""
+VALUE_FREE: frozenset[str] = frozenset({*names(vjp_reads_inputs=False), "clone"})
+"""Primitives whose vjp rule reads only the shapes and dtypes of its inputs, never their values (the table's
+``vjp_reads_inputs=False``, plus the tape's ``clone``): an in-place update of such an input after it was
+recorded cannot change the gradient."""
 
-USES_OUTPUT: frozenset[str] = frozenset({
-    "relu", "exp", "expm1", "sqrt", "rsqrt", "tanh", "sigmoid", "pow", "reduce_max", "reduce_min", "softmax",
-    "log_softmax",
-})
-"""Primitives whose vjp rule reads the primal ``output``."""
+USES_OUTPUT: frozenset[str] = frozenset(names(uses_output=True))
+"""Primitives whose vjp rule reads the primal ``output`` (the table's ``uses_output`` flag)."""
+
+
+# every other primitive without a derivative (bool, integer or random results, creation): no cotangent
+_register(*(name for name in names(has_derivative=False) if name not in VJP_RULES))(no_grad_vjp)
 
 
 def vjp_rule(name: str) -> VjpRule:

@@ -67,10 +67,10 @@ def main() -> None:
     assert_type(mlp(ops, p, xs), Tensor[Batch, Seq, Classes])
     assert_type(mlp(tp.eager, p, x), Tensor[Batch, Classes])     # the eager interpreter is an Ops
 
-    def per_row(rows: Tensor[int, Feat]) -> Tensor[int, Classes]:
-        return mlp(ops, p, rows)
+    def per_row(row: Tensor[Feat]) -> Tensor[Classes]:
+        return mlp(ops, p, row)
 
-    mapped = P.map(ops, 2, xs, per_row)                            # [Batch, Seq] flattened, then restored
+    mapped = P.map(ops, 2, xs, per_row)                            # per_row on every [Batch, Seq] sample
     assert_type(mapped, Tensor[Batch, Seq, Classes])
     assert float((mapped - mlp(ops, p, xs)).abs().max()) < 1e-5
     assert tuple(mlp(ops, p, xs).shape) == (16, 5, 3)

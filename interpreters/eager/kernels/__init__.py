@@ -1,6 +1,6 @@
 """Compute kernels of the eager interpreter: pure functions on numpy arrays.
 
-Each function has the name and calling convention of the primitive it implements
+Each exported function has the name and calling convention of the primitive it implements
 (:class:`tensorplay.ops.Ops`): tensor inputs positional as numpy arrays, parameters
 keyword-only. Every one returns a new array and never mutates its inputs; any
 layout (non-contiguous, transposed) is accepted, float32 and float64 are computed
@@ -18,32 +18,39 @@ from __future__ import annotations
 
 from . import allocator
 from .threads import apply_environment, num_threads, set_num_threads
-from .sdpa import attention
-from .convolution import conv, conv_transpose, conv_weight_grad
+from .sdpa import attention as dot_product_attention
+from .convolution import conv as conv_nd
+from .convolution import conv_transpose as conv_transpose_nd
+from .convolution import conv_weight_grad as conv_weight_grad_nd
 from .indexing import gather, scatter_add
 from .outer import outer_matmul
-from .pool import (avg_pool, avg_pool_backward, max_pool, max_pool_backward, max_pool_select,
-                   smooth_max_pool, smooth_max_pool_backward)
+from .pool import avg_pool as avg_pool_nd
+from .pool import avg_pool_backward as avg_pool_backward_nd
+from .pool import max_pool as max_pool_nd
+from .pool import max_pool_backward as max_pool_backward_nd
+from .pool import max_pool_select as max_pool_select_nd
+from .smooth import smooth_max_pool_backward_nd, smooth_max_pool_nd
 from .randomness import random_normal, random_randint, random_uniform
-from .rows import gelu, layer_norm, log_softmax, softmax
+from .rows import gelu, log_softmax, softmax
+from .rows import layer_norm as layer_norm_last_axis
 
 apply_environment()
 allocator.tune()
 
 __all__ = [
-    "attention",
-    "avg_pool",
-    "avg_pool_backward",
-    "conv",
-    "conv_transpose",
-    "conv_weight_grad",
+    "dot_product_attention",
+    "avg_pool_nd",
+    "avg_pool_backward_nd",
+    "conv_nd",
+    "conv_transpose_nd",
+    "conv_weight_grad_nd",
     "gather",
     "gelu",
-    "layer_norm",
+    "layer_norm_last_axis",
     "log_softmax",
-    "max_pool",
-    "max_pool_backward",
-    "max_pool_select",
+    "max_pool_nd",
+    "max_pool_backward_nd",
+    "max_pool_select_nd",
     "num_threads",
     "outer_matmul",
     "random_normal",
@@ -51,7 +58,7 @@ __all__ = [
     "random_uniform",
     "scatter_add",
     "set_num_threads",
-    "smooth_max_pool",
-    "smooth_max_pool_backward",
+    "smooth_max_pool_nd",
+    "smooth_max_pool_backward_nd",
     "softmax",
 ]
