@@ -28,43 +28,22 @@ Arrays = list[np.ndarray[Any, Any]]
 OpFn = Callable[..., Any]
 
 
-def _tp_builder(make: Callable[[], Arrays], grads: Sequence[bool], op: Callable[[Any], OpFn],
-                backward: bool) -> Callable[[], Callable[[], Any]]:
-    def build() -> Callable[[], Any]:
-        import tensorplay as tp
-        import tensorplay.nn.functional as F
-
-        f = op(F)
-        args = [tp.tensor(a, requires_grad=backward and g) for a, g in zip(make(), grads)]
-        if not backward:
-            def fwd() -> Any:
-                with tp.no_grad():
-                    return f(*args)
-            return fwd
-        cot = tp.tensor(normal(99, *f(*args).shape))
-        leaves = [a for a, g in zip(args, grads) if g]
-
-        def fwd_bwd() -> Any:
-            for a in leaves:
-                a.grad = None
-            f(*args).backward(cot)
-        return fwd_bwd
-    return build
-
-
-def _torch_builder(make: Callable[[], Arrays], grads: Sequence[bool], op: Callable[[Any], OpFn],
+def _eager_builder(library: str, make: Callable[[], Arrays], grads: Sequence[bool], op: Callable[[Any], OpFn],
                    backward: bool) -> Callable[[], Callable[[], Any]]:
+    """For ``tensorplay`` or ``torch`` (the same spelling): the forward under ``no_grad``, or the
+    forward and ``backward`` with a fixed cotangent (the leaves' ``.grad`` reset each call)."""
     def build() -> Callable[[], Any]:
-        import torch
+        import importlib
 
-        f = op(torch.nn.functional)
-        args = [torch.from_numpy(a).requires_grad_(backward and g) for a, g in zip(make(), grads)]
+        lib = importlib.import_module(library)
+        f = op(importlib.import_module(f"{library}.nn.functional"))
+        args = [lib.tensor(a, requires_grad=backward and g) for a, g in zip(make(), grads)]
         if not backward:
             def fwd() -> Any:
-                with torch.no_grad():
+                with lib.no_grad():
                     return f(*args)
             return fwd
-        cot = torch.from_numpy(normal(99, *f(*args).shape))
+        cot = lib.tensor(normal(99, *f(*args).shape))
         leaves = [a for a, g in zip(args, grads) if g]
 
         def fwd_bwd() -> Any:
@@ -108,8 +87,8 @@ def _cases(name: str, make: Callable[[], Arrays], grads: Sequence[bool], tp_op: 
     """The forward row and the forward + backward row of one operation."""
     out = []
     for backward in (False, True):
-        builders = {"tensorplay": _tp_builder(make, grads, tp_op, backward),
-                    "torch": _torch_builder(make, grads, torch_op, backward)}
+        builders = {"tensorplay": _eager_builder("tensorplay", make, grads, tp_op, backward),
+                    "torch": _eager_builder("torch", make, grads, torch_op, backward)}
         if jax_op is not None:
             builders["jax"] = _jax_builder(make, grads, jax_op, backward)
         out.append(Case(f"{name} {'fwd+bwd' if backward else 'fwd'}", builders))

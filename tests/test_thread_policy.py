@@ -55,16 +55,13 @@ def test_blas_threads_for_holds_stacks_of_small_gemms_to_one_thread() -> None:
     api = _blas._api()
     if api is None:
         pytest.skip("OpenBLAS not found in this process")
-    setter, getter = api
-    before = getter()
-    setter(2)
+    blas_threads = api[1]
+    previous = blas_threads()
+    _blas.set_threads(2)
     try:
-        with threads.blas_threads_for(1000, gemms=8):
-            assert getter() == 1
-        with threads.blas_threads_for(threads.BLAS_THREADED_MIN_MACS, gemms=8):
-            assert getter() == 2
-        with threads.blas_threads_for(1000, gemms=1):
-            assert getter() == 2
-        assert getter() == 2
+        for macs, gemms, want in ((1000, 8, 1), (threads.BLAS_THREADED_MIN_MACS, 8, 2), (1000, 1, 2)):
+            with threads.blas_threads_for(macs, gemms=gemms):
+                assert blas_threads() == want, (macs, gemms)
+            assert blas_threads() == 2
     finally:
-        setter(before)
+        _blas.set_threads(previous)
