@@ -21,6 +21,7 @@ See ``docs/testing.md``.
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 from tensorplay.testing.compare import NotCloseError, assert_close, default_tolerances
 from tensorplay.testing.finite_differences import numerical_jvp, numerical_vjp
@@ -30,21 +31,27 @@ from tensorplay.testing.registry import (
 )
 from tensorplay.testing.swap import check_interpreters
 
-# The pytest plugin's hooks and fixture, loaded from tensorplay.testing.plugin when pytest looks for
-# them (so importing tensorplay.testing does not import pytest); ``strategies`` imports hypothesis.
-_PLUGIN_NAMES = ("pytest_configure", "pytest_generate_tests", "pytest_report_header", "tp_interpreter")
 
 
+def pytest_configure(config: Any) -> None:
+    """pytest hook: loaded as a plugin (the ``pytest11`` entry point of an installed tensorplay, or
+    ``-p tensorplay.testing``), this package registers the real plugin, :mod:`tensorplay.testing.plugin`
+    (its hooks, the ``tp_interpreter`` fixture and the ``tp_interpreters`` marker), which imports pytest:
+    importing ``tensorplay.testing`` outside pytest does not."""
+    plugin = importlib.import_module("tensorplay.testing.plugin")
+    if not config.pluginmanager.is_registered(plugin):
+        config.pluginmanager.register(plugin, "tensorplay.testing.plugin")
+
+
+# ``strategies`` imports hypothesis: loaded on first use.
 def __getattr__(name: str) -> object:
-    if name in _PLUGIN_NAMES:
-        return getattr(importlib.import_module("tensorplay.testing.plugin"), name)
     if name == "strategies":
         return importlib.import_module("tensorplay.testing.strategies")
     raise AttributeError(f"module 'tensorplay.testing' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_PLUGIN_NAMES])
+    return sorted([*globals(), "strategies"])
 
 
 __all__ = [
