@@ -9,7 +9,8 @@ import numpy as np
 
 from tensorplay.spec.structure import index_range_error, out_of_range
 
-from ._support import Array, nb, normalize_axis, parallel_for
+from ._support import Array, nb, normalize_axis
+from .threads import parallel_for
 
 
 def _indices(name: str, indices: Array, n: int, axis: int) -> Array:
