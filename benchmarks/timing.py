@@ -1,5 +1,7 @@
 """Shared timing helpers: warm up, then the median of repeated runs (seconds per call), alone
-(:func:`median_time`) or alternating between implementations (:func:`interleaved`)."""
+(:func:`median_time`, :func:`measure`) or alternating between implementations in one process
+(:func:`interleaved`: only for implementations of one library; comparisons between libraries run
+each library in its own process, see :mod:`benchmarks.isolated`)."""
 
 from __future__ import annotations
 
@@ -22,12 +24,12 @@ def _batch_size(fn: Callable[[], Any], min_time: float, max_number: int) -> int:
         number *= 2
 
 
-def _batch_time(fn: Callable[[], Any], number: int) -> float:
-    """Seconds per call of ``fn`` over one batch of ``number`` calls."""
-    start = time.perf_counter()
+def _batch_time(fn: Callable[[], Any], number: int, clock: Callable[[], float] = time.perf_counter) -> float:
+    """Seconds per call of ``fn`` over one batch of ``number`` calls, by ``clock``."""
+    start = clock()
     for _ in range(number):
         fn()
-    return (time.perf_counter() - start) / number
+    return (clock() - start) / number
 
 
 def median_time(fn: Callable[[], Any], repeat: int = 7, min_time: float = 0.05, warmup: int = 3) -> float:
@@ -36,6 +38,21 @@ def median_time(fn: Callable[[], Any], repeat: int = 7, min_time: float = 0.05, 
         fn()
     number = _batch_size(fn, min_time, 1 << 20)
     return statistics.median(_batch_time(fn, number) for _ in range(repeat))
+
+
+def measure(fn: Callable[[], Any], repeat: int = 7, min_time: float = 0.05, warmup_time: float = 0.3,
+            clock: Callable[[], float] = time.perf_counter) -> float:
+    """Median seconds per call of ``fn``: called for at least ``warmup_time`` seconds (and 3 times) first
+    (numba compiles or loads its cache, JAX traces, allocators and thread pools settle), then
+    ``repeat`` batches each lasting at least ``min_time`` (wall time), timed by ``clock``
+    (``time.process_time``: CPU seconds of the whole process, all threads, kernel time included)."""
+    start = time.perf_counter()
+    calls = 0
+    while calls < 3 or time.perf_counter() - start < warmup_time:
+        fn()
+        calls += 1
+    number = _batch_size(fn, min_time, 1 << 20)
+    return statistics.median(_batch_time(fn, number, clock) for _ in range(repeat))
 
 
 def interleaved(fns: dict[str, Callable[[], Any]], rounds: int = 11, min_time: float = 0.02, warmup: int = 2,

@@ -3,10 +3,13 @@ comparisons, logic and ``where``.
 
 Dtypes follow PyTorch:
 
-* ``neg abs relu floor ceil`` keep the dtype and refuse bool; ``sign`` keeps any dtype;
+* ``neg abs relu floor ceil round`` keep the dtype and refuse bool (``round`` is half to even);
+  ``sign`` keeps any dtype;
 * ``exp log log1p expm1 sqrt rsqrt sin cos tanh sigmoid erf`` give float32 for
   int and bool inputs (floats are kept);
 * ``gelu`` accepts floats only; ``logical_not`` gives bool;
+* ``bitwise_not`` and the binary ``bitwise_and``/``bitwise_or``/``bitwise_xor`` accept integer and bool
+  operands only (logical on bool, two's-complement bitwise on integers) and promote like arithmetic;
 * binary arithmetic promotes with :func:`tensorplay.spec.dtypes.result_type` (Python scalars
   are weak); ``sub`` refuses bool operands; ``pow`` refuses a bool result;
   ``div`` of non-floats gives float32; comparisons and logic give bool.
@@ -23,10 +26,10 @@ from collections.abc import Callable
 import numpy as np
 
 from .aval import Aval
-from .dtypes import DEFAULT_FLOAT, is_float, result_type
+from .dtypes import DEFAULT_FLOAT, WEAK, is_float, result_type
 from .errors import DTypeError
 from .shapes import Array, as_array, aval_of, broadcast_shapes, finish, fmt_aval, strong
-from .table import PRIMITIVES, Primitive
+from .table import PRIMITIVES, Primitive, names
 
 UnaryRule = Callable[[Aval], Aval]
 UnaryRef = Callable[[object], Array]
@@ -50,6 +53,11 @@ def unary_dtype(prim: str, x: Aval) -> str:
     if policy == "float_only":
         if not is_float(dtype):
             raise DTypeError(f"{prim}: x must be a float tensor, got {dtype} (x: {fmt_aval(x)})")
+        return dtype
+    if policy == "int_or_bool":
+        if is_float(dtype):
+            raise DTypeError(f"{prim}: x must be an integer or bool tensor, got {dtype} (x: {fmt_aval(x)}); "
+                             "it is bitwise on integers and logical on bool, and not defined for floats")
         return dtype
     assert policy == "keep", (prim, policy)
     return dtype
@@ -90,8 +98,14 @@ _UNARY_FN: dict[str, Callable[[Array], Array]] = {
     "erf": _erf64,
     "floor": np.floor,
     "ceil": np.ceil,
+    "round": np.round,  # half to even, as PyTorch
     "logical_not": np.logical_not,
+    "bitwise_not": np.invert,
 }
+
+
+_ROUNDING = names("unary", dtypes="keep_numeric", has_derivative=False)
+"""``floor``, ``ceil``, ``round``: integer inputs are returned unchanged."""
 
 
 def _make_unary(prim: str) -> tuple[UnaryRule, UnaryRef]:
@@ -103,7 +117,7 @@ def _make_unary(prim: str) -> tuple[UnaryRule, UnaryRef]:
         fn = _UNARY_FN[prim]
         if prim == "logical_not":
             arr = np.asarray(x)
-        elif prim == "sign" and out.dtype == "bool" or prim in ("floor", "ceil") and not is_float(out.dtype):
+        elif prim == "sign" and out.dtype == "bool" or prim in _ROUNDING and not is_float(out.dtype):
             fn = _identity
             arr = as_array(x, out.dtype)
         else:
@@ -153,6 +167,10 @@ def binary_dtype(prim: str, x: Aval, y: Aval) -> str:
     policy = PRIMITIVES[prim].dtypes
     if policy in ("compare", "logical"):
         return "bool"
+    if policy == "bitwise" and (is_float(x.dtype) or is_float(y.dtype)):
+        raise DTypeError(f"{prim}: operands must be integer or bool tensors (or Python int or bool scalars), got "
+                         f"x: {_operand(x)}, y: {_operand(y)}; it is bitwise on integers and logical on bool, "
+                         "and not defined for floats")
     # fast paths: a float tensor with the same float dtype or a numeric Python scalar
     if x.dtype in _FLOAT_NAMES and (y.dtype == x.dtype or y.dtype in _WEAK_NUMBERS):
         return x.dtype
@@ -168,6 +186,11 @@ def binary_dtype(prim: str, x: Aval, y: Aval) -> str:
     if policy == "promote_to_float" and not is_float(dtype):
         return DEFAULT_FLOAT
     return dtype
+
+
+def _operand(a: Aval) -> str:
+    """An operand for an error message: ``float32[2, 3]``, or ``a Python float`` for a weak scalar."""
+    return f"a Python {a.dtype[5:]}" if a.dtype in WEAK else fmt_aval(a)
 
 
 def _compute_dtype(prim: str, x: Aval, y: Aval) -> str:
@@ -194,6 +217,9 @@ _BINARY_FN: dict[str, Callable[[Array, Array], Array]] = {
     "ge": np.greater_equal,
     "logical_and": np.logical_and,
     "logical_or": np.logical_or,
+    "bitwise_and": np.bitwise_and,
+    "bitwise_or": np.bitwise_or,
+    "bitwise_xor": np.bitwise_xor,
 }
 
 

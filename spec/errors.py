@@ -31,5 +31,9 @@ class AutogradError(TensorplayError, RuntimeError):
     """Autograd was used in a way that cannot give a correct gradient."""
 
 
+class IndexRangeError(TensorplayError, IndexError):
+    """An integer index (an embedding id, a class target, an ``Index`` value) is outside its range."""
+
+
 class MissingRuleError(TensorplayError, NotImplementedError):
     """A transform met a primitive that has no rule for it."""

@@ -1,4 +1,5 @@
-"""Reductions: ``reduce_sum``, ``reduce_max``, ``reduce_min``, ``argmax``, ``argmin``.
+"""Reductions: ``reduce_sum``, ``reduce_max``, ``reduce_min``, ``argmax``, ``argmin``; and the scans
+along one axis: ``cumsum`` and ``argsort``.
 
 ``axes`` accept negative values; duplicates or out-of-range axes raise
 :class:`~tensorplay.spec.errors.AxisError`. An empty ``axes`` tuple is no reduction.
@@ -103,3 +104,56 @@ def argmin_ref(x: object, *, axis: int, keepdims: bool = False) -> Array:
     """Index of the first minimum along ``axis``; the first NaN counts as the minimum."""
     out = argmin_rule(aval_of("argmin", "x", x), axis=axis, keepdims=keepdims)
     return finish(np.argmin(np.asarray(x), axis=axis, keepdims=keepdims), out)
+
+
+# ---- scans along one axis ----------------------------------------------------------------------
+
+
+def _scan_axis(prim: str, x: Aval, axis: int) -> int:
+    if not x.shape:
+        raise ShapeError(f"{prim}: x must have at least one axis, got a 0-d tensor (x: {fmt_aval(x)})")
+    return normalize_axis(prim, "x", axis, tuple(x.shape))
+
+
+def cumsum_rule(x: Aval, *, axis: int) -> Aval:
+    """``x[*S] -> [*S]``: running sums along ``axis``. bool, int32 and int64 give int64 (as PyTorch);
+    floats keep their dtype."""
+    _scan_axis("cumsum", x, axis)
+    dtype = strong(x.dtype)
+    return Aval(tuple(x.shape), dtype if is_float(dtype) else "int64")
+
+
+def cumsum_ref(x: object, *, axis: int) -> Array:
+    """``out[..., i, ...] = sum(x[..., :i+1, ...])`` along ``axis`` (floats accumulate in float64)."""
+    out = cumsum_rule(aval_of("cumsum", "x", x), axis=axis)
+    acc = np.float64 if is_float(out.dtype) else np.int64
+    return finish(np.cumsum(np.asarray(x), axis=axis, dtype=acc), out)
+
+
+def argsort_rule(x: Aval, *, axis: int, descending: bool = False) -> Aval:
+    """``x[*S] -> int64[*S]``: the positions that sort ``x`` along ``axis``."""
+    _scan_axis("argsort", x, axis)
+    if not isinstance(descending, (bool, np.bool_)):
+        raise ShapeError(f"argsort: descending must be a bool, got {descending!r}")
+    return Aval(tuple(x.shape), "int64")
+
+
+def argsort_ref(x: object, *, axis: int, descending: bool = False) -> Array:
+    """A stable sort's positions along ``axis`` (equal values keep their order), NaN counted as larger
+    than every number (last ascending, first descending), as PyTorch's ``sort(stable=True)``."""
+    out = argsort_rule(aval_of("argsort", "x", x), axis=axis, descending=descending)
+    arr = np.moveaxis(np.asarray(x), axis, -1)
+    n = arr.shape[-1]
+    order = np.empty(arr.shape, dtype=np.int64)
+    for row in np.ndindex(*arr.shape[:-1]):
+        values = arr[row].tolist()
+
+        def key(i: int) -> tuple[bool, Any]:
+            v = values[i]
+            nan = v != v
+            if descending:
+                return (not nan, -v if not nan else 0)
+            return (nan, v if not nan else 0)
+
+        order[row] = sorted(range(n), key=key)
+    return finish(np.moveaxis(order, -1, axis), out)

@@ -26,6 +26,7 @@ FAMILY_MODULES: dict[str, ModuleType] = {
     "unary": elementwise, "binary": elementwise, "select": elementwise, "reduce": reductions,
     "arg_reduce": reductions, "view": structure, "structure": structure, "creation": structure,
     "linalg": linalg, "conv": conv, "pool": pool, "norm": nn, "softmax": nn, "attention": nn, "random": random,
+    "check": structure, "scan": reductions,
 }
 """The spec module that holds the rules and references of each family."""
 

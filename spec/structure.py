@@ -1,5 +1,6 @@
 """Structural primitives (reshape, permute, broadcast_to, slice, pad, concat, gather,
-scatter_add, cast, stop_gradient) and creation (full, iota).
+scatter_add, cast, stop_gradient), creation (full, iota) and the range check of indices
+(``check_index``).
 
 These never change values, only where they sit; dtypes are kept except for
 ``concat`` (promotes), ``cast`` and the creation primitives (given ``dtype``).
@@ -14,7 +15,7 @@ import numpy as np
 
 from .aval import Aval
 from .dtypes import INTS, result_type
-from .errors import AxisError, DTypeError, ShapeError
+from .errors import AxisError, DTypeError, IndexRangeError, ShapeError
 from .shapes import (
     Array, as_array, aval_of, dtype_param, finish, fmt_aval, fmt_shape, fmt_tuple, is_known, known,
     normalize_axis, shape_param, strong,
@@ -316,3 +317,56 @@ def iota_ref(*, length: int, dtype: str) -> Array:
     """``[0, 1, ..., length - 1]``."""
     return finish(np.arange(length, dtype=dtype), iota_rule(length=length, dtype=dtype))
 
+
+
+# ---- range checks of integer indices -----------------------------------------------------------
+
+
+def out_of_range(values: object, bound: int, allowed: tuple[int, ...] = ()) -> tuple[list[int], int] | None:
+    """The position (row-major first) and value of the first entry of ``values`` outside
+    ``[0, bound)`` and not in ``allowed``; ``None`` when there is none."""
+    array = np.asarray(values)
+    if array.size == 0 or (array.min() >= 0 and array.max() < bound):
+        return None
+    bad = (array < 0) | (array >= bound)
+    for value in allowed:
+        bad &= array != value
+    if not bad.any():
+        return None
+    position = [int(i) for i in np.argwhere(bad)[0]] if array.ndim else []
+    return position, int(array[tuple(position)])
+
+
+def index_range_error(what: str, position: list[int], value: int, bound: int,
+                      allowed: tuple[int, ...] = ()) -> IndexRangeError:
+    """The error for ``value`` at ``position`` of ``what`` outside ``[0, bound)``. ``what`` names the
+    function and the value, its last word the kind of value: ``"cross_entropy: target"`` gives
+    ``cross_entropy: target 5 at position [1] is out of range; expected 0 <= target < 3``."""
+    noun = what.rsplit(" ", 1)[-1]
+    extra = "".join(f" or {noun} == {a}" for a in allowed)
+    return IndexRangeError(f"{what} {value} at position {position} is out of range; expected 0 <= {noun} < {bound}"
+                           f"{extra}")
+
+
+def check_index_rule(x: Aval, *, bound: int, what: str, allowed: tuple[int, ...] = ()) -> Aval:
+    """Identity on an integer tensor ``x[*S]`` whose values must lie in ``[0, bound)`` (or be one of
+    ``allowed``); ``what`` names the checked value in the run-time error."""
+    if strong(x.dtype) not in INTS:
+        raise DTypeError(f"check_index: {what} must be an int32 or int64 tensor, got {fmt_aval(x)}")
+    if isinstance(bound, (bool, np.bool_)) or (is_known(bound) and bound < 0):
+        raise ShapeError(f"check_index: bound must be a non-negative size, got {bound!r} ({what}: {fmt_aval(x)})")
+    if not isinstance(what, str):
+        raise DTypeError(f"check_index: what must be a string naming the checked value, got {what!r}")
+    if not isinstance(allowed, (tuple, list)) or not all(is_known(a) for a in allowed):
+        raise ShapeError(f"check_index: allowed must be a tuple of ints, got {allowed!r}")
+    return Aval(tuple(x.shape), strong(x.dtype))
+
+
+def check_index_ref(x: object, *, bound: int, what: str, allowed: tuple[int, ...] = ()) -> Array:
+    """``x`` itself; an :class:`IndexRangeError` naming ``what``, the position and the value of the first
+    entry outside ``[0, bound)`` that is not in ``allowed``."""
+    out = check_index_rule(aval_of("check_index", "x", x), bound=bound, what=what, allowed=allowed)
+    found = out_of_range(x, bound, tuple(allowed))
+    if found is not None:
+        raise index_range_error(what, *found, bound, tuple(allowed))
+    return finish(np.asarray(x), out)

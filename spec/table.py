@@ -75,6 +75,8 @@ FAMILIES: Final = {
     "softmax": "softmax-like normalisation along one axis",
     "attention": "scaled dot-product attention",
     "random": "counter-based random draws from a key input",
+    "scan": "a running reduction or an ordering along one axis (``axis``), result shaped like the input",
+    "check": "returns its input unchanged after checking its values when it runs (a recorded assertion)",
 }
 """The families of primitives, with what their members have in common."""
 
@@ -85,6 +87,7 @@ DTYPE_RULES: Final = {
     "float_only": "the input dtype; only float inputs are accepted",
     "to_bool": "bool",
     "keep": "the input dtype",
+    "int_or_bool": "the input dtype; only integer and bool inputs are accepted",
     # binary
     "promote": "the promoted dtype of both operands (Python scalars are weak)",
     "promote_no_bool": "the promoted dtype; bool operands are refused",
@@ -92,6 +95,7 @@ DTYPE_RULES: Final = {
     "promote_to_float": "the promoted dtype; int and bool results give float32",
     "compare": "bool (the operands are compared in their promoted dtype)",
     "logical": "bool (non-zero is true)",
+    "bitwise": "the promoted dtype; only integer and bool operands (and Python int and bool scalars) are accepted",
 }
 """How an elementwise primitive's result dtype follows from its inputs (``Primitive.dtypes``)."""
 
@@ -219,7 +223,9 @@ _DECLARATIONS: tuple[Primitive, ...] = (
     _unary("erf", "to_float", **_TRANSCENDENTAL),
     _unary("floor", "keep_numeric", **_CONST),
     _unary("ceil", "keep_numeric", **_CONST),
+    _unary("round", "keep_numeric", **_CONST),
     _unary("logical_not", "to_bool", has_derivative=False),
+    _unary("bitwise_not", "int_or_bool", has_derivative=False),
     # ---- elementwise binary -------------------------------------------------------------------
     _binary("add", "promote", vjp_reads_inputs=False, **_COMMUTATIVE),
     _binary("sub", "promote_no_bool", vjp_reads_inputs=False),
@@ -237,6 +243,9 @@ _DECLARATIONS: tuple[Primitive, ...] = (
     _binary("ge", "compare", has_derivative=False),
     _binary("logical_and", "logical", has_derivative=False, **_COMMUTATIVE),
     _binary("logical_or", "logical", has_derivative=False, **_COMMUTATIVE),
+    _binary("bitwise_and", "bitwise", has_derivative=False, **_COMMUTATIVE),
+    _binary("bitwise_or", "bitwise", has_derivative=False, **_COMMUTATIVE),
+    _binary("bitwise_xor", "bitwise", has_derivative=False, **_COMMUTATIVE),
     Primitive("where", "select", ("cond", "x", "y")),
     # ---- reductions ---------------------------------------------------------------------------
     Primitive("reduce_sum", "reduce", ("x",), (_p("axes", "ints"), _KEEPDIMS), **_LINEAR),
@@ -244,6 +253,9 @@ _DECLARATIONS: tuple[Primitive, ...] = (
     Primitive("reduce_min", "reduce", ("x",), (_p("axes", "ints"), _KEEPDIMS), uses_output=True),
     Primitive("argmax", "arg_reduce", ("x",), (_p("axis", "int"), _KEEPDIMS), has_derivative=False),
     Primitive("argmin", "arg_reduce", ("x",), (_p("axis", "int"), _KEEPDIMS), has_derivative=False),
+    # ---- scans and orderings along one axis ---------------------------------------------------
+    Primitive("cumsum", "scan", ("x",), (_p("axis", "int"),), **_LINEAR),
+    Primitive("argsort", "scan", ("x",), (_p("axis", "int"), _p("descending", "bool", False)), has_derivative=False),
     # ---- views and structure ------------------------------------------------------------------
     Primitive("reshape", "view", ("x",), (_p("shape", "dims"),), **_LINEAR),
     Primitive("permute", "view", ("x",), (_p("perm", "ints"),), **_LINEAR),
@@ -287,6 +299,9 @@ _DECLARATIONS: tuple[Primitive, ...] = (
     Primitive("softmax", "softmax", ("x",), (_p("axis", "int"),), uses_output=True),
     Primitive("log_softmax", "softmax", ("x",), (_p("axis", "int"),), uses_output=True),
     Primitive("dot_product_attention", "attention", ("q", "k", "v", "mask?"), (_p("scale", "float"),)),
+    # ---- checks (the output is the input; consumers use it, so the check is never dropped) -----
+    Primitive("check_index", "check", ("x",), (_p("bound", "dim"), _p("what", "str"), _p("allowed", "ints", ())),
+              has_derivative=False),
     # ---- randomness (counter based: the key is an input) --------------------------------------
     _random("random_uniform"),
     _random("random_normal"),

@@ -25,10 +25,17 @@ from tensorplay.errors import (
     AutogradError, AxisError, DTypeError, GraphCaptureError, IndexRangeError, MissingRuleError, ShapeError,
     TensorplayError,
 )
+from tensorplay.functions import (
+    abs, all, allclose, amax, amin, any, argmax, argmin, argsort, broadcast_to, ceil, chunk, clamp, clip, cos, cumsum,
+    einsum, erf, exp, expm1, flatten, floor, isclose, isfinite, isinf, isnan, log, log1p, log_softmax, masked_fill,
+    matmul, max, maximum, mean, min, minimum, nan_to_num, neg, norm, outer, permute, pow, relu, reshape, round, rsqrt,
+    sigmoid, sign, sin, softmax, sort, split, sqrt, square, squeeze, std, sum, tanh, topk, transpose, tril, triu,
+    unsqueeze, var,
+)
 from tensorplay.index import Index, index
 from tensorplay.ops import Interpreter, Ops
 from tensorplay.shapecheck import shapecheck
-from tensorplay.tensor import Size, Tensor
+from tensorplay.tensor import Size, Tensor, ValuesIndices
 
 bool = bool_  # noqa: A001 - PyTorch spelling tp.bool
 no_grad = _tape.no_grad
@@ -84,6 +91,12 @@ __all__ = [
     "float32", "float64", "from_numpy", "func", "nn", "optim", "full", "full_like", "index", "int32", "int64", "is_grad_enabled",
     "linspace", "load", "manual_seed", "no_grad", "ones", "ones_like", "ops_of", "program", "rand", "rand_like",
     "randint", "randn", "randn_like", "save", "set_grad_enabled", "shapecheck", "stack", "tensor", "testing", "where",
-    "zeros",
-    "zeros_like",
+    "zeros", "zeros_like", "ValuesIndices",
+    # PyTorch's top-level function forms (tensorplay.functions)
+    "abs", "all", "allclose", "amax", "amin", "any", "argmax", "argmin", "argsort", "broadcast_to", "ceil", "chunk",
+    "clamp", "clip", "cos", "cumsum", "einsum", "erf", "exp", "expm1", "flatten", "floor", "isclose", "isfinite",
+    "isinf", "isnan", "log", "log1p", "log_softmax", "masked_fill", "matmul", "max", "maximum", "mean", "min",
+    "minimum", "nan_to_num", "neg", "norm", "outer", "permute", "pow", "relu", "reshape", "round", "rsqrt", "sigmoid",
+    "sign", "sin", "softmax", "sort", "split", "sqrt", "square", "squeeze", "std", "sum", "tanh", "topk", "transpose",
+    "tril", "triu", "unsqueeze", "var",
 ]

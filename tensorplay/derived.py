@@ -108,6 +108,89 @@ def var(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int] | None, keepdim
     return ops.div(total, builtins.max(count - correction, 0) * 1.0)
 
 
+def safe_sqrt(ops: Interpreter, s: AnyTensor) -> AnyTensor:
+    """``sqrt(s)`` for ``s >= 0`` whose derivative at ``s == 0`` is 0 instead of infinite (PyTorch's
+    convention for ``norm`` and ``std`` at zero: the gradient there is 0, not NaN)."""
+    zero = ops.eq(s, 0.0)
+    return ops.where(zero, 0.0, ops.sqrt(ops.where(zero, 1.0, s)))
+
+
+def _safe_pow(ops: Interpreter, a: AnyTensor, exponent: float) -> AnyTensor:
+    """``a ** exponent`` for ``a >= 0`` and ``exponent > 0`` with derivative 0 at ``a == 0``."""
+    zero = ops.eq(a, 0.0)
+    return ops.where(zero, 0.0, ops.pow(ops.where(zero, 1.0, a), exponent))
+
+
+def std(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int] | None, keepdim: bool,
+        correction: int) -> AnyTensor:
+    """Standard deviation: ``sqrt(var)`` with ``correction`` (see :func:`var`); the gradient of a
+    constant sample (``std == 0``) is 0, as PyTorch."""
+    return safe_sqrt(ops, var(ops, x, dim, keepdim, correction))
+
+
+def norm(ops: Interpreter, x: AnyTensor, p: float | str, dim: int | Sequence[int] | None,
+         keepdim: bool) -> AnyTensor:
+    """The vector ``p``-norm over ``dim`` (all axes when ``None``), as ``torch.norm``: ``"fro"`` (over at
+    most two axes) and ``2`` are ``sqrt(sum(x^2))``, ``1`` is ``sum(|x|)``, ``inf``/``-inf`` the largest
+    and smallest ``|x|``, ``0`` the number of non-zeros, any other ``p`` ``sum(|x|^p)^(1/p)``. The
+    gradient at a zero vector is 0 (PyTorch's convention), ties of ``inf`` split."""
+    if x.dtype.numpy.kind != "f":
+        raise DTypeError(f"norm: expected a float tensor, got {x.dtype}; convert with .float() first")
+    axes = normalize_axes(dim, x.ndim, "norm")
+    if isinstance(p, str):
+        if p != "fro":
+            raise ValueError(f"norm: p must be a number or 'fro', got {p!r} (the nuclear norm is not supported)")
+        if dim is not None and builtins.len(axes) > 2:
+            raise AxisError(f"norm: p='fro' takes at most 2 dims, got {list(axes)}; use p=2 for a vector norm")
+        p = 2.0
+    if isinstance(p, bool) or not isinstance(p, (int, float)):
+        raise ValueError(f"norm: p must be a number or 'fro', got {type(p).__name__} {p!r}")
+
+    def total(t: AnyTensor) -> AnyTensor:
+        return ops.reduce_sum(t, axes=axes, keepdims=keepdim)
+
+    if p == 2:
+        return safe_sqrt(ops, total(ops.mul(x, x)))
+    if p == 1:
+        return total(ops.abs(x))
+    if p == float("inf"):
+        return ops.reduce_max(ops.abs(x), axes=axes, keepdims=keepdim)
+    if p == float("-inf"):
+        return ops.reduce_min(ops.abs(x), axes=axes, keepdims=keepdim)
+    if p == 0:
+        return total(ops.cast(ops.ne(x, 0.0), dtype=x.dtype.name))
+    if p > 0:
+        return _safe_pow(ops, total(_safe_pow(ops, ops.abs(x), float(p))), 1.0 / p)
+    return ops.pow(total(ops.pow(ops.abs(x), float(p))), 1.0 / p)
+
+
+def _truth(ops: Interpreter, x: AnyTensor) -> AnyTensor:
+    """``x`` as bool (non-zero, NaN included, is true)."""
+    return x if x.dtype.name == "bool" else ops.ne(x, 0)
+
+
+def any_true(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int] | None, keepdim: bool) -> AnyTensor:
+    """Whether any element over ``dim`` is non-zero (bool; ``False`` over no elements)."""
+    axes = normalize_axes(dim, x.ndim, "any")
+    truth = _truth(ops, x)
+    return ops.gt(ops.reduce_sum(truth, axes=axes, keepdims=keepdim), 0) if axes else truth
+
+
+def all_true(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int] | None, keepdim: bool) -> AnyTensor:
+    """Whether every element over ``dim`` is non-zero (bool; ``True`` over no elements)."""
+    axes = normalize_axes(dim, x.ndim, "all")
+    truth = _truth(ops, x)
+    return ops.eq(ops.reduce_sum(ops.logical_not(truth), axes=axes, keepdims=keepdim), 0) if axes else truth
+
+
+def cumsum(ops: Interpreter, x: AnyTensor, dim: int) -> AnyTensor:
+    """Running sums along ``dim`` (a 0-d tensor is its own running sum, as PyTorch)."""
+    if x.ndim == 0:
+        normalize_axis(dim, 1, "cumsum")
+        return reshape(ops, ops.cumsum(reshape(ops, x, (1,)), axis=0), ())
+    return ops.cumsum(x, axis=normalize_axis(dim, x.ndim, "cumsum"))
+
+
 def arg_reduce(ops: Interpreter, prim: str, x: AnyTensor, dim: int | None, keepdim: bool) -> AnyTensor:
     """``argmax``/``argmin`` along ``dim``; ``None`` means over the flattened tensor."""
     if dim is None:
@@ -128,6 +211,83 @@ def clamp(ops: Interpreter, x: AnyTensor, lo: Any, hi: Any) -> AnyTensor:
     if hi is not None:
         out = ops.where(ops.gt(out, hi), hi, out)
     return out
+
+
+def isfinite(ops: Interpreter, x: AnyTensor) -> AnyTensor:
+    """True where ``x`` is neither infinite nor NaN (integers and bools are always finite)."""
+    if x.dtype.numpy.kind != "f":
+        return ops.full(shape=tuple(x.shape), value=True, dtype="bool")
+    return ops.lt(ops.abs(x), float("inf"))
+
+
+def isinf(ops: Interpreter, x: AnyTensor) -> AnyTensor:
+    """True where ``x`` is ``+inf`` or ``-inf``."""
+    if x.dtype.numpy.kind != "f":
+        return ops.full(shape=tuple(x.shape), value=False, dtype="bool")
+    return ops.eq(ops.abs(x), float("inf"))
+
+
+def isclose(ops: Interpreter, a: AnyTensor, b: Any, rtol: float, atol: float, equal_nan: bool) -> AnyTensor:
+    """``|a - b| <= atol + rtol * |b|`` elementwise, as ``torch.isclose``: equal values (infinities
+    included) are close, NaN is close to NaN only with ``equal_nan``; both must have one dtype."""
+    if isinstance(b, _tensor_module.Tensor) and b.dtype != a.dtype:
+        raise DTypeError(f"isclose: both tensors must have the same dtype, got {a.dtype} and {b.dtype}")
+    if a.dtype.numpy.kind != "f":  # integers and bools compare in float32, as PyTorch
+        if rtol == 0 and atol == 0:
+            return ops.eq(a, b)
+        a = ops.cast(a, dtype="float32")
+        b = ops.cast(b, dtype="float32") if isinstance(b, _tensor_module.Tensor) else b
+    if not isinstance(b, _tensor_module.Tensor):  # a Python number: a 0-d tensor of a's dtype
+        b = ops.full(shape=(), value=b, dtype=a.dtype.name)
+    close = ops.eq(a, b)
+    if equal_nan:
+        close = ops.logical_or(close, ops.logical_and(ops.ne(a, a), ops.ne(b, b)))
+    error = ops.abs(ops.sub(a, b))
+    allowed = ops.add(ops.mul(ops.abs(b), float(rtol)), float(atol))
+    return ops.logical_or(close, ops.logical_and(isfinite(ops, error), ops.le(error, allowed)))
+
+
+def nan_to_num(ops: Interpreter, x: AnyTensor, nan: float, posinf: float | None, neginf: float | None) -> AnyTensor:
+    """NaN replaced by ``nan``, ``+inf`` by ``posinf`` and ``-inf`` by ``neginf`` (by default the largest
+    and smallest finite value of the dtype); the gradient flows to the finite entries only."""
+    if x.dtype.numpy.kind != "f":
+        return x
+    info = np.finfo(x.dtype.numpy)
+    high = float(info.max) if posinf is None else posinf
+    low = float(info.min) if neginf is None else neginf
+    out = ops.where(ops.ne(x, x), nan, x)
+    out = ops.where(ops.eq(x, float("inf")), high, out)
+    return ops.where(ops.eq(x, float("-inf")), low, out)
+
+
+def masked_fill(ops: Interpreter, x: AnyTensor, mask: AnyTensor, value: Any) -> AnyTensor:
+    """``value`` where the bool ``mask`` (broadcast to ``x``'s shape) is True, ``x`` elsewhere; the result
+    keeps ``x``'s shape and dtype (a float value written into an int tensor truncates, as PyTorch)."""
+    if not isinstance(mask, _tensor_module.Tensor) or mask.dtype.name != "bool":
+        raise DTypeError(f"masked_fill: the mask must be a bool tensor, got "
+                         f"{mask.dtype if isinstance(mask, _tensor_module.Tensor) else type(mask).__name__}")
+    if isinstance(value, _tensor_module.Tensor) and value.ndim != 0:
+        raise ShapeError(f"masked_fill: a tensor value must be 0-d, got shape {list(value.shape)}")
+    out = ops.where(mask, value, x)
+    if tuple(out.shape) != tuple(x.shape):
+        raise ShapeError(f"masked_fill: the mask of shape {list(mask.shape)} does not broadcast to the tensor's "
+                         f"shape {list(x.shape)}")
+    return out if out.dtype == x.dtype else ops.cast(out, dtype=x.dtype.name)
+
+
+def round_half_even(ops: Interpreter, x: AnyTensor, decimals: int) -> AnyTensor:
+    """``x`` rounded to ``decimals`` decimal places, halves to even (PyTorch's ``round``): ``round(x * 10^d)
+    / 10^d``, or ``round(x / 10^-d) * 10^-d`` for negative ``decimals``."""
+    if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
+        raise DTypeError(f"round: decimals must be an int, got {type(decimals).__name__} {decimals!r}")
+    if decimals == 0:
+        return ops.round(x)
+    if x.dtype.numpy.kind != "f":
+        raise DTypeError(f"round: decimals={decimals} needs a float tensor, got {x.dtype}")
+    scale = 10.0 ** builtins.abs(int(decimals))
+    if decimals > 0:
+        return ops.div(ops.round(ops.mul(x, scale)), scale)
+    return ops.mul(ops.round(ops.div(x, scale)), scale)
 
 
 # ---- shape manipulation -------------------------------------------------------------------------
@@ -237,6 +397,81 @@ def expand(ops: Interpreter, x: AnyTensor, shape: Sequence[Any]) -> AnyTensor:
     if target == tuple(x.shape):
         return x
     return ops.broadcast_to(x, shape=target)
+
+
+def split(ops: Interpreter, x: AnyTensor, split_size_or_sections: int | Sequence[int],
+          dim: int) -> tuple[AnyTensor, ...]:
+    """Pieces of ``x`` along ``dim`` (views): of ``split_size_or_sections`` each (the last may be
+    smaller), or of the listed sizes, which must add up to the axis size (``torch.split``)."""
+    axis = normalize_axis(dim, x.ndim, "split")
+    n = x.shape[axis]
+    if isinstance(split_size_or_sections, (list, tuple)):
+        sizes = list(split_size_or_sections)
+        for s in sizes:
+            if isinstance(s, bool) or not isinstance(s, (int, np.integer, SymDim)) or (
+                    isinstance(s, (int, np.integer)) and s < 0):
+                raise ShapeError(f"split: section sizes must be non-negative ints, got {sizes}")
+        total = builtins.sum(sizes)
+        if isinstance(total, int) and isinstance(n, (int, np.integer)) and total != n:
+            raise ShapeError(f"split: the section sizes {sizes} add up to {total}, but axis {axis} has size {n} "
+                             f"(tensor shape {list(x.shape)})")
+    else:
+        if isinstance(split_size_or_sections, bool) or not isinstance(split_size_or_sections, (int, np.integer)):
+            raise ShapeError(f"split: split_size_or_sections must be an int or a list of ints, got "
+                             f"{type(split_size_or_sections).__name__} {split_size_or_sections!r}")
+        size = int(split_size_or_sections)
+        if size < 0 or (size == 0 and n != 0):
+            raise ShapeError(f"split: split_size must be positive, got {size} for an axis of size {n}")
+        if not isinstance(n, (int, np.integer)):
+            raise ShapeError(f"split: the number of pieces of an axis of symbolic size {n} is not known; pass "
+                             "the list of sizes instead")
+        sizes = [builtins.min(size, n - start) for start in range(0, n, size)] if n else [0]
+    pieces = []
+    start: Any = 0
+    for size in sizes:
+        stop = start + size
+        starts = tuple(start if i == axis else 0 for i in range(x.ndim))
+        stops = tuple(stop if i == axis else d for i, d in enumerate(x.shape))
+        whole = isinstance(size, int) and isinstance(n, int) and size == n
+        pieces.append(x if whole else ops.slice(x, starts=starts, stops=stops, steps=(1,) * x.ndim))
+        start = stop
+    return tuple(pieces)
+
+
+def chunk(ops: Interpreter, x: AnyTensor, chunks: int, dim: int) -> tuple[AnyTensor, ...]:
+    """``x`` split into ``ceil(n / chunks)``-sized pieces along ``dim`` (so possibly fewer than
+    ``chunks``; an empty axis gives ``chunks`` empty pieces), as ``torch.chunk``."""
+    if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks <= 0:
+        raise ShapeError(f"chunk: chunks must be a positive int, got {chunks!r}")
+    axis = normalize_axis(dim, x.ndim, "chunk")
+    n = x.shape[axis]
+    if not isinstance(n, (int, np.integer)):
+        raise ShapeError(f"chunk: the pieces of an axis of symbolic size {n} are not known; use split with sizes")
+    if n == 0:
+        return split(ops, x, [0] * int(chunks), axis)
+    return split(ops, x, -(-int(n) // int(chunks)), axis)
+
+
+def triangle(ops: Interpreter, x: AnyTensor, diagonal: int, lower: bool) -> AnyTensor:
+    """``tril`` (``lower``) or ``triu`` of the last two axes: the entries with ``col - row <= diagonal``
+    (``>=`` for ``triu``) kept, the others zero."""
+    where = "tril" if lower else "triu"
+    if x.ndim < 2:
+        raise ShapeError(f"{where}: expected a tensor with at least 2 axes, got shape {list(x.shape)}")
+    if isinstance(diagonal, bool) or not isinstance(diagonal, (int, np.integer)):
+        raise DTypeError(f"{where}: diagonal must be an int, got {type(diagonal).__name__} {diagonal!r}")
+    rows, cols = x.shape[-2], x.shape[-1]
+    offset = ops.sub(ops.reshape(ops.iota(length=cols, dtype="int64"), shape=(1, cols)),
+                     ops.reshape(ops.iota(length=rows, dtype="int64"), shape=(rows, 1)))
+    keep = ops.le(offset, int(diagonal)) if lower else ops.ge(offset, int(diagonal))
+    return ops.where(keep, x, False if x.dtype.name == "bool" else 0)
+
+
+def outer(ops: Interpreter, a: AnyTensor, b: AnyTensor) -> AnyTensor:
+    """``a[M] b[N] -> [M, N]``, ``out[i, j] = a[i] * b[j]`` (a broadcast product, no matrix product)."""
+    if a.ndim != 1 or b.ndim != 1:
+        raise ShapeError(f"outer: expected two 1-d tensors, got shapes {list(a.shape)} and {list(b.shape)}")
+    return ops.mul(ops.reshape(a, shape=(a.shape[0], 1)), ops.reshape(b, shape=(1, b.shape[0])))
 
 
 def matmul(ops: Interpreter, a: AnyTensor, b: AnyTensor) -> AnyTensor:

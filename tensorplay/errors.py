@@ -5,14 +5,11 @@ from tensorplay.spec.errors import (
     AxisError,
     DTypeError,
     GraphCaptureError,
+    IndexRangeError,
     MissingRuleError,
     ShapeError,
     TensorplayError,
 )
-
-
-class IndexRangeError(TensorplayError, IndexError):
-    """An integer index (an embedding id, a class target, an ``Index`` value) is outside its range."""
 
 
 __all__ = [

@@ -6,24 +6,28 @@ values all lie in ``[0, bound)``, where ``bound`` is a size of the dim ``Vocab``
     ids = tp.index(token_array, bound=Vocab(50_000))          # Index[Vocab, *tuple[Any, ...]]
     ids = tp.index(token_array, bound=vocab, shape=(b, s))   # Index[Vocab, Batch, Seq]
 
-The range is checked once, when the index tensor is made, so an embedding
-lookup or a cross-entropy target built from it cannot go out of range; mypy
-checks that the bound's dim matches the table it indexes (``Embedding[Vocab, D]``
-takes ``Index[Vocab, *S]``). Index tensors are data: they never require grad,
-and the graph recorder lifts them as (non-differentiable) data inputs. The eager
-payload is a numpy int64 array, as for any int64 tensor.
+The range is checked when the index tensor is made (eager values at once; a value
+being recorded by a recorded ``check_index``, which runs whenever the recording
+does), so an embedding lookup or a cross-entropy target built from it cannot go
+out of range; mypy checks that the bound's dim matches the table it indexes
+(``Embedding[Vocab, D]`` takes ``Index[Vocab, *S]``). Writes into an index tensor
+(``ids[0] = v``, ``ids.add_(1)``, ...) are checked the same way before they take
+effect. Index tensors are data: they never require grad, and the graph recorder
+lifts them as (non-differentiable) data inputs (checked against the bound when the
+graph runs). The eager payload is a numpy int64 array, as for any int64 tensor.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar, TypeVarTuple, overload
 
 import numpy as np
 
 from tensorplay.dtypes import plain_array
-from tensorplay.errors import AutogradError, DTypeError, IndexRangeError, ShapeError, TensorplayError
-from tensorplay.tensor import Tensor
+from tensorplay.errors import AutogradError, DTypeError, ShapeError
+from tensorplay.spec.structure import index_range_error, out_of_range
+from tensorplay.tensor import Scalar, Tensor
 
 V = TypeVar("V", covariant=True)
 """The dim type of the bound (``Vocab``, ``Classes``, ...); covariant, so an ``Index[Vocab, ...]``
@@ -84,6 +88,53 @@ class Index(Tensor[*S], Generic[V, *S]):
         out = super().__getitem__(key)
         return _rewrap(out, self._bound)
 
+    # ---- writes: checked against the bound before they take effect ------------------------------
+    def _update(self, write: Callable[[Tensor[*tuple[Any, ...]]], object], what: str) -> Index[V, *S]:
+        """Apply ``write`` (an in-place update) to a copy, check the copy's values against the bound (a
+        recorded check under a recorder), then copy it into ``self``: an out-of-range write raises
+        :class:`~tensorplay.errors.IndexRangeError` and leaves ``self`` unchanged."""
+        trial = self._ops.clone(Tensor(self._ops, self._data))
+        write(trial)
+        checked = self._ops.check_index(trial, bound=self._bound, what=f"{what} on an Index tensor: value")
+        self._ops.inplace(self, "copy", checked)
+        return self
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """``ids[key] = value``, checked: every value must stay in ``[0, bound)``."""
+        self._update(lambda t: t.__setitem__(key, value), "ids[key] = value")
+
+    def add_(self, other: Tensor[*S] | Scalar, alpha: Scalar = 1) -> Index[V, *S]:
+        """``self += alpha * other`` in place, checked against the bound."""
+        return self._update(lambda t: t.add_(other, alpha), "add_")
+
+    def sub_(self, other: Tensor[*S] | Scalar, alpha: Scalar = 1) -> Index[V, *S]:
+        """``self -= alpha * other`` in place, checked against the bound."""
+        return self._update(lambda t: t.sub_(other, alpha), "sub_")
+
+    def mul_(self, other: Tensor[*S] | Scalar) -> Index[V, *S]:
+        """``self *= other`` in place, checked against the bound."""
+        return self._update(lambda t: t.mul_(other), "mul_")
+
+    def div_(self, other: Tensor[*S] | Scalar) -> Index[V, *S]:
+        """Refused unless the quotient fits the int64 dtype (it does not: true division gives floats)."""
+        return self._update(lambda t: t.div_(other), "div_")
+
+    def fill_(self, value: Scalar) -> Index[V, *S]:
+        """Fill with ``value`` in place, checked against the bound."""
+        return self._update(lambda t: t.fill_(value), "fill_")
+
+    def zero_(self) -> Index[V, *S]:
+        """Fill with zeros in place (0 is in range unless the bound is 0)."""
+        return self._update(lambda t: t.zero_(), "zero_")
+
+    def copy_(self, src: Tensor[*tuple[Any, ...]]) -> Index[V, *S]:
+        """Copy ``src`` in place, checked against the bound."""
+        return self._update(lambda t: t.copy_(src), "copy_")
+
+    def clamp_(self, min: Scalar | None = None, max: Scalar | None = None) -> Index[V, *S]:
+        """Clamp in place, checked against the bound."""
+        return self._update(lambda t: t.clamp_(min, max), "clamp_")
+
     def _as_data_input(self, placeholder: Tensor[*tuple[Any, ...]]) -> Index[V, *tuple[Any, ...]]:
         """The graph recorder's placeholder for this tensor, as an ``Index`` with the same bound; the bound
         is kept on the placeholder (``meta["index_bound"]``) so the graph checks the range of its inputs."""
@@ -114,16 +165,9 @@ def _check_shape(actual: tuple[Any, ...], expected: tuple[Any, ...], where: str)
 
 
 def _check_range(array: np.ndarray[Any, Any], bound: int, where: str) -> None:
-    if array.size == 0:
-        return
-    low, high = array.min(), array.max()
-    if low >= 0 and high < bound:
-        return
-    bad = (array < 0) | (array >= bound)
-    position = tuple(int(i) for i in np.argwhere(bad)[0])
-    value = int(array[position]) if position else int(array)
-    raise IndexRangeError(f"{where}: value {value} at position {list(position)} is out of range; expected "
-                          f"0 <= value < bound = {bound} (values range over [{int(low)}, {int(high)}])")
+    found = out_of_range(array, bound)
+    if found is not None:
+        raise index_range_error(f"{where}: value", *found, bound)
 
 
 @overload
@@ -156,18 +200,15 @@ def index(values: Any, bound: Any, *, shape: Sequence[Any] | None = None) -> Any
             raise AutogradError("index: values require grad; index tensors are never differentiated")
         if shape is not None:
             _check_shape(tuple(values.shape), tuple(shape), "index")
-        t: Any = values if values.dtype.name == "int64" else values._ops.cast(values, dtype="int64")
-        try:
-            array = np.asarray(values._ops.concrete(values))
-        except TensorplayError:  # a symbolic graph value has no data yet: it is checked where data enters
-            array = None
-        if array is None:
-            return Index(t._ops, t._data, bound)
-        _check_range(array, int(bound), "index")
         from tensorplay.interpreters.eager.interpreter import eager
         if values._ops is eager:  # a private copy: later writes to ``values`` cannot break the bound
+            array = np.asarray(values._data)
+            _check_range(array, int(bound), "index")
             return Index(eager, np.array(array, dtype=np.int64, copy=True), bound)
-        return Index(t._ops, t._data, bound)
+        # a value being recorded (or of a transform): a recorded check, run whenever the recording runs
+        t: Any = values if values.dtype.name == "int64" else values._ops.cast(values, dtype="int64")
+        checked = values._ops.check_index(t, bound=int(bound), what="index: value")
+        return Index(checked._ops, checked._data, bound)
     array = plain_array(values, "index")
     if array.dtype.kind == "b" or (array.dtype.kind not in "iu" and array.size):
         raise DTypeError(f"index: values must be integers, got numpy dtype {array.dtype}")

@@ -136,8 +136,18 @@ class Ops(Protocol):
         """Round up; gradient 0. Integer inputs are returned unchanged."""
         ...
 
+    def round(self, x: Tensor[*S]) -> Tensor[*S]:
+        """Round to the nearest integer, halves to the even one (``round(2.5) == 2``, as PyTorch and
+        numpy); gradient 0. Integer inputs are returned unchanged."""
+        ...
+
     def logical_not(self, x: Tensor[*S]) -> Tensor[*S]:
         """Boolean not; any dtype, result bool (non-zero is true)."""
+        ...
+
+    def bitwise_not(self, x: Tensor[*S]) -> Tensor[*S]:
+        """``~x``: bitwise not of an integer tensor (two's complement: ``~6 == -7``), logical not of a bool
+        tensor; the dtype is kept and float tensors are refused (as PyTorch)."""
         ...
 
     # ---- elementwise binary, numpy broadcasting ----------------------------------------------
@@ -433,6 +443,64 @@ class Ops(Protocol):
         ...
 
     @overload
+    def bitwise_and(self, x: Tensor[*S], y: Tensor[*S] | Tensor[()] | Scalar, /) -> Tensor[*S]: ...
+
+    @overload
+    def bitwise_and(self, x: Scalar | Tensor[()], y: Tensor[*S], /) -> Tensor[*S]: ...
+
+    @overload
+    def bitwise_and(self, x: Tensor[*Lead, D], y: Tensor[D], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def bitwise_and(self, x: Tensor[*Lead, D], y: Tensor[*Lead, One], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def bitwise_and(self, x: Tensor[A0, *Rest], y: Tensor[One, *Rest], /) -> Tensor[A0, *Rest]: ...  # type: ignore[overload-cannot-match]
+
+    def bitwise_and(self, x: Any, y: Any, /) -> Any:
+        """``x & y``: bitwise and of integers, logical and of bools; operands promote as in arithmetic
+        (Python int and bool scalars are weak); a float operand is refused."""
+        ...
+
+    @overload
+    def bitwise_or(self, x: Tensor[*S], y: Tensor[*S] | Tensor[()] | Scalar, /) -> Tensor[*S]: ...
+
+    @overload
+    def bitwise_or(self, x: Scalar | Tensor[()], y: Tensor[*S], /) -> Tensor[*S]: ...
+
+    @overload
+    def bitwise_or(self, x: Tensor[*Lead, D], y: Tensor[D], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def bitwise_or(self, x: Tensor[*Lead, D], y: Tensor[*Lead, One], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def bitwise_or(self, x: Tensor[A0, *Rest], y: Tensor[One, *Rest], /) -> Tensor[A0, *Rest]: ...  # type: ignore[overload-cannot-match]
+
+    def bitwise_or(self, x: Any, y: Any, /) -> Any:
+        """``x | y``: bitwise or of integers, logical or of bools (dtypes as ``bitwise_and``)."""
+        ...
+
+    @overload
+    def bitwise_xor(self, x: Tensor[*S], y: Tensor[*S] | Tensor[()] | Scalar, /) -> Tensor[*S]: ...
+
+    @overload
+    def bitwise_xor(self, x: Scalar | Tensor[()], y: Tensor[*S], /) -> Tensor[*S]: ...
+
+    @overload
+    def bitwise_xor(self, x: Tensor[*Lead, D], y: Tensor[D], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def bitwise_xor(self, x: Tensor[*Lead, D], y: Tensor[*Lead, One], /) -> Tensor[*Lead, D]: ...  # type: ignore[overload-cannot-match]
+
+    @overload
+    def bitwise_xor(self, x: Tensor[A0, *Rest], y: Tensor[One, *Rest], /) -> Tensor[A0, *Rest]: ...  # type: ignore[overload-cannot-match]
+
+    def bitwise_xor(self, x: Any, y: Any, /) -> Any:
+        """``x ^ y``: bitwise exclusive or of integers, logical xor of bools (dtypes as ``bitwise_and``)."""
+        ...
+
+    @overload
     def where(self, cond: Tensor[*S], x: Tensor[*S] | Scalar, y: Tensor[*S] | Scalar, /) -> Tensor[*S]: ...
 
     @overload
@@ -469,6 +537,20 @@ class Ops(Protocol):
     def argmin(self, x: Tensor[*tuple[Any, ...]], *, axis: int,
                keepdims: bool = False) -> Tensor[*tuple[Any, ...]]:
         """Index (int64) of the first minimum along ``axis``; NaN counts as the minimum."""
+        ...
+
+    # ---- scans and orderings along one axis ------------------------------------------------------
+    def cumsum(self, x: Tensor[*S], *, axis: int) -> Tensor[*S]:
+        """Running sums along ``axis`` (rank >= 1): ``out[..., i, ...] = x[..., 0, ...] + ... + x[..., i, ...]``.
+        bool and integers accumulate in int64, floats keep their dtype. Linear: its vjp is the running
+        sum from the other end."""
+        ...
+
+    def argsort(self, x: Tensor[*S], *, axis: int, descending: bool = False) -> Tensor[*S]:
+        """The int64 positions that sort ``x`` along ``axis`` (rank >= 1), ascending or ``descending``.
+        Stable: equal values keep their order. NaN counts as larger than every number (last ascending,
+        first descending), as PyTorch's ``sort``. No derivative (sorted values are a gather of these
+        positions, which differentiates)."""
         ...
 
     # ---- structure -----------------------------------------------------------------------------
@@ -519,6 +601,14 @@ class Ops(Protocol):
 
     def stop_gradient(self, x: Tensor[*S]) -> Tensor[*S]:
         """Identity whose derivative is zero."""
+        ...
+
+    def check_index(self, x: Tensor[*S], *, bound: int, what: str, allowed: tuple[int, ...] = ()) -> Tensor[*S]:
+        """``x`` (int32 or int64) unchanged, after checking when it runs that every value lies in
+        ``[0, bound)`` or is one of ``allowed``; otherwise an :class:`~tensorplay.errors.IndexRangeError`
+        naming ``what`` (e.g. ``"embedding: index"``), the position and the value. Consumers read the
+        output, so a recorded check runs whenever they do (eagerly, in a graph module, under every
+        transform; under ``vmap`` the position includes the batch axis). No derivative."""
         ...
 
     # ---- creation ------------------------------------------------------------------------------

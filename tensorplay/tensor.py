@@ -10,20 +10,22 @@ operation (an outer transform's value seen inside an inner one is lifted).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, TypeVarTuple, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, TypeVar, TypeVarTuple, overload
 
 import numpy as np
 
 from tensorplay import dtypes as _dt
 from tensorplay import derived as _p
+from tensorplay import sorting as _sorting
 from tensorplay import recording as _recording
-from tensorplay.errors import DTypeError, ShapeError
+from tensorplay.errors import AxisError, DTypeError, ShapeError
 
 if TYPE_CHECKING:
     from tensorplay.ops import Interpreter
 
 Shape = TypeVarTuple("Shape")
 S2 = TypeVarTuple("S2")
+VS = TypeVarTuple("VS")
 Scalar = bool | int | float
 
 # Typing-only names for the shape-polymorphic signatures below. Methods that constrain
@@ -389,6 +391,8 @@ class Tensor(Generic[*Shape]):
         # accepting tensors would let mypy fall back to it whenever ``a @ b`` does not type-check.
         return _p.matmul(self._pick(other), other, self)  # type: ignore[no-any-return]
 
+    matmul = __matmul__
+
     def __neg__(self) -> Tensor[*Shape]:
         return self._ops.neg(self)
 
@@ -399,10 +403,11 @@ class Tensor(Generic[*Shape]):
         return self._ops.abs(self)
 
     def __invert__(self) -> Tensor[*Shape]:
-        return self._ops.logical_not(self)
+        """``~x``: bitwise not of an integer tensor, logical not of a bool tensor; floats are refused."""
+        return self._ops.bitwise_not(self)
 
     @overload
-    def __and__(self, other: Tensor[*Shape] | Tensor[()] | bool) -> Tensor[*Shape]: ...
+    def __and__(self, other: Tensor[*Shape] | Tensor[()] | bool | int) -> Tensor[*Shape]: ...
 
     @overload
     def __and__(self: Tensor[*Lead, D], other: Tensor[D]) -> Tensor[*Lead, D]: ...
@@ -414,10 +419,14 @@ class Tensor(Generic[*Shape]):
     def __and__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
 
     def __and__(self, other: Any) -> Any:
-        return self._binary("logical_and", other)
+        """``x & y``: bitwise and of integers, logical and of bools; floats are refused."""
+        return self._binary("bitwise_and", other)
+
+    def __rand__(self, other: bool | int) -> Tensor[*Shape]:
+        return self._binary("bitwise_and", other, reverse=True)  # type: ignore[no-any-return]
 
     @overload
-    def __or__(self, other: Tensor[*Shape] | Tensor[()] | bool) -> Tensor[*Shape]: ...
+    def __or__(self, other: Tensor[*Shape] | Tensor[()] | bool | int) -> Tensor[*Shape]: ...
 
     @overload
     def __or__(self: Tensor[*Lead, D], other: Tensor[D]) -> Tensor[*Lead, D]: ...
@@ -429,7 +438,30 @@ class Tensor(Generic[*Shape]):
     def __or__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
 
     def __or__(self, other: Any) -> Any:
-        return self._binary("logical_or", other)
+        """``x | y``: bitwise or of integers, logical or of bools; floats are refused."""
+        return self._binary("bitwise_or", other)
+
+    def __ror__(self, other: bool | int) -> Tensor[*Shape]:
+        return self._binary("bitwise_or", other, reverse=True)  # type: ignore[no-any-return]
+
+    @overload
+    def __xor__(self, other: Tensor[*Shape] | Tensor[()] | bool | int) -> Tensor[*Shape]: ...
+
+    @overload
+    def __xor__(self: Tensor[*Lead, D], other: Tensor[D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __xor__(self: Tensor[*Lead, D], other: Tensor[*Lead, One]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __xor__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
+
+    def __xor__(self, other: Any) -> Any:
+        """``x ^ y``: bitwise xor of integers, logical xor of bools; floats are refused."""
+        return self._binary("bitwise_xor", other)
+
+    def __rxor__(self, other: bool | int) -> Tensor[*Shape]:
+        return self._binary("bitwise_xor", other, reverse=True)  # type: ignore[no-any-return]
 
     def __eq__(self, other: object) -> Tensor[*Shape]:  # type: ignore[override]
         if other is None:  # ``t == None`` is False, as in PyTorch (not an elementwise comparison)
@@ -508,6 +540,9 @@ class Tensor(Generic[*Shape]):
             return pick_interpreter(self._ops, other._ops)
         return self._ops
 
+    def _pick_all(self, *others: object) -> Interpreter:
+        return highest_interpreter(others, self._ops)  # type: ignore[no-any-return]
+
     # ---- elementwise methods -------------------------------------------------------------------
     def exp(self) -> Tensor[*Shape]:
         """``e**x``."""
@@ -581,6 +616,10 @@ class Tensor(Generic[*Shape]):
         """Round up."""
         return self._ops.ceil(self)
 
+    def round(self, decimals: int = 0) -> Tensor[*Shape]:
+        """Round to ``decimals`` decimal places, halves to even (``round(2.5) == 2``, as PyTorch); gradient 0."""
+        return _p.round_half_even(self._ops, self, decimals)  # type: ignore[no-any-return]
+
     def square(self) -> Tensor[*Shape]:
         """``x * x``."""
         return self._ops.mul(self, self)
@@ -621,15 +660,61 @@ class Tensor(Generic[*Shape]):
         """Elementwise min (numpy broadcasting)."""
         return self._binary("minimum", other)
 
-    def clamp(self, min: Scalar | None = None, max: Scalar | None = None) -> Tensor[*Shape]:
-        """Limit to ``[min, max]`` (either may be ``None``)."""
-        return _p.clamp(self._ops, self, min, max)  # type: ignore[no-any-return]
+    def clamp(self, min: Tensor[*Shape] | Tensor[()] | Scalar | None = None,
+              max: Tensor[*Shape] | Tensor[()] | Scalar | None = None) -> Tensor[*Shape]:
+        """Limit to ``[min, max]`` (either may be ``None``, a number or a tensor that broadcasts); the
+        gradient is 1 inside the closed interval and goes to a tensor bound where it is exceeded."""
+        return _p.clamp(self._pick_all(min, max), self, min, max)  # type: ignore[no-any-return]
 
     clip = clamp
 
     def isnan(self) -> Tensor[*Shape]:
         """True where the value is NaN."""
         return self._ops.ne(self, self)
+
+    def isfinite(self) -> Tensor[*Shape]:
+        """True where the value is neither infinite nor NaN (always for integers and bools)."""
+        return _p.isfinite(self._ops, self)  # type: ignore[no-any-return]
+
+    def isinf(self) -> Tensor[*Shape]:
+        """True where the value is ``+inf`` or ``-inf``."""
+        return _p.isinf(self._ops, self)  # type: ignore[no-any-return]
+
+    def nan_to_num(self, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor[*Shape]:
+        """NaN, ``+inf`` and ``-inf`` replaced by ``nan``, ``posinf`` and ``neginf`` (by default the dtype's
+        largest and smallest finite values); the gradient reaches the finite entries only."""
+        return _p.nan_to_num(self._ops, self, nan, posinf, neginf)  # type: ignore[no-any-return]
+
+    def masked_fill(self, mask: Tensor[*tuple[Any, ...]], value: Tensor[()] | Scalar) -> Tensor[*Shape]:
+        """``value`` where the bool ``mask`` (broadcast to this shape) is True; shape and dtype kept."""
+        return _p.masked_fill(self._pick_all(mask, value), self, mask, value)  # type: ignore[no-any-return]
+
+    def isclose(self, other: Tensor[*Shape] | Tensor[()] | Scalar, rtol: float = 1e-05, atol: float = 1e-08,
+                equal_nan: bool = False) -> Tensor[*Shape]:
+        """``|self - other| <= atol + rtol * |other|`` elementwise (``torch.isclose``)."""
+        return _p.isclose(self._pick(other), self, other, rtol, atol, equal_nan)  # type: ignore[no-any-return]
+
+    def allclose(self, other: Tensor[*Shape] | Tensor[()] | Scalar, rtol: float = 1e-05, atol: float = 1e-08,
+                 equal_nan: bool = False) -> bool:
+        """Whether :meth:`isclose` holds everywhere, as a Python bool (reads the value: under a symbolic
+        recording this is refused, in execute mode it is recorded as a guard)."""
+        return bool(self.isclose(other, rtol, atol, equal_nan).all())
+
+    def tril(self, diagonal: int = 0) -> Tensor[*Shape]:
+        """The lower triangle of the last two axes (entries with ``col - row <= diagonal``), zeros above."""
+        return _p.triangle(self._ops, self, diagonal, True)  # type: ignore[no-any-return]
+
+    def triu(self, diagonal: int = 0) -> Tensor[*Shape]:
+        """The upper triangle of the last two axes (entries with ``col - row >= diagonal``), zeros below."""
+        return _p.triangle(self._ops, self, diagonal, False)  # type: ignore[no-any-return]
+
+    def outer(self: Tensor[M], other: Tensor[N]) -> Tensor[M, N]:
+        """``out[i, j] = self[i] * other[j]`` for two vectors."""
+        return _p.outer(self._pick(other), self, other)  # type: ignore[no-any-return]
+
+    def cumsum(self, dim: int) -> Tensor[*Shape]:
+        """Running sums along ``dim`` (bool and integers accumulate in int64)."""
+        return _p.cumsum(self._ops, self, dim)  # type: ignore[no-any-return]
 
     def softmax(self, dim: int) -> Tensor[*Shape]:
         """Softmax along ``dim``."""
@@ -744,71 +829,295 @@ class Tensor(Generic[*Shape]):
         return _p.var(self._ops, self, dim, keepdim, correction)
 
     @overload
-    def max(self, dim: None = None, keepdim: Literal[False] = False) -> Tensor[()]: ...
+    def std(self, dim: None = None, keepdim: Literal[False] = False, correction: int = 1) -> Tensor[()]: ...
 
     @overload
-    def max(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[False] = False) -> Tensor[*Lead]: ...
+    def std(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[False] = False, correction: int = 1) -> Tensor[*Lead]: ...
 
     @overload
-    def max(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[True]) -> Tensor[*Lead, One]: ...
+    def std(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[True], correction: int = 1) -> Tensor[*Lead, One]: ...
 
     @overload
-    def max(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[False] = False) -> Tensor[*Lead, D]: ...
+    def std(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[False] = False, correction: int = 1) -> Tensor[*Lead, D]: ...
 
     @overload
-    def max(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[True]) -> Tensor[*Lead, One, D]: ...
+    def std(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[True], correction: int = 1) -> Tensor[*Lead, One, D]: ...
 
     @overload
-    def max(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[False] = False) -> Tensor[*Rest]: ...
+    def std(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[False] = False, correction: int = 1) -> Tensor[*Rest]: ...
 
     @overload
-    def max(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[True]) -> Tensor[One, *Rest]: ...
+    def std(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[True], correction: int = 1) -> Tensor[One, *Rest]: ...
 
     @overload
-    def max(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[False] = False) -> Tensor[A0, *Rest]: ...
+    def std(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[False] = False, correction: int = 1) -> Tensor[A0, *Rest]: ...
 
     @overload
-    def max(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[True]) -> Tensor[A0, One, *Rest]: ...
+    def std(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[True], correction: int = 1) -> Tensor[A0, One, *Rest]: ...
 
     @overload
-    def max(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*AnyShape]: ...
+    def std(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor[*AnyShape]: ...
 
-    def max(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Any:
-        """Max over ``dim`` (all axes when ``None``). Returns the values only (see ``argmax``)."""
+    def std(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False,
+            correction: int = 1) -> Any:
+        """Standard deviation over ``dim`` with Bessel's ``correction`` (1 by default, as PyTorch); the
+        gradient of a constant sample is 0 (PyTorch's convention), not NaN."""
+        return _p.std(self._ops, self, dim, keepdim, correction)
+
+    @overload
+    def norm(self, p: float | str = "fro", dim: None = None, keepdim: Literal[False] = False) -> Tensor[()]: ...
+
+    @overload
+    def norm(self: Tensor[*Lead, D], p: float | str, dim: Literal[-1], keepdim: Literal[False] = False) -> Tensor[*Lead]: ...
+
+    @overload
+    def norm(self: Tensor[*Lead, D], p: float | str, dim: Literal[-1], keepdim: Literal[True]) -> Tensor[*Lead, One]: ...
+
+    @overload
+    def norm(self, p: float | str = "fro", dim: int | tuple[int, ...] | None = None,
+             keepdim: bool = False) -> Tensor[*AnyShape]: ...
+
+    def norm(self, p: float | str = "fro", dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Any:
+        """The vector ``p``-norm over ``dim`` (all axes when ``None``), as ``torch.norm``: ``"fro"`` and 2
+        (``sqrt(sum(x^2))``), 1, ``inf``, ``-inf``, 0 (non-zeros) or any other number; the gradient at a
+        zero vector is 0, as PyTorch."""
+        return _p.norm(self._ops, self, p, dim, keepdim)
+
+    @overload
+    def all(self, dim: None = None, keepdim: Literal[False] = False) -> Tensor[()]: ...
+
+    @overload
+    def all(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[False] = False) -> Tensor[*Lead]: ...
+
+    @overload
+    def all(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*AnyShape]: ...
+
+    def all(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Any:
+        """Whether every element over ``dim`` (all axes when ``None``) is non-zero, as a bool tensor."""
+        return _p.all_true(self._ops, self, dim, keepdim)
+
+    @overload
+    def any(self, dim: None = None, keepdim: Literal[False] = False) -> Tensor[()]: ...
+
+    @overload
+    def any(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[False] = False) -> Tensor[*Lead]: ...
+
+    @overload
+    def any(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*AnyShape]: ...
+
+    def any(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Any:
+        """Whether any element over ``dim`` (all axes when ``None``) is non-zero, as a bool tensor."""
+        return _p.any_true(self._ops, self, dim, keepdim)
+
+    def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> ValuesIndices[*Shape]:
+        """The named tuple ``(values, indices)`` sorted along ``dim``. Always stable (equal values keep their
+        order, what PyTorch guarantees with ``stable=True``); NaN sorts as the largest value (last
+        ascending, first descending). Gradients reach the values through their indices."""
+        return ValuesIndices(*_sorting.sort(self._ops, self, dim, descending))
+
+    def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor[*Shape]:
+        """The int64 positions that sort along ``dim`` (see :meth:`sort`)."""
+        return _sorting.argsort(self._ops, self, dim, descending)  # type: ignore[no-any-return]
+
+    @overload
+    def topk(self: Tensor[*Lead, D], k: int, dim: Literal[-1] = -1, largest: bool = True,
+             sorted: bool = True) -> ValuesIndices[*Lead, int]: ...
+
+    @overload
+    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> ValuesIndices[*AnyShape]: ...
+
+    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
+        """The named tuple ``(values, indices)`` of the ``k`` largest (``largest=False``: smallest) entries
+        along ``dim``, always in sorted order; NaN counts as the largest; of equal values the first
+        positions are taken (PyTorch leaves that order unspecified)."""
+        return ValuesIndices(*_sorting.topk(self._ops, self, k, dim, largest))
+
+    @overload
+    def max(self) -> Tensor[()]: ...
+
+    @overload
+    def max(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[False] = False) -> ValuesIndices[*Lead]: ...
+
+    @overload
+    def max(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[True]) -> ValuesIndices[*Lead, One]: ...
+
+    @overload
+    def max(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[False] = False) -> ValuesIndices[*Lead, D]: ...
+
+    @overload
+    def max(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[True]) -> ValuesIndices[*Lead, One, D]: ...
+
+    @overload
+    def max(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[False] = False) -> ValuesIndices[*Rest]: ...
+
+    @overload
+    def max(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[True]) -> ValuesIndices[One, *Rest]: ...
+
+    @overload
+    def max(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[False] = False) -> ValuesIndices[A0, *Rest]: ...
+
+    @overload
+    def max(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[True]) -> ValuesIndices[A0, One, *Rest]: ...
+
+    @overload
+    def max(self, dim: int, keepdim: bool = False) -> ValuesIndices[*AnyShape]: ...
+
+    @overload
+    def max(self, other: Tensor[*Shape] | Tensor[()], /) -> Tensor[*Shape]: ...
+
+    @overload
+    def max(self: Tensor[*Lead, D], other: Tensor[D], /) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def max(self: Tensor[*Lead, D], other: Tensor[*Lead, One], /) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def max(self: Tensor[A0, *Rest], other: Tensor[One, *Rest], /) -> Tensor[A0, *Rest]: ...
+
+    def max(self, dim: Any = None, keepdim: bool = False) -> Any:
+        """PyTorch's three forms: ``x.max()`` is the largest element (0-d; tied elements share the
+        gradient); ``x.max(dim, keepdim=False)`` is the named tuple ``(values, indices)`` along ``dim``
+        (the first extremum's position, NaN counting as the extremum; the gradient goes to that position);
+        ``x.max(other)`` is the elementwise ``maximum``. ``amax`` reduces over several axes."""
+        if isinstance(dim, Tensor):
+            if keepdim:
+                raise AxisError("max(other): the elementwise form takes no keepdim")
+            return self._binary("maximum", dim)
+        if dim is None:
+            if keepdim:
+                raise AxisError("max(): keepdim=True needs a dim (or use amax(keepdim=True))")
+            return _p.reduce(self._ops, "reduce_max", self, None, False)
+        if isinstance(dim, (tuple, list)):
+            raise AxisError(f"max(): dim must be one int, got {dim!r}; use amax(dim=...) to reduce over "
+                            "several axes")
+        return ValuesIndices(*_sorting.extremum(self._ops, self, dim, keepdim, True))
+
+    @overload
+    def min(self) -> Tensor[()]: ...
+
+    @overload
+    def min(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[False] = False) -> ValuesIndices[*Lead]: ...
+
+    @overload
+    def min(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[True]) -> ValuesIndices[*Lead, One]: ...
+
+    @overload
+    def min(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[False] = False) -> ValuesIndices[*Lead, D]: ...
+
+    @overload
+    def min(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[True]) -> ValuesIndices[*Lead, One, D]: ...
+
+    @overload
+    def min(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[False] = False) -> ValuesIndices[*Rest]: ...
+
+    @overload
+    def min(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[True]) -> ValuesIndices[One, *Rest]: ...
+
+    @overload
+    def min(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[False] = False) -> ValuesIndices[A0, *Rest]: ...
+
+    @overload
+    def min(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[True]) -> ValuesIndices[A0, One, *Rest]: ...
+
+    @overload
+    def min(self, dim: int, keepdim: bool = False) -> ValuesIndices[*AnyShape]: ...
+
+    @overload
+    def min(self, other: Tensor[*Shape] | Tensor[()], /) -> Tensor[*Shape]: ...
+
+    @overload
+    def min(self: Tensor[*Lead, D], other: Tensor[D], /) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def min(self: Tensor[*Lead, D], other: Tensor[*Lead, One], /) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def min(self: Tensor[A0, *Rest], other: Tensor[One, *Rest], /) -> Tensor[A0, *Rest]: ...
+
+    def min(self, dim: Any = None, keepdim: bool = False) -> Any:
+        """PyTorch's three forms: ``x.min()`` is the smallest element (0-d; tied elements share the
+        gradient); ``x.min(dim, keepdim=False)`` is the named tuple ``(values, indices)`` along ``dim``
+        (the first extremum's position, NaN counting as the extremum; the gradient goes to that position);
+        ``x.min(other)`` is the elementwise ``minimum``. ``amin`` reduces over several axes."""
+        if isinstance(dim, Tensor):
+            if keepdim:
+                raise AxisError("min(other): the elementwise form takes no keepdim")
+            return self._binary("minimum", dim)
+        if dim is None:
+            if keepdim:
+                raise AxisError("min(): keepdim=True needs a dim (or use amin(keepdim=True))")
+            return _p.reduce(self._ops, "reduce_min", self, None, False)
+        if isinstance(dim, (tuple, list)):
+            raise AxisError(f"min(): dim must be one int, got {dim!r}; use amin(dim=...) to reduce over "
+                            "several axes")
+        return ValuesIndices(*_sorting.extremum(self._ops, self, dim, keepdim, False))
+
+    @overload
+    def amax(self, dim: None = None, keepdim: Literal[False] = False) -> Tensor[()]: ...
+
+    @overload
+    def amax(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[False] = False) -> Tensor[*Lead]: ...
+
+    @overload
+    def amax(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[True]) -> Tensor[*Lead, One]: ...
+
+    @overload
+    def amax(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[False] = False) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def amax(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[True]) -> Tensor[*Lead, One, D]: ...
+
+    @overload
+    def amax(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[False] = False) -> Tensor[*Rest]: ...
+
+    @overload
+    def amax(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[True]) -> Tensor[One, *Rest]: ...
+
+    @overload
+    def amax(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[False] = False) -> Tensor[A0, *Rest]: ...
+
+    @overload
+    def amax(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[True]) -> Tensor[A0, One, *Rest]: ...
+
+    @overload
+    def amax(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*AnyShape]: ...
+
+    def amax(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Any:
+        """Max over ``dim`` (one axis, several, or all when ``None``); tied maxima share the gradient."""
         return _p.reduce(self._ops, "reduce_max", self, dim, keepdim)
 
     @overload
-    def min(self, dim: None = None, keepdim: Literal[False] = False) -> Tensor[()]: ...
+    def amin(self, dim: None = None, keepdim: Literal[False] = False) -> Tensor[()]: ...
 
     @overload
-    def min(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[False] = False) -> Tensor[*Lead]: ...
+    def amin(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[False] = False) -> Tensor[*Lead]: ...
 
     @overload
-    def min(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[True]) -> Tensor[*Lead, One]: ...
+    def amin(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[True]) -> Tensor[*Lead, One]: ...
 
     @overload
-    def min(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[False] = False) -> Tensor[*Lead, D]: ...
+    def amin(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[False] = False) -> Tensor[*Lead, D]: ...
 
     @overload
-    def min(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[True]) -> Tensor[*Lead, One, D]: ...
+    def amin(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[True]) -> Tensor[*Lead, One, D]: ...
 
     @overload
-    def min(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[False] = False) -> Tensor[*Rest]: ...
+    def amin(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[False] = False) -> Tensor[*Rest]: ...
 
     @overload
-    def min(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[True]) -> Tensor[One, *Rest]: ...
+    def amin(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[True]) -> Tensor[One, *Rest]: ...
 
     @overload
-    def min(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[False] = False) -> Tensor[A0, *Rest]: ...
+    def amin(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[False] = False) -> Tensor[A0, *Rest]: ...
 
     @overload
-    def min(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[True]) -> Tensor[A0, One, *Rest]: ...
+    def amin(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[True]) -> Tensor[A0, One, *Rest]: ...
 
     @overload
-    def min(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*AnyShape]: ...
+    def amin(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*AnyShape]: ...
 
-    def min(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Any:
-        """Min over ``dim`` (all axes when ``None``)."""
+    def amin(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Any:
+        """Min over ``dim`` (one axis, several, or all when ``None``); tied minima share the gradient."""
         return _p.reduce(self._ops, "reduce_min", self, dim, keepdim)
 
     @overload
@@ -956,6 +1265,16 @@ class Tensor(Generic[*Shape]):
     def broadcast_to(self, shape: tuple[*S2]) -> Tensor[*S2]:
         """numpy broadcasting to ``shape``."""
         return self._ops.broadcast_to(self, shape=tuple(shape))  # type: ignore[arg-type]
+
+    def split(self, split_size_or_sections: int | list[int] | tuple[int, ...],
+              dim: int = 0) -> tuple[Tensor[*tuple[Any, ...]], ...]:
+        """Views of pieces along ``dim``: of ``split_size_or_sections`` elements each (the last may be
+        smaller), or of the listed sizes (which must add up to the axis), as ``torch.split``."""
+        return _p.split(self._ops, self, split_size_or_sections, dim)
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor[*tuple[Any, ...]], ...]:
+        """Views of ``ceil(n / chunks)``-sized pieces along ``dim`` (possibly fewer than ``chunks``)."""
+        return _p.chunk(self._ops, self, chunks, dim)
 
     def contiguous(self) -> Tensor[*Shape]:
         """The same values in a row-major buffer (a no-op for values that already are)."""
@@ -1109,3 +1428,16 @@ class Tensor(Generic[*Shape]):
 
     def __itruediv__(self, other: Any) -> Any:  # type: ignore[misc]  # in place: the result has self's shape
         return self.div_(other)
+
+    # last in the class body: once defined, ``int`` in an annotation below would name this method
+    def int(self) -> Tensor[*Shape]:
+        """Convert to int32 (floats truncate toward zero), as PyTorch's ``.int()``."""
+        return self.astype(_dt.int32)
+
+
+class ValuesIndices(NamedTuple, Generic[*VS]):
+    """``(values, indices)`` of ``max(dim)``, ``min(dim)``, ``sort`` and ``topk`` (PyTorch's
+    ``torch.return_types``): both of one shape, ``indices`` int64. Unpacks as a pair."""
+
+    values: Tensor[*VS]
+    indices: Tensor[*VS]

@@ -66,10 +66,12 @@ UNARY_WITH_OWN_SAMPLES = ("gelu", "logical_not")  # a parameter, or bool semanti
 BINARY = tuple(n for n in names("binary") if PRIMITIVES[n].dtypes.startswith("promote") and n != "pow")
 COMPARE = names("binary", dtypes="compare")
 LOGICAL = names("binary", dtypes="logical")
+INTEGRAL_UNARY = names("unary", dtypes="int_or_bool")  # integer and bool inputs only: sampled below
+BITWISE = names("binary", dtypes="bitwise")
 
 
 def _elementwise() -> Iterator[Sample]:
-    for i, prim in enumerate(n for n in names("unary") if n not in UNARY_WITH_OWN_SAMPLES):
+    for i, prim in enumerate(n for n in names("unary") if n not in UNARY_WITH_OWN_SAMPLES + INTEGRAL_UNARY):
         low, high = UNARY_RANGE.get(prim, (-3.0, 3.0))
         smooth = PRIMITIVES[prim].has_derivative and prim not in KINKED
         for dtype in FLOATS:
@@ -116,11 +118,35 @@ def _elementwise() -> Iterator[Sample]:
         yield Sample(prim, (rand((2, 3), "float64", i), 0.0), note="scalar", differentiable=False)
         yield Sample(prim, (np.arange(4, dtype=np.int64), np.arange(4, dtype=np.int64)[::-1].copy()), note="int",
                      differentiable=False)
+    yield from _integral()
     yield Sample("where", (rand((3, 4), "float64", 1) > 0, rand((3, 4), "float64", 2), rand((4,), "float64", 3)),
                  note="broadcast")
     yield Sample("where", (rand((3,), "float32", 1) > 0, rand((3,), "float32", 2), 0.0), note="scalar")
     yield Sample("where", (np.array([True, False]), np.array([1, 2], np.int64), np.array([1.5, 2.5], np.float32)),
                  note="mixed", differentiable=False)
+
+
+def _integral() -> Iterator[Sample]:
+    """Bitwise primitives: integers (negative ones and wide ones too), bool, Python int and bool scalars."""
+    ints = np.array([[0, 6, -7], [2**40, -1, 5]], np.int64)
+    for prim in INTEGRAL_UNARY:
+        yield Sample(prim, (ints,), note="int64", differentiable=False)
+        yield Sample(prim, (np.array([3, -4, 0], np.int32),), note="int32", differentiable=False)
+        yield Sample(prim, (np.array([True, False]),), note="bool", differentiable=False)
+        yield Sample(prim, (np.array(5, np.int64),), note="0d", differentiable=False)
+        yield Sample(prim, (np.zeros((0, 2), np.int64),), note="empty", differentiable=False)
+        yield Sample(prim, (non_contiguous(ints),), note="strided", differentiable=False)
+    for prim in BITWISE:
+        yield Sample(prim, (ints, np.array([3, -1, 12], np.int64)), note="int64-broadcast", differentiable=False)
+        yield Sample(prim, (np.array([5, -6], np.int32), np.array([3, 3], np.int64)), note="int32-int64",
+                     differentiable=False)
+        yield Sample(prim, (np.array([True, True, False, False]), np.array([True, False, True, False])), note="bool",
+                     differentiable=False)
+        yield Sample(prim, (np.array([5, -6], np.int32), 3), note="int-scalar", differentiable=False)
+        yield Sample(prim, (6, np.array([True, False])), note="scalar-left-bool", differentiable=False)
+        yield Sample(prim, (np.array([True, False]), True), note="bool-scalar", differentiable=False)
+        yield Sample(prim, (np.zeros((0, 3), np.int64), np.array([1, 2, 3], np.int64)), note="empty",
+                     differentiable=False)
 
 
 def _reductions() -> Iterator[Sample]:
@@ -142,6 +168,24 @@ def _reductions() -> Iterator[Sample]:
                  note="bool", differentiable=False)
     yield Sample("reduce_sum", (np.arange(6, dtype=np.int32).reshape(2, 3),), {"axes": (0,), "keepdims": False},
                  note="int32", differentiable=False)
+    for dtype in FLOATS:
+        yield Sample("cumsum", (rand((3, 4, 2), dtype, 6),), {"axis": 1}, note=dtype)
+    yield Sample("cumsum", (rand((4,), "float64", 6),), {"axis": -1}, note="1d")
+    yield Sample("cumsum", (non_contiguous(rand((3, 4), "float64", 6)),), {"axis": 0}, note="strided")
+    yield Sample("cumsum", (rand((2, 0), "float32", 6),), {"axis": 1}, note="empty", differentiable=False)
+    yield Sample("cumsum", (np.array([[True, False], [True, True]]),), {"axis": 0}, note="bool", differentiable=False)
+    yield Sample("cumsum", (np.arange(6, dtype=np.int32).reshape(2, 3),), {"axis": 1}, note="int32",
+                 differentiable=False)
+    ties = np.array([[3.0, np.nan, 1.0, 3.0, np.nan, 2.0], [0.0, -0.0, np.inf, -np.inf, 1.0, 0.0]])
+    for descending in (False, True):
+        yield Sample("argsort", (ties,), {"axis": 1, "descending": descending}, note=f"ties-nan-{descending}",
+                     differentiable=False)
+        yield Sample("argsort", (rand((3, 4, 2), "float32", 7),), {"axis": 0, "descending": descending},
+                     note=f"axis0-{descending}", differentiable=False)
+    yield Sample("argsort", (np.array([[2, 0, 2, 1]], np.int32),), {"axis": -1}, note="int32", differentiable=False)
+    yield Sample("argsort", (np.array([True, False, True]),), {"axis": 0, "descending": True}, note="bool",
+                 differentiable=False)
+    yield Sample("argsort", (rand((0, 3), "float32", 7),), {"axis": 0}, note="empty", differentiable=False)
     for prim in ("argmax", "argmin"):
         yield Sample(prim, (rand((3, 4), "float32", 5),), {"axis": 1, "keepdims": False}, note="f32",
                      differentiable=False)
@@ -188,6 +232,12 @@ def _structure() -> Iterator[Sample]:
     yield Sample("full", (), {"shape": (0,), "value": 1, "dtype": "int64"}, note="empty", differentiable=False)
     yield Sample("iota", (), {"length": 5, "dtype": "int64"}, differentiable=False)
     yield Sample("iota", (), {"length": 0, "dtype": "float32"}, note="empty", differentiable=False)
+    yield Sample("check_index", (np.array([[0, 3], [2, 1]], np.int64),), {"bound": 4, "what": "target"},
+                 differentiable=False)
+    yield Sample("check_index", (np.array([1, -100, 0], np.int32),), {"bound": 2, "what": "target", "allowed": (-100,)},
+                 note="allowed-int32", differentiable=False)
+    yield Sample("check_index", (np.zeros((0, 2), np.int64),), {"bound": 0, "what": "index"}, note="empty",
+                 differentiable=False)
 
 
 def _linalg_nn() -> Iterator[Sample]:

@@ -217,3 +217,23 @@ def test_functionalize_composes_with_transforms() -> None:
     assert_close(g, 1 + np.cos([0.0, 1.0]), check_dtype=False)
     per = vmap(functionalize(lambda x: x.clone().add_(1.0)))(tp.ones(3, 2))
     assert_close(per, np.full((3, 2), 2.0), check_dtype=False)
+
+
+def test_transforms_write_back_the_state_a_function_updates() -> None:
+    """A training batch norm under vjp/grad updates its running statistics once per call, as eagerly;
+    under vmap (one update per sample) it is refused, as PyTorch does."""
+    from tensorplay.func import grad, vjp, vmap
+    x = tp.tensor(np.random.default_rng(0).standard_normal((6, 3, 4)))
+    eager_bn, func_bn = tp.nn.BatchNorm1d(3).double(), tp.nn.BatchNorm1d(3).double()
+    eager_bn(x)
+    vjp(lambda v: func_bn(v), x)
+    np.testing.assert_allclose(func_bn.running_mean.numpy(), eager_bn.running_mean.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(func_bn.running_var.numpy(), eager_bn.running_var.numpy(), rtol=1e-12)
+    grad(lambda v: func_bn(v).sum())(x)
+    eager_bn(x)
+    np.testing.assert_allclose(func_bn.running_mean.numpy(), eager_bn.running_mean.numpy(), rtol=1e-12)
+    batches = tp.tensor(np.random.default_rng(1).standard_normal((2, 6, 3, 4)))  # two batches of [N, C, L]
+    with pytest.raises(ValueError, match="running statistics.*one update per sample"):
+        vmap(func_bn)(batches)
+    func_bn.eval()
+    assert vmap(func_bn)(batches).shape == batches.shape

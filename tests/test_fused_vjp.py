@@ -399,7 +399,7 @@ def test_fused_module_is_documented() -> None:
 
 def test_threaded_kernels_equal_single_threaded(monkeypatch: pytest.MonkeyPatch) -> None:
     """Split over threads (forced on small arrays), every backward kernel gives the same bits."""
-    from tensorplay.interpreters.eager.kernels import _support
+    from tensorplay.interpreters.eager.kernels import threads
     x = randn((64, 33), np.float32, 2.0)
     g = randn((64, 33), np.float32)
     w = randn((33,), np.float32)
@@ -414,9 +414,9 @@ def test_threaded_kernels_equal_single_threaded(monkeypatch: pytest.MonkeyPatch)
                 KB.relu_backward(g, np.maximum(x, 0)), KB.softmax_backward(x, g, axis=1),
                 KB.log_softmax_backward(x, g, axis=0), KB.erf(x), KB.max_pool_backward(p, gp, **pool)]
 
-    monkeypatch.setattr(_support, "_NUM_THREADS", 1)
+    monkeypatch.setattr(threads, "_NUM_THREADS", 1)
     single = run()
-    monkeypatch.setattr(_support, "_NUM_THREADS", 2)
-    monkeypatch.setattr(_support, "PARALLEL_MIN_WORK", 16)
+    monkeypatch.setattr(threads, "_NUM_THREADS", 2)
+    monkeypatch.setattr(threads, "PARALLEL_MIN_WORK", 16)
     for a, b in zip(single, run()):
         np.testing.assert_array_equal(a, b)

@@ -17,7 +17,7 @@ import pytest
 
 import tensorplay as tp
 from tensorplay.graph import Graph, GraphModule, Recorder, evaluate, trace, typecheck
-from tensorplay.testing import NotCloseError, assert_close, check_interpreters
+from tensorplay.testing import assert_close, check_interpreters
 from tests.samples import SAMPLES, Sample
 
 AnyFn = Callable[..., Any]
@@ -208,7 +208,7 @@ def _layers() -> list[tuple[str, AnyFn]]:
     ]
 
 
-# vmap leaves a training batch norm's running statistics as they were (see the xfail below)
+# vmap refuses a training batch norm (one statistics update per sample: see the test below)
 _NO_VMAP = {"BatchNorm1d-train", "BatchNorm2d-train", "Sequential-CNN"}
 
 
@@ -228,11 +228,7 @@ def test_nn_layer_three_ways(case: tuple[str, AnyFn]) -> None:
     assert {p.name for p in gm.graph.inputs if p.kind == "parameter"} == params
 
 
-@pytest.mark.xfail(strict=True, raises=NotCloseError,
-                   reason="vmap of a training-mode batch norm neither updates its running statistics nor refuses")
-def test_vmap_of_a_training_batch_norm_updates_its_statistics_or_refuses() -> None:
+def test_vmap_of_a_training_batch_norm_refuses_per_sample_statistics() -> None:
     tp.manual_seed(0)
-    try:
+    with pytest.raises(ValueError, match="one update per sample"):
         check_interpreters(tp.nn.BatchNorm1d(3), _r(4, 3, 5), interpreters=["vmap"], grads=False)
-    except tp.TensorplayError:
-        pass  # refusing, as PyTorch does, is fine

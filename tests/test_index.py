@@ -32,7 +32,7 @@ def test_made_from_lists_arrays_and_tensors() -> None:
 
 def test_out_of_range_values_are_rejected_when_made() -> None:
     with pytest.raises(tp.IndexRangeError, match=r"index: value 10 at position \[1, 0\] is out of range; "
-                                                 r"expected 0 <= value < bound = 10"):
+                                                 r"expected 0 <= value < 10"):
         tp.index([[1, 2], [10, 3]], bound=Vocab(10))
     with pytest.raises(tp.IndexRangeError, match=r"value -1 at position \[0\]"):
         tp.index([-1, 2], bound=3)

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from tensorplay.spec import SPECS, Aval
-from tensorplay.spec.table import names
+from tensorplay.spec.table import PRIMITIVES, names
 from tensorplay.spec.dtypes import DTYPES, result_type
 from tensorplay.spec.errors import AxisError, DTypeError, ShapeError
 from tensorplay.ops import PRIMITIVE_NAMES, Ops
@@ -99,10 +99,15 @@ def _samples() -> dict[str, tuple[tuple[Any, ...], dict[str, Any]]]:
     s["gelu"] = ((x,), {"approximate": "tanh"})
     for name in names("binary"):
         s[name] = ((x, 2), {})
+    ints = (x * 10).astype("int64")
+    for name in (*names("unary", dtypes="int_or_bool"), *names("binary", dtypes="bitwise")):
+        s[name] = ((ints,) if PRIMITIVES[name].family == "unary" else (ints, 3), {})
     s["where"] = ((x > 0, x, 1.5), {})
     for name in names("reduce"):
         s[name] = ((x,), {"axes": (0, -1), "keepdims": True})
     s["argmax"] = s["argmin"] = ((x,), {"axis": 1})
+    s["cumsum"] = ((x,), {"axis": 1})
+    s["argsort"] = ((x,), {"axis": -1, "descending": True})
     s["reshape"] = ((x,), {"shape": (6, 5)})
     s["permute"] = ((x,), {"perm": (2, 0, 1)})
     s["broadcast_to"] = ((x,), {"shape": (4, 2, 3, 5)})
@@ -114,6 +119,7 @@ def _samples() -> dict[str, tuple[tuple[Any, ...], dict[str, Any]]]:
     s["cast"] = ((x,), {"dtype": "int32"})
     s["full"] = ((), {"shape": (2, 3), "value": 1.5, "dtype": "float64"})
     s["iota"] = ((), {"length": 4, "dtype": "int32"})
+    s["check_index"] = ((np.array([[0, 2], [1, 1]]),), {"bound": 3, "what": "index", "allowed": (-1,)})
     s["matmul"] = ((x, rand(5, 2, dtype="float32")), {})
     s["conv_nd"] = ((img, rand(6, 2, 3, 3, dtype="float32")),
                  {"stride": (1, 2), "padding": (1, 0), "dilation": (1, 1), "groups": 2})

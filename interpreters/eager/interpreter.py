@@ -130,7 +130,7 @@ UNARY_KERNELS: dict[str, Callable[..., Any]] = {
     "neg": np.negative, "abs": np.abs, "sign": np.sign, "exp": _quiet(np.exp), "log": _quiet(np.log),
     "log1p": _quiet(np.log1p), "expm1": _quiet(np.expm1), "sqrt": _quiet(np.sqrt), "rsqrt": _quiet(_rsqrt),
     "sin": np.sin, "cos": np.cos, "tan": _quiet(np.tan), "tanh": np.tanh, "sigmoid": _sigmoid, "relu": _relu, "floor": np.floor,
-    "ceil": np.ceil, "logical_not": np.logical_not, "erf": erf, "gelu": K.gelu,
+    "ceil": np.ceil, "round": np.round, "logical_not": np.logical_not, "erf": erf, "gelu": K.gelu, "bitwise_not": np.invert,
 }
 """The eager kernel of each primitive of the ``unary`` family: ``kernel(x, **params)`` on the input array
 (already converted to the result dtype)."""
@@ -139,7 +139,8 @@ BINARY_KERNELS: dict[str, Callable[[Any, Any], Any]] = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": _quiet(np.true_divide),
     "pow": _quiet(np.power), "maximum": np.maximum, "minimum": np.minimum, "atan2": np.arctan2, "eq": np.equal,
     "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
-    "logical_and": np.logical_and, "logical_or": np.logical_or,
+    "logical_and": np.logical_and, "logical_or": np.logical_or, "bitwise_and": np.bitwise_and,
+    "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
 }
 """The eager kernel of each primitive of the ``binary`` family: a numpy ufunc (or one like it) on the two
 operands, already converted to the compute dtype."""
@@ -247,7 +248,11 @@ class EagerInterpreter(BaseInterpreter):
             out_dtype = _rule(name, (x,), params).dtype
             if out_dtype != data.dtype.name and out_dtype != "bool":
                 data = data.astype(out_dtype)
-        out = UNARY_KERNELS[name](data, **params) if params else UNARY_KERNELS[name](data)
+        try:
+            out = UNARY_KERNELS[name](data, **params) if params else UNARY_KERNELS[name](data)
+        except TypeError:  # numpy refuses the dtype (a float skipped the rule above): the rule's clear error
+            _rule(name, (x,), params)
+            raise
         if type(out) is not np.ndarray:
             out = np.asarray(out)
         return self._finish(name, (x,), params, out)
@@ -263,8 +268,8 @@ class EagerInterpreter(BaseInterpreter):
         if fast:
             try:
                 out = BINARY_KERNELS[name](xd, yd)
-            except ValueError:
-                _rule(name, (x, y), {})  # raises the rule's ShapeError
+            except (ValueError, TypeError):
+                _rule(name, (x, y), {})  # raises the rule's ShapeError or DTypeError
                 raise
             if type(out) is not np.ndarray:
                 out = np.asarray(out)

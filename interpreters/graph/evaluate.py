@@ -16,6 +16,7 @@ import numpy as np
 from tensorplay.interpreters.graph.ir import Graph, Var
 from tensorplay.interpreters.graph.walk import Walker
 from tensorplay.spec.errors import DTypeError, GraphCaptureError, ShapeError
+from tensorplay.spec.structure import out_of_range
 from tensorplay import random_state
 from tensorplay.errors import IndexRangeError
 from tensorplay.symbolic import bind_shape, check_shape
@@ -62,12 +63,11 @@ def _check_index_bound(p: Var, x: Any, bound: int) -> None:
         array = np.asarray(x._data)
     else:
         array = np.asarray(x)
-    if array.size and (array.min() < 0 or array.max() >= bound):
-        bad = (array < 0) | (array >= bound)
-        position = [int(i) for i in np.argwhere(bad)[0]]
-        raise IndexRangeError(f"graph input {p.name!r}: value {int(array[tuple(position)])} at position {position} "
-                              f"is out of range; it was traced as an index tensor with bound {bound} "
-                              f"(expected 0 <= value < {bound})")
+    found = out_of_range(array, bound)
+    if found is not None:
+        position, value = found
+        raise IndexRangeError(f"graph input {p.name!r}: value {value} at position {position} is out of range; it "
+                              f"was traced as an index tensor with bound {bound} (expected 0 <= value < {bound})")
 
 
 def input_values(graph: Graph, ops: Any, inputs: Sequence[Any],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tensorplay.errors import ShapeError, TensorplayError
+from tensorplay.errors import GraphCaptureError, ShapeError, TensorplayError
 
 
 class FileFormatError(TensorplayError, ValueError):
@@ -32,4 +32,9 @@ class InputConstraintError(ShapeError):
     the message names the dim, the input and axis, and where the dim was declared."""
 
 
-__all__ = ["ConstraintViolationError", "FileFormatError", "InputConstraintError"]
+class CapturedStateWriteError(GraphCaptureError):
+    """At export: the program writes to a tensor it reads from outside (a closure or a global, not a
+    buffer or parameter of the exported module): an exported program can only update module state."""
+
+
+__all__ = ["CapturedStateWriteError", "ConstraintViolationError", "FileFormatError", "InputConstraintError"]

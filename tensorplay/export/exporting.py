@@ -27,7 +27,7 @@ import numpy as np
 
 from tensorplay.export.capture import Captured, ModuleCall, capture
 from tensorplay.export.dynamic import AUTO, DECLARED, Arguments, DimInfo, ShapeSpec, SuggestedFix, combine, refined, resolve
-from tensorplay.export.errors import ConstraintViolationError
+from tensorplay.export.errors import CapturedStateWriteError, ConstraintViolationError
 from tensorplay.export.program import CallSpec, ExportedProgram, ModuleCallEntry, name_values, value_name
 from tensorplay.export.requirements import Requirement, check_example, from_decisions, probe
 from tensorplay.export.signature import (
@@ -311,7 +311,7 @@ def _lift_captures(graph: Graph, strict: bool) -> None:
                 f"(a closure or a global, shape {list(p.shape)}){where}; pass it as an argument or register it on "
                 "the module, or export with strict=False to bake its current value in as a constant")
         if id(p) in mutated:
-            raise GraphCaptureError(f"export: the program writes to a tensor captured from outside the model "
+            raise CapturedStateWriteError(f"export: the program writes to a tensor captured from outside the model "
                                     f"(shape {list(p.shape)}){where}; only module buffers and parameters can be "
                                     "updated by an exported program")
         source = p.source

@@ -38,6 +38,7 @@ from tensorplay.export.tensorfile import (
     check_schema, checksum, decode, dim_order, encode, read_bytes, with_dim_order, write_bytes,
 )
 from tensorplay.export.weights import _Reader, _Writer, decode_scalar, encode_scalar
+from tensorplay.tensor import ValuesIndices
 from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay.interpreters.graph.ir import INPUT_KINDS, Graph, Literal, Location, Var
 from tensorplay.pytree import Structure
@@ -128,6 +129,8 @@ def structure_to_json(structure: Structure | None, where: str) -> Any:
             return {"none": True}
         if type(value) is tuple:
             return {"tuple": [node(v) for v in value]}
+        if type(value) is ValuesIndices:  # max(dim), min(dim), sort, topk: a type of tensorplay's own
+            return {"values_indices": [node(v) for v in value]}
         if type(value) is list:
             return {"list": [node(v) for v in value]}
         if type(value) in (dict, collections.OrderedDict):
@@ -172,6 +175,8 @@ def structure_from_json(data: Any, where: str) -> Structure | None:
         if kind in ("tuple", "list") and isinstance(body, list):
             items = [node(v) for v in body]
             return tuple(items) if kind == "tuple" else items
+        if kind == "values_indices" and isinstance(body, list) and len(body) == 2:
+            return ValuesIndices(*(node(v) for v in body))
         if kind in ("dict", "ordered_dict") and isinstance(body, list):
             pairs = []
             for item in body:

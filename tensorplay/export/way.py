@@ -16,13 +16,21 @@ from tensorplay.export.dim import Dim
 from tensorplay.export.exporting import export
 from tensorplay.export.files import load, save
 from tensorplay.export.signature import OutputKind
-from tensorplay.testing.registry import register_interpreter
+from tensorplay.export.errors import CapturedStateWriteError
+from tensorplay.testing.registry import NotApplicable, register_interpreter
 from tensorplay.tensor import Tensor
 
 
 def run_exported(fn: Any, *args: Any) -> Any:
-    """Export (every tensor axis ``Dim.AUTO``), save, load, then call the loaded program's ``module()``."""
-    ep = export(fn, tuple(args), dynamic_shapes=[Dim.AUTO] * _n_arguments(fn, args))
+    """Export (every tensor axis ``Dim.AUTO``), save, load, then call the loaded program's ``module()``.
+
+    A function (not a module) that updates state it closes over (a gradient of a training batch norm,
+    which writes the module's running statistics) has no exported form: export refuses it, and the way
+    does not apply (:class:`NotApplicable`)."""
+    try:
+        ep = export(fn, tuple(args), dynamic_shapes=[Dim.AUTO] * _n_arguments(fn, args))
+    except CapturedStateWriteError as error:
+        raise NotApplicable(f"export refuses the program: {error}") from error
     buffer = io.BytesIO()
     save(ep, buffer)
     buffer.seek(0)

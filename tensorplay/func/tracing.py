@@ -28,7 +28,7 @@ from typing import Any
 
 from tensorplay.interpreters.eager import tape
 from tensorplay.interpreters.eager.interpreter import eager
-from tensorplay.interpreters.graph.evaluate import input_values
+from tensorplay.interpreters.graph.evaluate import apply_mutations, input_values
 from tensorplay.interpreters.graph.ir import Graph, Literal, Var
 from tensorplay.interpreters.graph.recorder import Recorder, foreign_aval
 from tensorplay.interpreters.graph.batched import map_over_lead
@@ -240,7 +240,8 @@ def forward(traced: Traced, ops: Any, inputs: Sequence[Any]) -> dict[Any, Any]:
     """Run the graph with ``ops`` and return the value of every variable (placeholders included).
 
     When ``ops`` is eager, the graph was recorded in execute mode and nothing is on the tape, the
-    values computed while recording are reused (the forward pass runs once)."""
+    values computed while recording are reused (the forward pass runs once). State the function updates
+    (batch-norm running statistics: ``graph.mutations``) is written back, once per call, as eagerly."""
     graph = traced.graph
     values = input_values(graph, ops, inputs)
     env: dict[Any, Any] = dict(zip(graph.inputs, values))
@@ -253,8 +254,10 @@ def forward(traced: Traced, ops: Any, inputs: Sequence[Any]) -> dict[Any, Any]:
                 break
             env[out] = wrap(out.value)
         else:
+            _write_state(graph, ops, values, env)
             return env
     run_nodes(graph.nodes, ops, env)
+    _write_state(graph, ops, values, env)
     if graph.guards and isinstance(ops, Recorder):
         # Python control flow decided on values while tracing: the caller's recording depends on it too
         for guard in graph.guards:
@@ -262,6 +265,12 @@ def forward(traced: Traced, ops: Any, inputs: Sequence[Any]) -> dict[Any, Any]:
             if type(outer) is Tensor and outer._ops is ops:
                 ops.graph.guards.append(guard._replace(value=outer._data))
     return env
+
+
+def _write_state(graph: Graph, ops: Any, values: Sequence[Any], env: dict[Any, Any]) -> None:
+    """Write the graph's state mutations back into the tensors they belong to (see ``forward``)."""
+    if graph.mutations:
+        apply_mutations(graph, ops, values, [read(env, v) for _, v in graph.mutations])
 
 
 def run_nodes(nodes: Sequence[Any], ops: Any, env: dict[Any, Any]) -> None:

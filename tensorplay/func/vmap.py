@@ -17,6 +17,7 @@ from typing import Any
 from tensorplay.interpreters.graph.batched import (
     RANDOMNESS, BatchedWalker, place, placeholder_values, random_keys,
 )
+from tensorplay.interpreters.graph.evaluate import apply_mutations
 from tensorplay.interpreters.graph.ir import Var
 from tensorplay.spec.aval import Aval
 from tensorplay.pytree import broadcast_prefix, tree_flatten, tree_unflatten
@@ -192,8 +193,28 @@ def _vmap_call(func: Callable[..., Any], name: str, leaves: list[Any], spec: Any
 def _run_batched(traced: Traced, ops: Any, inputs: Sequence[tuple[AnyTensor, Dim]],
                  keys: dict[Var, tuple[AnyTensor, Dim]]) -> dict[Any, tuple[Any, Dim]]:
     """Evaluate the traced graph with the batching rules; every value is ``(tensor, batch axis or None)``."""
-    env = placeholder_values(traced.graph, ops, list(inputs), keys)
-    return BatchedWalker(ops).run(traced.graph.nodes, env)
+    graph = traced.graph
+    values = placeholder_values(graph, ops, list(inputs), keys)
+    env = BatchedWalker(ops).run(graph.nodes, dict(values))
+    if graph.mutations:
+        _write_state(graph, ops, values, env)
+    return env
+
+
+def _write_state(graph: Any, ops: Any, values: dict[Any, tuple[Any, Dim]], env: dict[Any, tuple[Any, Dim]]) -> None:
+    """State the function updates (batch-norm running statistics) is written back when the new value is
+    the same for every sample; a value that depends on the mapped inputs is refused, as in PyTorch."""
+    news = []
+    for placeholder, value in graph.mutations:
+        new, dim = env[value] if isinstance(value, Var) else (value.value, None)
+        if dim is not None:
+            raise ValueError(
+                f"vmap: the function updates {placeholder.name!r}, state from outside it (a module buffer such as "
+                "batch-norm running statistics), with a value that depends on the mapped inputs: there would be "
+                "one update per sample. Put the module in eval mode, replace its batch norms with "
+                "tensorplay.func.replace_all_batch_norm_modules_, or update the state outside vmap")
+        news.append(new)
+    apply_mutations(graph, ops, [values[p][0] for p in graph.inputs], news)
 
 
 def _take(ops: Any, x: AnyTensor, d: int, start: int, stop: int) -> AnyTensor:

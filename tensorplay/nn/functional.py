@@ -18,6 +18,7 @@ from tensorplay.errors import DTypeError, GraphCaptureError, IndexRangeError, Sh
 from tensorplay.nn._util import IntOrTuple, check_padding_idx, is_eager, masked_softmax, numel, ops_for, random_key, shape_of
 from tensorplay.prefix import attention_scale, int_tuple
 from tensorplay.derived import transpose
+from tensorplay.spec.structure import index_range_error, out_of_range
 from tensorplay.tensor import Tensor
 
 prefix: Any = _prefix_module  # typed loosely: the layers check shapes at run time
@@ -347,25 +348,25 @@ def dropout(input: Tensor[*S], p: float = 0.5, training: bool = True, inplace: b
     return prefix.dropout(ops, input, p, True, key=random_key(ops))  # type: ignore[no-any-return]
 
 
-def _check_indices(ops: Any, indices: AnyTensor, size: int, where: str, what: str,
-                   allowed: int | None = None) -> np.ndarray[Any, Any] | None:
+def _checked_indices(ops: Any, indices: AnyTensor, size: Any, where: str, what: str,
+                     allowed: int | None = None) -> tuple[AnyTensor, np.ndarray[Any, Any] | None]:
+    """``indices`` checked to lie in ``[0, size)`` (or to equal ``allowed``), and their values when eager.
+
+    Eager values are checked now. Under any other interpreter the check is a recorded ``check_index``
+    whose output is returned: the caller must use it (not ``indices``), so the check runs wherever the
+    recording runs (a graph module called with new inputs, ``grad``, ``vmap``, ``jacrev``) and is never
+    dropped. Out of range is an :class:`IndexRangeError` naming ``where``, ``what``, the position and the
+    value."""
     if indices.dtype.name not in ("int64", "int32"):
         raise DTypeError(f"{where}: {what} must be an integer tensor (int64 or int32), got {indices.dtype}")
+    extra = () if allowed is None else (int(allowed),)
     if not is_eager(ops) or not is_eager(indices._ops):
-        return None
+        return ops.check_index(indices, bound=size, what=f"{where}: {what}", allowed=extra), None
     data = indices._data
-    if data.size == 0 or (data.min() >= 0 and data.max() < size):
-        return data  # type: ignore[no-any-return]
-    bad = (data < 0) | (data >= size)
-    if allowed is not None:
-        bad &= data != allowed
-    if bad.any():
-        first = data[bad].flat[0]
-        position = tuple(int(i) for i in np.argwhere(bad)[0])
-        extra = f" or {allowed}" if allowed is not None else ""
-        raise IndexRangeError(f"{where}: {what} {int(first)} at position {list(position)} is out of range; "
-                              f"expected 0 <= index < {size}{extra}")
-    return data  # type: ignore[no-any-return]
+    found = out_of_range(data, size, extra)
+    if found is not None:
+        raise index_range_error(f"{where}: {what}", *found, size, extra)
+    return indices, data
 
 
 def embedding(input: Tensor[*Lead], weight: Tensor[Any, D], padding_idx: int | None = None) -> Tensor[*Lead, D]:
@@ -375,7 +376,7 @@ def embedding(input: Tensor[*Lead], weight: Tensor[Any, D], padding_idx: int | N
     if weight.ndim != 2:
         raise ShapeError(f"embedding: weight must be [num_embeddings, embedding_dim], got shape "
                          f"{list(weight.shape)}")
-    _check_indices(ops, input, weight.shape[0], "embedding", "index")
+    input, _ = _checked_indices(ops, input, weight.shape[0], "embedding", "index")
     out = ops.gather(weight, input, axis=0)
     if padding_idx is not None:
         padding_idx = check_padding_idx(padding_idx, weight.shape[0], "embedding")
@@ -384,8 +385,18 @@ def embedding(input: Tensor[*Lead], weight: Tensor[Any, D], padding_idx: int | N
     return out  # type: ignore[no-any-return]
 
 
-def one_hot(tensor: Tensor[*Lead], num_classes: int = -1) -> AnyTensor:
-    """``[*lead] -> [*lead, num_classes]`` int64 with a 1 at each index."""
+@overload
+def one_hot(tensor: Tensor[*Lead], num_classes: C) -> Tensor[*Lead, C]: ...
+
+
+@overload
+def one_hot(tensor: Tensor[*Lead]) -> Tensor[*Lead, int]: ...
+
+
+def one_hot(tensor: Tensor[*Lead], num_classes: Any = -1) -> Any:
+    """``[*lead] -> [*lead, num_classes]`` int64 with a 1 at each index (typed with ``num_classes``'s dim:
+    ``one_hot(labels, Classes(10))`` is a ``Tensor[*Lead, Classes]``). An index outside
+    ``[0, num_classes)`` is an :class:`IndexRangeError` under every interpreter."""
     ops = ops_for("one_hot", tensor)
     if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) or num_classes < -1:
         raise ShapeError(f"one_hot: num_classes must be -1 (one more than the largest index) or a non-negative "
@@ -394,10 +405,10 @@ def one_hot(tensor: Tensor[*Lead], num_classes: int = -1) -> AnyTensor:
         if not is_eager(ops):
             raise ShapeError("one_hot: pass num_classes explicitly outside eager mode")
         num_classes = int(tensor._data.max()) + 1 if tensor._data.size else 0
-    _check_indices(ops, tensor, num_classes, "one_hot", "class index")
+    tensor, _ = _checked_indices(ops, tensor, num_classes, "one_hot", "class index")
     expanded = ops.reshape(tensor, shape=shape_of(tensor) + (1,))
     hit = ops.eq(expanded, ops.iota(length=num_classes, dtype=tensor.dtype.name))
-    return ops.cast(hit, dtype="int64")  # type: ignore[no-any-return]
+    return ops.cast(hit, dtype="int64")
 
 
 def _causal_mask(ops: Any, n: int, m: int) -> AnyTensor:
@@ -494,7 +505,7 @@ def _nll(ops: Any, logp: AnyTensor, target: AnyTensor, weight: AnyTensor | None,
         raise ShapeError(f"{where}: weight must have shape [{c}] (one per class), got {list(weight.shape)}")
     flat_logp, lead = _classes_last(ops, logp)
     m = numel(lead)
-    concrete = _check_indices(ops, target, c, where, "target", allowed=ignore_index)
+    target, concrete = _checked_indices(ops, target, c, where, "target", allowed=ignore_index)
     valid: AnyTensor | None
     safe: Any
     if concrete is not None:  # eager: the indices are computed in numpy, off the tape

@@ -142,7 +142,7 @@ def _same_dim(name: str) -> BatchRule:
     return rule
 
 
-for _name in (*names("unary"), "cast", "stop_gradient"):
+for _name in (*names("unary"), *names("check"), "cast", "stop_gradient"):
     _register(_name)(_same_dim(_name))
 
 
@@ -535,6 +535,21 @@ def _softmax_like(name: str) -> BatchRule:
 
 for _name in names("softmax"):
     _register(_name)(_softmax_like(_name))
+
+
+def _along_axis(name: str) -> BatchRule:
+    def rule(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, axis: int, **params: Any) -> Batched:
+        (x,) = inputs
+        xf = move_to_front(ops, x, dims[0])
+        (ax,) = normalize_axes((axis,), len(shape_of(xf)) - 1)
+        return getattr(ops, name)(xf, axis=ax + 1, **params), 0
+    rule.__name__ = f"{name}_batch"
+    rule.__doc__ = f"``{name}`` along the shifted axis of the front-batched input."
+    return rule
+
+
+for _name in names("scan"):
+    _register(_name)(_along_axis(_name))
 
 
 @_register("dot_product_attention")

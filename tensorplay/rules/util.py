@@ -74,6 +74,18 @@ def zeros_like(ops: Ops, x: AnyTensor) -> AnyTensor:
     return zeros(ops, shape_of(x), dtype_name(x))
 
 
+def flip(ops: Ops, x: AnyTensor, axis: int) -> AnyTensor:
+    """``x`` reversed along ``axis`` (a slice with step -1; symbolic sizes allowed)."""
+    shape = shape_of(x)
+    ax = int(axis) % len(shape)
+    if isinstance(shape[ax], int) and shape[ax] == 0:
+        return x
+    starts = tuple(d - 1 if i == ax else 0 for i, d in enumerate(shape))
+    stops = tuple(-1 if i == ax else d for i, d in enumerate(shape))
+    steps = tuple(-1 if i == ax else 1 for i in range(len(shape)))
+    return ops.slice(x, starts=starts, stops=stops, steps=steps)
+
+
 def normalize_axes(axes: Sequence[int], ndim: int) -> tuple[int, ...]:
     """Axes mapped to ``[0, ndim)`` (the primitives' shape rules already validated them)."""
     return tuple(int(a) % ndim if ndim else 0 for a in axes)

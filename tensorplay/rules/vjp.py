@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from tensorplay.spec.table import names
 from tensorplay.rules.registry import find_rule, registrar, uncovered
 from tensorplay.rules.util import (
-    AnyTensor, as_float, attention_probs, channel_column, cotangent_for, dtype_name, input_needed, is_float_tensor,
+    AnyTensor, as_float, attention_probs, channel_column, cotangent_for, dtype_name, flip, input_needed, is_float_tensor,
     is_tensor, mean_keep, normalize_axes, shape_of, softmax_product, squared_norm, sum_to, swap_last, unreduce,
     zeros_like,
 )
@@ -78,7 +78,7 @@ def abs_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) 
     return (_ct(ops, ops.mul(g, ops.sign(x)), x),)
 
 
-@_register("sign", "floor", "ceil", "stop_gradient")
+@_register("sign", "stop_gradient", *names("unary", dtypes="keep_numeric", has_derivative=False))
 def zero_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) -> Cotangents:
     """Piecewise constant (or a gradient barrier): a zero cotangent for a float input."""
     (x,) = inputs
@@ -390,6 +390,17 @@ def reduce_min_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyT
     """``g`` split equally among the positions equal to the minimum."""
     (x,) = inputs
     return _extremum_vjp(ops, g, x, output, axes, keepdims)
+
+
+# ---- scans -----------------------------------------------------------------------------------------
+
+@_register("cumsum")
+def cumsum_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor, *, axis: int) -> Cotangents:
+    """The running sums of ``g`` from the other end: ``flip(cumsum(flip(g)))`` along ``axis``."""
+    (x,) = inputs
+    if not is_float_tensor(x):
+        return (None,)
+    return (_ct(ops, flip(ops, ops.cumsum(flip(ops, g, axis), axis=axis), axis), x),)
 
 
 # ---- structure -------------------------------------------------------------------------------------

@@ -9,17 +9,20 @@ and zero-size results return without running a kernel.
 
 Importing this package does not import numba: the jitted kernels live in
 ``_numba_kernels`` and are imported, and compiled (or loaded from numba's cache),
-on first use.
+on first use. How many threads kernels and BLAS use is decided in one place,
+:mod:`.threads` (``TP_NUM_THREADS``); :mod:`.allocator` keeps glibc from returning
+the large temporaries of every step to the kernel (``TP_MALLOC_TUNING=0`` disables it).
 """
 
 from __future__ import annotations
 
-from ._support import num_threads, set_num_threads
+from . import allocator
+from .threads import apply_environment, num_threads, set_num_threads
 from .sdpa import attention as dot_product_attention
 from .convolution import conv as conv_nd
 from .convolution import conv_transpose as conv_transpose_nd
 from .convolution import conv_weight_grad as conv_weight_grad_nd
-from .indexing import gather, scatter_add
+from .indexing import check_index, gather, scatter_add
 from .outer import outer_matmul
 from .pool import avg_pool as avg_pool_nd
 from .pool import avg_pool_backward as avg_pool_backward_nd
@@ -28,10 +31,17 @@ from .pool import max_pool_backward as max_pool_backward_nd
 from .pool import max_pool_select as max_pool_select_nd
 from .smooth import smooth_max_pool_backward_nd, smooth_max_pool_nd
 from .randomness import random_normal, random_randint, random_uniform
+from .scan import argsort, cumsum
 from .rows import gelu, log_softmax, softmax
 from .rows import layer_norm as layer_norm_last_axis
 
+apply_environment()
+allocator.tune()
+
 __all__ = [
+    "argsort",
+    "check_index",
+    "cumsum",
     "dot_product_attention",
     "avg_pool_nd",
     "avg_pool_backward_nd",

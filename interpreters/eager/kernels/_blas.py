@@ -1,4 +1,4 @@
-"""Keeping OpenBLAS to one thread around stacks of GEMMs.
+"""OpenBLAS's thread count, read and set through its C API (the policy is :mod:`.threads`).
 
 numpy's ``matmul`` on a stack calls BLAS once per matrix. OpenBLAS threads every
 GEMM above ~0.26M multiply-adds, so a stack (attention heads, per-sample
@@ -8,7 +8,8 @@ a scheduler tick): measured here under load, ``matmul`` of
 ``(8, 4, 128, 64) @ (8, 4, 64, 128)`` took 26.6 ms with two OpenBLAS threads and
 0.87 ms with one (attention: 131 ms against 7.3 ms). The kernels hold OpenBLAS to
 one thread around such stacks and run them on the calling thread (calling OpenBLAS from
-two threads at once stalled just as badly under load).
+two threads at once stalled just as badly under load). :func:`set_threads` sets the count
+for good (``TP_NUM_THREADS``, :func:`.threads.set_num_threads`).
 
 :func:`single_threaded_blas` sets OpenBLAS to one thread for a block and restores
 it after (two C calls, ~1 us); it is a no-op where OpenBLAS cannot be found
@@ -67,6 +68,13 @@ def _api() -> tuple[Any, Any] | None:
         _API = _find_openblas()
         _SEARCHED = True
     return _API
+
+
+def set_threads(n: int) -> None:
+    """Set OpenBLAS's thread count to ``n`` (a no-op where OpenBLAS is not found)."""
+    api = _api()
+    if api is not None:
+        api[0](int(n))
 
 
 @contextmanager

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ._support import F64, Array, as_float, float_dtype, normalize_axis, parallel_for, split_call
+from ._support import F64, Array, as_float, float_dtype, normalize_axis
+from .threads import parallel_for, split_call
 
 _NBB: ModuleType | None = None
 
@@ -162,8 +163,8 @@ def attention_backward(q: Array, k: Array, v: Array, mask: Array | None, g: Arra
     k3 = as_float(k, dt).reshape(nb_, m, d)
     v3 = as_float(v, dt).reshape(nb_, m, dv)
     g3 = as_float(g, dt).reshape(nb_, n, dv)
-    from ._blas import single_threaded_blas
     from ._support import nb
+    from .threads import single_threaded_blas
 
     with single_threaded_blas(nb_ > 1):
         scores = np.matmul(q3, np.swapaxes(k3, -1, -2))

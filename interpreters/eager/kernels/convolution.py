@@ -1,33 +1,121 @@
-"""Convolution through numba im2col/col2im and one batched BLAS GEMM.
+"""Convolution, its input gradient (``conv_transpose``) and its weight gradient.
 
-All spatial ranks share the 3-d kernels: ``x[N, C, *spatial]`` is viewed as
-``[N, C, D, H, W]`` with size-1 leading dims (kernel 1, stride 1, padding 0,
-dilation 1 there). The column matrix is ``cols[N, C*K, L]`` (``K`` kernel taps,
-``L`` output positions), channel-major so a group's rows are one block, and the
-GEMM ``w[g, O/g, C/g*K] @ cols[N, g, C/g*K, L]`` writes ``[N, O, L]`` in place:
-no transpose of the result. A batch runs with OpenBLAS held to one thread, on the calling
-thread (see :func:`_by_samples`). 1x1 convolutions with stride 1 and no padding skip
-im2col entirely. Columns live in a reused per-thread scratch buffer and are built
-for a block of samples at a time, so memory stays bounded for large batches.
+All spatial ranks share the 3-d kernels: ``x[N, C, *spatial]`` is viewed as ``[N, C, D, H, W]``
+with size-1 leading dims (kernel 1, stride 1, padding 0, dilation 1 there). Each of the three
+operations is one of two directions through the same convolution ``Y = conv(X, W)``: ``X[N, Cx,
+*big]``, ``W[Cy, Cx/groups, *k]``, ``Y[N, Cy, *small]``; ``conv`` computes ``Y``,
+``conv_transpose`` (given ``Y``) the adjoint into ``X``, ``conv_weight_grad`` the adjoint into ``W``.
+
+Two strategies:
+
+* **Stride 1, wide GEMM** (the common case). With the (zero-padded) input planes flattened, output
+  position ``q`` and kernel tap ``t`` read the input at ``q + offset[t]`` (see
+  ``_numba_kernels``: the rows' tails are *gaps*, computed and dropped). So the columns of
+  im2col are one contiguous copy per (channel, tap, sample): ``cols[C*K, samples*Lw]`` (``Lw``
+  wide positions per sample), built by contiguous copies, and each group is **one** GEMM over a
+  whole block of samples: forward ``W[Cy, Cx*K] @ cols``, weight gradient ``Y^T @ cols^T``, input
+  gradient ``W^T @ Y`` into columns then added back at the taps' offsets. A wide GEMM keeps BLAS
+  near its peak and lets OpenBLAS use its threads (:mod:`.threads`); the price is converting
+  between ``[samples, C, grid]`` and ``[C, samples, Lw]`` (one pass each way). Gaps are exactly 0
+  wherever they are summed, so non-finite inputs never leak into other entries (they are zeroed
+  explicitly only when an operand holds inf or NaN: a finite value times a zero gap is already 0).
+* **Strided** (any stride above 1): a numba im2col walk writes the same ``cols[C*K, samples*L]``
+  layout (no gaps), then the same wide GEMMs, and col2im for the input gradient.
+
+Columns, padded planes and transposed blocks live in reused per-thread scratch buffers; a block of
+samples holds at most :data:`COLS_BLOCK_BYTES` of columns, so memory stays bounded for large
+batches. Everything runs on the calling thread, with OpenBLAS's threads in the GEMMs.
+
+Direct numba kernels for few input channels (one vectorised pass per input plane, output plane and
+tap over the wide positions) were tried for the first layer of the benchmark CNN (1 -> 16 channels,
+28x28, batch 64) and not kept: with the flat im2col (nine contiguous copies of the input) the wide
+GEMM path was as fast or faster (forward 0.9 ms against 0.85-1.05 ms, weight gradient 1.3 against
+1.6 ms, one thread; PyTorch: 4.5 and 2.3-2.7 ms).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ._blas import single_threaded_blas
 from ._support import Array, as_float, float_dtype, nb, scratch
+from .threads import blas_threads_for, chunk_bounds
 
-COLS_BLOCK_BYTES = 4 << 20
-"""Upper bound on the column buffer; larger batches are processed in blocks of samples (a
-block that stays in cache between im2col and the GEMM measured ~7-10% faster than 64 MB)."""
+COLS_BLOCK_BYTES = 8 << 20
+"""Upper bound on one block's column buffer; larger batches are processed in blocks of samples."""
 
 Triple = tuple[int, int, int]
 
+
+@dataclass(frozen=True)
+class _Conv:
+    """One convolution ``Y[N, Cy, *small] = conv(X[N, Cx, *big], W[Cy, Cx/groups, *k])`` in 3-d form."""
+
+    n: int
+    cx: int
+    cy: int
+    groups: int
+    big: Triple
+    small: Triple
+    k: Triple
+    s: Triple
+    p: Triple
+    d: Triple
+
+    @property
+    def taps(self) -> int:
+        return self.k[0] * self.k[1] * self.k[2]
+
+    @property
+    def cxg(self) -> int:
+        return self.cx // self.groups
+
+    @property
+    def cyg(self) -> int:
+        return self.cy // self.groups
+
+    @property
+    def stride1(self) -> bool:
+        return self.s == (1, 1, 1)
+
+    @property
+    def padded(self) -> Triple:
+        b, p = self.big, self.p
+        return (b[0] + 2 * p[0], b[1] + 2 * p[1], b[2] + 2 * p[2])
+
+    @property
+    def wide(self) -> int:
+        """Wide positions per sample (stride 1): up to the last output position of the padded plane."""
+        (_, hp, wp), (od, oh, ow) = self.padded, self.small
+        return ((od - 1) * hp + oh - 1) * wp + ow
+
+    @property
+    def columns(self) -> int:
+        """Column positions per sample: wide positions (stride 1) or output positions (strided)."""
+        return self.wide if self.stride1 else math.prod(self.small)
+
+    def offsets(self) -> Array:
+        """Each tap's offset in the flattened padded plane (taps in row-major order)."""
+        (_, hp, wp), (kd, kh, kw), (dd, dh, dw) = self.padded, self.k, self.d
+        return np.array([(a * dd * hp + b * dh) * wp + e * dw
+                         for a in range(kd) for b in range(kh) for e in range(kw)], np.int64)
+
+    def blocks(self, itemsize: int) -> list[tuple[int, int]]:
+        """Sample ranges of about equal size whose columns fit in :data:`COLS_BLOCK_BYTES` each."""
+        per_sample = self.cx * self.taps * self.columns * itemsize
+        count = max(1, min(self.n, -(-self.n * per_sample // COLS_BLOCK_BYTES)))
+        bounds = chunk_bounds(count, self.n)
+        return [(bounds[i], bounds[i + 1]) for i in range(count)]
+
+    def gemm_context(self, m: int) -> Any:
+        """The BLAS thread setting for this conv's GEMMs over ``m`` samples (one per group)."""
+        return blas_threads_for(self.cyg * self.cxg * self.taps * m * self.columns, self.groups)
+
+
+# ---- argument checking ---------------------------------------------------------------------------
 
 def _triples(name: str, nsp: int, **params: tuple[int, ...]) -> dict[str, Triple]:
     out: dict[str, Triple] = {}
@@ -73,40 +161,142 @@ def _trivial(x: Array, w: Array, out_shape: tuple[int, ...], dt: np.dtype[Any]) 
     return None
 
 
-# im2col/col2im run on the calling thread: they alternate with GEMMs, and a second thread
-# pool fighting OpenBLAS's spinning workers made them slower, not faster (measured).
+# ---- layouts -------------------------------------------------------------------------------------
+
+def _padded_planes(cv: _Conv, x5: Array, slot: int) -> Array:
+    """``x5[m, C, D, H, W]`` zero-padded by ``cv.p`` and flattened per plane: ``[m, C, P]`` (a view
+    when there is no padding)."""
+    m, c = x5.shape[0], x5.shape[1]
+    if cv.p == (0, 0, 0):
+        return x5.reshape(m, c, -1)
+    (dp, hp, wp), (pd, ph, pw), (d, h, w) = cv.padded, cv.p, cv.big
+    buf = scratch((m, c, dp, hp, wp), x5.dtype, slot=slot)
+    buf.fill(0)
+    buf[:, :, pd:pd + d, ph:ph + h, pw:pw + w] = x5
+    return buf.reshape(m, c, dp * hp * wp)
 
 
-def _im2col(x5: Array, cols: Array, k: Triple, s: Triple, p: Triple, d: Triple, o: Triple) -> None:
-    nb().im2col(x5, cols, *k, *s, *p, *d, *o, 0, x5.shape[0])
+def _unpad(cv: _Conv, planes: Array, out5: Array) -> None:
+    """``out5[m, C, D, H, W]`` = the interior of the padded flat ``planes[m, C, P]``."""
+    (pd, ph, pw), (d, h, w) = cv.p, cv.big
+    padded = planes.reshape(planes.shape[:2] + cv.padded)
+    np.copyto(out5, padded[:, :, pd:pd + d, ph:ph + h, pw:pw + w])
 
 
-def _col2im(cols: Array, out5: Array, k: Triple, s: Triple, p: Triple, d: Triple, o: Triple) -> None:
-    nb().col2im(cols, out5, *k, *s, *p, *d, *o, 0, out5.shape[0])
+def _taps_to_cols(cv: _Conv, planes: Array, cols: Array) -> None:
+    """``cols[C, K, m, Lw]``: each tap's wide positions of the flat ``planes[m, C, P]``."""
+    nb().taps_to_cols(planes, cv.offsets(), cols)
 
 
-def _block(n: int, per_sample_bytes: int) -> int:
-    return max(1, min(n, COLS_BLOCK_BYTES // max(1, per_sample_bytes)))
+def _cols_to_taps(cv: _Conv, cols: Array, planes: Array) -> None:
+    """The adjoint of :func:`_taps_to_cols`: ``planes[m, C, P] +=`` each tap's columns at its offset."""
+    nb().cols_to_taps(cols, cv.offsets(), planes)
 
 
-def _by_samples(n: int, macs: int, body: Callable[[int, int], None]) -> None:
-    """Run ``body(start, stop)`` over the samples, on the calling thread.
-
-    With several samples, OpenBLAS is held to one thread: numpy runs one GEMM per sample,
-    and a multi-threaded OpenBLAS synchronises its workers once per GEMM. Splitting the
-    samples over kernel threads instead was tried and rejected: OpenBLAS called from two
-    threads at once (even at one thread each) stalled for 100-480 ms per call whenever the
-    cores were busy with other processes (64->64 channel conv: ~800 ms instead of ~11 ms),
-    and so did 32 multi-threaded per-sample GEMMs. A single sample keeps OpenBLAS's threads.
-    ``macs`` (the work) is kept for a future split that is safe.
-    """
-    with single_threaded_blas(n > 1):
-        body(0, n)
+def _zero_gaps(cv: _Conv, wide: Array) -> None:
+    """Set the gaps of ``wide[..., Lw]`` to 0."""
+    (_, hp, wp), (od, oh, ow) = cv.padded, cv.small
+    nb().zero_gaps(wide.reshape(-1, wide.shape[-1]), od, oh, ow, hp, wp)
 
 
-def _is_pointwise(k: Triple, s: Triple, p: Triple) -> bool:
-    return k == (1, 1, 1) and s == (1, 1, 1) and p == (0, 0, 0)
+def _small_to_columns(cv: _Conv, y5: Array, slot: int) -> Array:
+    """``Y[m, Cy, *small]`` in the columns' layout ``[Cy, m, columns]`` (stride 1: gaps 0)."""
+    m = y5.shape[0]
+    out = scratch((cv.cy, m, cv.columns), y5.dtype, slot=slot)
+    if cv.stride1:
+        nb().grid_to_wide(y5, out, cv.padded[1], cv.padded[2])
+    else:
+        np.copyto(out, y5.reshape(m, cv.cy, -1).transpose(1, 0, 2))
+    return out
 
+
+def _columns_to_small(cv: _Conv, cols: Array, y5: Array) -> None:
+    """``Y[m, Cy, *small]`` from ``cols[Cy, m, columns]`` (the inverse of :func:`_small_to_columns`)."""
+    if cv.stride1:
+        nb().wide_to_grid(cols, y5, cv.padded[1], cv.padded[2])
+    else:
+        np.copyto(y5.reshape(y5.shape[0], cv.cy, -1), cols.transpose(1, 0, 2))
+
+
+def _all_finite(a: Array) -> bool:
+    """Whether every element of ``a`` is finite (one reduction; an overflowing sum of finite values
+    answers False, which only costs the caller its exact fallback)."""
+    return math.isfinite(float(np.add.reduce(a, axis=None)))
+
+
+def _im2col(cv: _Conv, x5: Array, cols: Array, finite: bool) -> None:
+    """``cols[Cx*K, m, columns]`` from ``x5[m, Cx, D, H, W]`` (stride 1: the flat taps; their gaps
+    hold input values, set to 0 unless ``finite``: a finite value times the other operand's zero
+    gap adds exactly 0)."""
+    if cv.stride1:
+        _taps_to_cols(cv, _padded_planes(cv, x5, slot=2), cols.reshape(cv.cx, cv.taps, x5.shape[0], -1))
+        if not finite:
+            _zero_gaps(cv, cols)
+    else:
+        nb().im2col(x5, cols, *cv.k, *cv.s, *cv.p, *cv.d, *cv.small, 0, x5.shape[0])
+
+
+# ---- the three operations ------------------------------------------------------------------------
+
+def _forward(cv: _Conv, x5: Array, w: Array, y5: Array) -> None:
+    """``y5 = conv(x5, w)``."""
+    wg = w.reshape(cv.groups, cv.cyg, cv.cxg * cv.taps)
+    for n0, n1 in cv.blocks(x5.dtype.itemsize):
+        m = n1 - n0
+        cols = scratch((cv.cx * cv.taps, m, cv.columns), x5.dtype, slot=0)
+        _im2col(cv, x5[n0:n1], cols, finite=True)  # the forward drops the gaps: no need to zero them
+        y = scratch((cv.groups, cv.cyg, m * cv.columns), x5.dtype, slot=1)
+        with cv.gemm_context(m), np.errstate(all="ignore"):
+            np.matmul(wg, cols.reshape(cv.groups, cv.cxg * cv.taps, m * cv.columns), out=y)
+        _columns_to_small(cv, y.reshape(cv.cy, m, cv.columns), y5[n0:n1])
+
+
+def _input_grad(cv: _Conv, y5: Array, w: Array, x5: Array) -> None:
+    """``x5 (zeroed) +=`` the adjoint of ``conv(., w)`` applied to ``y5``."""
+    padded = cv.stride1 and cv.p != (0, 0, 0)
+    if padded:  # accumulate into zero-padded planes, then keep their interior
+        planes = scratch((cv.n, cv.cx, math.prod(cv.padded)), x5.dtype, slot=3)
+        planes.fill(0)
+    else:
+        planes = x5.reshape(cv.n, cv.cx, -1)
+    wt = w.reshape(cv.groups, cv.cyg, cv.cxg * cv.taps).transpose(0, 2, 1)  # [g, Cx/g*K, Cy/g]
+    w_finite = cv.stride1 and _all_finite(w)
+    for n0, n1 in cv.blocks(x5.dtype.itemsize):
+        m = n1 - n0
+        ycols = _small_to_columns(cv, y5[n0:n1], slot=1)
+        cols = scratch((cv.cx * cv.taps, m, cv.columns), x5.dtype, slot=0)
+        with cv.gemm_context(m), np.errstate(all="ignore"):
+            np.matmul(wt, ycols.reshape(cv.groups, cv.cyg, m * cv.columns),
+                      out=cols.reshape(cv.groups, cv.cxg * cv.taps, m * cv.columns))
+        if cv.stride1:
+            if not w_finite:  # the gaps are W^T @ 0: exactly 0 unless w holds inf or NaN
+                _zero_gaps(cv, cols)
+            _cols_to_taps(cv, cols.reshape(cv.cx, cv.taps, m, -1), planes[n0:n1])
+        else:
+            nb().col2im(cols, x5[n0:n1], *cv.k, *cv.s, *cv.p, *cv.d, *cv.small, 0, m)
+    if padded:
+        _unpad(cv, planes, x5)
+
+
+def _weight_grad(cv: _Conv, x5: Array, y5: Array) -> Array:
+    """The adjoint of ``conv(x5, .)`` applied to ``y5``: ``[Cy, Cx/groups, K]``."""
+    dt = x5.dtype
+    acc = np.zeros((cv.groups, cv.cyg, cv.cxg * cv.taps), dt)
+    part = np.empty_like(acc)
+    x_finite = cv.stride1 and _all_finite(x5)
+    for n0, n1 in cv.blocks(dt.itemsize):
+        m = n1 - n0
+        cols = scratch((cv.cx * cv.taps, m, cv.columns), dt, slot=0)
+        _im2col(cv, x5[n0:n1], cols, x_finite)
+        ycols = _small_to_columns(cv, y5[n0:n1], slot=1)
+        with cv.gemm_context(m), np.errstate(all="ignore"):
+            np.matmul(ycols.reshape(cv.groups, cv.cyg, m * cv.columns),
+                      cols.reshape(cv.groups, cv.cxg * cv.taps, m * cv.columns).transpose(0, 2, 1), out=part)
+        acc += part
+    return acc.reshape(cv.cy, cv.cxg, cv.taps)
+
+
+# ---- public kernels ------------------------------------------------------------------------------
 
 def conv(x: Array, w: Array, *, stride: tuple[int, ...], padding: tuple[int, ...],
          dilation: tuple[int, ...], groups: int) -> Array:
@@ -131,31 +321,8 @@ def conv(x: Array, w: Array, *, stride: tuple[int, ...], padding: tuple[int, ...
     if trivial is not None:
         return trivial
     out = np.empty(out_shape, dt)
-    g, cg, og = groups, c // groups, o_ch // groups
-    kk = k[0] * k[1] * k[2]
-    ll = osp[0] * osp[1] * osp[2]
-    x5 = as_float(x, dt).reshape(x5s)
-    wg = as_float(w, dt).reshape(g, og, cg * kk)
-    out4 = out.reshape(n, g, og, ll)
-    macs = n * og * g * cg * kk * ll
-    if _is_pointwise(k, s, p):
-        xg = x5.reshape(n, g, cg, ll)
-
-        def pointwise(start: int, stop: int) -> None:
-            np.matmul(wg, xg[start:stop], out=out4[start:stop])
-
-        _by_samples(n, macs, pointwise)
-        return out
-    blk = _block(n, c * kk * ll * dt.itemsize)
-
-    def samples(start: int, stop: int) -> None:
-        for n0 in range(start, stop, blk):
-            n1 = min(stop, n0 + blk)
-            cols = scratch((n1 - n0, c * kk, ll), dt)  # per thread
-            _im2col(x5[n0:n1], cols, k, s, p, d, osp)
-            np.matmul(wg, cols.reshape(n1 - n0, g, cg * kk, ll), out=out4[n0:n1])
-
-    _by_samples(n, macs, samples)
+    cv = _Conv(n, c, o_ch, groups, (x5s[2], x5s[3], x5s[4]), osp, k, s, p, d)
+    _forward(cv, as_float(x, dt).reshape(x5s), as_float(w, dt), out.reshape((n, o_ch) + osp))
     return out
 
 
@@ -163,14 +330,13 @@ def conv_transpose(x: Array, w: Array, *, stride: tuple[int, ...], padding: tupl
                    output_padding: tuple[int, ...], dilation: tuple[int, ...], groups: int) -> Array:
     """Transposed convolution ``x[N, C, *in], w[C, O/groups, *k] -> [N, O, *out]`` with
     ``out = (in-1)s - 2p + d(k-1) + output_padding + 1``: the adjoint (w.r.t. its input) of
-    ``conv`` with the same weight. GEMM ``w^T @ x`` into columns, then col2im."""
+    ``conv`` with the same weight."""
     nsp = _check_common("conv_transpose", x, w, groups)
     n, c = x.shape[0], x.shape[1]
     if c % groups or w.shape[0] != c:
         raise ValueError(f"conv_transpose: x{list(x.shape)} and w{list(w.shape)} do not fit groups={groups} "
                          f"(need C % groups == 0 and w.shape[0] == C)")
-    g, cg, og = groups, c // groups, w.shape[1]
-    o_ch = og * g
+    o_ch = w.shape[1] * groups
     t = _triples("conv_transpose", nsp, stride=stride, padding=padding, output_padding=output_padding,
                  dilation=dilation, kernel_size=tuple(w.shape[2:]))
     k, s, p, op, d = t["kernel_size"], t["stride"], t["padding"], t["output_padding"], t["dilation"]
@@ -179,39 +345,17 @@ def conv_transpose(x: Array, w: Array, *, stride: tuple[int, ...], padding: tupl
                          f"got {stride}, {dilation}, {padding}, {output_padding}")
     x5s = _shape5(x.shape, nsp)
     isp = (x5s[2], x5s[3], x5s[4])
-    osp = tuple(max(0, (isp[i] - 1) * s[i] - 2 * p[i] + d[i] * (k[i] - 1) + op[i] + 1) for i in range(3))
+    o3 = tuple(max(0, (isp[i] - 1) * s[i] - 2 * p[i] + d[i] * (k[i] - 1) + op[i] + 1) for i in range(3))
+    osp = (o3[0], o3[1], o3[2])
     dt = float_dtype(x, w)
     out_shape = (n, o_ch) + osp[3 - nsp:]
     trivial = _trivial(x, w, out_shape, dt)
     if trivial is not None:
         return trivial
-    kk = k[0] * k[1] * k[2]
-    lin = isp[0] * isp[1] * isp[2]
-    x5 = as_float(x, dt).reshape(x5s)
-    wt = as_float(w, dt).reshape(g, cg, og * kk).transpose(0, 2, 1)  # [g, O/g*K, C/g]
-    xg = x5.reshape(n, g, cg, lin)
-    macs = n * g * og * kk * cg * lin
-    if _is_pointwise(k, s, p) and osp == isp:
-        out = np.empty(out_shape, dt)
-        out4 = out.reshape(n, g, og, lin)
-
-        def pointwise(start: int, stop: int) -> None:
-            np.matmul(wt, xg[start:stop], out=out4[start:stop])
-
-        _by_samples(n, macs, pointwise)
-        return out
     out = np.zeros(out_shape, dt)
-    out5 = out.reshape((n, o_ch) + osp)
-    blk = _block(n, o_ch * kk * lin * dt.itemsize)
-
-    def samples(start: int, stop: int) -> None:
-        for n0 in range(start, stop, blk):
-            n1 = min(stop, n0 + blk)
-            cols = scratch((n1 - n0, o_ch * kk, lin), dt)
-            np.matmul(wt, xg[n0:n1], out=cols.reshape(n1 - n0, g, og * kk, lin))
-            _col2im(cols, out5[n0:n1], k, s, p, d, isp)
-
-    _by_samples(n, macs, samples)
+    # the conv whose input gradient this is maps O channels (size osp) to C channels (size isp)
+    cv = _Conv(n, o_ch, c, groups, osp, isp, k, s, p, d)
+    _input_grad(cv, as_float(x, dt).reshape(x5s), as_float(w, dt), out.reshape((n, o_ch) + osp))
     return out
 
 
@@ -233,35 +377,9 @@ def conv_weight_grad(x: Array, g: Array, *, kernel_size: tuple[int, ...], stride
     if tuple(g.shape) != want:
         raise ValueError(f"conv_weight_grad: g must have shape {want} for x{list(x.shape)} and these "
                          f"parameters, got {tuple(g.shape)}")
-    gr, cg, og = groups, c // groups, o_ch // groups
     dt = float_dtype(x, g)
-    res_shape = (o_ch, cg) + tuple(kernel_size)
+    res_shape = (o_ch, c // groups) + tuple(kernel_size)
     if x.size == 0 or g.size == 0 or math.prod(res_shape) == 0:
         return np.zeros(res_shape, dt)
-    kk = k[0] * k[1] * k[2]
-    ll = osp[0] * osp[1] * osp[2]
-    x5 = as_float(x, dt).reshape(x5s)
-    g4 = as_float(g, dt).reshape(n, gr, og, ll)
-    macs = n * gr * og * cg * kk * ll
-    pointwise = _is_pointwise(k, s, p)
-    blk = _block(n, c * kk * ll * dt.itemsize)
-    partials: list[Array] = []  # one per thread; list.append is atomic
-
-    def samples(start: int, stop: int) -> None:
-        acc = np.zeros((gr, og, cg * kk), dt)
-        for n0 in range(start, stop, blk):
-            n1 = min(stop, n0 + blk)
-            if pointwise:
-                colsg = x5[n0:n1].reshape(n1 - n0, gr, cg, ll)
-            else:
-                cols = scratch((n1 - n0, c * kk, ll), dt)
-                _im2col(x5[n0:n1], cols, k, s, p, d, osp)
-                colsg = cols.reshape(n1 - n0, gr, cg * kk, ll)
-            acc += np.matmul(g4[n0:n1], colsg.transpose(0, 1, 3, 2)).sum(axis=0)
-        partials.append(acc)
-
-    _by_samples(n, macs, samples)
-    total = partials[0]
-    for extra in partials[1:]:
-        total += extra
-    return total.reshape(res_shape)
+    cv = _Conv(n, c, o_ch, groups, (x5s[2], x5s[3], x5s[4]), osp, k, s, p, d)
+    return _weight_grad(cv, as_float(x, dt).reshape(x5s), as_float(g, dt).reshape((n, o_ch) + osp)).reshape(res_shape)

@@ -1,4 +1,4 @@
-"""``gather`` (``numpy.take``) and its adjoint ``scatter_add``."""
+"""``gather`` (``numpy.take``), its adjoint ``scatter_add``, and ``check_index``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from ._support import Array, nb, normalize_axis, parallel_for
+from tensorplay.spec.structure import index_range_error, out_of_range
+
+from ._support import Array, nb, normalize_axis
+from .threads import parallel_for
 
 
 def _indices(name: str, indices: Array, n: int, axis: int) -> Array:
@@ -76,3 +79,13 @@ def scatter_add(base: Array, indices: Array, updates: Array, *, axis: int) -> Ar
         where: Any = (slice(None), flat_idx)
         np.add.at(out.reshape(a, n, b), where, upd.astype(dt, copy=False).reshape(a, -1, b))
     return out
+
+
+def check_index(x: Array, *, bound: int, what: str, allowed: tuple[int, ...] = ()) -> Array:
+    """``x`` itself (a new array object sharing its memory) when every value is in ``[0, bound)`` or in
+    ``allowed``; else an :class:`~tensorplay.errors.IndexRangeError` naming ``what``, the position and
+    the value of the first offender."""
+    found = out_of_range(x, bound, tuple(allowed))
+    if found is not None:
+        raise index_range_error(what, *found, bound, tuple(allowed))
+    return np.asarray(x).view()

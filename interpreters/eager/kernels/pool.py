@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ._support import Array, as_float, float_dtype, nb, split_call
+from ._support import Array, as_float, float_dtype, nb
+from .threads import split_call
 
 Geometry = tuple[tuple[int, int, int], tuple[int, int, int], tuple[int, int, int]]
 
@@ -91,6 +92,13 @@ def max_pool(x: Array, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
              padding: tuple[int, ...]) -> Array:
     """Window max over ``x[N, C, *in]``; padding is ``-inf``; NaN propagates."""
     geo, osp = _geometry("max_pool", x.shape, kernel_size, stride, padding)
+    if len(osp) == 2 and geo == ((1, 2, 2), (1, 2, 2), (0, 0, 0)):  # the common 2x2 / stride 2 case
+        dt = float_dtype(x)
+        out = np.empty(x.shape[:2] + osp, dt)
+        if out.size:
+            x3 = as_float(x, dt).reshape((-1,) + x.shape[2:])
+            split_call(nb().max_pool2x2_fwd, x3.shape[0], 4 * out.size, x3, out.reshape((-1,) + osp))
+        return out
     return _forward("max_pool_fwd", x, geo, osp)
 
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ._support import F64, Array, as_float, float_dtype, nb, normalize_axis, parallel_for, split_call
+from ._support import F64, Array, as_float, float_dtype, nb, normalize_axis
+from .threads import parallel_for, split_call
 
 
 def layer_norm(x: Array, gamma: Array, beta: Array, *, eps: float) -> Array:

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from ._blas import single_threaded_blas
 from ._support import Array, as_float, float_dtype, nb, scratch
+from .threads import single_threaded_blas
 
 
 def attention(q: Array, k: Array, v: Array, mask: Array | None, *, scale: float) -> Array:
@@ -70,8 +70,8 @@ def attention(q: Array, k: Array, v: Array, mask: Array | None, *, scale: float)
             kern.masked_softmax_rows(s2, m3[start:stop].reshape(-1, m), sc, p2, 0, s2.shape[0])
         np.matmul(probs, v3[start:stop], out=out[start:stop])
 
-    # a stack of GEMMs: OpenBLAS held to one thread, everything on the calling thread (see
-    # _blas and convolution._by_samples for what splitting the stack over threads cost)
+    # a stack of GEMMs: OpenBLAS held to one thread, everything on the calling thread (the
+    # thread policy, .threads, says what splitting the stack over threads cost)
     with single_threaded_blas(nb_ > 1):
         heads(0, nb_)
     result: Array = out.reshape(out_shape)

@@ -1,0 +1,189 @@
+"""The thread policy of the eager interpreter: one number, two pools, never both busy at once.
+
+**The number.** ``TP_NUM_THREADS`` (read once, on first use), else the number of CPUs this process
+may run on, is the most threads any eager computation uses. :func:`set_num_threads` changes it at
+run time. When ``TP_NUM_THREADS`` is set, or :func:`set_num_threads` is called, OpenBLAS (numpy's
+BLAS) is set to the same count; otherwise OpenBLAS keeps its own default (``OPENBLAS_NUM_THREADS``
+or all CPUs), which is the same number unless the user chose otherwise.
+
+**The pools.** Two pools exist in a process that runs tensorplay eagerly:
+
+* OpenBLAS's workers run GEMMs (``matmul``, the wide GEMMs of convolution, attention). After a
+  GEMM they keep spinning for a while before they sleep.
+* tensorplay's kernel threads (:func:`parallel_for`, :func:`split_call`): plain Python threads that
+  run jitted numba kernels, which release the GIL. Idle, they sleep on a queue (no spinning). They
+  start only for at least ``2 * PARALLEL_MIN_WORK`` units of work (about one unit per element),
+  where a hand-off (a few microseconds) is negligible.
+
+numba's own parallel pool (``parallel=True``, OpenMP/TBB/workqueue) is never started: no kernel
+uses it. So there are never three pools, and numba never spins.
+
+**Never both at once.** A kernel that calls BLAS runs on the calling thread and never inside the
+kernel threads; the kernel threads run only jitted code that calls no BLAS. (Measured on two cores:
+a threaded numba kernel alternating with a threaded GEMM cost 8.6 ms instead of 0.7 ms when both
+pools spun; OpenBLAS called from two threads at once stalled for 100-480 ms under load.)
+
+**Which GEMMs get threads.** One large GEMM (at least :data:`BLAS_THREADED_MIN_MACS`
+multiply-adds) keeps OpenBLAS's threads: that is where the second core pays off. A stack of
+smaller GEMMs (attention heads, grouped convolutions, batched ``matmul``) runs with OpenBLAS held to
+one thread for the stack (:func:`blas_threads_for`): numpy calls BLAS once per matrix and OpenBLAS
+synchronises its workers once per call, which costs more than it saves on small matrices and is
+ruinous when another process holds a core (measured under load: ``(8, 4, 128, 64) @ (8, 4, 64, 128)``
+took 26.6 ms with two OpenBLAS threads and 0.87 ms with one).
+
+When the cores are oversubscribed (other processes running), every multi-threaded scheme (these
+threads, OpenBLAS's, PyTorch's OpenMP) can stall for scheduler ticks at its synchronisation points;
+``TP_NUM_THREADS=1`` is then the robust setting.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any, Callable
+
+from . import _blas
+
+ENV_VAR = "TP_NUM_THREADS"
+MAX_THREADS = 16
+
+PARALLEL_MIN_WORK = 1 << 20
+"""Below this many elements (or element-operations) per thread, a kernel runs on the calling
+thread only."""
+
+BLAS_THREADED_MIN_MACS = 1 << 22
+"""A GEMM with fewer multiply-adds than this runs as well on one OpenBLAS thread (OpenBLAS's own
+threshold is far lower, ~0.26M); stacks of GEMMs below it are held to one thread."""
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+_NUM_THREADS: int | None = None
+
+
+def _default_threads() -> int:
+    env = os.environ.get(ENV_VAR, "").strip()
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            raise ValueError(f"{ENV_VAR} must be a positive integer, got {env!r}") from None
+        if n < 1:
+            raise ValueError(f"{ENV_VAR} must be a positive integer, got {env!r}")
+        return min(n, MAX_THREADS)
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        n = os.cpu_count() or 1
+    return max(1, min(n, MAX_THREADS))
+
+
+def num_threads() -> int:
+    """The most threads an eager computation uses: ``TP_NUM_THREADS`` if set, else the CPUs this
+    process may run on (at most 16)."""
+    global _NUM_THREADS
+    if _NUM_THREADS is None:
+        _NUM_THREADS = _default_threads()
+    return _NUM_THREADS
+
+
+def set_num_threads(n: int) -> None:
+    """Use at most ``n`` threads from now on: tensorplay's kernel threads and OpenBLAS's (1 makes
+    every eager computation single-threaded)."""
+    global _NUM_THREADS
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"set_num_threads: need a positive integer number of threads, got {n!r}")
+    _NUM_THREADS = min(n, MAX_THREADS)
+    _blas.set_threads(_NUM_THREADS)
+
+
+def apply_environment() -> None:
+    """Give OpenBLAS the thread count of ``TP_NUM_THREADS`` when that variable is set (called when
+    the kernels package is imported, before the first GEMM)."""
+    if os.environ.get(ENV_VAR, "").strip():
+        _blas.set_threads(num_threads())
+
+
+# ---- BLAS --------------------------------------------------------------------------------------
+
+def blas_threads_for(macs_per_gemm: int, gemms: int = 1) -> Any:
+    """The context to run ``gemms`` GEMMs of ``macs_per_gemm`` multiply-adds each in: OpenBLAS keeps
+    its threads for a single GEMM, or a stack of GEMMs each large enough to profit (at least
+    :data:`BLAS_THREADED_MIN_MACS`); otherwise it is held to one thread for the block."""
+    return single_threaded_blas(gemms > 1 and macs_per_gemm < BLAS_THREADED_MIN_MACS)
+
+
+@contextmanager
+def single_threaded_blas(enabled: bool = True) -> Iterator[None]:
+    """Run the block with OpenBLAS limited to one thread (when ``enabled`` and OpenBLAS is found)."""
+    with _blas.single_threaded_blas(enabled):
+        yield
+
+
+# ---- kernel threads -----------------------------------------------------------------------------
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        with _POOL_LOCK:
+            if _POOL is None:
+                _POOL = ThreadPoolExecutor(max_workers=MAX_THREADS - 1, thread_name_prefix="tp-kernel")
+    return _POOL
+
+
+def _reset_after_fork() -> None:
+    global _POOL
+    _POOL = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def threads_for(n_items: int, work: int) -> int:
+    """Threads a split of ``n_items`` items costing ``work`` in all would use (1: the calling thread)."""
+    if work < 2 * PARALLEL_MIN_WORK:
+        return 1
+    return max(1, min(num_threads(), n_items, work // PARALLEL_MIN_WORK))
+
+
+def chunk_bounds(threads: int, n_items: int) -> list[int]:
+    """The ``threads + 1`` boundaries of the contiguous chunks ``range(n_items)`` is split into."""
+    return [n_items * t // threads for t in range(threads + 1)]
+
+
+def _run_chunks(threads: int, n_items: int, body: Callable[[int, int], None]) -> None:
+    bounds = chunk_bounds(threads, n_items)
+    pool = _pool()
+    futures: list[Future[None]] = [pool.submit(body, bounds[t], bounds[t + 1]) for t in range(1, threads)]
+    try:
+        body(bounds[0], bounds[1])
+    finally:
+        for f in futures:
+            f.result()
+
+
+def parallel_for(n_items: int, work: int, body: Callable[[int, int], None]) -> None:
+    """Run ``body(start, stop)`` over ``range(n_items)`` split into contiguous chunks.
+
+    ``work`` is the total cost (about one unit per element touched): below
+    ``2 * PARALLEL_MIN_WORK`` or with one thread it is a single call on this thread. ``body``
+    must not call BLAS (see the module docstring).
+    """
+    threads = threads_for(n_items, work)
+    if threads <= 1:
+        body(0, n_items)
+    else:
+        _run_chunks(threads, n_items, body)
+
+
+def split_call(kernel: Callable[..., None], n_items: int, work: int, *args: Any) -> None:
+    """``kernel(*args, start, stop)`` over ``range(n_items)``, split like :func:`parallel_for`
+    (no closure on the common single-thread path)."""
+    threads = threads_for(n_items, work)
+    if threads <= 1:
+        kernel(*args, 0, n_items)
+    else:
+        _run_chunks(threads, n_items, lambda start, stop: kernel(*args, start, stop))

@@ -1,0 +1,101 @@
+"""The top-level function forms a PyTorch user reaches for: ``tp.sum(x, 1)``, ``tp.max(x, dim)``,
+``tp.einsum("bij,bjk->bik", a, b)``, ...
+
+Where the function is exactly a :class:`~tensorplay.tensor.Tensor` method (``torch.sum(x, 1)`` is
+``x.sum(1)``) it *is* that method, so its typed overloads are written once and mypy infers the same
+result shapes for both spellings (its messages name the method). Every one runs under every
+interpreter and transform, since the methods call the tensor's interpreter. ``einsum`` is a function
+of its own. ``tensorplay/__init__.py`` imports every name here and lists it in its ``__all__``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tensorplay import einsum as _einsum
+from tensorplay.tensor import Tensor, highest_interpreter
+
+AnyTensor = Tensor[*tuple[Any, ...]]
+
+# ---- elementwise ------------------------------------------------------------------------------------
+abs = Tensor.abs  # noqa: A001 - PyTorch's names shadow builtins in this namespace on purpose
+neg = Tensor.neg
+sign = Tensor.sign
+exp = Tensor.exp
+expm1 = Tensor.expm1
+log = Tensor.log
+log1p = Tensor.log1p
+sqrt = Tensor.sqrt
+rsqrt = Tensor.rsqrt
+square = Tensor.square
+sin = Tensor.sin
+cos = Tensor.cos
+tanh = Tensor.tanh
+sigmoid = Tensor.sigmoid
+relu = Tensor.relu
+erf = Tensor.erf
+floor = Tensor.floor
+ceil = Tensor.ceil
+round = Tensor.round  # noqa: A001
+pow = Tensor.pow  # noqa: A001
+maximum = Tensor.maximum
+minimum = Tensor.minimum
+clamp = Tensor.clamp
+clip = Tensor.clamp
+isnan = Tensor.isnan
+isfinite = Tensor.isfinite
+isinf = Tensor.isinf
+nan_to_num = Tensor.nan_to_num
+masked_fill = Tensor.masked_fill
+isclose = Tensor.isclose
+allclose = Tensor.allclose
+softmax = Tensor.softmax
+log_softmax = Tensor.log_softmax
+
+# ---- reductions, scans and orderings -----------------------------------------------------------------
+sum = Tensor.sum  # noqa: A001
+mean = Tensor.mean
+var = Tensor.var
+std = Tensor.std
+norm = Tensor.norm
+max = Tensor.max  # noqa: A001
+min = Tensor.min  # noqa: A001
+amax = Tensor.amax
+amin = Tensor.amin
+argmax = Tensor.argmax
+argmin = Tensor.argmin
+all = Tensor.all  # noqa: A001
+any = Tensor.any  # noqa: A001
+cumsum = Tensor.cumsum
+sort = Tensor.sort
+argsort = Tensor.argsort
+topk = Tensor.topk
+
+# ---- linear algebra and structure --------------------------------------------------------------------
+matmul = Tensor.matmul
+outer = Tensor.outer
+tril = Tensor.tril
+triu = Tensor.triu
+reshape = Tensor.reshape
+flatten = Tensor.flatten
+transpose = Tensor.transpose
+permute = Tensor.permute
+squeeze = Tensor.squeeze
+unsqueeze = Tensor.unsqueeze
+broadcast_to = Tensor.broadcast_to
+split = Tensor.split
+chunk = Tensor.chunk
+
+
+def einsum(equation: str, *operands: AnyTensor | Sequence[AnyTensor]) -> AnyTensor:
+    """Einstein summation, as ``torch.einsum``: ``einsum("bij,bjk->bik", a, b)`` (or the operands as one
+    list). ``...`` stands for the unnamed axes (broadcast), a letter repeated in one operand takes the
+    diagonal, letters absent from the output are summed; without ``->`` the output is the ellipsis,
+    then the letters that appear once, alphabetically. Contracted axes go through batched matrix
+    products, never through a materialised broadcast product (see :mod:`tensorplay.einsum`)."""
+    tensors: list[Any] = list(operands[0]) if len(operands) == 1 and isinstance(operands[0], (list, tuple)) \
+        else list(operands)
+    ops = highest_interpreter(tensors, tensors[0]._ops if tensors and isinstance(tensors[0], Tensor) else None)
+    return _einsum.einsum(ops, equation, tensors)  # type: ignore[no-any-return]
+

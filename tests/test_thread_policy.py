@@ -1,0 +1,67 @@
+"""The eager kernels' process-wide settings: the thread count (``TP_NUM_THREADS``) reaches both pools,
+and the allocator tuning steps aside whenever the user configured the allocator."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tensorplay.interpreters.eager.kernels import threads
+
+PROBE = ("import tensorplay; from tensorplay.interpreters.eager.kernels import _blas, allocator, threads; "
+         "api = _blas._api(); print(threads.num_threads(), api[1]() if api else -1, '|', allocator.describe())")
+
+
+def _probe(**env: str) -> tuple[int, int, str]:
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith("MALLOC_") and k not in ("TP_NUM_THREADS", "TP_MALLOC_TUNING", "LD_PRELOAD",
+                                                          "GLIBC_TUNABLES", "OPENBLAS_NUM_THREADS")}
+    done = subprocess.run([sys.executable, "-c", PROBE], env={**clean, **env}, capture_output=True, text=True,
+                          check=True)
+    counts, description = done.stdout.strip().split("|")
+    kernel, blas = (int(v) for v in counts.split())
+    return kernel, blas, description.strip()
+
+
+def test_tp_num_threads_sets_kernel_and_blas_threads() -> None:
+    kernel, blas, _ = _probe(TP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="2")
+    assert kernel == 1
+    assert blas in (1, -1)  # -1: OpenBLAS not found in this build
+
+
+def test_invalid_thread_counts_are_refused() -> None:
+    with pytest.raises(ValueError, match="positive integer"):
+        threads.set_num_threads(0)
+    with pytest.raises(ValueError, match="positive integer"):
+        threads.set_num_threads(True)
+    done = subprocess.run([sys.executable, "-c", PROBE], env={**os.environ, "TP_NUM_THREADS": "two"},
+                          capture_output=True, text=True)
+    assert done.returncode != 0 and "TP_NUM_THREADS must be a positive integer, got 'two'" in done.stderr
+
+
+def test_allocator_tuning_steps_aside_for_the_users_choice() -> None:
+    assert _probe(TP_MALLOC_TUNING="0")[2] == "left as configured (TP_MALLOC_TUNING=0)"
+    assert _probe(MALLOC_ARENA_MAX="2")[2] == "left as configured (MALLOC_ARENA_MAX is set)"
+    tuned = _probe()[2]
+    if (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc"):
+        assert tuned.startswith("glibc mallopt M_MMAP_THRESHOLD=32 MiB")
+
+
+def test_blas_threads_for_holds_stacks_of_small_gemms_to_one_thread() -> None:
+    from tensorplay.interpreters.eager.kernels import _blas
+    api = _blas._api()
+    if api is None:
+        pytest.skip("OpenBLAS not found in this process")
+    blas_threads = api[1]
+    previous = blas_threads()
+    _blas.set_threads(2)
+    try:
+        for macs, gemms, want in ((1000, 8, 1), (threads.BLAS_THREADED_MIN_MACS, 8, 2), (1000, 1, 2)):
+            with threads.blas_threads_for(macs, gemms=gemms):
+                assert blas_threads() == want, (macs, gemms)
+            assert blas_threads() == 2
+    finally:
+        _blas.set_threads(previous)
