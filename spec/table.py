@@ -132,6 +132,11 @@ class Primitive:
       two tensor inputs (``f(tx, y) + f(x, ty)``), ``""`` otherwise.
     * ``vjp_reads_inputs``: False when the vjp rule reads only the shapes and dtypes of the inputs,
       never their values (an in-place update of an input after the call cannot change the gradient).
+    * ``commutative``: True for a binary primitive with ``f(x, y) == f(y, x)`` (compile's normalization
+      puts a literal operand on the right).
+    * ``transcendental``: True for an elementwise primitive computed by a library function (``exp``,
+      ``tanh``, ``erf``, ``pow``, ...) rather than a few arithmetic instructions; compile leaves those to
+      numpy's vectorised loops instead of fusing them into generated kernels.
     """
 
     name: str
@@ -145,6 +150,8 @@ class Primitive:
     random: bool = False
     linearity: str = ""
     vjp_reads_inputs: bool = True
+    commutative: bool = False
+    transcendental: bool = False
     param_names: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -174,6 +181,8 @@ _SPATIAL = (_p("kernel_size", "ints"), _p("stride", "ints"), _p("padding", "ints
 _LINEAR: dict[str, Any] = {"linearity": "linear", "vjp_reads_inputs": False}
 _CONST: dict[str, Any] = {"has_derivative": False, "vjp_reads_inputs": False}
 _KEEPDIMS = _p("keepdims", "bool", False)
+_TRANSCENDENTAL: dict[str, Any] = {"transcendental": True}
+_COMMUTATIVE: dict[str, Any] = {"commutative": True}
 
 
 def _unary(name: str, dtypes: str, *, has_derivative: bool = True, uses_output: bool = False,
@@ -198,45 +207,45 @@ _DECLARATIONS: tuple[Primitive, ...] = (
     _unary("neg", "keep_numeric", **_LINEAR),
     _unary("abs", "keep_numeric"),
     _unary("sign", "keep", **_CONST),
-    _unary("exp", "to_float", uses_output=True),
-    _unary("log", "to_float"),
-    _unary("log1p", "to_float"),
-    _unary("expm1", "to_float", uses_output=True),
+    _unary("exp", "to_float", uses_output=True, **_TRANSCENDENTAL),
+    _unary("log", "to_float", **_TRANSCENDENTAL),
+    _unary("log1p", "to_float", **_TRANSCENDENTAL),
+    _unary("expm1", "to_float", uses_output=True, **_TRANSCENDENTAL),
     _unary("sqrt", "to_float", uses_output=True),
     _unary("rsqrt", "to_float", uses_output=True),
-    _unary("sin", "to_float"),
-    _unary("cos", "to_float"),
-    _unary("tan", "to_float", uses_output=True),
-    _unary("tanh", "to_float", uses_output=True),
-    _unary("sigmoid", "to_float", uses_output=True),
+    _unary("sin", "to_float", **_TRANSCENDENTAL),
+    _unary("cos", "to_float", **_TRANSCENDENTAL),
+    _unary("tan", "to_float", uses_output=True, **_TRANSCENDENTAL),
+    _unary("tanh", "to_float", uses_output=True, **_TRANSCENDENTAL),
+    _unary("sigmoid", "to_float", uses_output=True, **_TRANSCENDENTAL),
     _unary("relu", "keep_numeric", uses_output=True),
-    _unary("gelu", "float_only", params=(_p("approximate", "str", "none"),)),
-    _unary("erf", "to_float"),
+    _unary("gelu", "float_only", params=(_p("approximate", "str", "none"),), **_TRANSCENDENTAL),
+    _unary("erf", "to_float", **_TRANSCENDENTAL),
     _unary("floor", "keep_numeric", **_CONST),
     _unary("ceil", "keep_numeric", **_CONST),
     _unary("round", "keep_numeric", **_CONST),
     _unary("logical_not", "to_bool", has_derivative=False),
     _unary("bitwise_not", "int_or_bool", has_derivative=False),
     # ---- elementwise binary -------------------------------------------------------------------
-    _binary("add", "promote", vjp_reads_inputs=False),
+    _binary("add", "promote", vjp_reads_inputs=False, **_COMMUTATIVE),
     _binary("sub", "promote_no_bool", vjp_reads_inputs=False),
-    _binary("mul", "promote"),
+    _binary("mul", "promote", **_COMMUTATIVE),
     _binary("div", "promote_to_float"),
-    _binary("pow", "promote_not_bool", uses_output=True),
-    _binary("maximum", "promote"),
-    _binary("minimum", "promote"),
-    Primitive("atan2", "binary", ("y", "x"), dtypes="promote_to_float"),
-    _binary("eq", "compare", has_derivative=False),
-    _binary("ne", "compare", has_derivative=False),
+    _binary("pow", "promote_not_bool", uses_output=True, **_TRANSCENDENTAL),
+    _binary("maximum", "promote", **_COMMUTATIVE),
+    _binary("minimum", "promote", **_COMMUTATIVE),
+    Primitive("atan2", "binary", ("y", "x"), dtypes="promote_to_float", transcendental=True),
+    _binary("eq", "compare", has_derivative=False, **_COMMUTATIVE),
+    _binary("ne", "compare", has_derivative=False, **_COMMUTATIVE),
     _binary("lt", "compare", has_derivative=False),
     _binary("le", "compare", has_derivative=False),
     _binary("gt", "compare", has_derivative=False),
     _binary("ge", "compare", has_derivative=False),
-    _binary("logical_and", "logical", has_derivative=False),
-    _binary("logical_or", "logical", has_derivative=False),
-    _binary("bitwise_and", "bitwise", has_derivative=False),
-    _binary("bitwise_or", "bitwise", has_derivative=False),
-    _binary("bitwise_xor", "bitwise", has_derivative=False),
+    _binary("logical_and", "logical", has_derivative=False, **_COMMUTATIVE),
+    _binary("logical_or", "logical", has_derivative=False, **_COMMUTATIVE),
+    _binary("bitwise_and", "bitwise", has_derivative=False, **_COMMUTATIVE),
+    _binary("bitwise_or", "bitwise", has_derivative=False, **_COMMUTATIVE),
+    _binary("bitwise_xor", "bitwise", has_derivative=False, **_COMMUTATIVE),
     Primitive("where", "select", ("cond", "x", "y")),
     # ---- reductions ---------------------------------------------------------------------------
     Primitive("reduce_sum", "reduce", ("x",), (_p("axes", "ints"), _KEEPDIMS), **_LINEAR),
@@ -336,6 +345,8 @@ def _check_table() -> None:
         assert all(q.type in PARAM_TYPES for q in p.params), p
         assert p.linearity in ("", "linear", "bilinear"), p
         assert len(set(p.param_names)) == len(p.param_names), p
+        assert not p.commutative or p.family == "binary", p
+        assert not p.transcendental or p.family in ("unary", "binary"), p
     assert len(PRIMITIVES) == len(_DECLARATIONS), "a primitive is declared twice"
 
 

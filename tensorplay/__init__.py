@@ -59,22 +59,26 @@ class set_grad_enabled:  # noqa: N801 - PyTorch spelling
 
 __version__ = "0.1.0"
 
-_LAZY_SUBMODULES = ("export", "func", "nn", "optim", "testing")
+_LAZY_SUBMODULES = ("compiler", "export", "func", "nn", "optim", "testing")
 
 if TYPE_CHECKING:  # mypy sees the lazily loaded subpackages as attributes: tp.nn.Linear, tp.func.grad
+    from tensorplay import compiler as compiler
     from tensorplay import export as export
     from tensorplay import func as func
     from tensorplay import nn as nn
     from tensorplay import optim as optim
     from tensorplay import testing as testing
+    from tensorplay.compiler import compile as compile
 
 
 def __getattr__(name: str) -> object:
-    """``tp.export``, ``tp.func``, ``tp.nn``, ``tp.optim`` and ``tp.testing`` load on first use, keeping
-    ``import tensorplay`` fast."""
+    """``tp.compiler``, ``tp.export``, ``tp.func``, ``tp.nn``, ``tp.optim`` and ``tp.testing`` (and
+    ``tp.compile``) load on first use, keeping ``import tensorplay`` fast."""
+    import importlib
     if name in _LAZY_SUBMODULES:
-        import importlib
         return importlib.import_module(f"tensorplay.{name}")
+    if name == "compile":
+        return importlib.import_module("tensorplay.compiler").compile
     raise AttributeError(f"module 'tensorplay' has no attribute {name!r}")
 
 # The public names. mypy --strict (no implicit re-export) only lets users write ``tp.zeros`` for
@@ -82,7 +86,8 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "AutogradError", "AxisError", "DType", "DTypeError", "GraphCaptureError", "Index", "IndexRangeError",
     "Interpreter", "MissingRuleError", "Ops", "Program", "ShapeError", "Size", "Tensor", "TensorplayError",
-    "arange", "autograd", "bool", "bool_", "cat", "dims", "eager", "empty", "empty_like", "enable_grad", "export", "eye", "graph",
+    "arange", "autograd", "bool", "bool_", "cat", "compile", "compiler", "dims", "eager", "empty", "empty_like",
+    "enable_grad", "export", "eye", "graph",
     "float32", "float64", "from_numpy", "func", "nn", "optim", "full", "full_like", "index", "int32", "int64", "is_grad_enabled",
     "linspace", "load", "manual_seed", "no_grad", "ones", "ones_like", "ops_of", "program", "rand", "rand_like",
     "randint", "randn", "randn_like", "save", "set_grad_enabled", "shapecheck", "stack", "tensor", "testing", "where",

@@ -13,6 +13,8 @@ import threading
 
 import numpy as np
 
+from tensorplay import compile_hooks
+
 _state = [0, 0]  # seed, counter; read and written only under _lock
 _lock = threading.Lock()
 
@@ -33,6 +35,9 @@ def initial_seed() -> int:
 
 def next_key() -> np.ndarray:
     """A fresh key ``[seed, counter]`` (int64); advances the counter (atomically: thread-safe)."""
+    handler = compile_hooks.handler()
+    if handler is not None:  # a draw while tensorplay.compile captures: its numbers would be baked in
+        handler.eager_draw()
     with _lock:
         seed, counter = _state
         _state[1] = counter + 1

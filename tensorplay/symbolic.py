@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Union
 
+from tensorplay import compile_hooks
 from tensorplay.spec.errors import GraphCaptureError
 
 Dim = Union[int, "SymDim"]
@@ -280,6 +281,9 @@ class SymDim:
         if isinstance(other, SymDim):
             return self._key == other._key
         if _is_int(other):
+            handler = compile_hooks.handler()
+            if handler is not None:  # tensorplay.compile decides it on the captured size (a guard)
+                return bool(handler.decide_dim(self, "==", other))
             return False  # a canonical expression equal to an int would be that int
         return NotImplemented
 
@@ -375,14 +379,20 @@ class SymDim:
             "runs. Use x.shape[i] (a symbolic size) in shape arithmetic instead, reduce or map over the "
             "axis with tensor operations, or trace with that dim static")
 
+    def _captured_value(self, what: str) -> int:
+        handler = compile_hooks.handler()
+        if handler is not None:  # tensorplay.compile reads the captured size (a guard)
+            return int(handler.dim_value(self, what))
+        raise self._no_value(what)
+
     def __int__(self) -> int:
-        raise self._no_value("int() of a size")
+        return self._captured_value("int() of a size")
 
     def __index__(self) -> int:
-        raise self._no_value("using a size as a Python int")
+        return self._captured_value("using a size as a Python int")
 
     def __float__(self) -> float:
-        raise self._no_value("float() of a size")
+        return float(self._captured_value("float() of a size"))
 
     # ---- evaluation and printing --------------------------------------------------------------
     def subs(self, binding: Mapping[str, Any]) -> Any:

@@ -122,6 +122,7 @@ def _quiet(fn: Callable[..., Any]) -> Callable[..., Any]:
         with np.errstate(all="ignore"):
             return fn(*args)
     run.__name__ = getattr(fn, "__name__", "kernel")
+    run.__wrapped__ = fn  # type: ignore[attr-defined]  # compiled code calls fn inside its own errstate
     return run
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorplay import recording
+from tensorplay import compile_hooks, recording
 from tensorplay.derived import check_inplace_operand, check_setitem_value, clamp, setitem_plan, setitem_value
 from tensorplay.spec.errors import AutogradError, DTypeError
 from tensorplay.tensor import Tensor
@@ -192,9 +192,15 @@ def _clone_vjp(ops: Any, g: Any, inputs: Any, output: Any, **params: Any) -> tup
     return (g,)
 
 
+EXTRA_VJP: dict[str, Callable[..., Any]] = {"clone": _clone_vjp}
+"""Backward rules of tape nodes that are not primitives (``rule(ops, g, inputs, output, **params)``): the
+eager ``clone``, and the nodes a compiled region adds (:mod:`tensorplay.compiler.autograd` registers them)."""
+
+
 def _vjp_rule(name: str) -> Callable[..., Any]:
-    if name == "clone":
-        return _clone_vjp
+    extra = EXTRA_VJP.get(name)
+    if extra is not None:
+        return extra
     rule = _rules().VJP_RULES.get(name)
     if rule is None:
         from tensorplay.spec.errors import MissingRuleError
@@ -385,6 +391,10 @@ def reset_grads(tensors: Any, set_to_none: bool) -> None:
     """``zero_grad``: each tensor's ``.grad`` becomes ``None``, or zeros in place. A gradient with
     history (from ``create_graph=True``) is detached first, and one whose memory cannot be written (a
     read-only array, e.g. a broadcast) gets fresh zeros, as PyTorch detaches and zeroes it."""
+    handler = compile_hooks.handler()
+    if handler is not None:  # inside tensorplay.compile's capture: the gradients are graph values
+        handler.zero_grad(list(tensors), set_to_none)
+        return
     for t in tensors:
         grad = t._grad
         if grad is None:

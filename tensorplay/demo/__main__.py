@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Callable
 
+from tensorplay.demo.compiled import compiled_step
 from tensorplay.demo.data import Digits, load_digits_data
 from tensorplay.demo.exported import export_step
 from tensorplay.demo.train import TrainConfig, TrainResult, fit
@@ -19,9 +20,10 @@ from tensorplay.demo.train import TrainConfig, TrainResult, fit
 PostTrainingStep = Callable[[TrainResult, Digits], None]
 """``step(result, data)``: runs after training (``result.model`` is the trained model)."""
 
-POST_TRAINING_STEPS: list[PostTrainingStep] = [export_step]
+POST_TRAINING_STEPS: list[PostTrainingStep] = [export_step, compiled_step]
 """Steps run after training, in order: export the model with a dynamic batch dim, save it, reload it in a fresh
-process and check its predictions (:mod:`tensorplay.demo.exported`); compile checks register here too."""
+process and check its predictions (:mod:`tensorplay.demo.exported`); train with the step compiled by
+``tp.compile`` and report its compile and step times against eager (:mod:`tensorplay.demo.compiled`)."""
 
 
 def register_post_training_step(step: PostTrainingStep) -> PostTrainingStep:

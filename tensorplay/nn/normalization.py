@@ -138,10 +138,12 @@ class _BatchNorm(Module):
                 tracked._version = [(tracked._version or [0])[0] + 1]
                 count = int(tracked._data)
             else:
+                # the cumulative average (momentum None) needs the count as a number: a value read, which a
+                # graph records as a guard (read before the update: the buffer may be this graph's value)
+                count = int(np.asarray(ops.concrete(tracked))) + 1 if self.momentum is None else 0
                 hook = getattr(ops, "buffer_update", None)
                 if hook is not None:
                     hook(tracked, ops.add(tracked, 1))
-                count = int(tracked._data) + 1
             if self.momentum is None:
                 factor = 1.0 / count
         use_batch = self.training or (self.running_mean is None and self.running_var is None)

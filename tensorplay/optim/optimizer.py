@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorplay import recording
+from tensorplay import compile_hooks, recording
 from tensorplay.errors import TensorplayError
 from tensorplay.interpreters.eager.tape import reset_grads
 from tensorplay.tensor import Tensor
@@ -153,6 +153,9 @@ class Optimizer:
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient; ``closure`` (re-evaluating the loss)
         is called first when given, and its result returned."""
+        handler = compile_hooks.handler()
+        if handler is not None:  # inside tensorplay.compile's capture: the update becomes part of the graph
+            return handler.optimizer_step(self, closure)
         loss = None
         if closure is not None:
             from tensorplay.interpreters.eager import tape

@@ -1,0 +1,317 @@
+"""Guards: what a compiled specialization assumes about a call, checked before it runs.
+
+A call is described by :func:`describe`: the structure of its arguments; per tensor leaf its dtype,
+shape, ``requires_grad``, layout and whether it has a ``.grad``; per other leaf its value (scalars,
+strings, ``None``, tuples of them, numpy arrays by content) or its identity (any other object); and
+the grad mode. A :class:`Specialization`'s :class:`Guards` compare a description with the one the
+specialization was captured for (symbolic dims compare only their rank and the ties between them),
+then the state the function reads from outside (tensors, Python values, objects: see
+:mod:`.sources`) and the decisions taken on symbolic sizes. Data-dependent branches are checked
+on the values the compiled code computes (:mod:`.runtime`).
+
+Every mismatch is a :class:`Reason` in the user's vocabulary: the argument and dim by name where
+annotated (``x: Tensor[Batch, Feat]: Batch was 32, now 64``), the guard's kind, the source line of
+the operation that created the guard, and what to do about it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tensorplay.compiler.capture import SizeGuard
+from tensorplay.compiler.sources import MISSING, ObjectSource, TensorSource, ValueSource
+from tensorplay.tensor import Tensor
+
+KINDS = ("structure", "shape", "rank", "dtype", "requires_grad", "layout", "grad", "value", "identity",
+         "grad_mode", "state", "size", "branch")
+"""The kinds of guards a reason may name."""
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a call could not use a specialization: the guard ``kind``, a ``message``, where the guard came
+    from (``location``, a source line) and what to do (``fix``)."""
+
+    kind: str
+    message: str
+    location: str = ""
+    fix: str = ""
+
+    def __str__(self) -> str:
+        text = f"[{self.kind}] {self.message}"
+        if self.location:
+            text += f" (at {self.location})"
+        if self.fix:
+            text += f"; {self.fix}"
+        return text
+
+
+# ---- describing a call ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TensorMeta:
+    """What a specialization assumes about one tensor."""
+
+    dtype: str
+    shape: tuple[int, ...]
+    requires_grad: bool
+    contiguous: bool
+    has_grad: bool
+
+
+def tensor_meta(t: Tensor[*tuple[Any, ...]]) -> TensorMeta:
+    """The :class:`TensorMeta` of an eager tensor."""
+    data = t._data
+    return TensorMeta(data.dtype.name, tuple(data.shape), t._requires_grad, bool(data.flags.c_contiguous),
+                      t._grad is not None)
+
+
+def static_key(value: Any) -> Any:
+    """A hashable key comparing equal exactly when a compiled function may treat two values alike."""
+    kind = type(value)
+    if kind is float:
+        return (float, "nan" if math.isnan(value) else value)
+    if kind in (bool, int, str, bytes, complex, type(None)):
+        return (kind, value)
+    if kind is tuple and all(type(v) in (bool, int, float, str, type(None)) for v in value):
+        return (tuple, tuple(static_key(v) for v in value))
+    if isinstance(value, np.ndarray):
+        return (np.ndarray, value.dtype.str, value.shape, hash(value.tobytes()))
+    if isinstance(value, np.generic):
+        return (type(value), value.item())
+    return ("id", id(value))
+
+
+def describe_static(value: Any) -> str:
+    """A short text of a static leaf for messages."""
+    if isinstance(value, np.ndarray):
+        return f"numpy array {value.dtype}{list(value.shape)}"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+@dataclass
+class CallDescription:
+    """A call, as the guards see it (see the module docstring)."""
+
+    spec: Any
+    tensors: list[tuple[int, TensorMeta]]
+    statics: list[tuple[int, Any]]
+    grad_enabled: bool
+
+    def exact_key(self) -> tuple[Any, ...]:
+        """The key of a static specialization for this call."""
+        return (self.spec, tuple(self.tensors), tuple(k for _, k in self.statics), self.grad_enabled)
+
+    def masked_key(self, symbolic: frozenset[tuple[int, int]]) -> tuple[Any, ...]:
+        """The key with the sizes of the ``symbolic`` (leaf, axis) dims replaced by ``-1``."""
+        tensors = []
+        for i, meta in self.tensors:
+            shape = tuple(-1 if (i, a) in symbolic else d for a, d in enumerate(meta.shape))
+            tensors.append((i, TensorMeta(meta.dtype, shape, meta.requires_grad, meta.contiguous, meta.has_grad)))
+        return (self.spec, tuple(tensors), tuple(k for _, k in self.statics), self.grad_enabled)
+
+
+def describe(leaves: Sequence[Any], spec: Any, grad_enabled: bool) -> CallDescription:
+    """Describe a call whose flattened arguments are ``leaves`` (eager tensors and other values)."""
+    tensors = []
+    statics = []
+    for i, leaf in enumerate(leaves):
+        if isinstance(leaf, Tensor):
+            tensors.append((i, tensor_meta(leaf)))
+        else:
+            statics.append((i, static_key(leaf)))
+    return CallDescription(spec, tensors, statics, grad_enabled)
+
+
+# ---- the guards of a specialization --------------------------------------------------------------------
+
+@dataclass
+class Guards:
+    """Everything a specialization checks before it runs (see the module docstring).
+
+    ``symbols``: symbol name -> the (leaf, axis) dims it stands for (they must have equal sizes);
+    ``names``: a name per argument leaf; ``dim_names``: (leaf, axis) -> annotated dim name.
+    """
+
+    description: CallDescription
+    symbolic: frozenset[tuple[int, int]]
+    symbols: dict[str, list[tuple[int, int]]]
+    names: list[str]
+    dim_names: dict[tuple[int, int], str]
+    statics: dict[int, Any]
+    tensors: list[TensorSource]
+    tensor_metas: list[TensorMeta]
+    values: list[ValueSource]
+    objects: list[ObjectSource]
+    size_guards: list[SizeGuard]
+    keep_alive: list[Any] = field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """The dict key of this specialization (its description, symbolic dims masked)."""
+        return self.description.masked_key(self.symbolic)
+
+    def binding(self, call: CallDescription) -> dict[str, int] | None:
+        """Sizes of the symbols in ``call`` (``None`` when dims tied to one symbol differ)."""
+        shapes = dict(call.tensors)
+        out: dict[str, int] = {}
+        for name, sites in self.symbols.items():
+            size = None
+            for leaf, axis in sites:
+                meta = shapes.get(leaf)
+                if meta is None or axis >= len(meta.shape):
+                    return None
+                if size is None:
+                    size = meta.shape[axis]
+                elif meta.shape[axis] != size:
+                    return None
+            assert size is not None
+            out[name] = size
+        return out
+
+    # ---- checks on the state read from outside ---------------------------------------------------------
+    def state_reasons(self, reads: Sequence[Any]) -> list[Reason]:
+        """Reasons why the current state (``reads``: one object per tensor source) breaks the guards."""
+        reasons = []
+        for src, meta, now in zip(self.tensors, self.tensor_metas, reads):
+            if now is MISSING or not isinstance(now, Tensor):
+                reasons.append(Reason("state", f"{src.name} was a tensor, now {'missing' if now is MISSING else type(now).__name__}",
+                                      fix="the function reads a different object at that name: this recompiles"))
+                continue
+            reasons.extend(_meta_reasons(src.name, meta, tensor_meta(now), None))
+        for value_source in self.values:
+            now = value_source.read()
+            if static_key(now) != static_key(value_source.value):
+                reasons.append(Reason("value", f"{value_source.name} was {describe_static(value_source.value)}, "
+                                               f"now {describe_static(now)}",
+                                      fix="the compiled code used that value; keep it fixed between calls, or pass it "
+                                          "as a tensor argument"))
+        for obj in self.objects:
+            if obj.read() is not obj.obj:
+                reasons.append(Reason("identity", f"{obj.name} is a different object than when the function was "
+                                                  "captured", fix="this recompiles for the new object"))
+        return reasons
+
+    def state_ok(self, reads: Sequence[Any]) -> bool:
+        """Fast check of :meth:`state_reasons` (no messages)."""
+        for meta, now in zip(self.tensor_metas, reads):
+            if not isinstance(now, Tensor):
+                return False
+            data = now._data
+            if (data.shape != meta.shape or data.dtype.name != meta.dtype or now._requires_grad != meta.requires_grad
+                    or (now._grad is not None) != meta.has_grad):
+                return False
+        for value_source in self.values:
+            now = value_source.read()
+            if now is not value_source.value and static_key(now) != static_key(value_source.value):
+                return False
+        for obj in self.objects:
+            if obj.read() is not obj.obj:
+                return False
+        return True
+
+    def size_reasons(self, binding: dict[str, int]) -> list[Reason]:
+        """Reasons why a decision taken on a symbolic size goes the other way with ``binding``."""
+        out = []
+        for g in self.size_guards:
+            if not g.holds(binding):
+                now = {s: binding.get(s) for s in sorted(g.expr.free_symbols)}
+                out.append(Reason("size", f"{g.describe()} when captured; now {', '.join(f'{k} = {v}' for k, v in now.items())}",
+                                  location=str(g.location) if g.location else "",
+                                  fix="that Python decision made the compiled code valid for those sizes only; "
+                                      "decide with tensor operations (tp.where) or keep the dim static"))
+        return out
+
+    # ---- reasons against a call ------------------------------------------------------------------------
+    def call_reasons(self, call: CallDescription) -> list[Reason]:
+        """Reasons why ``call``'s arguments break the guards (empty when they hold)."""
+        mine = self.description
+        if call.spec != mine.spec:
+            return [Reason("structure", f"the arguments' structure was {mine.spec}, now {call.spec}",
+                           fix="each structure of arguments compiles separately")]
+        if call.grad_enabled != mine.grad_enabled:
+            return [Reason("grad_mode", f"grad mode was {'enabled' if mine.grad_enabled else 'disabled'}, now "
+                                        f"{'enabled' if call.grad_enabled else 'disabled'}",
+                           fix="calls with and without tp.no_grad() compile separately")]
+        reasons: list[Reason] = []
+        theirs = dict(call.tensors)
+        for i, meta in mine.tensors:
+            now = theirs.get(i)
+            name = self.names[i]
+            if now is None:
+                reasons.append(Reason("structure", f"{name} was a tensor, now {describe_static(call.statics)}"))
+                continue
+            symbolic = {a for (leaf, a) in self.symbolic if leaf == i}
+            reasons.extend(_meta_reasons(name, meta, now, (symbolic, {a: self.dim_names.get((i, a)) for a in
+                                                                      range(len(meta.shape))})))
+        for i, key in mine.statics:
+            now_key = dict(call.statics).get(i, MISSING)
+            if now_key != key:
+                reasons.append(Reason("value", f"{self.names[i]} was {describe_static(self.statics.get(i))}, now "
+                                               "a different value",
+                                      fix=_static_fix(self.statics.get(i))))
+        if not reasons:
+            binding = self.binding(call)
+            if binding is None:
+                reasons.append(Reason("shape", "dims that had equal sizes when captured now differ: "
+                                      + "; ".join(f"{s}: " + ", ".join(f"{self.names[leaf]} axis {a}" for leaf, a in sites)
+                                                  for s, sites in self.symbols.items() if len(sites) > 1),
+                                      fix="they are compiled again as separate dims"))
+            else:
+                reasons.extend(self.size_reasons(binding))
+        return reasons
+
+
+def _static_fix(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return ("compiled functions specialise on numpy arrays by value; pass tp.tensor(x) (or "
+                "tp.from_numpy(x)) to make it an input")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return "Python numbers are compiled in as constants; pass tp.tensor(value) to make it an input"
+    return "each value compiles separately"
+
+
+def _meta_reasons(name: str, was: TensorMeta, now: TensorMeta,
+                  dims: tuple[set[int], dict[int, str | None]] | None) -> list[Reason]:
+    out = []
+    if was.dtype != now.dtype:
+        out.append(Reason("dtype", f"{name}: dtype was {was.dtype}, now {now.dtype}",
+                          fix="each dtype compiles separately"))
+    if len(was.shape) != len(now.shape):
+        out.append(Reason("rank", f"{name}: rank was {len(was.shape)} {list(was.shape)}, now {len(now.shape)} "
+                                  f"{list(now.shape)}", fix="each rank compiles separately"))
+    else:
+        symbolic, labels = dims if dims is not None else (set(), {})
+        for axis, (a, b) in enumerate(zip(was.shape, now.shape)):
+            if axis in symbolic or a == b:
+                continue
+            label = labels.get(axis)
+            annotated = f"{name}: {label} (axis {axis})" if label else f"{name}: axis {axis}"
+            shown = f"{label} was {a}, now {b}" if label else f"size was {a}, now {b}"
+            fix = (f"declare {label} dynamic (tp.compile(dynamic=True)), or let the default policy "
+                   "recompile it once as a symbolic dim") if label else \
+                "compile with dynamic=True, or let the default policy recompile it once as a symbolic dim"
+            out.append(Reason("shape", f"{annotated}: {shown}" if not label else f"{name}: {shown} (axis {axis})",
+                              fix=fix))
+    if was.requires_grad != now.requires_grad:
+        out.append(Reason("requires_grad", f"{name}: requires_grad was {was.requires_grad}, now {now.requires_grad}",
+                          fix="tensors that require grad compile with a backward; others without"))
+    if was.contiguous != now.contiguous:
+        out.append(Reason("layout", f"{name}: layout was {'contiguous' if was.contiguous else 'strided'}, now "
+                                    f"{'contiguous' if now.contiguous else 'strided'}",
+                          fix="call .contiguous() on the argument to share one specialization"))
+    if was.has_grad != now.has_grad:
+        out.append(Reason("grad", f"{name}: .grad was {'set' if was.has_grad else 'None'}, now "
+                                  f"{'set' if now.has_grad else 'None'}",
+                          fix="zero_grad(set_to_none=True) before the call keeps one specialization"))
+    return out
+
+
+__all__ = ["CallDescription", "Guards", "KINDS", "Reason", "TensorMeta", "describe", "describe_static",
+           "static_key", "tensor_meta"]

@@ -1,0 +1,574 @@
+"""Lowering: a graph becomes the Python source of one function over numpy arrays.
+
+``run(p0, p1, ...)`` takes one array per placeholder and returns the graph's outputs followed by its
+mutations' new values. No tensor wrapper and no shape rule runs on this path: every node is one
+statement computing exactly what the eager interpreter computes for it, in the same dtypes
+(:data:`EMITTERS`):
+
+* views (``reshape``, ``permute``, ``broadcast_to``, ``slice``) are numpy views;
+* unary and binary elementwise nodes outside fusion groups are numpy ufunc calls with the eager
+  interpreter's casts; ``matmul`` is one BLAS call (:func:`.runtime.matmul`);
+* every pointwise-fusion group (:mod:`tensorplay.compiler.passes.fusion`) is one call of its generated
+  numba kernel (:mod:`.kernels`), scheduled as a unit;
+* convolution, pooling, layer norm, softmax, attention, gather/scatter and random draws call the eager
+  interpreter's kernels (:mod:`tensorplay.interpreters.eager.kernels`) directly;
+* anything else falls back to the eager interpreter's method (refused with ``strict_native``).
+
+The function body runs inside one ``numpy.errstate(all="ignore")`` (eager arithmetic is silent about
+inf and NaN too) and deletes intermediates after their last use.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tensorplay.compiler.numba_backend import runtime
+from tensorplay.compiler.numba_backend.kernels import START, GroupPlan, accumulator_dtype, kernel_arguments, plan_group
+from tensorplay.interpreters.eager import kernels as K
+from tensorplay.interpreters.eager.interpreter import BINARY_KERNELS, UNARY_KERNELS, EagerInterpreter
+from tensorplay.interpreters.graph.ir import Graph, Literal, Node, Var
+from tensorplay.spec.dtypes import result_type
+from tensorplay.spec.errors import GraphCaptureError
+from tensorplay.spec.table import PRIMITIVES
+from tensorplay.symbolic import SymDim
+
+
+@dataclass
+class Lowered:
+    """The generated function's ``source``, its ``namespace`` (helpers, constants, kernel slots to fill
+    with :attr:`kernels`) and the primitives that fell back to the eager interpreter."""
+
+    source: str
+    namespace: dict[str, Any]
+    kernels: list[tuple[str, GroupPlan]] = field(default_factory=list)
+    fallbacks: list[Node] = field(default_factory=list)
+
+
+class _Writer:
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.names: dict[int, str] = {}
+        self.lines: list[str] = []
+        self.namespace: dict[str, Any] = {"np": np, "_rt": runtime}
+        self.n_consts = 0
+        self.symbols: dict[str, str] = {}
+        self.kernels: list[tuple[str, GroupPlan]] = []
+        self.fallbacks: list[Node] = []
+
+    # ---- values ---------------------------------------------------------------------------------------
+    def const(self, value: Any) -> str:
+        name = f"_c{self.n_consts}"
+        self.n_consts += 1
+        self.namespace[name] = value
+        return name
+
+    def render(self, value: Any) -> str:
+        """Python source for a param or literal value (symbolic sizes read from the inputs' shapes)."""
+        if value is None or isinstance(value, (bool, str)):
+            return repr(value)
+        if isinstance(value, int):
+            return repr(int(value))
+        if isinstance(value, float):
+            if math.isnan(value):
+                return "float('nan')"
+            if math.isinf(value):
+                return "float('inf')" if value > 0 else "-float('inf')"
+            return repr(float(value))
+        if isinstance(value, SymDim):
+            return f"({value.to_source(self.symbols)})"
+        if isinstance(value, tuple):
+            inner = ", ".join(self.render(v) for v in value)
+            return f"({inner},)" if len(value) == 1 else f"({inner})"
+        if isinstance(value, list):
+            return "[" + ", ".join(self.render(v) for v in value) + "]"
+        if isinstance(value, dict):
+            return "{" + ", ".join(f"{k!r}: {self.render(v)}" for k, v in value.items()) + "}"
+        return self.const(value)
+
+    def value(self, v: Any) -> str:
+        if v is None:
+            return "None"
+        if type(v) is Literal:
+            return self.render(v.value)
+        return self.names[v.id]
+
+    def define(self, node: Node, expr: str) -> str:
+        name = f"v{len(self.names)}"
+        self.names[node.outputs[0].id] = name
+        self.lines.append(f"{name} = {expr}")
+        return name
+
+    def shape(self, var: Var) -> str:
+        return self.render(tuple(var.shape))
+
+
+def _dt(name: str) -> str:
+    return f"np.{name}" if name != "bool" else "np.bool_"
+
+
+def _kind(dtype: str) -> str:
+    return np.dtype(dtype if dtype != "bool" else "bool").kind
+
+
+def _as(expr: str, dtype: str, rank: int) -> str:
+    """``expr`` as an ndarray of ``dtype`` (numpy returns scalars for 0-d results)."""
+    return f"_rt.as_array({expr}, {_dt(dtype)})" if rank == 0 else f"_rt.as_dtype({expr}, {_dt(dtype)})"
+
+
+# ---- per-primitive emitters ------------------------------------------------------------------------------
+
+Emitter = Callable[[_Writer, Node], None]
+
+
+def _unwrap(fn: Any) -> Any:
+    return getattr(fn, "__wrapped__", fn)
+
+
+def _unary(w: _Writer, node: Node) -> None:
+    x = node.inputs[0]
+    assert isinstance(x, Var)
+    out = node.outputs[0].aval.dtype
+    expr = w.value(x)
+    if _kind(x.aval.dtype) != "f" or node.params:
+        if out != x.aval.dtype and out != "bool":
+            expr = f"{expr}.astype({_dt(out)})"
+    fn = w.const(_unwrap(UNARY_KERNELS[node.target]))
+    params = "".join(f", {k}={w.render(v)}" for k, v in node.params.items())
+    w.define(node, _as(f"{fn}({expr}{params})", out, len(node.outputs[0].shape)))
+
+
+def _compute_dtype(node: Node) -> str:
+    out = node.outputs[0].aval.dtype
+    if out != "bool":
+        return out
+    return result_type([v.aval.dtype for v in node.inputs if v is not None])
+
+
+def _operand(w: _Writer, v: Any, compute: str) -> str:
+    if type(v) is Var and v.aval.dtype != compute:
+        return f"{w.value(v)}.astype({_dt(compute)})"
+    return w.value(v)
+
+
+def _binary(w: _Writer, node: Node) -> None:
+    out = node.outputs[0].aval.dtype
+    compute = _compute_dtype(node)
+    a, b = (_operand(w, v, compute) for v in node.inputs)
+    fn = w.const(_unwrap(BINARY_KERNELS[node.target]))
+    w.define(node, _as(f"{fn}({a}, {b})", out, len(node.outputs[0].shape)))
+
+
+def _where(w: _Writer, node: Node) -> None:
+    c, x, y = (w.value(v) for v in node.inputs)
+    out = node.outputs[0]
+    w.define(node, _as(f"np.where({c}, {x}, {y})", out.aval.dtype, len(out.shape)))
+
+
+def _reduce(w: _Writer, node: Node) -> None:
+    x = w.value(node.inputs[0])
+    axes, keep = tuple(node.params["axes"]), bool(node.params["keepdims"])
+    fn = {"reduce_sum": "np.sum", "reduce_max": "np.max", "reduce_min": "np.min"}[node.target]
+    out = node.outputs[0]
+    expr = f"{fn}({x}, axis={w.render(axes)}, keepdims={keep})" if axes else f"{x}.copy()"
+    w.define(node, _as(expr, out.aval.dtype, len(out.shape)))
+
+
+def _arg_reduce(w: _Writer, node: Node) -> None:
+    fn = "np.argmax" if node.target == "argmax" else "np.argmin"
+    out = node.outputs[0]
+    w.define(node, _as(f"{fn}({w.value(node.inputs[0])}, axis={int(node.params['axis'])}, "
+                       f"keepdims={bool(node.params['keepdims'])})", out.aval.dtype, len(out.shape)))
+
+
+def _reshape(w: _Writer, node: Node) -> None:
+    w.define(node, f"{w.value(node.inputs[0])}.reshape({w.render(tuple(node.params['shape']))})")
+
+
+def _permute(w: _Writer, node: Node) -> None:
+    w.define(node, f"{w.value(node.inputs[0])}.transpose({w.render(tuple(node.params['perm']))})")
+
+
+def _broadcast(w: _Writer, node: Node) -> None:
+    w.define(node, f"np.broadcast_to({w.value(node.inputs[0])}, {w.render(tuple(node.params['shape']))})")
+
+
+def _slice(w: _Writer, node: Node) -> None:
+    parts = []
+    for a, b, c in zip(node.params["starts"], node.params["stops"], node.params["steps"]):
+        stop = "None" if (isinstance(b, int) and b < 0 and c < 0) else w.render(b)
+        parts.append(f"{w.render(a)}:{stop}:{w.render(c)}")
+    w.define(node, f"{w.value(node.inputs[0])}[{', '.join(parts)},]")
+
+
+def _pad(w: _Writer, node: Node) -> None:
+    out = node.outputs[0]
+    pads = tuple(tuple(p) for p in node.params["pads"])
+    w.define(node, _as(f"np.pad({w.value(node.inputs[0])}, {w.render(pads)}, mode='constant', "
+                       f"constant_values={w.render(node.params['value'])})", out.aval.dtype, len(out.shape)))
+
+
+def _concat(w: _Writer, node: Node) -> None:
+    out = node.outputs[0]
+    parts = ", ".join(f"{w.value(v)}.astype({_dt(out.aval.dtype)}, copy=False)" for v in node.inputs)
+    w.define(node, f"np.concatenate([{parts}], axis={int(node.params['axis'])})")
+
+
+def _cast(w: _Writer, node: Node) -> None:
+    w.define(node, f"{w.value(node.inputs[0])}.astype({_dt(node.params['dtype'])})")
+
+
+def _identity(w: _Writer, node: Node) -> None:
+    w.define(node, w.value(node.inputs[0]))
+
+
+def _full(w: _Writer, node: Node) -> None:
+    w.define(node, f"np.full({w.render(tuple(node.params['shape']))}, {w.render(node.params['value'])}, "
+                   f"dtype={_dt(node.params['dtype'])})")
+
+
+def _iota(w: _Writer, node: Node) -> None:
+    w.define(node, f"np.arange({w.render(node.params['length'])}, dtype={_dt(node.params['dtype'])})")
+
+
+def _matmul(w: _Writer, node: Node) -> None:
+    a, b = (w.value(v) for v in node.inputs)
+    w.define(node, f"_rt.matmul({a}, {b}, {_dt(node.outputs[0].aval.dtype)})")
+
+
+def _kernel(w: _Writer, node: Node) -> None:
+    fn = w.const(getattr(K, node.target))
+    args = [w.value(v) for v in node.inputs]
+    args += [f"{k}={w.render(v)}" for k, v in node.params.items()]
+    out = node.outputs[0]
+    w.define(node, _as(f"{fn}({', '.join(args)})", out.aval.dtype, len(out.shape)))
+
+
+def _fallback(w: _Writer, node: Node) -> None:
+    w.fallbacks.append(node)
+    method = w.const(getattr(EagerInterpreter(), node.target))
+    args = [f"_rt.wrap({w.value(v)})" if type(v) is Var else w.value(v) for v in node.inputs]
+    args += [f"{k}={w.render(v)}" for k, v in node.params.items()]
+    w.define(node, f"{method}({', '.join(args)})._data")
+
+
+def _emitters() -> dict[str, Emitter]:
+    table: dict[str, Emitter] = {}
+    for name, prim in PRIMITIVES.items():
+        if prim.family == "unary":
+            table[name] = _unary
+        elif prim.family == "binary":
+            table[name] = _binary
+        elif getattr(getattr(EagerInterpreter, name, None), "generated_for", None) is not None \
+                and callable(getattr(K, name, None)):
+            table[name] = _kernel  # the eager interpreter runs K.<name> after the shape rule
+    table.update({
+        "where": _where, "reduce_sum": _reduce, "reduce_max": _reduce, "reduce_min": _reduce,
+        "argmax": _arg_reduce, "argmin": _arg_reduce, "reshape": _reshape, "permute": _permute,
+        "broadcast_to": _broadcast, "slice": _slice, "pad": _pad, "concat": _concat, "cast": _cast,
+        "stop_gradient": _identity, "full": _full, "iota": _iota, "matmul": _matmul,
+    })
+    return table
+
+
+EMITTERS: dict[str, Emitter] = _emitters()
+"""How each primitive is lowered (primitives without an entry fall back to the eager interpreter)."""
+
+
+# ---- fused groups ----------------------------------------------------------------------------------------
+
+def _elementwise(plan: GroupPlan) -> bool:
+    """A group without reductions whose operands all have its shape (or are scalars): its kernel is one
+    flat loop and may run on arrays of either memory order (``Linear`` weights are column-major)."""
+    if plan.reductions or len(plan.merged) != 1:
+        return False
+    space = tuple(plan.space)
+    return all(all(p) and tuple(v.shape) == space or not any(p)
+               for v, p in zip(plan.inputs, plan.input_patterns))
+
+
+def _emit_group(w: _Writer, plan: GroupPlan, slot: str, inplace: dict[int, Var]) -> None:
+    """Call the kernel of ``plan``: inputs made contiguous and reshaped to the merged rank, outputs and
+    accumulators allocated (or, for an elementwise group, written into the state they update: ``inplace``
+    maps such outputs to their placeholders), results reshaped to their avals."""
+    sizes = []
+    for group in plan.merged:
+        size: Any = 1
+        for axis in group:
+            size = size * plan.space[axis]
+        sizes.append(w.render(size))
+    args = list(sizes)
+    tag = len(w.names)
+    written, accumulators = kernel_arguments(plan)
+    if _elementwise(plan):
+        full = [v for v, p in zip(plan.inputs, plan.input_patterns) if all(p)]
+        order = f"_f{tag}"
+        w.lines.append(f"{order} = {f'_rt.fortran({w.value(full[0])})' if full else 'False'}")
+        for v, pattern in zip(plan.inputs, plan.input_patterns):
+            args.append(f"_rt.flat({w.value(v)}, {order})" if all(pattern) else f"{w.value(v)}.reshape((1,))")
+        for k, v in enumerate(written):
+            name = f"_o{tag}_{k}"
+            state = inplace.get(v.id)
+            if state is not None:
+                w.lines.append(f"{name} = _rt.into({w.value(state)}, {order})")
+            else:
+                w.lines.append(f"{name} = _rt.empty({w.shape(v)}, {_dt(v.aval.dtype)}, {order})")
+            args.append(f"_rt.flat({name}, {order})")
+        w.lines.append(f"{slot}({', '.join(args)})")
+        for k, v in enumerate(written):
+            w.names[v.id] = f"_o{tag}_{k}"
+        return
+    for v, pattern in zip(plan.inputs, plan.input_patterns):
+        dims = [sizes[k] if pattern[group[0]] else "1" for k, group in enumerate(plan.merged)] or ["1"]
+        args.append(f"_rt.contiguous({w.value(v)}).reshape(({', '.join(dims)},))")
+    reduction_of = {r.outputs[0].id: k for k, r in enumerate(plan.reductions)}
+
+    def kept(k: int) -> list[str]:
+        return [sizes[j] for j, group in enumerate(plan.merged) if not plan.reduced_axes[k][group[0]]] or ["1"]
+
+    results: list[tuple[str, Var, str]] = []
+    for k, v in enumerate(written):
+        name = f"_o{tag}_{k}"
+        index = reduction_of.get(v.id)
+        dims = sizes or ["1"] if index is None else kept(index)
+        w.lines.append(f"{name} = np.empty(({', '.join(dims)},), dtype={_dt(v.aval.dtype)})")
+        args.append(name)
+        results.append((name, v, ""))
+    for k, r in enumerate(accumulators):
+        name = f"_r{tag}_{k}"
+        index = reduction_of[r.outputs[0].id]
+        w.lines.append(f"{name} = np.full(({', '.join(kept(index))},), {w.render(START[r.target])}, "
+                       f"dtype={_dt(accumulator_dtype(r))})")
+        args.append(name)
+        results.append((name, r.outputs[0], f".astype({_dt(r.outputs[0].aval.dtype)}, copy=False)"))
+    w.lines.append(f"{slot}({', '.join(args)})")
+    for name, v, convert in results:
+        result = f"v{len(w.names)}"
+        w.names[v.id] = result
+        w.lines.append(f"{result} = {name}{convert}.reshape({w.shape(v)})")
+
+
+# ---- the function ----------------------------------------------------------------------------------------
+
+def _symbol_lines(w: _Writer, graph: Graph, arg: dict[int, str]) -> None:
+    """``B = p0.shape[0]`` for every symbolic dim of the inputs' shapes."""
+    for s in sorted(graph.symbols):
+        w.symbols[s] = f"_s_{s}"
+    for s in sorted(graph.symbols):
+        line = None
+        for p in graph.inputs:
+            for axis, d in enumerate(p.shape):
+                if not isinstance(d, SymDim):
+                    continue
+                lin = d.linear_in()
+                if lin is None or lin[0] != s:
+                    continue
+                _, a, c = lin
+                read = f"{arg[p.id]}.shape[{axis}]"
+                line = f"_s_{s} = ({read} - {c}) // {a}" if (a != 1 or c != 0) else f"_s_{s} = {read}"
+                break
+            if line is not None:
+                break
+        if line is None:
+            raise GraphCaptureError(f"numba backend: cannot read the size of symbolic dim {s} from the inputs")
+        w.lines.append(line)
+
+
+def _units(graph: Graph, groups: dict[int, list[Node]]) -> list[list[Node]]:
+    """Nodes and fusion groups in a dependency order that keeps each group together."""
+    unit_of: dict[int, int] = {}
+    unit_of_group: dict[int, int] = {}
+    units: list[list[Node]] = []
+    for node in graph.nodes:
+        g = node.meta.get("fusion_group")
+        if g is not None and g in groups:
+            index = unit_of_group.get(g)
+            if index is None:
+                index = unit_of_group[g] = len(units)
+                units.append([])
+            units[index].append(node)
+            unit_of[id(node)] = index
+        else:
+            unit_of[id(node)] = len(units)
+            units.append([node])
+    deps: list[set[int]] = [set() for _ in units]
+    users: list[set[int]] = [set() for _ in units]
+    for i, unit in enumerate(units):
+        for node in unit:
+            for v in node.inputs:
+                if type(v) is Var and v.producer is not None:
+                    j = unit_of[id(v.producer)]
+                    if j != i:
+                        deps[i].add(j)
+                        users[j].add(i)
+    ready = [i for i in range(len(units)) if not deps[i]]
+    heapq.heapify(ready)
+    order: list[list[Node]] = []
+    remaining = [len(d) for d in deps]
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(units[i])
+        for j in users[i]:
+            remaining[j] -= 1
+            if remaining[j] == 0:
+                heapq.heappush(ready, j)
+    if len(order) != len(units):  # pragma: no cover - fusion groups are convex
+        raise GraphCaptureError("numba backend: the fusion groups form a cycle")
+    return order
+
+
+def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small_kernels: bool = False) -> Lowered:
+    """Generate the function for ``graph`` (see the module docstring)."""
+    w = _Writer(graph)
+    arg_names = {p.id: f"p{i}" for i, p in enumerate(graph.inputs)}
+    for p in graph.inputs:
+        w.names[p.id] = arg_names[p.id]
+    _symbol_lines(w, graph, arg_names)
+    groups: dict[int, list[Node]] = {}
+    if fuse:
+        for node in graph.nodes:
+            g = node.meta.get("fusion_group")
+            if g is not None:
+                groups.setdefault(g, []).append(node)
+    live_outside = _live_outside(graph, groups)
+    order = _units(graph, groups)
+    plans = {id(unit[0]): plan_group(graph, unit, live_outside) for unit in order
+             if len(unit) > 1 or unit[0].meta.get("fusion_group") in groups}
+    if not small_kernels:
+        order = _drop_small_kernels(order, plans)
+    last_use = _last_uses(graph, order)
+    keep = {v.id for v in graph.outputs if type(v) is Var} | \
+        {v.id for _, v in graph.mutations if type(v) is Var} | {p.id for p in graph.inputs}
+    inplace = _inplace_updates(graph, order, plans)
+    for position, unit in enumerate(order):
+        plan = plans.get(id(unit[0]))
+        if plan is not None:
+            slot = f"_k{len(w.kernels)}"
+            w.kernels.append((slot, plan))
+            _emit_group(w, plan, slot, inplace)
+        else:
+            node = unit[0]
+            emitter = EMITTERS.get(node.target)
+            if emitter is None:
+                if strict_native:
+                    raise GraphCaptureError(
+                        f"numba backend (strict_native): no native lowering for primitive '{node.target}' "
+                        f"(recorded at {node.location}); drop strict_native to run it through the eager "
+                        "interpreter")
+                emitter = _fallback
+            emitter(w, node)
+        dead = [vid for vid, last in last_use.items() if last == position and vid not in keep and vid in w.names]
+        if dead:
+            w.lines.append("del " + ", ".join(w.names[vid] for vid in sorted(dead)))
+    outs = [w.value(v) for v in graph.outputs] + [w.value(v) for _, v in graph.mutations]
+    w.lines.append(f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
+    args = ", ".join(arg_names[p.id] for p in graph.inputs)
+    body = "\n".join("        " + line for line in w.lines)
+    source = f"def run({args}):\n    with _rt.quiet():\n{body}\n"
+    return Lowered(source, w.namespace, w.kernels, w.fallbacks)
+
+
+_VIEWS = frozenset(name for name, prim in PRIMITIVES.items() if prim.family == "view") | {"stop_gradient"}
+
+
+def _inplace_updates(graph: Graph, order: list[list[Node]], plans: dict[int, GroupPlan]) -> dict[int, Var]:
+    """Mutation values an elementwise kernel may write straight into the state they replace (an optimizer
+    updating parameters and momentum buffers): output var id -> state placeholder. Only when nothing reads
+    the old state (or a view of it) after that kernel, the state is not an output, and the graph has no
+    data guards (a run is never abandoned after writing state)."""
+    if graph.guards or not graph.mutations:
+        return {}
+    root: dict[int, int] = {p.id: p.id for p in graph.inputs}
+    last: dict[int, int] = {}
+    position_of: dict[int, int] = {}
+    for position, unit in enumerate(order):
+        for node in unit:
+            position_of[node.outputs[0].id] = position
+            for v in node.inputs:
+                if type(v) is Var and v.id in root:
+                    last[root[v.id]] = max(last.get(root[v.id], -1), position)
+            source = node.inputs[0] if node.inputs else None
+            if node.target in _VIEWS and type(source) is Var and source.id in root:
+                root[node.outputs[0].id] = root[source.id]
+    returned = {root[v.id] for v in graph.outputs if type(v) is Var and v.id in root}
+    found: dict[int, Var] = {}
+    for target, value in graph.mutations:
+        if type(value) is not Var or value.id not in position_of or target.id in returned:
+            continue
+        position = position_of[value.id]
+        plan = plans.get(id(order[position][0]))
+        if plan is None or not _elementwise(plan) or tuple(target.shape) != tuple(plan.space):
+            continue
+        if last.get(target.id, -1) > position:
+            continue
+        if any(v.id == target.id and not all(p) for v, p in zip(plan.inputs, plan.input_patterns)):
+            continue
+        found[value.id] = target
+    return found
+
+
+SMALL_GROUP = 4096
+"""A fusion group whose iteration space has fewer elements (static sizes) gets a kernel only when a larger
+group of the graph uses the same kernel anyway: on a few thousand elements numpy's calls cost about what a
+kernel call costs, and each distinct kernel costs a compilation the first time."""
+
+
+def _space_size(plan: GroupPlan) -> int | None:
+    size = 1
+    for d in plan.space:
+        if not isinstance(d, int):
+            return None
+        size *= d
+    return size
+
+
+def _drop_small_kernels(order: list[list[Node]], plans: dict[int, GroupPlan]) -> list[list[Node]]:
+    """``order`` with the small groups (see :data:`SMALL_GROUP`) split back into single nodes."""
+    def small(plan: GroupPlan) -> bool:
+        size = _space_size(plan)
+        return size is not None and size < SMALL_GROUP
+
+    needed = {plan.source for plan in plans.values() if not small(plan)}
+    out: list[list[Node]] = []
+    for unit in order:
+        plan = plans.get(id(unit[0]))
+        if plan is not None and small(plan) and plan.source not in needed:
+            del plans[id(unit[0])]
+            out.extend([node] for node in unit)
+        else:
+            out.append(unit)
+    return out
+
+
+def _live_outside(graph: Graph, groups: dict[int, list[Node]]) -> set[int]:
+    """Ids of values read by something outside the group that produces them."""
+    group_of = {id(n): g for g, nodes in groups.items() for n in nodes}
+    live: set[int] = {v.id for v in graph.outputs if type(v) is Var}
+    live |= {v.id for _, v in graph.mutations if type(v) is Var}
+    live |= {g.value.id for g in graph.guards}
+    for node in graph.nodes:
+        mine = group_of.get(id(node))
+        for v in node.inputs:
+            if type(v) is Var and v.producer is not None and (mine is None or group_of.get(id(v.producer)) != mine):
+                live.add(v.id)
+    return live
+
+
+def _last_uses(graph: Graph, order: list[list[Node]]) -> dict[int, int]:
+    """Var id -> the position (in ``order``) of the last unit reading it."""
+    last: dict[int, int] = {}
+    for position, unit in enumerate(order):
+        for node in unit:
+            for v in node.inputs:
+                if type(v) is Var:
+                    last[v.id] = position
+            last.setdefault(node.outputs[0].id, position)
+    return last
+
+
+__all__ = ["EMITTERS", "Lowered", "lower"]

@@ -1,0 +1,95 @@
+"""Helpers the generated functions of the numba backend call (no tensor wrappers: numpy arrays in and
+out, the eager interpreter's semantics)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tensorplay.interpreters.eager import kernels as K
+from tensorplay.interpreters.eager.interpreter import eager
+from tensorplay.tensor import Tensor
+
+Array = np.ndarray[Any, Any]
+
+
+def quiet() -> Any:
+    """The error state a generated function runs in: inf and NaN arise silently, as eagerly."""
+    return np.errstate(all="ignore")
+
+
+def as_dtype(value: Any, dtype: Any) -> Array:
+    """``value`` as an ndarray of ``dtype`` (no copy when it already is one)."""
+    if type(value) is np.ndarray and value.dtype == dtype:
+        return value
+    return np.asarray(value).astype(dtype, copy=False)
+
+
+def as_array(value: Any, dtype: Any) -> Array:
+    """A 0-d (or any) ndarray of ``dtype`` from what numpy returned (a scalar for 0-d results)."""
+    array: Array = np.asarray(value, dtype=dtype)
+    return array
+
+
+def contiguous(value: Any) -> Array:
+    """``value`` as a C-contiguous ndarray (no copy when it already is one)."""
+    if type(value) is np.ndarray and value.flags.c_contiguous:
+        return value
+    array: Array = np.ascontiguousarray(value)
+    return array
+
+
+def fortran(value: Array) -> bool:
+    """Whether ``value`` is laid out column-major only (an elementwise kernel then runs in that order)."""
+    flags = value.flags
+    return bool(flags.f_contiguous and not flags.c_contiguous)
+
+
+def flat(value: Array, fortran_order: bool) -> Array:
+    """A 1-d contiguous view (or copy) of ``value``'s elements in C order, or in Fortran order: the same
+    element positions for every operand of one elementwise kernel."""
+    if fortran_order:
+        return value.T.reshape(-1)
+    if not value.flags.c_contiguous:
+        value = np.ascontiguousarray(value)
+    return value.reshape(-1)
+
+
+def empty(shape: tuple[int, ...], dtype: Any, fortran_order: bool) -> Array:
+    """An uninitialised array laid out in the kernel's order."""
+    return np.empty(shape, dtype=dtype, order="F" if fortran_order else "C")
+
+
+def into(state: Array, fortran_order: bool) -> Array:
+    """``state`` itself when a kernel may write its new value there (writeable, laid out in the kernel's
+    order), else a fresh array (the compiler then copies the result into ``state``)."""
+    flags = state.flags
+    if flags.writeable and (flags.f_contiguous if fortran_order else flags.c_contiguous):
+        return state
+    return empty(state.shape, state.dtype, fortran_order)
+
+
+def matmul(a: Array, b: Array, dtype: Any) -> Array:
+    """The eager interpreter's ``matmul``: operands in the result dtype, a broadcast 2-d right operand
+    folded into one GEMM, batched outer products (``K == 1``) by a dedicated kernel."""
+    if a.dtype != dtype:
+        a = a.astype(dtype)
+    if b.dtype != dtype:
+        b = b.astype(dtype)
+    if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous:
+        out: Array = np.matmul(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[-1:])
+        return out
+    if a.shape[-1] == 1 and b.shape[-2] == 1 and (a.ndim > 2 or b.ndim > 2):
+        outer: Array = K.outer_matmul(a, b)
+        return outer
+    result: Array = np.matmul(a, b)
+    return result
+
+
+def wrap(array: Array) -> Tensor[*tuple[Any, ...]]:
+    """An eager tensor on ``array`` (the fallback path only)."""
+    return eager.wrap(array)
+
+
+__all__ = ["as_array", "as_dtype", "contiguous", "empty", "flat", "fortran", "into", "matmul", "quiet", "wrap"]

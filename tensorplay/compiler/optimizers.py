@@ -1,0 +1,231 @@
+"""``optimizer.step()`` inside a compiled function: the update recorded as part of the graph.
+
+The eager optimizers update numpy payloads in place; under capture the parameters are graph
+values, so :func:`record_step` records the same update rule with graph operations instead:
+SGD (momentum, dampening, Nesterov, weight decay, maximize) and Adam/AdamW (AMSGrad, maximize).
+
+What changes between calls is read at every call, never baked in: the learning rate and every
+other float hyperparameter are scalar inputs read from ``param_groups`` (a scheduler needs no
+recompilation), Adam's bias corrections are computed in Python from the step count at each call
+(as the eager optimizer does, in float64), and state arrays (momentum buffers, moments) are state
+inputs whose new values are written back in place. What decides the graph's structure is
+guarded by value: the boolean flags, whether a hyperparameter is zero, whether a parameter has a
+gradient and which state entries exist (the first step, which creates the state, compiles once;
+the following steps share the second specialization).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tensorplay.compiler.sources import ValueSource
+from tensorplay.spec.aval import Aval
+from tensorplay.spec.errors import GraphCaptureError
+from tensorplay.tensor import Tensor
+
+if TYPE_CHECKING:
+    from tensorplay.compiler.capture import CaptureHandler
+
+AnyTensor = Tensor[*tuple[Any, ...]]
+
+
+def _state_of(optimizer: Any, param: Any) -> dict[str, Any]:
+    entry = optimizer.state._items.get(id(param))
+    return {} if entry is None else entry[1]
+
+
+class _Step:
+    """Records one optimizer's update (shared plumbing of the update rules)."""
+
+    def __init__(self, handler: CaptureHandler, optimizer: Any) -> None:
+        self.handler = handler
+        self.recorder: Any = handler.recorder
+        self.optimizer = optimizer
+        self.label = type(optimizer).__name__
+
+    def guard(self, name: str, read: Callable[[], Any]) -> Any:
+        """The current value of ``read()``; compiled calls are valid only while it stays the same."""
+        value = read()
+        self.handler.value_guards.append(ValueSource(f"{self.label} {name}", read, value))
+        return value
+
+    def scalar(self, name: str, read: Callable[[], float], dtype: str) -> AnyTensor:
+        """A 0-d input of ``dtype`` read from ``read()`` at every call."""
+        from tensorplay.compiler.capture import InputPlan
+        value = np.asarray(read(), dtype=dtype)
+        t: AnyTensor = self.recorder.input(f"{self.label}_{name}", Aval((), dtype), "captured", value)
+        self.handler.opt_inputs[t._data.id] = InputPlan("opt_scalar", ref=read, key=dtype)
+        return t
+
+    def param(self, p: Any, where: str) -> AnyTensor:
+        """The recorder's view of parameter ``p`` (registered as state when the function does not read it)."""
+        if p._ops is self.recorder:
+            return p  # type: ignore[no-any-return]
+        if isinstance(p._data, np.ndarray):
+            var = self.recorder.register_state(f"{self.label}.param{where}", p, "parameter")
+            from tensorplay.compiler.capture import InputPlan
+            self.handler.opt_inputs[var.id] = InputPlan("tensor", ref=p)
+            view: AnyTensor = self.recorder.wrap(var)
+            return view
+        raise GraphCaptureError(f"{self.label}.step(): a parameter is a value of another recording")
+
+    def state(self, p: Any, key: str, like: AnyTensor) -> AnyTensor | None:
+        """The recorder's view of state entry ``key`` of ``p`` (``None`` when it does not exist yet)."""
+        from tensorplay.compiler.capture import InputPlan
+        optimizer = self.optimizer
+        present = self.guard(f"state {key} exists for parameter {tuple(like.shape)}",
+                             lambda: key in _state_of(optimizer, p))
+        if not present:
+            return None
+        array = _state_of(optimizer, p)[key]
+        t: AnyTensor = self.recorder.input(f"{self.label}_{key}", Aval(tuple(array.shape), array.dtype.name),
+                                           "buffer", array)
+        self.handler.opt_inputs[t._data.id] = InputPlan("opt_state", ref=(optimizer, p), key=key)
+        return t
+
+    def write_state(self, p: Any, key: str, old: AnyTensor | None, new: AnyTensor) -> None:
+        """``p``'s state entry ``key`` becomes ``new`` (in place when it existed, created otherwise)."""
+        from tensorplay.compiler.capture import Effect
+        if old is not None:
+            self.recorder.graph.mutations.append((old._data, self.recorder.lift(new)))
+            return
+        self.handler.optimizer_effects.append(
+            (self.recorder.lift(new), Effect("opt_state", ("param", 0), key=key, optimizer=(self.optimizer, p))))
+
+    def write_param(self, p: AnyTensor, new: AnyTensor) -> None:
+        """The parameter ``p`` holds ``new`` after the call (written in place)."""
+        var = self.recorder.lift(new)
+        placeholder = self.recorder._state.get(id(p))
+        target = placeholder[1] if placeholder is not None else p._data
+        mutations = self.recorder.graph.mutations
+        self.recorder.graph.mutations = [(t, v) for t, v in mutations if t is not target]
+        if var.dtype != target.dtype:
+            var = self.recorder.cast(new, dtype=target.aval.dtype)._data
+        self.recorder.graph.mutations.append((target, var))
+        p._data = var  # later reads in the function see the updated parameter
+
+    @staticmethod
+    def grad(p: Any) -> AnyTensor | None:
+        """``p``'s gradient as the function sees it (decided by the capture itself: the guards on the
+        ``.grad`` attributes before the call and on the rest of the capture decide it)."""
+        return p._grad  # type: ignore[no-any-return]
+
+
+def _sgd(step: _Step, group: dict[str, Any]) -> None:
+    r = step.recorder
+    guard = step.guard
+    momentum_on = guard("momentum != 0", lambda: group["momentum"] != 0)
+    decay_on = guard("weight_decay != 0", lambda: group["weight_decay"] != 0)
+    nesterov = guard("nesterov", lambda: bool(group["nesterov"]))
+    maximize = guard("maximize", lambda: bool(group["maximize"]))
+    for index, p in enumerate(group["params"]):
+        g = step.grad(p)
+        if g is None:
+            continue
+        dtype = p.dtype.name
+        lr = step.scalar("lr", lambda: float(group["lr"]), dtype)
+        pv = step.param(p, str(index))
+        d = r.neg(g) if maximize else g
+        if decay_on:
+            d = r.add(d, r.mul(step.scalar("weight_decay", lambda: float(group["weight_decay"]), dtype), pv))
+        if momentum_on:
+            momentum = step.scalar("momentum", lambda: float(group["momentum"]), dtype)
+            buf = step.state(p, "momentum_buffer", pv)
+            if buf is None:
+                new_buf = d
+            else:
+                keep = step.scalar("one_minus_dampening", lambda: 1.0 - float(group["dampening"]), dtype)
+                new_buf = r.add(r.mul(momentum, buf), r.mul(keep, d))
+            step.write_state(p, "momentum_buffer", buf, new_buf if buf is not None else r.mul(d, 1.0))
+            d = r.add(d, r.mul(momentum, new_buf)) if nesterov else new_buf
+        step.write_param(p, r.sub(pv, r.mul(lr, d)))
+
+
+def _adam(step: _Step, group: dict[str, Any]) -> None:
+    r = step.recorder
+    guard = step.guard
+    optimizer = step.optimizer
+    decay_on = guard("weight_decay != 0", lambda: group["weight_decay"] != 0)
+    amsgrad = guard("amsgrad", lambda: bool(group["amsgrad"]))
+    maximize = guard("maximize", lambda: bool(group["maximize"]))
+    decoupled = bool(getattr(optimizer, "decoupled", False))
+    for index, p in enumerate(group["params"]):
+        g = step.grad(p)
+        if g is None:
+            continue
+        dtype = p.dtype.name
+        pv = step.param(p, str(index))
+        d = r.neg(g) if maximize else g
+
+        def next_step(p: Any = p) -> int:
+            return int(_state_of(optimizer, p).get("step", 0)) + 1
+
+        def step_size(p: Any = p) -> float:
+            return float(group["lr"]) / (1.0 - float(group["betas"][0]) ** next_step(p))
+
+        def bias2(p: Any = p) -> float:
+            return math.sqrt(1.0 - float(group["betas"][1]) ** next_step(p))
+
+        if decay_on:
+            if decoupled:
+                decay = step.scalar("decay", lambda: 1.0 - float(group["lr"]) * float(group["weight_decay"]), dtype)
+                pv = r.mul(pv, decay)
+            else:
+                d = r.add(d, r.mul(step.scalar("weight_decay", lambda: float(group["weight_decay"]), dtype), pv))
+        c1 = step.scalar("one_minus_beta1", lambda: 1.0 - float(group["betas"][0]), dtype)
+        c2 = step.scalar("one_minus_beta2", lambda: 1.0 - float(group["betas"][1]), dtype)
+        beta2 = step.scalar("beta2", lambda: float(group["betas"][1]), dtype)
+        m = step.state(p, "exp_avg", pv)
+        v = step.state(p, "exp_avg_sq", pv)
+        m_new = r.mul(d, c1) if m is None else r.add(m, r.mul(r.sub(d, m), c1))
+        gg = r.mul(r.mul(c2, d), d)
+        v_new = gg if v is None else r.add(r.mul(beta2, v), gg)
+        step.write_state(p, "exp_avg", m, m_new)
+        step.write_state(p, "exp_avg_sq", v, v_new)
+        denom_base = v_new
+        if amsgrad:
+            vmax = step.state(p, "max_exp_avg_sq", pv)
+            vmax_new = v_new if vmax is None else r.maximum(vmax, v_new)
+            step.write_state(p, "max_exp_avg_sq", vmax, vmax_new if vmax is not None else r.mul(v_new, 1.0))
+            denom_base = vmax_new
+        denom = r.add(r.div(r.sqrt(denom_base), step.scalar("bias_correction2_sqrt", bias2, dtype)),
+                      step.scalar("eps", lambda: float(group["eps"]), dtype))
+        update = r.mul(step.scalar("step_size", step_size, dtype), r.div(m_new, denom))
+        step.write_param(p, r.sub(pv, update))
+        step.handler.optimizer_effects.append((None, _step_effect(optimizer, p)))
+
+
+def _step_effect(optimizer: Any, p: Any) -> Any:
+    from tensorplay.compiler.capture import Effect
+    return Effect("opt_step", ("param", 0), has_value=False, key="step", optimizer=(optimizer, p))
+
+
+def record_step(handler: CaptureHandler, optimizer: Any) -> None:
+    """Record ``optimizer.step()`` into the capture (see the module docstring)."""
+    from tensorplay.optim.adam import Adam
+    from tensorplay.optim.sgd import SGD
+    step = _Step(handler, optimizer)
+    rule: Callable[[_Step, dict[str, Any]], None]
+    if isinstance(optimizer, Adam):
+        rule = _adam
+    elif isinstance(optimizer, SGD):
+        rule = _sgd
+    else:
+        from tensorplay.interpreters.graph.recorder import user_location
+        where = user_location(3)
+        raise GraphCaptureError(
+            f"{type(optimizer).__name__}.step() inside a compiled function is not supported"
+            f"{f' (at {where})' if where else ''}: tp.compile records SGD, Adam and AdamW updates. Call "
+            "step() outside the compiled function (compile the forward and backward only)")
+    handler.value_guards.append(ValueSource(f"{step.label} parameter groups",
+                                            lambda: tuple(len(g["params"]) for g in optimizer.param_groups),
+                                            tuple(len(g["params"]) for g in optimizer.param_groups)))
+    for group in optimizer.param_groups:
+        rule(step, group)
+
+
+__all__ = ["record_step"]

@@ -1,0 +1,301 @@
+"""What a compiled function reads from outside its arguments, and how to read it again at every call.
+
+Before capture, :func:`discover` walks what the function can reach: the globals its code (and the
+code of functions and lambdas defined in it) names, its closure cells, its default arguments, a
+bound method's ``self``, and recursively the helper functions and modules among those. It returns
+
+* **tensor sources**: every tensor reached (a global, a closure cell, a module's parameters,
+  buffers and tensor attributes, tensors inside tuples, lists and dicts), each with a reader that
+  follows the same path again (``globals()["model"]._modules["fc1"]._parameters["weight"]``), so a
+  compiled call sees a tensor that was rebound (``model.fc1.weight = Parameter(...)``) as well as
+  one updated in place;
+* **value sources**: Python scalars, strings and small tuples of them (a global ``scale = 0.5``,
+  a module's ``training`` flag, ``Dropout.p``), compared by value at every call: a compiled
+  function never silently keeps a value the Python code would read differently;
+* **objects** the function may drive, such as optimizers, compared by identity.
+
+Names are the user's: ``model.fc1.weight``, ``global w``, ``closure scale``, ``self.fc1.weight``.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from tensorplay.tensor import Tensor
+
+MISSING: Any = object()
+"""What a reader returns when its path no longer leads anywhere."""
+
+_SCALARS = (bool, int, float, str, complex, bytes, type(None))
+_MAX_DEPTH = 6
+_MAX_CONTAINER = 64
+
+
+def _is_module(obj: Any) -> bool:
+    from tensorplay.nn.module import Module
+    return isinstance(obj, Module)
+
+
+def _is_optimizer(obj: Any) -> bool:
+    from tensorplay.optim.optimizer import Optimizer
+    return isinstance(obj, Optimizer)
+
+
+def _is_static_value(value: Any) -> bool:
+    if isinstance(value, _SCALARS):
+        return True
+    if isinstance(value, tuple) and len(value) <= _MAX_CONTAINER:
+        return all(_is_static_value(v) for v in value)
+    return False
+
+
+Reader = Callable[[], Any]
+
+
+@dataclass
+class TensorSource:
+    """A tensor reached from outside: ``kind`` is ``"parameter"``, ``"buffer"`` or ``"captured"``."""
+
+    name: str
+    kind: str
+    read: Reader
+    tensor: Tensor[*tuple[Any, ...]]
+
+
+@dataclass
+class ValueSource:
+    """A Python value reached from outside, compared by value at every call."""
+
+    name: str
+    read: Reader
+    value: Any
+
+
+@dataclass
+class ObjectSource:
+    """An object the function drives (an optimizer), compared by identity at every call."""
+
+    name: str
+    read: Reader
+    obj: Any
+
+
+@dataclass
+class Sources:
+    """Everything :func:`discover` found, in a stable order."""
+
+    tensors: list[TensorSource] = field(default_factory=list)
+    values: list[ValueSource] = field(default_factory=list)
+    objects: list[ObjectSource] = field(default_factory=list)
+    modules: list[Any] = field(default_factory=list)
+
+    def tensor_by_id(self) -> dict[int, TensorSource]:
+        """Tensor id -> its source."""
+        return {id(s.tensor): s for s in self.tensors}
+
+
+def _global_reader(namespace: dict[str, Any], key: str) -> Reader:
+    return lambda: namespace.get(key, MISSING)
+
+
+def _cell_reader(cell: Any) -> Reader:
+    def read() -> Any:
+        try:
+            return cell.cell_contents
+        except ValueError:  # an empty cell
+            return MISSING
+    return read
+
+
+def _const_reader(value: Any) -> Reader:
+    return lambda: value
+
+
+def _step(parent: Reader, table: str | None, key: Any) -> Reader:
+    """A reader of ``parent()[key]`` (``table`` None: an item of a container) or of
+    ``parent().__dict__[table][key]`` (a module's ``_parameters``, ``_buffers``, ``_modules``) or of
+    ``parent().__dict__[key]`` (``table == "__dict__"``)."""
+    if table is None:
+        def read_item() -> Any:
+            container = parent()
+            try:
+                return container[key]
+            except (KeyError, IndexError, TypeError):
+                return MISSING
+        return read_item
+    if table == "__dict__":
+        def read_attr() -> Any:
+            obj = parent()
+            d = getattr(obj, "__dict__", None)
+            return MISSING if d is None else d.get(key, MISSING)
+        return read_attr
+
+    def read_entry() -> Any:
+        obj = parent()
+        d = getattr(obj, "__dict__", None)
+        entries = None if d is None else d.get(table)
+        return MISSING if entries is None else entries.get(key, MISSING)
+    return read_entry
+
+
+def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _code_objects(const)
+
+
+class _Walker:
+    def __init__(self) -> None:
+        self.found = Sources()
+        self.seen_tensors: set[int] = set()
+        self.seen_objects: set[int] = set()
+        self.seen_values: set[str] = set()
+
+    # ---- entries -------------------------------------------------------------------------------
+    def value(self, name: str, read: Reader, value: Any, depth: int, kind: str = "captured") -> None:
+        """Classify ``value`` reached at ``name`` and walk into it."""
+        if depth > _MAX_DEPTH:
+            return
+        if isinstance(value, Tensor):
+            if id(value) not in self.seen_tensors:
+                self.seen_tensors.add(id(value))
+                self.found.tensors.append(TensorSource(name, kind, read, value))
+            return
+        if _is_static_value(value):
+            if name not in self.seen_values:
+                self.seen_values.add(name)
+                self.found.values.append(ValueSource(name, read, value))
+            return
+        if _is_module(value):
+            self.module(name, read, value, depth)
+            return
+        if _is_optimizer(value):
+            if id(value) not in self.seen_objects:
+                self.seen_objects.add(id(value))
+                self.found.objects.append(ObjectSource(name, read, value))
+            return
+        if isinstance(value, types.MethodType):
+            func: Any = value.__func__
+            if isinstance(func, types.FunctionType):
+                self.function(func, depth + 1)
+            self.value(f"{name}.__self__", _const_reader(value.__self__), value.__self__, depth + 1)
+            return
+        if isinstance(value, types.FunctionType):
+            self.function(value, depth + 1)
+            return
+        if isinstance(value, (tuple, list)) and len(value) <= _MAX_CONTAINER:
+            for i, item in enumerate(value):
+                if self._interesting(item):
+                    self.value(f"{name}[{i}]", _step(read, None, i), item, depth + 1)
+            return
+        if isinstance(value, dict) and len(value) <= _MAX_CONTAINER:
+            for key, item in value.items():
+                if _is_static_value(key) and self._interesting(item):
+                    self.value(f"{name}[{key!r}]", _step(read, None, key), item, depth + 1)
+
+    @staticmethod
+    def _interesting(item: Any) -> bool:
+        return isinstance(item, (Tensor, tuple, list, dict)) or _is_module(item) or _is_optimizer(item)
+
+    def module(self, prefix: str, read: Reader, module: Any, depth: int) -> None:
+        """A module: its training flag and plain attributes (values), parameters, buffers, tensor
+        attributes, submodules, and the globals of its class's ``forward``."""
+        if id(module) in self.seen_objects:
+            return
+        self.seen_objects.add(id(module))
+        self.found.modules.append(module)
+        dot = f"{prefix}." if prefix else ""
+        label = prefix or "self"
+        attributes = module.__dict__
+        for key in sorted(attributes):
+            item = attributes[key]
+            if key.startswith("_") or key in ("training",):
+                continue
+            if _is_static_value(item):
+                self.value(f"{label}.{key}", _step(read, "__dict__", key), item, depth + 1)
+            elif isinstance(item, Tensor) or _is_optimizer(item):
+                self.value(f"{dot}{key}", _step(read, "__dict__", key), item, depth + 1)
+        training_name = f"{label}.training"
+        if training_name not in self.seen_values:
+            self.seen_values.add(training_name)
+            self.found.values.append(ValueSource(training_name, _step(read, "__dict__", "training"),
+                                                 module.training))
+        for table, kind in (("_parameters", "parameter"), ("_buffers", "buffer")):
+            for key, tensor in attributes.get(table, {}).items():
+                if tensor is not None:
+                    self.value(f"{dot}{key}", _step(read, table, key), tensor, depth + 1, kind)
+        forward = getattr(type(module), "forward", None)
+        if isinstance(forward, types.FunctionType):
+            self.function(forward, depth + 1)
+        for key, child in attributes.get("_modules", {}).items():
+            if child is not None:
+                self.module(f"{dot}{key}", _step(read, "_modules", key), child, depth + 1)
+
+    def function(self, fn: types.FunctionType, depth: int) -> None:
+        """A function: the globals its code names, its closure cells and its defaults."""
+        if id(fn) in self.seen_objects or depth > _MAX_DEPTH:
+            return
+        self.seen_objects.add(id(fn))
+        module_name = getattr(fn, "__module__", "") or ""
+        if depth > 0 and (module_name == "tensorplay" or module_name.startswith("tensorplay.")):
+            return  # library helpers the function calls read no user state (the function itself is scanned)
+        namespace = fn.__globals__
+        names: list[str] = []
+        for code in _code_objects(fn.__code__):
+            names.extend(n for n in code.co_names if n in namespace and n not in names)
+        for key in names:
+            item = namespace[key]
+            if isinstance(item, (types.ModuleType, type)):
+                continue
+            self.value(f"global {key}" if not (_is_module(item) or isinstance(item, Tensor)) else key,
+                       _global_reader(namespace, key), item, depth)
+        if fn.__closure__:
+            for key, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+                try:
+                    item = cell.cell_contents
+                except ValueError:
+                    continue
+                if isinstance(item, (types.ModuleType, type)):
+                    continue
+                self.value(f"closure {key}" if not (_is_module(item) or isinstance(item, Tensor)) else key,
+                           _cell_reader(cell), item, depth)
+        for i, default in enumerate(fn.__defaults__ or ()):
+            if isinstance(default, Tensor) or _is_module(default):
+                self.value(f"default {i}", _const_reader(default), default, depth)
+
+
+def discover(fn: Any) -> Sources:
+    """What ``fn`` (a function, a bound method or a module) reads from outside its arguments (see the
+    module docstring)."""
+    walker = _Walker()
+    if _is_module(fn):
+        walker.module("", _const_reader(fn), fn, 0)
+    elif isinstance(fn, types.MethodType):
+        owner = fn.__self__
+        if _is_module(owner):
+            walker.module("", _const_reader(owner), owner, 0)
+        else:
+            for key, item in sorted(getattr(owner, "__dict__", {}).items()):
+                if walker._interesting(item):
+                    walker.value(f"self.{key}", _step(_const_reader(owner), "__dict__", key), item, 1)
+        func: Any = fn.__func__
+        if isinstance(func, types.FunctionType):
+            walker.function(func, 0)
+    elif isinstance(fn, types.FunctionType):
+        walker.function(fn, 0)
+    else:
+        call = getattr(type(fn), "__call__", None)
+        if isinstance(call, types.FunctionType):
+            walker.value("self", _const_reader(fn), fn, 0)
+            for key, item in sorted(getattr(fn, "__dict__", {}).items()):
+                if walker._interesting(item):
+                    walker.value(f"self.{key}", _step(_const_reader(fn), "__dict__", key), item, 1)
+            walker.function(call, 0)
+    return walker.found
+
+
+__all__ = ["MISSING", "ObjectSource", "Sources", "TensorSource", "ValueSource", "discover"]
