@@ -226,6 +226,8 @@ class CaptureHandler:
 
     def decide_dim(self, dim: SymDim, op: str, other: Any) -> bool:
         """A comparison of a symbolic size in Python code: decided on the captured sizes and guarded."""
+        if op == "==" and self.recorder.structural:
+            return False  # a vjp rule's shape comparison: structural, the general code fits every size
         if self.recorder.internal:
             if op == "==":
                 return False  # shape rules compare structurally; a mismatch respecializes the dims

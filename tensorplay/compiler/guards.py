@@ -87,6 +87,21 @@ def static_key(value: Any) -> Any:
     return ("id", id(value))
 
 
+def describe_key(key: Any) -> str:
+    """A short text of the value a :func:`static_key` stands for (for messages)."""
+    if isinstance(key, tuple) and len(key) == 2:
+        kind, value = key
+        if kind is tuple and isinstance(value, tuple):
+            return "(" + ", ".join(describe_key(k) for k in value) + ("," if len(value) == 1 else "") + ")"
+        if kind == "id":
+            return "another object"
+        if isinstance(kind, type) and not isinstance(value, tuple):
+            return describe_static(value)
+    if isinstance(key, tuple) and key and key[0] is np.ndarray:
+        return f"numpy array {key[1]}{list(key[2])}"
+    return "a different value"
+
+
 def describe_static(value: Any) -> str:
     """A short text of a static leaf for messages."""
     if isinstance(value, np.ndarray):
@@ -245,7 +260,9 @@ class Guards:
             now = theirs.get(i)
             name = self.names[i]
             if now is None:
-                reasons.append(Reason("structure", f"{name} was a tensor, now {describe_static(call.statics)}"))
+                now_key = dict(call.statics).get(i)
+                reasons.append(Reason("structure", f"{name} was a tensor, now {describe_key(now_key)}",
+                                      fix="tensor and non-tensor arguments compile separately; pass a tensor"))
                 continue
             symbolic = {a for (leaf, a) in self.symbolic if leaf == i}
             reasons.extend(_meta_reasons(name, meta, now, (symbolic, {a: self.dim_names.get((i, a)) for a in
@@ -253,8 +270,9 @@ class Guards:
         for i, key in mine.statics:
             now_key = dict(call.statics).get(i, MISSING)
             if now_key != key:
+                now_text = "a tensor" if now_key is MISSING else describe_key(now_key)
                 reasons.append(Reason("value", f"{self.names[i]} was {describe_static(self.statics.get(i))}, now "
-                                               "a different value",
+                                               f"{now_text}",
                                       fix=_static_fix(self.statics.get(i))))
         if not reasons:
             binding = self.binding(call)
@@ -313,5 +331,5 @@ def _meta_reasons(name: str, was: TensorMeta, now: TensorMeta,
     return out
 
 
-__all__ = ["CallDescription", "Guards", "KINDS", "Reason", "TensorMeta", "describe", "describe_static",
+__all__ = ["CallDescription", "Guards", "KINDS", "Reason", "TensorMeta", "describe", "describe_key", "describe_static",
            "static_key", "tensor_meta"]
