@@ -61,14 +61,14 @@ class TensorMeta:
     shape: tuple[int, ...]
     requires_grad: bool
     contiguous: bool
-    has_grad: bool
+    has_grad: bool | None  # None: either (the function drops the incoming .grad unread)
 
 
-def tensor_meta(t: Tensor[*tuple[Any, ...]]) -> TensorMeta:
-    """The :class:`TensorMeta` of an eager tensor."""
+def tensor_meta(t: Tensor[*tuple[Any, ...]], any_grad: bool = False) -> TensorMeta:
+    """The :class:`TensorMeta` of an eager tensor (``any_grad``: whether it has a ``.grad`` does not matter)."""
     data = t._data
     return TensorMeta(data.dtype.name, tuple(data.shape), t._requires_grad, bool(data.flags.c_contiguous),
-                      t._grad is not None)
+                      None if any_grad else t._grad is not None)
 
 
 def static_key(value: Any) -> Any:
@@ -220,7 +220,7 @@ class Guards:
                 return False
             data = now._data
             if (data.shape != meta.shape or data.dtype.name != meta.dtype or now._requires_grad != meta.requires_grad
-                    or (now._grad is not None) != meta.has_grad):
+                    or (meta.has_grad is not None and (now._grad is not None) != meta.has_grad)):
                 return False
         for value_source in self.values:
             now = value_source.read()
@@ -324,7 +324,7 @@ def _meta_reasons(name: str, was: TensorMeta, now: TensorMeta,
         out.append(Reason("layout", f"{name}: layout was {'contiguous' if was.contiguous else 'strided'}, now "
                                     f"{'contiguous' if now.contiguous else 'strided'}",
                           fix="call .contiguous() on the argument to share one specialization"))
-    if was.has_grad != now.has_grad:
+    if was.has_grad is not None and was.has_grad != now.has_grad:
         out.append(Reason("grad", f"{name}: .grad was {'set' if was.has_grad else 'None'}, now "
                                   f"{'set' if now.has_grad else 'None'}",
                           fix="zero_grad(set_to_none=True) before the call keeps one specialization"))
