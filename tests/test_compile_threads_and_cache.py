@@ -55,9 +55,12 @@ def test_four_threads_calling_one_compiled_function() -> None:
 
 
 def test_threads_training_with_a_compiled_region_each_on_its_own_model() -> None:
+    seeding = threading.Lock()  # the global generator is shared: seed and draw the weights as one step
+
     def train(seed: int) -> np.ndarray[Any, Any]:
-        tp.manual_seed(seed)
-        model = nn.Linear(5, 1)
+        with seeding:
+            tp.manual_seed(seed)
+            model = nn.Linear(5, 1)
         loss_fn = tp.compile(lambda x: model(x).square().mean())
         x = tp.tensor(np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5))
         for _ in range(10):

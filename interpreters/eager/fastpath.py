@@ -163,7 +163,7 @@ def reshape(ops: Any, x: AnyTensor, args: tuple[Any, ...]) -> AnyTensor:
     shape = args[0] if len(args) == 1 and type(args[0]) in (tuple, list) else args
     if type(data) is np.ndarray:
         for d in shape:
-            if type(d) is not int:
+            if type(d) is not int or d < -1:  # numpy reads any negative size as -1; the generic path refuses
                 break
         else:
             try:
@@ -184,11 +184,13 @@ def permute(ops: Any, x: AnyTensor, dims: tuple[Any, ...] | None) -> AnyTensor:
         ndim = data.ndim
         perm: tuple[int, ...] | None
         if dims is None:
+            if ndim < 2:
+                return x  # reversing one axis (or none) changes nothing
             perm = _REVERSED_AXES.get(ndim)
             if perm is None:
                 perm = _REVERSED_AXES[ndim] = tuple(range(ndim - 1, -1, -1))
-        else:
-            perm = _permutation(dims[0] if len(dims) == 1 and type(dims[0]) in (tuple, list) else dims, ndim)
+            return view(ops, "permute", x, {"perm": perm}, data.transpose(perm))
+        perm = _permutation(dims[0] if len(dims) == 1 and type(dims[0]) in (tuple, list) else dims, ndim)
         if perm is not None:
             if perm == _all_axes(ndim):
                 return x
@@ -229,7 +231,7 @@ def reduce(ops: Any, prim: str, x: AnyTensor, dim: Any, keepdim: bool) -> AnyTen
     if type(data) is np.ndarray:
         axes = _axes(dim, data.ndim)
         if axes is not None:
-            return ops._reduce(prim, _UFUNCS[prim], x, axes, keepdim)
+            return ops._reduce(prim, _UFUNCS[prim], x, axes, keepdim, True)
     return _p.reduce(ops, prim, x, dim, keepdim)
 
 
@@ -243,7 +245,7 @@ def mean(ops: Any, x: AnyTensor, dim: Any, keepdim: bool) -> AnyTensor:
             count = 1
             for a in axes:
                 count *= shape[a]
-            return ops._binary("div", ops._reduce("reduce_sum", np.add, x, axes, keepdim), count)
+            return ops._binary("div", ops._reduce("reduce_sum", np.add, x, axes, keepdim, True), count)
     return _p.mean(ops, x, dim, keepdim)
 
 
@@ -265,7 +267,7 @@ def extremum(ops: Any, x: AnyTensor, dim: Any, keepdim: bool, largest: bool) -> 
         axis = _one_axis(dim, data.ndim)
         if axis >= 0:
             picked = (np.argmax if largest else np.argmin)(data, axis=axis, keepdims=True)
-            values = np.take_along_axis(data, picked, axis=axis)
+            values = _take_along(data, picked, axis)
             indices = picked
             if not keepdim:
                 shape = data.shape[:axis] + data.shape[axis + 1:]
@@ -275,6 +277,24 @@ def extremum(ops: Any, x: AnyTensor, dim: Any, keepdim: bool, largest: bool) -> 
                 tape.record(SELECT_NODE, (x,), {"axis": axis, "picked": picked}, out)
             return out, Tensor(ops, indices)
     return _sorting.extremum(ops, x, dim, keepdim, largest)
+
+
+def _take_along(data: Array, picked: Array, axis: int) -> Array:
+    """``numpy.take_along_axis(data, picked, axis)`` for one index per row (``picked`` has size 1 along
+    ``axis``); along the last axis of a row-major array, one ``take`` at ``row * n + picked``."""
+    n = data.shape[axis]
+    if axis != data.ndim - 1 or not data.flags.c_contiguous:
+        return np.take_along_axis(data, picked, axis=axis)
+    rows = data.size // n
+    offsets = _ROW_STARTS.get((rows, n))
+    if offsets is None:
+        if len(_ROW_STARTS) > 256:
+            _ROW_STARTS.clear()
+        offsets = _ROW_STARTS[(rows, n)] = np.arange(0, rows * n, n, dtype=np.int64)
+    return np.take(data.reshape(-1), offsets + picked.reshape(-1)).reshape(picked.shape)
+
+
+_ROW_STARTS: dict[tuple[int, int], Array] = {}
 
 
 SELECT_NODE = "select_along_axis"

@@ -115,15 +115,21 @@ def _rsqrt(x: Array) -> Array:
 
 
 def _sigmoid(x: Array) -> Array:
-    out = np.multiply(x, 0.5, out=np.empty_like(x))
-    np.tanh(out, out=out)
-    out *= 0.5
-    out += 0.5
-    return out
+    """``1 / (1 + exp(-x))`` in one buffer: accurate everywhere (``exp(-x)`` overflowing to inf gives the
+    limit 0), and numpy's exp is several times faster than its tanh."""
+    out = np.negative(x)
+    if type(out) is not np.ndarray:  # a 0-d input gives a numpy scalar
+        out = np.asarray(out)
+    np.exp(out, out=out)
+    out += 1
+    return np.reciprocal(out, out=out)
 
 
 def _relu(x: Array) -> Array:
-    return np.maximum(x, 0) if x.dtype.kind != "b" else x.copy()
+    if x.dtype.kind == "b":
+        return x.copy()
+    out: Array = np.maximum(x, x.dtype.type(0))  # a zero of x's own type: numpy resolves the loop faster
+    return out
 
 
 def _fp_error_state() -> tuple[Any, Any]:
@@ -167,7 +173,7 @@ def _quiet(fn: Callable[..., Any]) -> Callable[..., Any]:
 UNARY_KERNELS: dict[str, Callable[..., Any]] = {
     "neg": np.negative, "abs": np.abs, "sign": np.sign, "exp": _quiet(np.exp), "log": _quiet(np.log),
     "log1p": _quiet(np.log1p), "expm1": _quiet(np.expm1), "sqrt": _quiet(np.sqrt), "rsqrt": _quiet(_rsqrt),
-    "sin": np.sin, "cos": np.cos, "tan": _quiet(np.tan), "tanh": np.tanh, "sigmoid": _sigmoid, "relu": _relu, "floor": np.floor,
+    "sin": np.sin, "cos": np.cos, "tan": _quiet(np.tan), "tanh": np.tanh, "sigmoid": _quiet(_sigmoid), "relu": _relu, "floor": np.floor,
     "ceil": np.ceil, "round": np.round, "logical_not": np.logical_not, "erf": erf, "gelu": K.gelu, "bitwise_not": np.invert,
 }
 """The eager kernel of each primitive of the ``unary`` family: ``kernel(x, **params)`` on the input array
@@ -182,6 +188,13 @@ BINARY_KERNELS: dict[str, Callable[[Any, Any], Any]] = {
 }
 """The eager kernel of each primitive of the ``binary`` family: a numpy ufunc (or one like it) on the two
 operands, already converted to the compute dtype."""
+
+
+def _checks_foreign(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a hand-written method that hands another interpreter's inputs over itself (after its fast
+    path), so :func:`_install_generated_methods` does not wrap it in :func:`_accepting_foreign`."""
+    method.checks_foreign = True  # type: ignore[attr-defined]
+    return method
 
 
 class EagerInterpreter(BaseInterpreter):
@@ -261,7 +274,7 @@ class EagerInterpreter(BaseInterpreter):
 
     def clone(self, x: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
         """A recorded copy (the gradient passes straight through)."""
-        copied: Tensor[*tuple[Any, ...]] = self._finish("clone", (x,), {}, np.array(x._data, copy=True, order="C"))
+        copied: Tensor[*tuple[Any, ...]] = self._finish("clone", (x,), {}, x._data.copy(order="C"))
         return copied
 
     def inplace(self, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tensor[*tuple[Any, ...]]:
@@ -351,6 +364,24 @@ class EagerInterpreter(BaseInterpreter):
         return getattr(top, name)(*inputs, **params)
 
     # ---- primitives with bespoke eager code -----------------------------------------------------
+    @_checks_foreign
+    def softmax(self, x: Any, *, axis: int) -> Any:
+        """See :meth:`tensorplay.ops.Ops.softmax` (kernel in :mod:`tensorplay.interpreters.eager.kernels`)."""
+        return self._rows("softmax", x, axis)
+
+    @_checks_foreign
+    def log_softmax(self, x: Any, *, axis: int) -> Any:
+        """See :meth:`tensorplay.ops.Ops.log_softmax` (kernel in :mod:`tensorplay.interpreters.eager.kernels`)."""
+        return self._rows("log_softmax", x, axis)
+
+    def _rows(self, name: str, x: Any, axis: Any) -> Any:
+        """A row kernel of a float tensor along a valid int axis: the dtype is kept, so no rule is needed."""
+        data = x._data if isinstance(x, Tensor) else None
+        if type(data) is np.ndarray and data.dtype.kind == "f" and type(axis) is int and -data.ndim <= axis < data.ndim:
+            return _result(self, name, (x,), {"axis": axis}, getattr(K, name)(data, axis=axis))
+        return self._kernel(name, (x,), {"axis": axis})
+
+    @_checks_foreign
     def where(self, cond: Any, x: Any, y: Any) -> Any:
         """See :meth:`tensorplay.ops.Ops.where`."""
         if isinstance(cond, Tensor) and isinstance(x, Tensor) and isinstance(y, Tensor):
@@ -363,15 +394,20 @@ class EagerInterpreter(BaseInterpreter):
                     _rule("where", (cond, x, y), {})
                     raise
                 return _result(self, "where", (cond, x, y), {}, out)
+        if _has_foreign((cond, x, y)):
+            return self._foreign("where", (cond, x, y), {})
         aval = _rule("where", (cond, x, y), {})
         out = np.where(_payload(cond), _payload(x), _payload(y))
         return self._finish("where", (cond, x, y), {}, _array(out, aval.dtype))
 
-    def _reduce(self, name: str, ufunc: Any, x: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
+    def _reduce(self, name: str, ufunc: Any, x: Any, axes: tuple[int, ...], keepdims: bool,
+                checked: bool = False) -> Any:
+        """``ufunc.reduce`` over ``axes``; ``checked``: the caller made ``axes`` a tuple of distinct
+        non-negative in-range ints."""
         params = {"axes": axes, "keepdims": keepdims}
         data = x._data
-        if data.dtype.kind == "f" and (data.size or ufunc is np.add) and _valid_axes(axes, data.ndim) \
-                and (keepdims is True or keepdims is False):
+        if data.dtype.kind == "f" and (data.size or ufunc is np.add) and (keepdims is True or keepdims is False) \
+                and (checked or _valid_axes(axes, data.ndim)):
             dtype = data.dtype  # a float reduction over valid axes keeps the dtype: the rule would agree
         else:
             dtype = _NUMPY_DTYPES[_rule(name, (x,), params).dtype]
@@ -448,6 +484,7 @@ class EagerInterpreter(BaseInterpreter):
         out = np.pad(x._data, tuple(tuple(p) for p in pads), mode="constant", constant_values=value)
         return self._finish("pad", (x,), params, _array(out, aval.dtype))
 
+    @_checks_foreign
     def concat(self, *xs: Any, axis: int) -> Any:
         """See :meth:`tensorplay.ops.Ops.concat`."""
         arrays = _same_float_arrays(xs)
@@ -458,6 +495,8 @@ class EagerInterpreter(BaseInterpreter):
                 _rule("concat", xs, {"axis": axis})
                 raise
             return _result(self, "concat", xs, {"axis": axis}, out)
+        if _has_foreign(xs):
+            return self._foreign("concat", xs, {"axis": axis})
         aval = _rule("concat", xs, {"axis": axis})
         out = np.concatenate([x._data.astype(aval.dtype, copy=False) for x in xs], axis=axis)
         return self._finish("concat", xs, {"axis": axis}, _array(out, aval.dtype))
@@ -535,6 +574,14 @@ def _rule_compute_dtype(name: str, out_dtype: str, x: Any, y: Any) -> str:
     return result_type(dtypes + [weak_kind(v) for v in (x, y) if not isinstance(v, Tensor)])
 
 
+def _has_foreign(inputs: tuple[Any, ...]) -> bool:
+    """Whether a tensor among ``inputs`` has a payload that is not a numpy array (another interpreter's)."""
+    for x in inputs:
+        if type(x) is Tensor and type(x._data) is not np.ndarray:
+            return True
+    return False
+
+
 def _same_float_arrays(xs: tuple[Any, ...]) -> list[Array] | None:
     """The payloads of ``xs`` when all are eager float tensors of one dtype and rank at least 1, else None."""
     if not xs or not isinstance(xs[0], Tensor):
@@ -609,7 +656,8 @@ def _install_generated_methods() -> None:
     shape rule."""
     for name, prim in PRIMITIVES.items():
         if name in vars(EagerInterpreter):
-            setattr(EagerInterpreter, name, _accepting_foreign(name, vars(EagerInterpreter)[name]))
+            if not getattr(vars(EagerInterpreter)[name], "checks_foreign", False):
+                setattr(EagerInterpreter, name, _accepting_foreign(name, vars(EagerInterpreter)[name]))
             continue
         maker = {"unary": _make_unary, "binary": _make_binary}.get(prim.family, _make_kernel)
         setattr(EagerInterpreter, name, maker(name))

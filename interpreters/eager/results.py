@@ -31,8 +31,9 @@ def result(ops: Any, name: str, inputs: tuple[Any, ...], params: dict[str, Any],
     made: AnyTensor = Tensor(ops, out)
     for x in inputs:
         if isinstance(x, Tensor) and x._requires_grad:
-            if tape.grad_enabled():
-                tape.record(name, inputs, params, made)
+            if out.dtype.kind == "f" and tape.grad_enabled():  # integer and bool results carry no gradient
+                made._node = tape.Node(name, inputs, params, made)
+                made._requires_grad = True
             break
     return made
 
@@ -55,8 +56,9 @@ def view(ops: Any, name: str, x: AnyTensor, params: dict[str, Any], out: Array) 
     made._version = box
     base = x._base
     made._base = x if base is None else base
-    if x._requires_grad and tape.grad_enabled():
-        tape.record(name, (x,), params, made)  # the node's saved output watches the shared counter
+    if x._requires_grad and out.dtype.kind == "f" and tape.grad_enabled():
+        made._node = tape.Node(name, (x,), params, made)  # its saved output watches the shared counter
+        made._requires_grad = True
     return made
 
 

@@ -88,8 +88,18 @@ class Node:
         self.name = name
         self.inputs: tuple[Any, ...] | None = inputs
         self.params = params
-        self.edges = tuple([_edge(x) for x in inputs])
-        self.versions = tuple([_version(x) for x in inputs])
+        edges: list[Any] = []
+        versions: list[int] = []
+        for x in inputs:
+            if isinstance(x, Tensor):
+                edges.append((x if x._node is None else x._node) if x._requires_grad else None)
+                box_in = x._version
+                versions.append(0 if box_in is None else box_in[0])
+            else:
+                edges.append(None)
+                versions.append(0)
+        self.edges = tuple(edges)
+        self.versions = tuple(versions)
         self.output = weakref.ref(output)
         self.freed = False
         # the result's value, for rules that read ``output`` (the output tensor itself may be gone by the
