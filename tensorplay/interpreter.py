@@ -15,11 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tensorplay import prefix
+from tensorplay import derived, prefix, sorting
 from tensorplay.errors import TensorplayError
 from tensorplay.spec.table import primitive
 
 _LAYERS: Any = prefix  # the typed overloads are checked through Ops; here every argument is Any
+_DERIVED: Any = derived  # likewise (the derived functions take the Interpreter protocol)
+_SORTING: Any = sorting
 
 
 class BaseInterpreter:
@@ -79,6 +81,46 @@ class BaseInterpreter:
     def dropout(self, x: Any, p: float = 0.5, training: bool = True, *, key: Any = None) -> Any:
         """See :func:`tensorplay.prefix.dropout`."""
         return _LAYERS.dropout(self, x, p, training, key=key)
+
+    # ---- the Tensor methods' entry points ------------------------------------------------------------
+    # A Tensor method calls these on its interpreter; here they compose primitives (tensorplay.derived),
+    # and an interpreter may take shortcuts with the same results (the eager one does, on small tensors).
+
+    def tensor_getitem(self, x: Any, key: Any) -> Any:
+        """``x[key]`` (see :func:`tensorplay.derived.getitem`)."""
+        return _DERIVED.getitem(self, x, key)
+
+    def tensor_reshape(self, x: Any, args: tuple[Any, ...]) -> Any:
+        """``x.reshape(*args)``: ``args`` are the sizes or one sequence of them (see :func:`tensorplay.derived.reshape`)."""
+        return _DERIVED.reshape(self, x, derived.shape_args(args))
+
+    def tensor_permute(self, x: Any, dims: tuple[Any, ...] | None) -> Any:
+        """``x.permute(*dims)``; ``None`` reverses every axis (``x.T``)."""
+        return _DERIVED.permute(self, x, tuple(range(x.ndim - 1, -1, -1)) if dims is None else derived.shape_args(dims))
+
+    def tensor_unsqueeze(self, x: Any, dim: Any) -> Any:
+        """``x.unsqueeze(dim)``."""
+        return _DERIVED.unsqueeze(self, x, dim)
+
+    def tensor_reduce(self, prim: str, x: Any, dim: Any, keepdim: bool) -> Any:
+        """``x.sum``/``amax``/``amin`` (``prim``: ``reduce_sum``, ``reduce_max`` or ``reduce_min``) over ``dim``."""
+        return _DERIVED.reduce(self, prim, x, dim, keepdim)
+
+    def tensor_mean(self, x: Any, dim: Any, keepdim: bool) -> Any:
+        """``x.mean(dim, keepdim)``."""
+        return _DERIVED.mean(self, x, dim, keepdim)
+
+    def tensor_arg_reduce(self, prim: str, x: Any, dim: Any, keepdim: bool) -> Any:
+        """``x.argmax``/``argmin`` (``prim``) along ``dim`` (``None``: the flattened tensor)."""
+        return _DERIVED.arg_reduce(self, prim, x, dim, keepdim)
+
+    def tensor_extremum(self, x: Any, dim: Any, keepdim: bool, largest: bool) -> tuple[Any, Any]:
+        """``(values, indices)`` of ``x.max(dim)`` (``largest``) or ``x.min(dim)``."""
+        return _SORTING.extremum(self, x, dim, keepdim, largest)  # type: ignore[no-any-return]
+
+    def tensor_matmul(self, a: Any, b: Any) -> Any:
+        """``a @ b`` (numpy's rules for 1-d operands, see :func:`tensorplay.derived.matmul`)."""
+        return _DERIVED.matmul(self, a, b)
 
 
 LAYER_OPS: tuple[str, ...] = ("linear", "map", "conv", "conv_transpose", "max_pool", "avg_pool",

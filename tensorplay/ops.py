@@ -1133,6 +1133,44 @@ class Interpreter(Ops, Protocol):
         """``x[key] = value`` in place."""
         ...
 
+    # the Tensor methods' entry points (:class:`tensorplay.interpreter.BaseInterpreter` composes primitives;
+    # an interpreter may take shortcuts with the same results)
+    def tensor_getitem(self, x: Any, key: Any) -> Any:
+        """``x[key]``."""
+        ...
+
+    def tensor_reshape(self, x: Any, args: tuple[Any, ...]) -> Any:
+        """``x.reshape(*args)``."""
+        ...
+
+    def tensor_permute(self, x: Any, dims: tuple[Any, ...] | None) -> Any:
+        """``x.permute(*dims)``; ``None`` reverses every axis."""
+        ...
+
+    def tensor_unsqueeze(self, x: Any, dim: Any) -> Any:
+        """``x.unsqueeze(dim)``."""
+        ...
+
+    def tensor_reduce(self, prim: str, x: Any, dim: Any, keepdim: bool) -> Any:
+        """``x.sum``/``amax``/``amin`` over ``dim``."""
+        ...
+
+    def tensor_mean(self, x: Any, dim: Any, keepdim: bool) -> Any:
+        """``x.mean(dim, keepdim)``."""
+        ...
+
+    def tensor_arg_reduce(self, prim: str, x: Any, dim: Any, keepdim: bool) -> Any:
+        """``x.argmax``/``argmin`` along ``dim``."""
+        ...
+
+    def tensor_extremum(self, x: Any, dim: Any, keepdim: bool, largest: bool) -> tuple[Any, Any]:
+        """``(values, indices)`` of ``x.max(dim)`` or ``x.min(dim)``."""
+        ...
+
+    def tensor_matmul(self, a: Any, b: Any) -> Any:
+        """``a @ b``."""
+        ...
+
 
 PRIMITIVE_NAMES: tuple[str, ...] = tuple(PRIMITIVES)
 """Every primitive, in the order of the primitive table (:mod:`tensorplay.spec.table`)."""

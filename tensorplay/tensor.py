@@ -384,7 +384,7 @@ class Tensor(Generic[*Shape]):
 
     def __matmul__(self, other: Any) -> Any:
         """``a[*B, M, K] @ b[*B, K, N] -> [*B, M, N]`` (also ``b[K, N]``, and a vector ``b[K]``)."""
-        return _p.matmul(self._pick(other), self, other)
+        return self._pick(other).tensor_matmul(self, other)
 
     def __rmatmul__(self, other: np.ndarray[Any, Any]) -> Tensor[*tuple[Any, ...]]:
         # Only a non-tensor left operand gets here (``array @ tensor``). Typed narrowly on purpose:
@@ -757,7 +757,7 @@ class Tensor(Generic[*Shape]):
 
     def sum(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Any:
         """Sum over ``dim`` (all axes when ``None``)."""
-        return _p.reduce(self._ops, "reduce_sum", self, dim, keepdim)
+        return self._ops.tensor_reduce("reduce_sum", self, dim, keepdim)
 
     @overload
     def mean(self, dim: None = None, keepdim: Literal[False] = False) -> Tensor[()]: ...
@@ -791,7 +791,7 @@ class Tensor(Generic[*Shape]):
 
     def mean(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Any:
         """Mean over ``dim`` (all axes when ``None``); integer tensors are refused."""
-        return _p.mean(self._ops, self, dim, keepdim)
+        return self._ops.tensor_mean(self, dim, keepdim)
 
     @overload
     def var(self, dim: None = None, keepdim: Literal[False] = False, correction: int = 1) -> Tensor[()]: ...
@@ -986,11 +986,11 @@ class Tensor(Generic[*Shape]):
         if dim is None:
             if keepdim:
                 raise AxisError("max(): keepdim=True needs a dim (or use amax(keepdim=True))")
-            return _p.reduce(self._ops, "reduce_max", self, None, False)
+            return self._ops.tensor_reduce("reduce_max", self, None, False)
         if isinstance(dim, (tuple, list)):
             raise AxisError(f"max(): dim must be one int, got {dim!r}; use amax(dim=...) to reduce over "
                             "several axes")
-        return ValuesIndices(*_sorting.extremum(self._ops, self, dim, keepdim, True))
+        return ValuesIndices(*self._ops.tensor_extremum(self, dim, keepdim, True))
 
     @overload
     def min(self) -> Tensor[()]: ...
@@ -1046,11 +1046,11 @@ class Tensor(Generic[*Shape]):
         if dim is None:
             if keepdim:
                 raise AxisError("min(): keepdim=True needs a dim (or use amin(keepdim=True))")
-            return _p.reduce(self._ops, "reduce_min", self, None, False)
+            return self._ops.tensor_reduce("reduce_min", self, None, False)
         if isinstance(dim, (tuple, list)):
             raise AxisError(f"min(): dim must be one int, got {dim!r}; use amin(dim=...) to reduce over "
                             "several axes")
-        return ValuesIndices(*_sorting.extremum(self._ops, self, dim, keepdim, False))
+        return ValuesIndices(*self._ops.tensor_extremum(self, dim, keepdim, False))
 
     @overload
     def amax(self, dim: None = None, keepdim: Literal[False] = False) -> Tensor[()]: ...
@@ -1084,7 +1084,7 @@ class Tensor(Generic[*Shape]):
 
     def amax(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Any:
         """Max over ``dim`` (one axis, several, or all when ``None``); tied maxima share the gradient."""
-        return _p.reduce(self._ops, "reduce_max", self, dim, keepdim)
+        return self._ops.tensor_reduce("reduce_max", self, dim, keepdim)
 
     @overload
     def amin(self, dim: None = None, keepdim: Literal[False] = False) -> Tensor[()]: ...
@@ -1118,7 +1118,7 @@ class Tensor(Generic[*Shape]):
 
     def amin(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Any:
         """Min over ``dim`` (one axis, several, or all when ``None``); tied minima share the gradient."""
-        return _p.reduce(self._ops, "reduce_min", self, dim, keepdim)
+        return self._ops.tensor_reduce("reduce_min", self, dim, keepdim)
 
     @overload
     def argmax(self, dim: None = None, keepdim: Literal[False] = False) -> Tensor[()]: ...
@@ -1140,7 +1140,7 @@ class Tensor(Generic[*Shape]):
 
     def argmax(self, dim: int | None = None, keepdim: bool = False) -> Any:
         """Index of the first maximum along ``dim`` (of the flattened tensor when ``None``)."""
-        return _p.arg_reduce(self._ops, "argmax", self, dim, keepdim)
+        return self._ops.tensor_arg_reduce("argmax", self, dim, keepdim)
 
     @overload
     def argmin(self, dim: None = None, keepdim: Literal[False] = False) -> Tensor[()]: ...
@@ -1162,7 +1162,7 @@ class Tensor(Generic[*Shape]):
 
     def argmin(self, dim: int | None = None, keepdim: bool = False) -> Any:
         """Index of the first minimum along ``dim`` (of the flattened tensor when ``None``)."""
-        return _p.arg_reduce(self._ops, "argmin", self, dim, keepdim)
+        return self._ops.tensor_arg_reduce("argmin", self, dim, keepdim)
 
     # ---- structure ---------------------------------------------------------------------------
     @overload
@@ -1185,7 +1185,7 @@ class Tensor(Generic[*Shape]):
 
         Typed: ``x.reshape(b, Flat(c * h * w))`` is a ``Tensor[Batch, Flat]`` (sizes named by
         NewType dims); a ``-1`` entry is typed ``int``."""
-        return _p.reshape(self._ops, self, _p.shape_args(shape))
+        return self._ops.tensor_reshape(self, shape)
 
     view = reshape
 
@@ -1195,7 +1195,7 @@ class Tensor(Generic[*Shape]):
 
     def permute(self, *dims: Any) -> Tensor[*tuple[Any, ...]]:
         """Reorder the axes: result axis ``i`` is axis ``dims[i]``."""
-        return _p.permute(self._ops, self, _p.shape_args(dims))  # type: ignore[no-any-return]
+        return self._ops.tensor_permute(self, dims)  # type: ignore[no-any-return]
 
     @overload
     def transpose(self: Tensor[*Lead, M, N], dim0: Literal[-2], dim1: Literal[-1]) -> Tensor[*Lead, N, M]: ...
@@ -1219,7 +1219,7 @@ class Tensor(Generic[*Shape]):
     @property
     def T(self: Tensor[M, N]) -> Tensor[N, M]:
         """All axes reversed (typed for matrices: on other ranks PyTorch deprecates it; use ``mT`` or ``permute``)."""
-        return _p.permute(self._ops, self, tuple(range(self.ndim - 1, -1, -1)))  # type: ignore[no-any-return]
+        return self._ops.tensor_permute(self, None)  # type: ignore[no-any-return]
 
     @property
     def mT(self: Tensor[*Lead, M, N]) -> Tensor[*Lead, N, M]:
@@ -1243,7 +1243,7 @@ class Tensor(Generic[*Shape]):
 
     def unsqueeze(self, dim: int) -> Any:
         """Insert a size-1 axis at ``dim``."""
-        return _p.unsqueeze(self._ops, self, dim)
+        return self._ops.tensor_unsqueeze(self, dim)
 
     @overload
     def squeeze(self: Tensor[One, *Rest], dim: Literal[0]) -> Tensor[*Rest]: ...
@@ -1320,10 +1320,13 @@ class Tensor(Generic[*Shape]):
 
     def __getitem__(self, key: Any) -> Any:
         ops = self._ops
-        for item in key if isinstance(key, tuple) else (key,):
-            if isinstance(item, Tensor) and item._ops is not ops:
-                ops = pick_interpreter(ops, item._ops)
-        return _p.getitem(ops, self, key)
+        if isinstance(key, tuple):
+            for item in key:
+                if isinstance(item, Tensor) and item._ops is not ops:
+                    ops = pick_interpreter(ops, item._ops)
+        elif isinstance(key, Tensor) and key._ops is not ops:
+            ops = pick_interpreter(ops, key._ops)
+        return ops.tensor_getitem(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         ops = self._ops

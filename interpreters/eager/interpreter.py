@@ -17,7 +17,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tensorplay.interpreters.eager import kernels as K
-from tensorplay.interpreters.eager import tape
+from tensorplay.interpreters.eager import fastpath, tape
+from tensorplay.interpreters.eager.results import result as _result
+from tensorplay.interpreters.eager.results import share_version as _share_version
+from tensorplay.interpreters.eager.results import view as _new_view
 from tensorplay.interpreters.eager.special import erf
 from tensorplay.spec import SPECS
 from tensorplay.spec.table import PRIMITIVES
@@ -35,6 +38,7 @@ _NUMPY_DTYPES = {name: np.dtype(name) for name in ("float32", "float64", "int32"
 
 
 _DTYPE_NAMES = {dtype: name for name, dtype in _NUMPY_DTYPES.items()}
+_INT64 = _NUMPY_DTYPES["int64"]
 _RULE_CACHE: dict[Any, Aval] = {}
 _RULE_CACHE_LIMIT = 8192
 
@@ -60,11 +64,18 @@ def _typed(value: Any) -> Any:
     return kind, value
 
 
+_SCALARS = (int, float, str, bool, type(None))
+
+
 def typed_params(params: dict[str, Any]) -> tuple[Any, ...]:
     """``params`` as a cache key that tells ``2`` from ``2.0`` and ``1`` from ``True`` (``==`` does not), in
     nested tuples too: a rule that refuses ``kernel_size=(2.0, 2.0)`` must not be skipped because
     ``(2, 2)`` passed before."""
-    return tuple((k, _typed(v)) for k, v in params.items())
+    key = []
+    for k, v in params.items():
+        kind = type(v)
+        key.append((k, kind, v) if kind in _SCALARS else (k, _typed(v)))
+    return tuple(key)
 
 
 def _rule(name: str, inputs: tuple[Any, ...], params: dict[str, Any], exact: bool = False) -> Aval:
@@ -72,7 +83,7 @@ def _rule(name: str, inputs: tuple[Any, ...], params: dict[str, Any], exact: boo
     params), since the rule depends on nothing else. Errors are never cached. ``exact`` keys the params
     by type too (:func:`typed_params`; the view primitives on the hot path get int params from derived
     code and skip that cost)."""
-    key = (name, tuple(_signature(x) for x in inputs), typed_params(params) if exact else tuple(params.items()))
+    key = (name, tuple([_signature(x) for x in inputs]), typed_params(params) if exact else tuple(params.items()))
     try:
         found = _RULE_CACHE.get(key)
     except TypeError:  # an unhashable param: run the rule uncached
@@ -104,23 +115,56 @@ def _rsqrt(x: Array) -> Array:
 
 
 def _sigmoid(x: Array) -> Array:
-    out = np.multiply(x, 0.5, out=np.empty_like(x))
-    np.tanh(out, out=out)
-    out *= 0.5
-    out += 0.5
-    return out
+    """``1 / (1 + exp(-x))`` in one buffer: accurate everywhere (``exp(-x)`` overflowing to inf gives the
+    limit 0), and numpy's exp is several times faster than its tanh."""
+    out = np.negative(x)
+    if type(out) is not np.ndarray:  # a 0-d input gives a numpy scalar
+        out = np.asarray(out)
+    np.exp(out, out=out)
+    out += 1
+    return np.reciprocal(out, out=out)
 
 
 def _relu(x: Array) -> Array:
-    return np.maximum(x, 0) if x.dtype.kind != "b" else x.copy()
+    if x.dtype.kind == "b":
+        return x.copy()
+    out: Array = np.maximum(x, x.dtype.type(0))  # a zero of x's own type: numpy resolves the loop faster
+    return out
+
+
+def _fp_error_state() -> tuple[Any, Any]:
+    """numpy's floating-point error state variable and its "ignore everything" value, when this numpy keeps
+    them where ``np.errstate`` does (a context variable); ``(None, None)`` otherwise. Setting the variable
+    is what ``with np.errstate(all="ignore")`` does, without building the state anew on every call (that
+    costs more than a ufunc on a small array)."""
+    try:
+        from numpy._core._ufunc_config import _extobj_contextvar as state  # type: ignore[attr-defined]
+    except ImportError:
+        return None, None
+    with np.errstate(all="ignore"):
+        ignore = state.get()
+    return state, ignore
+
+
+_FP_STATE, _FP_IGNORE = _fp_error_state()
 
 
 def _quiet(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` with numpy's floating-point warnings off: ``log(0)``, ``x / 0`` give inf or NaN silently,
     as the ``Ops`` contract says."""
-    def run(*args: Any) -> Any:
-        with np.errstate(all="ignore"):
-            return fn(*args)
+    state, ignore = _FP_STATE, _FP_IGNORE
+
+    if state is not None:
+        def run(*args: Any) -> Any:
+            token = state.set(ignore)
+            try:
+                return fn(*args)
+            finally:
+                state.reset(token)
+    else:  # pragma: no cover - a numpy without the context variable
+        def run(*args: Any) -> Any:
+            with np.errstate(all="ignore"):
+                return fn(*args)
     run.__name__ = getattr(fn, "__name__", "kernel")
     run.__wrapped__ = fn  # type: ignore[attr-defined]  # compiled code calls fn inside its own errstate
     return run
@@ -129,7 +173,7 @@ def _quiet(fn: Callable[..., Any]) -> Callable[..., Any]:
 UNARY_KERNELS: dict[str, Callable[..., Any]] = {
     "neg": np.negative, "abs": np.abs, "sign": np.sign, "exp": _quiet(np.exp), "log": _quiet(np.log),
     "log1p": _quiet(np.log1p), "expm1": _quiet(np.expm1), "sqrt": _quiet(np.sqrt), "rsqrt": _quiet(_rsqrt),
-    "sin": np.sin, "cos": np.cos, "tan": _quiet(np.tan), "tanh": np.tanh, "sigmoid": _sigmoid, "relu": _relu, "floor": np.floor,
+    "sin": np.sin, "cos": np.cos, "tan": _quiet(np.tan), "tanh": np.tanh, "sigmoid": _quiet(_sigmoid), "relu": _relu, "floor": np.floor,
     "ceil": np.ceil, "round": np.round, "logical_not": np.logical_not, "erf": erf, "gelu": K.gelu, "bitwise_not": np.invert,
 }
 """The eager kernel of each primitive of the ``unary`` family: ``kernel(x, **params)`` on the input array
@@ -144,6 +188,13 @@ BINARY_KERNELS: dict[str, Callable[[Any, Any], Any]] = {
 }
 """The eager kernel of each primitive of the ``binary`` family: a numpy ufunc (or one like it) on the two
 operands, already converted to the compute dtype."""
+
+
+def _checks_foreign(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a hand-written method that hands another interpreter's inputs over itself (after its fast
+    path), so :func:`_install_generated_methods` does not wrap it in :func:`_accepting_foreign`."""
+    method.checks_foreign = True  # type: ignore[attr-defined]
+    return method
 
 
 class EagerInterpreter(BaseInterpreter):
@@ -162,10 +213,7 @@ class EagerInterpreter(BaseInterpreter):
         return Tensor(self, array)
 
     def _finish(self, name: str, inputs: tuple[Any, ...], params: dict[str, Any], out: Array) -> Any:
-        result: Tensor[*tuple[Any, ...]] = Tensor(self, out)
-        if tape.grad_enabled() and any(isinstance(x, Tensor) and x._requires_grad for x in inputs):
-            tape.record(name, inputs, params, result)
-        return result
+        return _result(self, name, inputs, params, out)
 
     # ---- Interpreter services ------------------------------------------------------------------
     def map(self, lead: int, x: Any, f: Callable[[Any], Any]) -> Any:
@@ -226,7 +274,7 @@ class EagerInterpreter(BaseInterpreter):
 
     def clone(self, x: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
         """A recorded copy (the gradient passes straight through)."""
-        copied: Tensor[*tuple[Any, ...]] = self._finish("clone", (x,), {}, np.array(x._data, copy=True, order="C"))
+        copied: Tensor[*tuple[Any, ...]] = self._finish("clone", (x,), {}, x._data.copy(order="C"))
         return copied
 
     def inplace(self, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tensor[*tuple[Any, ...]]:
@@ -297,11 +345,12 @@ class EagerInterpreter(BaseInterpreter):
         return _array(out, out_aval.dtype)
 
     def _kernel(self, name: str, inputs: tuple[Any, ...], params: dict[str, Any]) -> Any:
-        if any(type(x) is Tensor and type(x._data) is not np.ndarray for x in inputs):
-            return self._foreign(name, inputs, params)
+        for x in inputs:
+            if type(x) is Tensor and type(x._data) is not np.ndarray:
+                return self._foreign(name, inputs, params)
         aval = _rule(name, inputs, params, exact=True)
-        out = getattr(K, name)(*(_payload(x) for x in inputs), **params)
-        return self._finish(name, inputs, params, _array(out, aval.dtype))
+        out = getattr(K, name)(*[x._data if isinstance(x, Tensor) else x for x in inputs], **params)
+        return _result(self, name, inputs, params, _array(out, aval.dtype))
 
     def _foreign(self, name: str, inputs: tuple[Any, ...], params: dict[str, Any]) -> Any:
         """An input belongs to a newer interpreter (a value being recorded, e.g. the sample a function
@@ -315,33 +364,81 @@ class EagerInterpreter(BaseInterpreter):
         return getattr(top, name)(*inputs, **params)
 
     # ---- primitives with bespoke eager code -----------------------------------------------------
+    @_checks_foreign
+    def softmax(self, x: Any, *, axis: int) -> Any:
+        """See :meth:`tensorplay.ops.Ops.softmax` (kernel in :mod:`tensorplay.interpreters.eager.kernels`)."""
+        return self._rows("softmax", x, axis)
+
+    @_checks_foreign
+    def log_softmax(self, x: Any, *, axis: int) -> Any:
+        """See :meth:`tensorplay.ops.Ops.log_softmax` (kernel in :mod:`tensorplay.interpreters.eager.kernels`)."""
+        return self._rows("log_softmax", x, axis)
+
+    def _rows(self, name: str, x: Any, axis: Any) -> Any:
+        """A row kernel of a float tensor along a valid int axis: the dtype is kept, so no rule is needed."""
+        data = x._data if isinstance(x, Tensor) else None
+        if type(data) is np.ndarray and data.dtype.kind == "f" and type(axis) is int and -data.ndim <= axis < data.ndim:
+            return _result(self, name, (x,), {"axis": axis}, getattr(K, name)(data, axis=axis))
+        return self._kernel(name, (x,), {"axis": axis})
+
+    @_checks_foreign
     def where(self, cond: Any, x: Any, y: Any) -> Any:
         """See :meth:`tensorplay.ops.Ops.where`."""
+        if isinstance(cond, Tensor) and isinstance(x, Tensor) and isinstance(y, Tensor):
+            cd, xd, yd = cond._data, x._data, y._data
+            if type(cd) is np.ndarray and type(xd) is np.ndarray and type(yd) is np.ndarray \
+                    and cd.dtype.kind == "b" and xd.dtype is yd.dtype and xd.dtype.kind == "f":
+                try:  # a bool condition and one float dtype: numpy's broadcasting is the rule's
+                    out = np.where(cd, xd, yd)
+                except ValueError:
+                    _rule("where", (cond, x, y), {})
+                    raise
+                return _result(self, "where", (cond, x, y), {}, out)
+        if _has_foreign((cond, x, y)):
+            return self._foreign("where", (cond, x, y), {})
         aval = _rule("where", (cond, x, y), {})
         out = np.where(_payload(cond), _payload(x), _payload(y))
         return self._finish("where", (cond, x, y), {}, _array(out, aval.dtype))
 
-    def _reduce(self, name: str, fn: Callable[..., Any], x: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
-        aval = _rule(name, (x,), {"axes": axes, "keepdims": keepdims})
-        out = fn(x._data, axis=tuple(axes), keepdims=keepdims) if axes else x._data.copy()
-        return self._finish(name, (x,), {"axes": axes, "keepdims": keepdims}, _array(out, aval.dtype))
+    def _reduce(self, name: str, ufunc: Any, x: Any, axes: tuple[int, ...], keepdims: bool,
+                checked: bool = False) -> Any:
+        """``ufunc.reduce`` over ``axes``; ``checked``: the caller made ``axes`` a tuple of distinct
+        non-negative in-range ints."""
+        params = {"axes": axes, "keepdims": keepdims}
+        data = x._data
+        if data.dtype.kind == "f" and (data.size or ufunc is np.add) and (keepdims is True or keepdims is False) \
+                and (checked or _valid_axes(axes, data.ndim)):
+            dtype = data.dtype  # a float reduction over valid axes keeps the dtype: the rule would agree
+        else:
+            dtype = _NUMPY_DTYPES[_rule(name, (x,), params).dtype]
+            axes = tuple(axes)
+        out = ufunc.reduce(data, axis=axes, keepdims=keepdims) if axes else data.copy()
+        if type(out) is not np.ndarray or out.dtype is not dtype:
+            out = np.asarray(out, dtype=dtype)
+        return _result(self, name, (x,), params, out)
 
     def reduce_sum(self, x: Any, *, axes: tuple[int, ...], keepdims: bool = False) -> Any:
         """See :meth:`tensorplay.ops.Ops.reduce_sum`."""
-        return self._reduce("reduce_sum", np.sum, x, axes, keepdims)
+        return self._reduce("reduce_sum", np.add, x, axes, keepdims)
 
     def reduce_max(self, x: Any, *, axes: tuple[int, ...], keepdims: bool = False) -> Any:
         """See :meth:`tensorplay.ops.Ops.reduce_max`."""
-        return self._reduce("reduce_max", np.max, x, axes, keepdims)
+        return self._reduce("reduce_max", np.maximum, x, axes, keepdims)
 
     def reduce_min(self, x: Any, *, axes: tuple[int, ...], keepdims: bool = False) -> Any:
         """See :meth:`tensorplay.ops.Ops.reduce_min`."""
-        return self._reduce("reduce_min", np.min, x, axes, keepdims)
+        return self._reduce("reduce_min", np.minimum, x, axes, keepdims)
 
     def _arg(self, name: str, fn: Callable[..., Any], x: Any, axis: int, keepdims: bool) -> Any:
-        aval = _rule(name, (x,), {"axis": axis, "keepdims": keepdims})
-        out = fn(x._data, axis=axis, keepdims=keepdims)
-        return self._finish(name, (x,), {"axis": axis, "keepdims": keepdims}, _array(out, aval.dtype))
+        params = {"axis": axis, "keepdims": keepdims}
+        data = x._data
+        if not (data.size and type(axis) is int and -data.ndim <= axis < data.ndim
+                and (keepdims is True or keepdims is False)):
+            _rule(name, (x,), params)  # the rule's error for an empty axis, a bad axis or keepdims
+        out = fn(data, axis=axis, keepdims=keepdims)
+        if type(out) is not np.ndarray or out.dtype is not _INT64:
+            out = np.asarray(out, dtype=_INT64)
+        return Tensor(self, out)  # an index carries no gradient: never recorded
 
     def argmax(self, x: Any, *, axis: int, keepdims: bool = False) -> Any:
         """See :meth:`tensorplay.ops.Ops.argmax`."""
@@ -352,12 +449,7 @@ class EagerInterpreter(BaseInterpreter):
         return self._arg("argmin", np.argmin, x, axis, keepdims)
 
     def _view(self, name: str, x: Any, params: dict[str, Any], out: Array) -> Any:
-        result = self._finish(name, (x,), params, out)
-        result._version = _share_version(x)
-        result._base = x if x._base is None else x._base  # in-place checks look at the viewed tensor
-        if result._node is not None:
-            result._node.alias_output(result._version)
-        return result
+        return _new_view(self, name, x, params, out)  # in-place checks look at the viewed tensor
 
     def reshape(self, x: Any, *, shape: tuple[int, ...]) -> Any:
         """See :meth:`tensorplay.ops.Ops.reshape`."""
@@ -382,8 +474,8 @@ class EagerInterpreter(BaseInterpreter):
         """See :meth:`tensorplay.ops.Ops.slice`."""
         params = {"starts": tuple(starts), "stops": tuple(stops), "steps": tuple(steps)}
         _rule("slice", (x,), params)
-        index = tuple(slice(a, None if (b < 0 and c < 0) else b, c) for a, b, c in zip(starts, stops, steps))
-        return self._view("slice", x, params, x._data[index])
+        index = tuple([slice(a, None if (b < 0 and c < 0) else b, c) for a, b, c in zip(starts, stops, steps)])
+        return _new_view(self, "slice", x, params, x._data[index])
 
     def pad(self, x: Any, *, pads: tuple[tuple[int, int], ...], value: float = 0.0) -> Any:
         """See :meth:`tensorplay.ops.Ops.pad`."""
@@ -392,8 +484,19 @@ class EagerInterpreter(BaseInterpreter):
         out = np.pad(x._data, tuple(tuple(p) for p in pads), mode="constant", constant_values=value)
         return self._finish("pad", (x,), params, _array(out, aval.dtype))
 
+    @_checks_foreign
     def concat(self, *xs: Any, axis: int) -> Any:
         """See :meth:`tensorplay.ops.Ops.concat`."""
+        arrays = _same_float_arrays(xs)
+        if arrays is not None and type(axis) is int:
+            try:  # one float dtype: numpy checks the shapes and the axis as the rule would
+                out = np.concatenate(arrays, axis=axis)
+            except (ValueError, TypeError):
+                _rule("concat", xs, {"axis": axis})
+                raise
+            return _result(self, "concat", xs, {"axis": axis}, out)
+        if _has_foreign(xs):
+            return self._foreign("concat", xs, {"axis": axis})
         aval = _rule("concat", xs, {"axis": axis})
         out = np.concatenate([x._data.astype(aval.dtype, copy=False) for x in xs], axis=axis)
         return self._finish("concat", xs, {"axis": axis}, _array(out, aval.dtype))
@@ -441,6 +544,19 @@ class EagerInterpreter(BaseInterpreter):
             raise
         return self._finish("matmul", (a, b), {}, out)
 
+    _matmul_arrays = matmul  # the method itself, without the check for other interpreters' tensors (fastpath)
+
+    # ---- the Tensor methods' entry points (see :mod:`tensorplay.interpreters.eager.fastpath`) ----------
+    tensor_getitem = fastpath.getitem
+    tensor_reshape = fastpath.reshape
+    tensor_permute = fastpath.permute
+    tensor_unsqueeze = fastpath.unsqueeze
+    tensor_reduce = fastpath.reduce
+    tensor_mean = fastpath.mean
+    tensor_arg_reduce = fastpath.arg_reduce
+    tensor_extremum = fastpath.extremum
+    tensor_matmul = fastpath.matmul
+
     def batch_norm(self, x: Any, mean: Any, var: Any, weight: Any, bias: Any, *, eps: float) -> Any:
         """See :meth:`tensorplay.ops.Ops.batch_norm` (composed numpy: scale and shift per channel)."""
         inputs = (x, mean, var, weight, bias)
@@ -460,12 +576,38 @@ def _rule_compute_dtype(name: str, out_dtype: str, x: Any, y: Any) -> str:
     return result_type(dtypes + [weak_kind(v) for v in (x, y) if not isinstance(v, Tensor)])
 
 
-def _share_version(x: Tensor[*tuple[Any, ...]]) -> list[int]:
-    """The version box of ``x`` (created on first use), shared by every view of it."""
-    box = x._version
-    if box is None:
-        box = x._version = [0]
-    return box
+def _has_foreign(inputs: tuple[Any, ...]) -> bool:
+    """Whether a tensor among ``inputs`` has a payload that is not a numpy array (another interpreter's)."""
+    for x in inputs:
+        if type(x) is Tensor and type(x._data) is not np.ndarray:
+            return True
+    return False
+
+
+def _same_float_arrays(xs: tuple[Any, ...]) -> list[Array] | None:
+    """The payloads of ``xs`` when all are eager float tensors of one dtype and rank at least 1, else None."""
+    if not xs or not isinstance(xs[0], Tensor):
+        return None
+    first = xs[0]._data
+    if type(first) is not np.ndarray or first.dtype.kind != "f" or not first.ndim:
+        return None
+    arrays = []
+    for x in xs:
+        data = x._data if isinstance(x, Tensor) else None
+        if type(data) is not np.ndarray or data.dtype is not first.dtype or data.ndim != first.ndim:
+            return None
+        arrays.append(data)
+    return arrays
+
+
+def _valid_axes(axes: Any, ndim: int) -> bool:
+    """Whether ``axes`` is a tuple of distinct in-range int axes (what the reduction rules accept)."""
+    if type(axes) is not tuple:
+        return False
+    for a in axes:
+        if type(a) is not int or not -ndim <= a < ndim:
+            return False
+    return len(axes) < 2 or len({a % ndim for a in axes}) == len(axes)
 
 
 def _make_unary(name: str) -> Callable[..., Any]:
@@ -516,7 +658,8 @@ def _install_generated_methods() -> None:
     shape rule."""
     for name, prim in PRIMITIVES.items():
         if name in vars(EagerInterpreter):
-            setattr(EagerInterpreter, name, _accepting_foreign(name, vars(EagerInterpreter)[name]))
+            if not getattr(vars(EagerInterpreter)[name], "checks_foreign", False):
+                setattr(EagerInterpreter, name, _accepting_foreign(name, vars(EagerInterpreter)[name]))
             continue
         maker = {"unary": _make_unary, "binary": _make_binary}.get(prim.family, _make_kernel)
         setattr(EagerInterpreter, name, maker(name))

@@ -23,13 +23,19 @@ from tensorplay.derived import check_inplace_operand, check_setitem_value, clamp
 from tensorplay.spec.errors import AutogradError, DTypeError
 from tensorplay.tensor import Tensor
 
-_state = threading.local()
+class _GradState(threading.local):
+    """Per-thread grad mode; recording is on by default (a class attribute: reading it is one lookup)."""
+
+    enabled = True
+
+
+_state = _GradState()
 _GRAD_LOCK = threading.Lock()  # guards the accumulation into leaves' .grad (threads may share a leaf)
 
 
 def grad_enabled() -> bool:
     """Whether operations are recorded on the tape (thread-local, on by default)."""
-    return getattr(_state, "enabled", True)
+    return _state.enabled
 
 
 def set_grad_enabled(mode: bool) -> None:
@@ -82,8 +88,18 @@ class Node:
         self.name = name
         self.inputs: tuple[Any, ...] | None = inputs
         self.params = params
-        self.edges = tuple(_edge(x) for x in inputs)
-        self.versions = tuple(_version(x) for x in inputs)
+        edges: list[Any] = []
+        versions: list[int] = []
+        for x in inputs:
+            if isinstance(x, Tensor):
+                edges.append((x if x._node is None else x._node) if x._requires_grad else None)
+                box_in = x._version
+                versions.append(0 if box_in is None else box_in[0])
+            else:
+                edges.append(None)
+                versions.append(0)
+        self.edges = tuple(edges)
+        self.versions = tuple(versions)
         self.output = weakref.ref(output)
         self.freed = False
         # the result's value, for rules that read ``output`` (the output tensor itself may be gone by the
@@ -195,6 +211,11 @@ def _clone_vjp(ops: Any, g: Any, inputs: Any, output: Any, **params: Any) -> tup
 EXTRA_VJP: dict[str, Callable[..., Any]] = {"clone": _clone_vjp}
 """Backward rules of tape nodes that are not primitives (``rule(ops, g, inputs, output, **params)``): the
 eager ``clone``, and the nodes a compiled region adds (:mod:`tensorplay.compiler.autograd` registers them)."""
+
+EXTRA_VALUE_FREE: set[str] = set()
+"""Names of :data:`EXTRA_VJP` nodes whose rule reads only its inputs' shapes and dtypes (as the primitives of
+``VALUE_FREE`` in :mod:`tensorplay.rules.vjp`): an in-place update of such an input after it was recorded is
+harmless."""
 
 
 def _vjp_rule(name: str) -> Callable[..., Any]:
@@ -309,7 +330,7 @@ def _value_free() -> frozenset[str]:
 
 def _check_versions(node: Node) -> None:
     assert node.inputs is not None
-    values_needed = node.name not in _value_free()
+    values_needed = node.name not in _value_free() and node.name not in EXTRA_VALUE_FREE
     for i, (x, saved, edge) in enumerate(zip(node.inputs, node.versions, node.edges)):
         if values_needed and _version(x) != saved:
             raise AutogradError(

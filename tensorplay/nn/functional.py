@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, TypeVarTuple, overload
 import numpy as np
 
 from tensorplay import prefix as _prefix_module
+from tensorplay.interpreters.eager import losses as _eager_losses
 from tensorplay.errors import DTypeError, GraphCaptureError, IndexRangeError, ShapeError
 from tensorplay.nn._util import IntOrTuple, check_padding_idx, is_eager, masked_softmax, numel, ops_for, random_key, shape_of
 from tensorplay.prefix import attention_scale, int_tuple
@@ -235,6 +236,9 @@ def layer_norm(input: Tensor[*S], normalized_shape: int | Sequence[int], weight:
         if t is not None and tuple(t.shape) != norm:
             raise ShapeError(f"layer_norm: {name} must have shape {list(norm)}, got {list(t.shape)}")
     if k == 1:
+        fused = _eager_losses.layer_norm(ops, input, weight, bias, eps) if is_eager(ops) else None
+        if fused is not None:
+            return fused  # type: ignore[no-any-return]
         return prefix.layer_norm(ops, input, weight, bias, eps)  # type: ignore[no-any-return]
     size = numel(norm)
     flat = ops.reshape(input, shape=shape[:input.ndim - k] + (size,))
@@ -636,6 +640,10 @@ def cross_entropy(input: AnyTensor, target: AnyTensor, weight: AnyTensor | None 
     if input.dtype.name not in ("float32", "float64"):
         raise DTypeError(f"cross_entropy: input must be float logits, got {input.dtype}")
     probs = target.dtype.name in ("float32", "float64")
+    if not probs and weight is None and label_smoothing == 0.0 and is_eager(ops):
+        fused = _eager_losses.cross_entropy(ops, input, target, ignore_index, reduction)
+        if fused is not None:
+            return fused  # type: ignore[no-any-return]
     logits, tgt, unbatched = _batched(ops, input, target, probs, "cross_entropy")
     logp = ops.log_softmax(logits, axis=1)
     if not probs:

@@ -1,0 +1,335 @@
+"""The eager interpreter's shortcuts for the Tensor methods that run most often on small tensors.
+
+A :class:`~tensorplay.tensor.Tensor` method calls its interpreter's entry point (``ops.tensor_getitem``,
+``ops.tensor_reshape``, ...; see :class:`tensorplay.interpreter.BaseInterpreter`). The generic entry
+points compose primitives through :mod:`tensorplay.derived`; here the eager interpreter handles the
+common argument forms directly on the numpy payload:
+
+- views (``x[1:3]``, ``x[:, None]``, ``x.T``, ``reshape``, ``unsqueeze``) are numpy views of the payload:
+  numpy's own indexing checks the index, no shape rule runs and nothing is copied (``reshape`` of a
+  non-contiguous payload copies, as numpy and PyTorch do);
+- reductions, ``argmax`` and ``max(dim)`` take a validated axis straight to the ufunc;
+- an integer tensor index is one ``numpy.take``.
+
+The result, its dtype and its tape nodes are the ones the generic path makes (``max(dim)`` records one
+node instead of the gather chain, with the same gradient). Anything unusual (a payload that is not a
+numpy array, an argument of an unexpected type, an index numpy refuses) goes to the generic path, which
+runs the full checks and raises their errors.
+"""
+
+from __future__ import annotations
+
+from types import EllipsisType, NoneType
+from typing import Any
+
+import numpy as np
+
+from tensorplay import derived as _p
+from tensorplay import sorting as _sorting
+from tensorplay.interpreters.eager import tape
+from tensorplay.interpreters.eager.results import result, view
+from tensorplay.tensor import Tensor
+
+Array = np.ndarray[Any, Any]
+AnyTensor = Any
+
+_BASIC_ITEMS = frozenset({int, slice, NoneType, EllipsisType})
+_INDEX_DTYPES = frozenset({np.dtype(np.int64), np.dtype(np.int32)})
+_UFUNCS = {"reduce_sum": np.add, "reduce_max": np.maximum, "reduce_min": np.minimum}
+_ARG = {"argmax": np.argmax, "argmin": np.argmin}
+_ALL_AXES: dict[int, tuple[int, ...]] = {}
+_REVERSED_AXES: dict[int, tuple[int, ...]] = {}
+
+
+def _all_axes(ndim: int) -> tuple[int, ...]:
+    found = _ALL_AXES.get(ndim)
+    if found is None:
+        found = _ALL_AXES[ndim] = tuple(range(ndim))
+    return found
+
+
+def _one_axis(dim: Any, ndim: int) -> int:
+    """``dim`` made non-negative when it is a plain int in ``[-ndim, ndim)``; -1 otherwise."""
+    if type(dim) is int and -ndim <= dim < ndim:
+        return dim % ndim
+    return -1
+
+
+def _axes(dim: Any, ndim: int) -> tuple[int, ...] | None:
+    """The sorted axes a reduction over ``dim`` (``None``: all, or one int) covers; None when unusual."""
+    if dim is None:
+        return _all_axes(ndim)
+    axis = _one_axis(dim, ndim)
+    return None if axis < 0 else (axis,)
+
+
+# ---- views ------------------------------------------------------------------------------------------
+
+def getitem(ops: Any, x: AnyTensor, key: Any) -> AnyTensor:
+    """``x[key]``: basic indexing (ints, slices, ``None``, ``...``) as a numpy view; one integer tensor
+    as ``numpy.take`` along axis 0 (a ``gather``)."""
+    data = x._data
+    if type(data) is np.ndarray:
+        kind = type(key)
+        if kind is tuple:
+            basic = True
+            for item in key:
+                if type(item) not in _BASIC_ITEMS:
+                    basic = False
+                    break
+        else:
+            basic = kind in _BASIC_ITEMS
+        if basic:
+            made = _basic_index(ops, x, data, key)
+            if made is not None:
+                return made
+        elif kind is Tensor and data.ndim:
+            index = key._data
+            if type(index) is np.ndarray and index.dtype in _INDEX_DTYPES:
+                try:  # negative indices count from the end; out of range: the generic path's error
+                    out = np.take(data, index, axis=0)
+                except (IndexError, ValueError, TypeError):
+                    pass
+                else:
+                    return result(ops, "gather", (x, key), {"axis": 0}, out)
+    return _p.getitem(ops, x, key)
+
+
+def _basic_index(ops: Any, x: AnyTensor, data: Array, key: Any) -> AnyTensor | None:
+    try:
+        out = data[key]
+        if type(out) is not np.ndarray:  # every axis taken by an int: numpy gives a scalar, we a 0-d view
+            out = data[(key if type(key) is tuple else (key,)) + (Ellipsis,)]
+    except (IndexError, TypeError, ValueError):
+        return None  # the generic path raises its own error
+    if not (x._requires_grad and tape.grad_enabled()):
+        return view(ops, "slice", x, {}, out)  # not recorded: the params are not needed
+    items = key if type(key) is tuple else (key,)
+    plan = _slice_plan(data.shape, items)
+    starts, stops, steps, reshaped = plan
+    shape = data.shape
+    full = steps == (1,) * len(shape) and starts == (0,) * len(shape) and stops == shape
+    params = {"starts": starts, "stops": stops, "steps": steps}
+    if not reshaped:
+        return x if full else view(ops, "slice", x, params, out)
+    sliced = x if full else ops.slice(x, **params)
+    return sliced if out.shape == sliced._data.shape else view(ops, "reshape", sliced, {"shape": out.shape}, out)
+
+
+def _slice_plan(shape: tuple[int, ...], items: tuple[Any, ...]) -> tuple[Any, Any, Any, bool]:
+    """``(starts, stops, steps, reshaped)`` of basic ``items`` that numpy accepted for ``shape``: the
+    ``slice`` primitive's params, and whether ints or ``None`` then change the shape (as
+    :func:`tensorplay.derived.getitem` computes them)."""
+    consumed = 0
+    for it in items:
+        if it is not None and it is not Ellipsis:
+            consumed += 1
+    starts: list[int] = []
+    stops: list[int] = []
+    steps: list[int] = []
+    reshaped = False
+    axis = 0
+    for it in items:
+        if it is None:
+            reshaped = True
+            continue
+        if it is Ellipsis:
+            for _ in range(len(shape) - consumed):
+                starts.append(0)
+                stops.append(shape[axis])
+                steps.append(1)
+                axis += 1
+            continue
+        if type(it) is slice:
+            start, stop, step = it.indices(shape[axis])
+        else:
+            start = it % shape[axis]
+            stop, step = start + 1, 1
+            reshaped = True
+        starts.append(start)
+        stops.append(stop)
+        steps.append(step)
+        axis += 1
+    for rest in shape[axis:]:
+        starts.append(0)
+        stops.append(rest)
+        steps.append(1)
+    return tuple(starts), tuple(stops), tuple(steps), reshaped
+
+
+def reshape(ops: Any, x: AnyTensor, args: tuple[Any, ...]) -> AnyTensor:
+    """``x.reshape(*args)`` (``args``: the sizes, or one tuple of them; one may be -1)."""
+    data = x._data
+    shape = args[0] if len(args) == 1 and type(args[0]) in (tuple, list) else args
+    if type(data) is np.ndarray:
+        for d in shape:
+            if type(d) is not int or d < -1:  # numpy reads any negative size as -1; the generic path refuses
+                break
+        else:
+            try:
+                out = data.reshape(shape)
+            except (ValueError, TypeError):
+                pass  # the generic path's error
+            else:
+                if out.shape == data.shape:
+                    return x
+                return view(ops, "reshape", x, {"shape": out.shape}, out)
+    return _p.reshape(ops, x, _p.shape_args(args))
+
+
+def permute(ops: Any, x: AnyTensor, dims: tuple[Any, ...] | None) -> AnyTensor:
+    """``x.permute(*dims)``; ``dims=None``: every axis reversed (``x.T``)."""
+    data = x._data
+    if type(data) is np.ndarray:
+        ndim = data.ndim
+        perm: tuple[int, ...] | None
+        if dims is None:
+            if ndim < 2:
+                return x  # reversing one axis (or none) changes nothing
+            perm = _REVERSED_AXES.get(ndim)
+            if perm is None:
+                perm = _REVERSED_AXES[ndim] = tuple(range(ndim - 1, -1, -1))
+            return view(ops, "permute", x, {"perm": perm}, data.transpose(perm))
+        perm = _permutation(dims[0] if len(dims) == 1 and type(dims[0]) in (tuple, list) else dims, ndim)
+        if perm is not None:
+            if perm == _all_axes(ndim):
+                return x
+            return view(ops, "permute", x, {"perm": perm}, data.transpose(perm))
+    return _p.permute(ops, x, tuple(range(x.ndim - 1, -1, -1)) if dims is None else _p.shape_args(dims))
+
+
+def _permutation(dims: Any, ndim: int) -> tuple[int, ...] | None:
+    if len(dims) != ndim:
+        return None
+    perm = []
+    for d in dims:
+        axis = _one_axis(d, ndim)
+        if axis < 0:
+            return None
+        perm.append(axis)
+    out = tuple(perm)
+    return out if len(set(out)) == ndim else None
+
+
+def unsqueeze(ops: Any, x: AnyTensor, dim: Any) -> AnyTensor:
+    """``x.unsqueeze(dim)``: a size-1 axis inserted at ``dim``."""
+    data = x._data
+    if type(data) is np.ndarray:
+        axis = _one_axis(dim, data.ndim + 1)
+        if axis >= 0:
+            shape = data.shape
+            new = shape[:axis] + (1,) + shape[axis:]
+            return view(ops, "reshape", x, {"shape": new}, data.reshape(new))
+    return _p.unsqueeze(ops, x, dim)
+
+
+# ---- reductions ---------------------------------------------------------------------------------------
+
+def reduce(ops: Any, prim: str, x: AnyTensor, dim: Any, keepdim: bool) -> AnyTensor:
+    """``x.sum``/``amax``/``amin`` over ``dim`` (``None``: all axes, or one int)."""
+    data = x._data
+    if type(data) is np.ndarray:
+        axes = _axes(dim, data.ndim)
+        if axes is not None:
+            return ops._reduce(prim, _UFUNCS[prim], x, axes, keepdim, True)
+    return _p.reduce(ops, prim, x, dim, keepdim)
+
+
+def mean(ops: Any, x: AnyTensor, dim: Any, keepdim: bool) -> AnyTensor:
+    """``x.mean(dim)``: a recorded sum divided by the count (as the generic path)."""
+    data = x._data
+    if type(data) is np.ndarray and data.dtype.kind == "f":
+        axes = _axes(dim, data.ndim)
+        if axes is not None:
+            shape = data.shape
+            count = 1
+            for a in axes:
+                count *= shape[a]
+            return ops._binary("div", ops._reduce("reduce_sum", np.add, x, axes, keepdim, True), count)
+    return _p.mean(ops, x, dim, keepdim)
+
+
+def arg_reduce(ops: Any, prim: str, x: AnyTensor, dim: Any, keepdim: bool) -> AnyTensor:
+    """``x.argmax(dim)``/``argmin`` along one int axis."""
+    data = x._data
+    if type(data) is np.ndarray and dim is not None:
+        axis = _one_axis(dim, data.ndim)
+        if axis >= 0:
+            return ops._arg(prim, _ARG[prim], x, axis, keepdim)
+    return _p.arg_reduce(ops, prim, x, dim, keepdim)
+
+
+def extremum(ops: Any, x: AnyTensor, dim: Any, keepdim: bool, largest: bool) -> tuple[AnyTensor, AnyTensor]:
+    """``(values, indices)`` of ``x.max(dim)`` (``largest``) or ``x.min(dim)``: the first extremum along
+    ``dim`` (NaN counts as one); the gradient goes to that position alone."""
+    data = x._data
+    if type(data) is np.ndarray and data.size and (keepdim is True or keepdim is False):
+        axis = _one_axis(dim, data.ndim)
+        if axis >= 0:
+            picked = (np.argmax if largest else np.argmin)(data, axis=axis, keepdims=True)
+            values = _take_along(data, picked, axis)
+            indices = picked
+            if not keepdim:
+                shape = data.shape[:axis] + data.shape[axis + 1:]
+                values, indices = values.reshape(shape), picked.reshape(shape)
+            out: AnyTensor = Tensor(ops, values)
+            if x._requires_grad and tape.grad_enabled():
+                tape.record(SELECT_NODE, (x,), {"axis": axis, "picked": picked}, out)
+            return out, Tensor(ops, indices)
+    return _sorting.extremum(ops, x, dim, keepdim, largest)
+
+
+def _take_along(data: Array, picked: Array, axis: int) -> Array:
+    """``numpy.take_along_axis(data, picked, axis)`` for one index per row (``picked`` has size 1 along
+    ``axis``); along the last axis of a row-major array, one ``take`` at ``row * n + picked``."""
+    n = data.shape[axis]
+    if axis != data.ndim - 1 or not data.flags.c_contiguous:
+        return np.take_along_axis(data, picked, axis=axis)
+    rows = data.size // n
+    offsets = _ROW_STARTS.get((rows, n))
+    if offsets is None:
+        if len(_ROW_STARTS) > 256:
+            _ROW_STARTS.clear()
+        offsets = _ROW_STARTS[(rows, n)] = np.arange(0, rows * n, n, dtype=np.int64)
+    return np.take(data.reshape(-1), offsets + picked.reshape(-1)).reshape(picked.shape)
+
+
+_ROW_STARTS: dict[tuple[int, int], Array] = {}
+
+
+SELECT_NODE = "select_along_axis"
+"""The tape node of ``max(dim)``/``min(dim)``: ``values = take_along_axis(x, picked, axis)`` (reshaped)."""
+
+
+def _select_vjp(ops: Any, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor, *, axis: int,
+                picked: Array) -> tuple[Any, ...]:
+    """The cotangent of :data:`SELECT_NODE`: ``g`` scattered to the selected positions of a zero ``x``,
+    written with primitives (so ``create_graph=True`` differentiates it again)."""
+    x = inputs[0]
+    shape = tuple(x._data.shape)
+    size = int(x._data.size)
+    positions = np.take_along_axis(np.arange(size, dtype=np.int64).reshape(shape), picked, axis=axis).reshape(-1)
+    flat_g = ops.reshape(g, shape=(positions.size,))
+    zeros = ops.full(shape=(size,), value=0.0, dtype=x._data.dtype.name)
+    scattered = ops.scatter_add(zeros, ops.constant(positions), flat_g, axis=0)
+    return (ops.reshape(scattered, shape=shape),)
+
+
+tape.EXTRA_VJP[SELECT_NODE] = _select_vjp
+tape.EXTRA_VALUE_FREE.add(SELECT_NODE)  # the rule reads the input's shape and dtype, never its values
+
+
+# ---- products -----------------------------------------------------------------------------------------
+
+def matmul(ops: Any, a: Any, b: Any) -> AnyTensor:
+    """``a @ b`` of two eager tensors of rank 2 or more (one BLAS call); vectors and other operands take
+    the generic path."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        ad, bd = a._data, b._data
+        if type(ad) is np.ndarray and type(bd) is np.ndarray and ad.ndim >= 2 and bd.ndim >= 2:
+            return ops._matmul_arrays(a, b)
+    return _p.matmul(ops, a, b)
+
+
+__all__ = ["SELECT_NODE", "arg_reduce", "extremum", "getitem", "matmul", "mean", "permute", "reduce", "reshape",
+           "unsqueeze"]

@@ -1,0 +1,109 @@
+"""Fused eager forms of the common ``nn.functional`` calls on small tensors: ``cross_entropy`` of logits
+``[N, C]`` with class indices as one row kernel and one tape node, and ``layer_norm`` without a weight or
+bias (ones and zeros made once per size and dtype).
+
+:mod:`tensorplay.nn.functional` calls these when its inputs are eager; each returns ``None`` when the
+arguments are not its common case (other dtypes, an ignored or out-of-range target, ...), and the
+caller then runs the composed form, whose checks raise the errors. Results and gradients are those of
+the composed form (up to rounding).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tensorplay.interpreters.eager import tape
+from tensorplay.tensor import Tensor
+
+Array = np.ndarray[Any, Any]
+AnyTensor = Any
+
+CROSS_ENTROPY_NODE = "cross_entropy"
+"""The tape node of the fused cross-entropy (its rule is :func:`_cross_entropy_vjp`)."""
+
+_KERNELS: Any = None
+_FLOATS = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
+_INT64 = np.dtype(np.int64)
+
+
+def _kernels() -> Any:
+    global _KERNELS
+    if _KERNELS is None:
+        from tensorplay.interpreters.eager import _numba_losses
+        _KERNELS = _numba_losses
+    return _KERNELS
+
+
+def cross_entropy(ops: Any, logits: AnyTensor, target: AnyTensor, ignore_index: int, reduction: str) -> AnyTensor | None:
+    """The mean (or sum, by ``reduction``) over rows of ``logsumexp(logits[i]) - logits[i, target[i]]``
+    for eager ``logits[N, C]`` (float32 or float64, ``N, C > 0``) and int64 ``target[N]`` whose entries all
+    lie in ``[0, C)`` (``ignore_index`` negative, so none is ignored); ``None`` for anything else."""
+    x, t = logits._data, target._data
+    if type(x) is not np.ndarray or type(t) is not np.ndarray or x.ndim != 2 or t.ndim != 1 \
+            or x.dtype not in _FLOATS or t.dtype is not _INT64 or ignore_index >= 0 or reduction not in ("mean", "sum"):
+        return None
+    n, c = x.shape
+    if not n or not c or t.shape[0] != n:
+        return None
+    x = np.ascontiguousarray(x)
+    t = np.ascontiguousarray(t)
+    lse = np.empty(n, x.dtype)
+    total, bad = _kernels().cross_entropy_rows(x, t, lse)
+    if bad >= 0:
+        return None  # an ignored or out-of-range target: the composed form skips it or names it
+    scale = 1.0 / n if reduction == "mean" else 1.0
+    out = np.array(total * scale, dtype=x.dtype)
+    loss: AnyTensor = Tensor(ops, out)
+    if logits._requires_grad and tape.grad_enabled():
+        tape.record(CROSS_ENTROPY_NODE, (logits,), {"target": t, "lse": lse, "scale": scale}, loss)
+    return loss
+
+
+def _cross_entropy_vjp(ops: Any, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor, *, target: Array,
+                       lse: Array, scale: float) -> tuple[Any, ...]:
+    """``g * scale * (softmax(x) - onehot(target))``: one row kernel, or (when the backward pass is itself
+    recorded, ``create_graph=True``) composed of primitives so that it can be differentiated again."""
+    x = inputs[0]
+    if not tape.grad_enabled():
+        data = np.ascontiguousarray(x._data)
+        out = np.empty(data.shape, data.dtype)
+        step = data.dtype.type(float(np.asarray(g._data)) * scale)
+        _kernels().cross_entropy_grad_rows(data, target, lse, step, out)
+        return (ops.wrap(out),)
+    n, c = x._data.shape
+    onehot = np.zeros((n, c), x._data.dtype)
+    onehot[np.arange(n), target] = 1
+    diff = ops.sub(ops.softmax(x, axis=1), ops.constant(onehot))
+    return (ops.mul(diff, ops.mul(g, scale)),)
+
+
+tape.EXTRA_VJP[CROSS_ENTROPY_NODE] = _cross_entropy_vjp
+
+_ONES_ZEROS: dict[tuple[int, np.dtype[Any]], tuple[Array, Array]] = {}
+
+
+def layer_norm(ops: Any, x: AnyTensor, weight: AnyTensor | None, bias: AnyTensor | None, eps: float) -> AnyTensor | None:
+    """``layer_norm`` over the last axis of eager float ``x`` (``weight``/``bias`` ``None`` or eager tensors
+    of the feature size and dtype): the primitive with ones and zeros standing for a missing weight or
+    bias; ``None`` for anything else."""
+    data = x._data
+    if type(data) is not np.ndarray or data.dtype not in _FLOATS or not data.ndim:
+        return None
+    size = data.shape[-1]
+    for t in (weight, bias):
+        if t is not None and (type(t._data) is not np.ndarray or t._data.dtype is not data.dtype
+                              or t._data.shape != (size,)):
+            return None
+    if weight is None or bias is None:
+        key = (size, data.dtype)
+        found = _ONES_ZEROS.get(key)
+        if found is None:
+            found = _ONES_ZEROS[key] = (np.ones(size, data.dtype), np.zeros(size, data.dtype))
+        weight = Tensor(ops, found[0]) if weight is None else weight
+        bias = Tensor(ops, found[1]) if bias is None else bias
+    return ops.layer_norm_last_axis(x, weight, bias, eps=eps)
+
+
+__all__ = ["CROSS_ENTROPY_NODE", "cross_entropy", "layer_norm"]

@@ -1,0 +1,65 @@
+"""Making the eager interpreter's results: a new tensor around a numpy array, its tape node when an
+input requires grad, and the bookkeeping of views (a shared version counter, the viewed base).
+
+Every eager operation ends here, so this is the thinnest code of the dispatch path: one tensor, and a
+tape node only when recording (an input requires grad and grad mode is on).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tensorplay.interpreters.eager import tape
+from tensorplay.tensor import Tensor
+
+Array = np.ndarray[Any, Any]
+AnyTensor = Tensor[*tuple[Any, ...]]
+
+
+def records(inputs: tuple[Any, ...]) -> bool:
+    """Whether an operation on ``inputs`` is recorded: one of them requires grad and grad mode is on."""
+    for x in inputs:
+        if isinstance(x, Tensor) and x._requires_grad:
+            return tape.grad_enabled()
+    return False
+
+
+def result(ops: Any, name: str, inputs: tuple[Any, ...], params: dict[str, Any], out: Array) -> AnyTensor:
+    """A new tensor holding ``out``, recorded as primitive ``name`` of ``inputs`` when needed."""
+    made: AnyTensor = Tensor(ops, out)
+    for x in inputs:
+        if isinstance(x, Tensor) and x._requires_grad:
+            if out.dtype.kind == "f" and tape.grad_enabled():  # integer and bool results carry no gradient
+                made._node = tape.Node(name, inputs, params, made)
+                made._requires_grad = True
+            break
+    return made
+
+
+def share_version(x: AnyTensor) -> list[int]:
+    """The version box of ``x`` (created on first use), shared by every view of it."""
+    box = x._version
+    if box is None:
+        box = x._version = [0]
+    return box
+
+
+def view(ops: Any, name: str, x: AnyTensor, params: dict[str, Any], out: Array) -> AnyTensor:
+    """A view of ``x`` holding ``out`` (primitive ``name``): it shares ``x``'s version counter and
+    names ``x``'s base, so in-place checks see through it."""
+    made: AnyTensor = Tensor(ops, out)
+    box = x._version
+    if box is None:
+        box = x._version = [0]
+    made._version = box
+    base = x._base
+    made._base = x if base is None else base
+    if x._requires_grad and out.dtype.kind == "f" and tape.grad_enabled():
+        made._node = tape.Node(name, (x,), params, made)  # its saved output watches the shared counter
+        made._requires_grad = True
+    return made
+
+
+__all__ = ["records", "result", "share_version", "view"]

@@ -1,0 +1,493 @@
+"""The eager interpreter's shortcuts for Tensor methods and ``nn.functional`` calls on small tensors
+(:mod:`tensorplay.interpreters.eager.fastpath`, :mod:`tensorplay.interpreters.eager.losses`).
+
+Each shortcut must give what the generic path gives (``BaseInterpreter``'s entry points, which compose
+primitives through ``tensorplay.derived``): values, dtype, shape, gradients, and the same errors for bad
+input. Views must share the input's memory. Expected values come from the generic path, ``spec`` and
+PyTorch; float32 and float64, non-contiguous and zero-size inputs."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tensorplay as tp
+import tensorplay.nn.functional as F
+from tensorplay.interpreter import BaseInterpreter
+from tensorplay.interpreters.eager.interpreter import aval_of
+from tensorplay.spec import SPECS
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+eager = tp.eager
+generic = BaseInterpreter  # its entry points compose primitives (the path the shortcuts must match)
+DTYPES = (np.float32, np.float64)
+
+
+def data(shape: tuple[int, ...], dtype: Any = np.float32, seed: int = 0) -> np.ndarray[Any, Any]:
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def layouts(shape: tuple[int, ...], dtype: Any) -> list[np.ndarray[Any, Any]]:
+    """A C-contiguous array and a non-contiguous one (a transpose of the reversed shape) of ``shape``."""
+    base = data(shape, dtype)
+    transposed = np.ascontiguousarray(base.T).T
+    assert not transposed.flags.c_contiguous or base.ndim < 2
+    return [base, transposed]
+
+
+def same(fast: Any, slow: Any) -> None:
+    """Equal values, dtype and shape (NaN equal to NaN)."""
+    a, b = np.asarray(fast.detach().numpy()), np.asarray(slow.detach().numpy())
+    assert a.dtype == b.dtype and a.shape == b.shape
+    np.testing.assert_array_equal(a, b)
+
+
+def same_error(fast: Callable[[], Any], slow: Callable[[], Any]) -> None:
+    """``fast`` raises what ``slow`` (the generic path) raises: the type and the message."""
+    with pytest.raises(Exception) as expected:
+        slow()
+    with pytest.raises(type(expected.value), match=re.escape(str(expected.value))):
+        fast()
+
+
+# ---- views ------------------------------------------------------------------------------------------
+
+VIEW_OPS: dict[str, Callable[[Any], Any]] = {
+    "x[1:3]": lambda x: x[1:3],
+    "x[:, None]": lambda x: x[:, None],
+    "x.T": lambda x: x.T,
+    "x.reshape(-1)": lambda x: x.reshape(-1),
+    "x.reshape(2, -1)": lambda x: x.reshape(2, -1),
+    "x.unsqueeze(0)": lambda x: x.unsqueeze(0),
+    "x[1]": lambda x: x[1],
+    "x[..., 1]": lambda x: x[..., 1],
+    "x[1, 2]": lambda x: x[1, 2],
+    "x.permute(1, 0)": lambda x: x.permute(1, 0),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", list(VIEW_OPS))
+def test_views_share_memory_with_a_contiguous_input(name: str, dtype: Any) -> None:
+    x = tp.tensor(data((4, 6), dtype))
+    y = VIEW_OPS[name](x)
+    assert np.shares_memory(y.numpy(), x.numpy())
+    assert y.dtype == x.dtype
+
+
+@pytest.mark.parametrize("name", list(VIEW_OPS))
+def test_views_with_grad_share_memory_and_record_a_view(name: str) -> None:
+    x = tp.tensor(data((4, 6), np.float64), requires_grad=True)
+    y = VIEW_OPS[name](x)
+    assert np.shares_memory(y.detach().numpy(), x.detach().numpy())
+    assert y.grad_fn is not None
+    w = data(tuple(y.shape), np.float64, seed=3)
+    (y * tp.tensor(w)).sum().backward()
+    xt = torch.tensor(x.detach().numpy(), requires_grad=True)
+    yt = VIEW_OPS[name](xt)
+    (yt * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy())
+
+
+def test_a_view_writes_through_and_shares_the_version_counter() -> None:
+    x = tp.tensor(np.zeros((3, 4), np.float32))
+    y = x[1:3]
+    y[0, 0] = 5.0
+    assert x.numpy()[1, 0] == 5.0
+    z = x.T
+    z.add_(1.0)
+    assert x.numpy()[0, 0] == 1.0
+
+
+KEYS: list[Any] = [
+    1, -1, slice(1, 3), slice(None, None, -1), slice(None, None, 2), slice(5, 1, -2), slice(3, 1), Ellipsis, None,
+    (slice(None), None), (None, 1), (Ellipsis, 1), (1, Ellipsis), (slice(1, None), slice(None, None, -1)),
+    (-1, -2), (0, slice(1, 2), None), (Ellipsis, None), (slice(None), slice(None)), (slice(0, 10),),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("key", KEYS, ids=repr)
+def test_basic_indexing_matches_the_generic_path(key: Any, dtype: Any) -> None:
+    for array in layouts((4, 5), dtype):
+        for grad in (False, True):
+            x = tp.tensor(array, requires_grad=grad)
+            fast, slow = x[key], generic.tensor_getitem(eager, x, key)
+            same(fast, slow)
+            np.testing.assert_array_equal(fast.detach().numpy(), array[key])
+            if grad:
+                w = tp.tensor(data(tuple(fast.shape), dtype, seed=2))
+                g_fast, = tp.autograd.grad((fast * w).sum(), x)
+                g_slow, = tp.autograd.grad((slow * w).sum(), x)
+                same(g_fast, g_slow)
+
+
+def test_indexing_a_zero_size_tensor_and_a_0d_result() -> None:
+    x = tp.tensor(np.zeros((0, 3), np.float32))
+    same(x[1:3], generic.tensor_getitem(eager, x, slice(1, 3)))
+    v = tp.tensor(np.arange(4.0))
+    y = v[2]
+    assert y.shape == () and y.item() == 2.0 and np.shares_memory(y.numpy(), v.numpy())
+
+
+@pytest.mark.parametrize("key", [10, -7, (1, 2, 3), 1.5, (Ellipsis, Ellipsis), True, np.int64(1), slice(0, 2, 0),
+                                 slice(1.0, 2)], ids=repr)
+def test_bad_or_unusual_basic_keys_behave_as_the_generic_path(key: Any) -> None:
+    x = tp.tensor(data((4, 5)))
+    try:
+        expected = generic.tensor_getitem(eager, x, key)
+    except Exception:
+        same_error(lambda: x[key], lambda: generic.tensor_getitem(eager, x, key))
+    else:
+        same(x[key], expected)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("index_dtype", [np.int64, np.int32])
+def test_tensor_index_is_a_gather_with_its_gradient(dtype: Any, index_dtype: Any) -> None:
+    for array in layouts((4, 3), dtype):
+        idx = tp.tensor(np.array([[1, -1], [0, 1]], index_dtype))
+        x = tp.tensor(array, requires_grad=True)
+        y = x[idx]
+        same(y, generic.tensor_getitem(eager, x, idx))
+        assert y.grad_fn is not None
+        y.sum().backward()
+        xt = torch.tensor(array, requires_grad=True)
+        xt[torch.tensor(idx.numpy().astype(np.int64))].sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())
+    empty = tp.tensor(np.zeros(0, np.int64))
+    same(tp.tensor(data((4, 3)))[empty], generic.tensor_getitem(eager, tp.tensor(data((4, 3))), empty))
+
+
+def test_tensor_index_errors_are_the_generic_ones() -> None:
+    x = tp.tensor(data((4, 3)))
+    for idx in (tp.tensor(np.array([0, 4])), tp.tensor(np.array([-5])), tp.tensor(np.array([0.5]))):
+        same_error(lambda: x[idx], lambda: generic.tensor_getitem(eager, x, idx))
+    scalar = tp.tensor(np.float32(1.0))
+    same_error(lambda: scalar[tp.tensor(np.array([0]))],
+               lambda: generic.tensor_getitem(eager, scalar, tp.tensor(np.array([0]))))
+
+
+@pytest.mark.parametrize("shape", [(-1,), ((2, -1),), (3, 8), ((24,),), ([4, 6],), (4, 6), (), (True, 24),
+                                   (2.0, 12), (-1, -1), (5, -1), (-2, 12), (np.int64(24),)], ids=repr)
+def test_reshape_matches_the_generic_path_and_its_errors(shape: tuple[Any, ...]) -> None:
+    for array in layouts((4, 6), np.float32):
+        x = tp.tensor(array)
+        try:
+            expected = generic.tensor_reshape(eager, x, shape)
+        except Exception:
+            same_error(lambda: x.reshape(*shape), lambda: generic.tensor_reshape(eager, x, shape))
+            continue
+        got = x.reshape(*shape)
+        same(got, expected)
+        if array.flags.c_contiguous:
+            assert np.shares_memory(got.numpy(), x.numpy())
+    z = tp.tensor(np.zeros((0, 3), np.float64))
+    same(z.reshape(-1), generic.tensor_reshape(eager, z, (-1,)))
+    same_error(lambda: z.reshape(-1, 0), lambda: generic.tensor_reshape(eager, z, (-1, 0)))
+
+
+def test_reshape_to_the_same_shape_is_the_tensor_itself() -> None:
+    x = tp.tensor(data((2, 3)), requires_grad=True)
+    assert x.reshape(2, 3) is x and x.reshape(2, -1) is x
+
+
+@pytest.mark.parametrize("dims", [(1, 0), (-1, 0), (0, 1), ((1, 0),), (0, 0), (2, 0), (1,), (1.0, 0)], ids=repr)
+def test_permute_matches_the_generic_path_and_its_errors(dims: tuple[Any, ...]) -> None:
+    x = tp.tensor(data((3, 4)), requires_grad=True)
+    try:
+        expected = generic.tensor_permute(eager, x, dims)
+    except Exception:
+        same_error(lambda: x.permute(*dims), lambda: generic.tensor_permute(eager, x, dims))
+        return
+    same(x.permute(*dims), expected)
+
+
+def test_transpose_of_ranks_0_to_3() -> None:
+    for shape in [(), (3,), (2, 3), (2, 3, 4)]:
+        x = tp.tensor(data(shape, np.float64))
+        np.testing.assert_array_equal(x.T.numpy(), data(shape, np.float64).T)
+        assert np.shares_memory(x.T.numpy(), x.numpy())
+        same(x.T, generic.tensor_permute(eager, x, None))
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1, -3, 3, -4, 1.0, True], ids=repr)
+def test_unsqueeze_matches_the_generic_path_and_its_errors(dim: Any) -> None:
+    x = tp.tensor(data((2, 3)))
+    try:
+        expected = generic.tensor_unsqueeze(eager, x, dim)
+    except Exception:
+        same_error(lambda: x.unsqueeze(dim), lambda: generic.tensor_unsqueeze(eager, x, dim))
+        return
+    same(x.unsqueeze(dim), expected)
+
+
+# ---- reductions ---------------------------------------------------------------------------------------
+
+REDUCTIONS: dict[str, Callable[..., Any]] = {
+    "sum": lambda x, *a: x.sum(*a), "mean": lambda x, *a: x.mean(*a), "amax": lambda x, *a: x.amax(*a),
+    "amin": lambda x, *a: x.amin(*a),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", list(REDUCTIONS))
+@pytest.mark.parametrize("args", [(), (0,), (-1,), (1, True), (None, True), ((0, 1),), (2,)], ids=repr)
+def test_reductions_match_pytorch_and_the_generic_path(name: str, args: tuple[Any, ...], dtype: Any) -> None:
+    for array in layouts((3, 4), dtype):
+        x = tp.tensor(array, requires_grad=True)
+        slow_entry = {"mean": lambda: generic.tensor_mean(eager, x, *(args + (None, False)[len(args):]))}.get(
+            name, lambda: generic.tensor_reduce(eager, {"sum": "reduce_sum", "amax": "reduce_max",
+                                                        "amin": "reduce_min"}[name], x,
+                                                *(args + (None, False)[len(args):])))
+        try:
+            slow = slow_entry()
+        except Exception:
+            same_error(lambda: REDUCTIONS[name](x, *args), slow_entry)
+            continue
+        fast = REDUCTIONS[name](x, *args)
+        np.testing.assert_allclose(fast.detach().numpy(), slow.detach().numpy(), rtol=1e-6)
+        assert fast.dtype == slow.dtype and fast.shape == slow.shape
+        xt = torch.tensor(array, requires_grad=True)
+        targs = tuple(a for a in args if a is not None) if args[:1] != (None,) else ()
+        yt = getattr(xt, name)(*targs) if args[:1] != (None,) else getattr(xt, name)()
+        if args == (None, True):
+            yt = yt.reshape([1, 1])
+        np.testing.assert_allclose(fast.detach().numpy(), yt.detach().numpy(), rtol=1e-5, atol=1e-6)
+        fast.sum().backward()
+        yt.sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-6)
+
+
+def test_reductions_of_zero_size_and_integer_tensors() -> None:
+    z = tp.tensor(np.zeros((0, 3), np.float32))
+    same(z.sum(0), generic.tensor_reduce(eager, "reduce_sum", z, 0, False))
+    same(z.sum(), generic.tensor_reduce(eager, "reduce_sum", z, None, False))
+    same(z.amax(1), generic.tensor_reduce(eager, "reduce_max", z, 1, False))
+    same_error(lambda: z.amax(0), lambda: generic.tensor_reduce(eager, "reduce_max", z, 0, False))
+    assert np.isnan(z.mean(0).numpy()).all()
+    i = tp.tensor(np.array([[1, 2], [3, 4]], np.int32))
+    same(i.sum(1), generic.tensor_reduce(eager, "reduce_sum", i, 1, False))
+    assert i.sum().dtype == tp.int64
+    same_error(lambda: i.mean(0), lambda: generic.tensor_mean(eager, i, 0, False))
+
+
+def test_reduction_errors_are_the_generic_ones() -> None:
+    x = tp.tensor(data((2, 3)))
+    for dim in (2, -3, 1.0, (0, 0)):
+        same_error(lambda: x.sum(dim), lambda: generic.tensor_reduce(eager, "reduce_sum", x, dim, False))
+        same_error(lambda: x.mean(dim), lambda: generic.tensor_mean(eager, x, dim, False))
+    same_error(lambda: x.argmax(2), lambda: generic.tensor_arg_reduce(eager, "argmax", x, 2, False))
+    same_error(lambda: x.max(5), lambda: generic.tensor_extremum(eager, x, 5, False, True))
+    empty = tp.tensor(np.zeros((2, 0), np.float32))
+    same_error(lambda: empty.argmax(1), lambda: generic.tensor_arg_reduce(eager, "argmax", empty, 1, False))
+    same_error(lambda: empty.max(1), lambda: generic.tensor_extremum(eager, empty, 1, False, True))
+
+
+def test_primitive_reductions_check_their_params() -> None:
+    x = tp.tensor(data((2, 3)))
+    for axes in ((0, 0), (3,), (0.0,)):
+        same_error(lambda: eager.reduce_sum(x, axes=axes, keepdims=False),
+                   lambda: SPECS["reduce_sum"].rule(aval_of(x), axes=axes, keepdims=False))
+    np.testing.assert_allclose(eager.reduce_sum(x, axes=[0], keepdims=False).numpy(), x.numpy().sum(0))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_max_and_min_along_a_dim_match_pytorch(dtype: Any, largest: bool, keepdim: bool) -> None:
+    array = data((3, 5), dtype)
+    array[1, 1] = array[1, 3] = 9.0 if largest else -9.0  # a tie: the first position wins
+    array[2, 2] = np.nan
+    for dim in (0, 1, -1):
+        for src in layouts((3, 5), dtype)[1:] + [array]:
+            x = tp.tensor(src, requires_grad=True)
+            values, indices = (x.max if largest else x.min)(dim, keepdim)
+            slow_v, slow_i = generic.tensor_extremum(eager, x, dim, keepdim, largest)
+            same(values, slow_v)
+            same(indices, slow_i)
+            xt = torch.tensor(src, requires_grad=True)
+            vt, it = (xt.max if largest else xt.min)(dim, keepdim)
+            np.testing.assert_array_equal(values.detach().numpy(), vt.detach().numpy())
+            np.testing.assert_array_equal(indices.numpy(), it.numpy())
+            w = data(tuple(values.shape), dtype, seed=5)
+            (values * tp.tensor(w)).sum().backward()
+            (vt * torch.tensor(w)).sum().backward()
+            np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())
+
+
+def test_max_along_a_dim_second_order_and_in_place_after() -> None:
+    x = tp.tensor(data((3, 4), np.float64), requires_grad=True)
+    values, _ = x.max(1)
+    g, = tp.autograd.grad((values ** 3).sum(), x, create_graph=True)
+    h, = tp.autograd.grad(g.sum(), x)
+    xt = torch.tensor(x.detach().numpy(), requires_grad=True)
+    gt, = torch.autograd.grad((xt.max(1).values ** 3).sum(), xt, create_graph=True)
+    ht, = torch.autograd.grad(gt.sum(), xt)
+    np.testing.assert_allclose(g.detach().numpy(), gt.detach().numpy())
+    np.testing.assert_allclose(h.numpy(), ht.numpy())
+    y = x * 1.0
+    v, _ = y.max(0)
+    with tp.no_grad():
+        y.mul_(2.0)  # the rule reads only y's shape: the gradient is still defined, as with the gather chain
+    v.sum().backward()
+    assert x.grad is not None and x.grad.numpy().sum() == 4.0
+
+
+def test_max_along_a_dim_of_a_0d_and_of_integers() -> None:
+    s = tp.tensor(np.float32(3.0), requires_grad=True)
+    v, i = s.max(0)
+    assert v.shape == () and v.item() == 3.0 and i.item() == 0
+    n = tp.tensor(np.array([[3, 1], [2, 5]], np.int64))
+    v, i = n.max(1)
+    np.testing.assert_array_equal(v.numpy(), [3, 5])
+    np.testing.assert_array_equal(i.numpy(), [0, 1])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_argmax_matches_pytorch(dtype: Any) -> None:
+    for src in layouts((3, 5), dtype):
+        x = tp.tensor(src)
+        for dim, keep in ((0, False), (-1, True), (None, False)):
+            got = x.argmax(dim, keep) if dim is not None else x.argmax()
+            want = torch.tensor(src).argmax(dim, keep) if dim is not None else torch.tensor(src).argmax()
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+            assert got.dtype == tp.int64
+
+
+# ---- matmul, where, cat, softmax, elementwise -----------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matmul_of_matrices_and_vectors_matches_the_generic_path(dtype: Any) -> None:
+    a, b, v = tp.tensor(data((3, 4), dtype)), tp.tensor(data((4, 2), dtype)), tp.tensor(data((4,), dtype))
+    for left, right in ((a, b), (a, v), (v, b), (a.T.T, b)):
+        same(left @ right, generic.tensor_matmul(eager, left, right))
+    same_error(lambda: a @ a, lambda: generic.tensor_matmul(eager, a, a))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_where_and_cat_of_one_float_dtype_match_pytorch_and_keep_errors(dtype: Any) -> None:
+    a, b = data((3, 4), dtype), data((3, 4), dtype, seed=1)
+    x, y = tp.tensor(a, requires_grad=True), tp.tensor(b, requires_grad=True)
+    got = tp.where(x > 0, x, y)
+    np.testing.assert_array_equal(got.detach().numpy(), np.where(a > 0, a, b))
+    (got * 2.0).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.where(a > 0, 2.0, 0.0))
+    cat = tp.cat([x, y], 1)
+    np.testing.assert_array_equal(cat.detach().numpy(), np.concatenate([a, b], 1))
+    assert cat.dtype == x.dtype
+    bad = tp.tensor(data((2, 4), dtype))
+    with pytest.raises(tp.ShapeError):
+        tp.where(x > 0, x, bad)
+    with pytest.raises(tp.ShapeError):
+        tp.cat([x, bad], 1)
+    mixed = tp.cat([tp.tensor(a.astype(np.float32)), tp.tensor(b.astype(np.float64))])
+    assert mixed.dtype == tp.float64
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_fast_path_matches_pytorch_and_refuses_bad_axes(dtype: Any, name: str) -> None:
+    for src in layouts((3, 5), dtype) + [np.zeros((0, 4), dtype)]:
+        for dim in (0, 1, -1):
+            got = getattr(tp.tensor(src), name)(dim)
+            want = getattr(torch.tensor(src), name)(dim)
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+            assert got.dtype == tp.tensor(src).dtype
+    x = tp.tensor(data((3, 5), dtype))
+    for axis in (2, -3):
+        with pytest.raises(tp.AxisError):
+            getattr(eager, name)(x, axis=axis)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sigmoid_and_relu_match_pytorch_at_extremes_silently(dtype: Any) -> None:
+    values = np.array([-1000.0, -100.0, -20.0, -1.0, -0.0, 0.0, 1e-8, 3.0, 40.0, 1000.0, np.inf, -np.inf, np.nan],
+                      dtype)
+    with np.errstate(all="raise"):  # any floating-point warning numpy would emit fails the test
+        got = tp.tensor(values).sigmoid()
+        relu = tp.tensor(values).relu()
+    np.testing.assert_allclose(got.numpy(), torch.tensor(values).sigmoid().numpy(), rtol=2e-7 if dtype == np.float32
+                               else 1e-15, atol=0)
+    np.testing.assert_array_equal(relu.numpy(), torch.tensor(values).relu().numpy())
+    assert tp.tensor(dtype(2.0)).sigmoid().shape == ()
+
+
+# ---- fused nn.functional ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_fused_cross_entropy_matches_pytorch(dtype: Any, reduction: str) -> None:
+    for n, c in ((1, 1), (2, 4), (64, 64), (5, 300)):
+        logits = data((n, c), dtype, seed=n) * 4
+        target = np.random.default_rng(c).integers(0, c, n)
+        for src in (logits, np.asfortranarray(logits)):
+            x = tp.tensor(src, requires_grad=True)
+            loss = F.cross_entropy(x, tp.tensor(target), reduction=reduction)
+            assert loss.grad_fn is not None and loss.dtype == x.dtype
+            loss.backward()
+            xt = torch.tensor(src, requires_grad=True)
+            want = TF.cross_entropy(xt, torch.tensor(target), reduction=reduction)
+            want.backward()
+            tol = 2e-6 if dtype == np.float32 else 1e-12
+            np.testing.assert_allclose(loss.item(), want.item(), rtol=tol * 10)
+            np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=tol * 10, atol=tol)
+
+
+def test_fused_cross_entropy_second_order_matches_pytorch() -> None:
+    logits = data((4, 5), np.float64)
+    target = np.array([1, 0, 4, 2])
+    x = tp.tensor(logits, requires_grad=True)
+    g, = tp.autograd.grad(F.cross_entropy(x, tp.tensor(target)), x, create_graph=True)
+    h, = tp.autograd.grad((g * g).sum(), x)
+    xt = torch.tensor(logits, requires_grad=True)
+    gt, = torch.autograd.grad(TF.cross_entropy(xt, torch.tensor(target)), xt, create_graph=True)
+    ht, = torch.autograd.grad((gt * gt).sum(), xt)
+    np.testing.assert_allclose(g.detach().numpy(), gt.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(h.numpy(), ht.numpy(), rtol=1e-10, atol=1e-14)
+
+
+def test_cross_entropy_outside_the_fused_case_matches_pytorch_and_errors() -> None:
+    logits = data((4, 5), np.float64)
+    x = tp.tensor(logits, requires_grad=True)
+    xt = torch.tensor(logits, requires_grad=True)
+    target = np.array([1, -100, 4, 2])  # an ignored entry: the composed form
+    np.testing.assert_allclose(F.cross_entropy(x, tp.tensor(target)).item(),
+                               TF.cross_entropy(xt, torch.tensor(target)).item(), rtol=1e-12)
+    np.testing.assert_allclose(F.cross_entropy(x, tp.tensor(target.astype(np.int32).clip(0))).item(),
+                               TF.cross_entropy(xt, torch.tensor(target.clip(0))).item(), rtol=1e-12)
+    with pytest.raises(tp.IndexRangeError, match=r"cross_entropy: target 5 at position \[2\] is out of range"):
+        F.cross_entropy(x, tp.tensor(np.array([1, 0, 5, 2])))
+    with pytest.raises(tp.IndexRangeError, match="target -3"):
+        F.cross_entropy(x, tp.tensor(np.array([1, 0, -3, 2])))
+    with pytest.raises(tp.ShapeError):
+        F.cross_entropy(x, tp.tensor(np.array([1, 0, 2])))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_layer_norm_without_weight_matches_pytorch(dtype: Any) -> None:
+    for shape in ((2, 4), (64, 64), (3, 2, 5)):
+        for src in layouts(shape, dtype):
+            x = tp.tensor(src, requires_grad=True)
+            y = F.layer_norm(x, shape[-1:])
+            xt = torch.tensor(src, requires_grad=True)
+            yt = TF.layer_norm(xt, shape[-1:])
+            tol = 1e-5 if dtype == np.float32 else 1e-12
+            np.testing.assert_allclose(y.detach().numpy(), yt.detach().numpy(), rtol=tol, atol=tol)
+            w = data(shape, dtype, seed=7)
+            (y * tp.tensor(w)).sum().backward()
+            (yt * torch.tensor(w)).sum().backward()
+            np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=tol * 10, atol=tol * 10)
+    x = tp.tensor(data((2, 4), dtype))
+    weight = tp.tensor(data((4,), dtype, seed=1), requires_grad=True)
+    y = F.layer_norm(x, (4,), weight)
+    y.sum().backward()
+    yt = TF.layer_norm(torch.tensor(x.numpy()), (4,), wt := torch.tensor(weight.detach().numpy(), requires_grad=True))
+    yt.sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), yt.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(weight.grad.numpy(), wt.grad.numpy(), rtol=1e-5, atol=1e-6)
