@@ -125,6 +125,14 @@ def _sigmoid(x: Array) -> Array:
     return np.reciprocal(out, out=out)
 
 
+def _power(x: Any, y: Any) -> Any:
+    """``x ** y``; a float array squared is ``np.square`` (the same correctly rounded values, as numpy's own
+    ``**`` does, without the general power loop)."""
+    if (type(y) is int or type(y) is float) and y == 2 and type(x) is np.ndarray and x.dtype.kind == "f":
+        return np.square(x)
+    return np.power(x, y)
+
+
 def _relu(x: Array) -> Array:
     if x.dtype.kind == "b":
         return x.copy()
@@ -181,7 +189,7 @@ UNARY_KERNELS: dict[str, Callable[..., Any]] = {
 
 BINARY_KERNELS: dict[str, Callable[[Any, Any], Any]] = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": _quiet(np.true_divide),
-    "pow": _quiet(np.power), "maximum": np.maximum, "minimum": np.minimum, "atan2": np.arctan2, "eq": np.equal,
+    "pow": _quiet(_power), "maximum": np.maximum, "minimum": np.minimum, "atan2": np.arctan2, "eq": np.equal,
     "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
     "logical_and": np.logical_and, "logical_or": np.logical_or, "bitwise_and": np.bitwise_and,
     "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
