@@ -518,3 +518,23 @@ def test_squaring_is_exactly_the_power(dtype: Any) -> None:
             np.testing.assert_array_equal(got, np.power(values, dtype(exponent)))
         np.testing.assert_array_equal(got, (torch.tensor(values) ** exponent).numpy())
     np.testing.assert_array_equal((tp.tensor(np.array([2, -3])) ** 2).numpy(), [4, 9])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_small_row_kernels_equal_the_kernel_entry_points(dtype: Any) -> None:
+    """The same jitted kernel: equal up to the summation order its vectorised loops pick (which can
+    depend on the buffers' alignment)."""
+    from tensorplay.interpreters.eager import kernels as K
+    from tensorplay.interpreters.eager.fastpath import small_rows
+    tol = {"rtol": 1e-6, "atol": 1e-7} if dtype == np.float32 else {"rtol": 1e-14, "atol": 1e-15}
+    for shape in ((2, 4), (3, 2, 5), (64, 64), (1, 1)):
+        x = data(shape, dtype) * 3
+        for name in ("softmax", "log_softmax"):
+            np.testing.assert_allclose(small_rows(f"{name}_rows", x), getattr(K, name)(x, axis=-1), **tol)
+            np.testing.assert_allclose(getattr(tp.tensor(x), name)(-1).numpy(), getattr(K, name)(x, axis=-1), **tol)
+        g, b = data(shape[-1:], dtype, seed=1), data(shape[-1:], dtype, seed=2)
+        np.testing.assert_allclose(small_rows("layer_norm_rows", x, g, b, 1e-5),
+                                   K.layer_norm_last_axis(x, g, b, eps=1e-5), **tol)
+    assert small_rows("softmax_rows", np.asfortranarray(data((3, 4), dtype))) is None
+    assert small_rows("softmax_rows", np.zeros((0, 4), dtype)) is None
+    assert small_rows("softmax_rows", np.zeros((4096, 512), dtype)) is None  # big enough for the threads

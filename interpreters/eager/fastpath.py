@@ -27,6 +27,8 @@ import numpy as np
 from tensorplay import derived as _p
 from tensorplay import sorting as _sorting
 from tensorplay.interpreters.eager import tape
+from tensorplay.interpreters.eager.kernels._support import nb
+from tensorplay.interpreters.eager.kernels.threads import threads_for
 from tensorplay.interpreters.eager.results import result, view
 from tensorplay.tensor import Tensor
 
@@ -35,6 +37,7 @@ AnyTensor = Any
 
 _BASIC_ITEMS = frozenset({int, slice, NoneType, EllipsisType})
 _INDEX_DTYPES = frozenset({np.dtype(np.int64), np.dtype(np.int32)})
+_FLOATS = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 _UFUNCS: dict[str, Any] = {"reduce_sum": np.add, "reduce_max": np.maximum, "reduce_min": np.minimum}
 _ARG = {"argmax": np.ndarray.argmax, "argmin": np.ndarray.argmin}
 _ALL_AXES: dict[int, tuple[int, ...]] = {}
@@ -342,6 +345,28 @@ tape.EXTRA_VJP[SELECT_NODE] = _select_vjp
 tape.EXTRA_VALUE_FREE.add(SELECT_NODE)  # the rule reads the input's shape and dtype, never its values
 
 
+# ---- row kernels on small inputs -----------------------------------------------------------------------
+
+def small_rows(kernel: str, data: Array, *args: Any) -> Array | None:
+    """``kernel`` (``softmax_rows``, ``log_softmax_rows`` or ``layer_norm_rows`` of the jitted kernels: one
+    row at a time along the last axis) on a non-empty row-major float ``data``, called on this thread
+    when the kernels' own entry point would not split it across threads either (``threads_for`` says 1):
+    the same kernel call without the entry point's conversions, which cost several times the work at
+    these sizes. ``args`` go between the input and the output (``gamma, beta, eps``). ``None`` otherwise."""
+    if not data.size or not data.flags.c_contiguous or data.dtype not in _FLOATS:
+        return None
+    n = data.shape[-1]
+    rows = data.size // n
+    if threads_for(rows, data.size) != 1:
+        return None
+    out = np.empty(data.shape, data.dtype)
+    if data.ndim == 2:
+        getattr(nb(), kernel)(data, *args, out, 0, rows)
+    else:
+        getattr(nb(), kernel)(data.reshape(rows, n), *args, out.reshape(rows, n), 0, rows)
+    return out
+
+
 # ---- products -----------------------------------------------------------------------------------------
 
 def matmul(ops: Any, a: Any, b: Any) -> AnyTensor:
@@ -354,5 +379,5 @@ def matmul(ops: Any, a: Any, b: Any) -> AnyTensor:
     return _p.matmul(ops, a, b)
 
 
-__all__ = ["SELECT_NODE", "arg_reduce", "extremum", "getitem", "matmul", "mean", "permute", "reduce", "reshape",
+__all__ = ["MEAN_NODE", "SELECT_NODE", "arg_reduce", "small_rows", "extremum", "getitem", "matmul", "mean", "permute", "reduce", "reshape",
            "unsqueeze"]

@@ -386,7 +386,10 @@ class EagerInterpreter(BaseInterpreter):
         """A row kernel of a float tensor along a valid int axis: the dtype is kept, so no rule is needed."""
         data = x._data if isinstance(x, Tensor) else None
         if type(data) is np.ndarray and data.dtype.kind == "f" and type(axis) is int and -data.ndim <= axis < data.ndim:
-            return _result(self, name, (x,), {"axis": axis}, getattr(K, name)(data, axis=axis))
+            out = fastpath.small_rows(f"{name}_rows", data) if axis == -1 or axis == data.ndim - 1 else None
+            if out is None:
+                out = getattr(K, name)(data, axis=axis)
+            return _result(self, name, (x,), {"axis": axis}, out)
         return self._kernel(name, (x,), {"axis": axis})
 
     @_checks_foreign

@@ -16,6 +16,7 @@ import numpy as np
 
 from tensorplay.interpreters.eager import tape
 from tensorplay.interpreters.eager.kernels import layer_norm_last_axis
+from tensorplay.interpreters.eager.fastpath import small_rows
 from tensorplay.interpreters.eager.results import result
 from tensorplay.tensor import Tensor
 
@@ -106,7 +107,10 @@ def layer_norm(ops: Any, x: AnyTensor, size: int, weight: AnyTensor | None, bias
             found = _ONES_ZEROS[key] = (np.ones(size, data.dtype), np.zeros(size, data.dtype))
         weight = Tensor(ops, found[0]) if weight is None else weight
         bias = Tensor(ops, found[1]) if bias is None else bias
-    out = layer_norm_last_axis(data, weight._data, bias._data, eps=eps)
+    g, b = weight._data, bias._data
+    out = small_rows("layer_norm_rows", data, g, b, eps) if g.flags.c_contiguous and b.flags.c_contiguous else None
+    if out is None:
+        out = layer_norm_last_axis(data, g, b, eps=eps)
     return result(ops, "layer_norm_last_axis", (x, weight, bias), {"eps": eps}, out)
 
 
