@@ -3,7 +3,9 @@ fresh process, at default threads and at one thread each.
 
 Modules: ``training`` (three training steps), ``kernels`` (compute kernels), ``dispatch`` (per-op cost
 of small tensor operations), ``memory`` (peak resident memory of training), ``func`` (function
-transforms) compare tensorplay with PyTorch (and JAX where installed); ``graph`` and ``shapecheck``
+transforms) compare tensorplay with PyTorch (and JAX where installed); ``compile`` compares
+``tp.compile``'s training steps with PyTorch eager, ``torch.compile`` and JAX ``jit`` (and reports
+compile times); ``graph`` and ``shapecheck``
 time tensorplay alone. With no module named, all run. Options:
 
 ``--threads default,1``  the thread settings to run (see :mod:`benchmarks.isolated`);
@@ -34,10 +36,10 @@ import subprocess
 import sys
 from typing import Any
 
-from benchmarks.isolated import (THREAD_SETTINGS, add_baseline, default_libraries, describe_info, format_table,
-                                 geometric_mean_ratio, malloc_settings, measure_module, worker_env)
+from benchmarks.isolated import (THREAD_SETTINGS, add_baseline, available, default_libraries, describe_info,
+                                 format_table, geometric_mean_ratio, malloc_settings, measure_module, worker_env)
 
-COMPARISONS = ("training", "kernels", "dispatch", "memory", "func")
+COMPARISONS = ("training", "kernels", "dispatch", "memory", "func", "compile")
 ALONE = ("graph", "shapecheck")
 MODULES = COMPARISONS + ALONE
 
@@ -120,18 +122,23 @@ def main(argv: list[str]) -> int:
                 _alone(name, threads)
                 continue
             cases = module.cases()
+            module_libraries = libraries
+            if not args.libraries and hasattr(module, "LIBRARIES"):  # columns of its own (``torch.compile``)
+                module_libraries = [lib for lib in module.LIBRARIES
+                                    if lib == "tensorplay" or available(lib.split(".")[0])]
             if args.only:
                 wanted = [w.lower() for w in args.only.split("|")]
                 keep = [i for i, c in enumerate(cases) if any(w in c.name.lower() for w in wanted)]
             else:
                 keep = list(range(len(cases)))
-            m = measure_module(name, cases, libraries, keep, threads, args.rounds, args.per_case, args.repeat,
-                               args.min_time, quiet_wait=args.quiet_wait, clock=args.clock)
+            m = measure_module(name, cases, module_libraries, keep, threads, args.rounds, args.per_case,
+                               args.repeat, args.min_time, quiet_wait=args.quiet_wait, clock=args.clock)
             print(f"\n== {name} [{label}{', CPU time' if args.clock == 'cpu' else ''}]")
-            print(format_table(m, libraries, getattr(module, "UNIT", "s")))
+            print(format_table(m, module_libraries, getattr(module, "UNIT", "s")))
             for other in ("torch", "jax"):
                 gm = geometric_mean_ratio(m, other)
-                if gm is not None and len(m.order) > 3 and getattr(module, "UNIT", "s") == "s":
+                if gm is not None and len(m.order) > 3 and getattr(module, "UNIT", "s") == "s" \
+                        and getattr(module, "GEOMETRIC_MEAN", True):
                     print(f"geometric mean tensorplay/{other}: {gm:.2f}x")
             print(describe_info(m))
             for error in m.errors:

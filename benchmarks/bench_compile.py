@@ -1,394 +1,164 @@
-"""Compiled training steps: tensorplay eager, ``tp.compile``, PyTorch eager, ``torch.compile`` and JAX ``jit``,
-each library alone in its own fresh process.
+"""Compiled training steps: ``tp.compile`` against PyTorch eager, ``torch.compile`` and JAX ``jit``, each
+library alone in its own fresh process (``python -m benchmarks compile``; see :mod:`benchmarks.isolated`).
 
-A training step is zero-grad, forward, loss, backward and optimizer update, all inside the compiled
-function where the library compiles it (``tp.compile`` and ``torch.compile`` of the whole step; ``jax.jit``
-of a pure step with the parameters and optimizer state donated):
+The steps are those of :mod:`benchmarks.bench_training` (zero grads, forward, loss, backward, optimizer
+update; same architectures and initial weights): (a) MLP 784-256-256-10 b128, cross-entropy, SGD with
+momentum; (b) CNN c16-pool-c32-pool-fc on 1x28x28 b64, SGD with momentum; (c) pre-norm transformer block
+d64 h4 s32 b16, MSE, Adam. ``tp.compile`` and ``torch.compile`` compile the whole step function (backward
+and optimizer step inside); JAX's step is one ``jax.jit`` of a pure update with the parameters and the
+optimizer state donated; PyTorch eager is the reference.
 
-(a) MLP 784-256-256-10 (ReLU), batch 128, cross-entropy, SGD with momentum 0.9;
-(b) CNN conv 16 3x3, relu, maxpool 2, conv 32 3x3, relu, maxpool 2, linear 10 on 1x28x28, batch 64,
-    cross-entropy, SGD with momentum 0.9;
-(c) pre-norm transformer block (d_model 64, 4 heads, seq 32, batch 16: layer norm, self-attention, GELU MLP,
-    residuals), MSE loss, Adam.
+Compile time (rows ``compile: ...``, seconds, not timed steps): the first three calls of the MLP step minus
+three steady steps, in a fresh process --
 
-``python -m benchmarks.bench_compile [--rounds N] [--threads default,1] [--cases mlp,cnn,block]
-[--libraries ...]`` starts one worker process per (library, case, thread setting, round), alternating the
-order of the libraries between rounds, and prints the median per library with the ratio against PyTorch
-eager and against JAX jit. Compile times: the first calls of the step minus steady-state steps, in a fresh
-process with an empty cache (``cold``: a fresh kernel cache for tensorplay, a fresh inductor cache for
-torch.compile; JAX keeps no persistent cache by default), and, for tensorplay, in a fresh process whose
-kernel cache a previous process filled (``cached``), and once numba has run an eager step in the process
-(``cached, numba warm``). Weights and data come from a seeded numpy generator, identical in every process.
+* ``cold``: with an empty kernel cache for tensorplay (a fresh ``TP_COMPILE_CACHE_DIR``) and an empty
+  inductor cache for ``torch.compile`` (a fresh ``TORCHINDUCTOR_CACHE_DIR``); JAX keeps no persistent
+  cache by default;
+* ``kernel cache``: tensorplay only, the kernel cache filled by another process first; ``fresh process``
+  counts numba's start-up in the process (its import and first compilation context, paid once per
+  process by the eager interpreter's kernels too), ``numba loaded`` runs one eager MLP step first.
+
+Every process gets its own temporary cache directories (nothing is written to the user's caches).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import math
+import atexit
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-import numpy as np
+from benchmarks import bench_training as training
+from benchmarks.cases import Case
 
-ROOT = Path(__file__).resolve().parents[1]
-LIBRARIES = ("tensorplay", "tensorplay.compile", "torch", "torch.compile", "jax.jit")
-CASES = ("mlp", "cnn", "block")
-MARK = "BENCH-COMPILE "
-Arrays = dict[str, np.ndarray[Any, Any]]
-D, HEADS, SEQ, BATCH = 64, 4, 32, 16
+GROUPING = "case"
+LIBRARIES = ("tensorplay", "torch", "torch.compile", "jax")
+"""The columns: ``tensorplay`` is ``tp.compile``; ``torch`` is PyTorch eager."""
 
+TIMING = {"warmup_time": 1.0}
+GEOMETRIC_MEAN = False  # the compile-time rows are not steps: no mean over rows
 
-# ---- data and weights (same in every process) ----------------------------------------------------------
-
-def _init(shapes: dict[str, tuple[int, ...]], seed: int) -> Arrays:
-    """PyTorch's default scales: uniform in +-1/sqrt(fan_in); layer norms start at weight 1, bias 0."""
-    gen = np.random.default_rng(seed)
-    out: Arrays = {}
-    fan_in = 1
-    for name, shape in shapes.items():
-        if name.startswith("ln"):
-            out[name] = (np.ones if name.endswith("weight") else np.zeros)(shape, np.float32)
-            continue
-        if len(shape) >= 2:
-            fan_in = math.prod(shape[1:])
-        bound = 1.0 / math.sqrt(fan_in)
-        out[name] = gen.uniform(-bound, bound, shape).astype(np.float32)
-    return out
-
-
-SHAPES: dict[str, dict[str, tuple[int, ...]]] = {
-    "mlp": {"0.weight": (256, 784), "0.bias": (256,), "2.weight": (256, 256), "2.bias": (256,),
-            "4.weight": (10, 256), "4.bias": (10,)},
-    "cnn": {"0.weight": (16, 1, 3, 3), "0.bias": (16,), "3.weight": (32, 16, 3, 3), "3.bias": (32,),
-            "7.weight": (10, 32 * 5 * 5), "7.bias": (10,)},
-    "block": {"ln1.weight": (D,), "ln1.bias": (D,), "attn.in_proj_weight": (3 * D, D), "attn.in_proj_bias": (3 * D,),
-              "attn.out_proj.weight": (D, D), "attn.out_proj.bias": (D,), "ln2.weight": (D,), "ln2.bias": (D,),
-              "fc1.weight": (4 * D, D), "fc1.bias": (4 * D,), "fc2.weight": (D, 4 * D), "fc2.bias": (D,)},
+STEPS: dict[str, dict[str, Callable[[], Callable[[], Any]]]] = {
+    "mlp": {"tensorplay": training.tp_mlp, "torch": training.torch_mlp, "jax": training.jax_mlp},
+    "cnn": {"tensorplay": training.tp_cnn, "torch": training.torch_cnn, "jax": training.jax_cnn},
+    "block": {"tensorplay": training.tp_block, "torch": training.torch_block, "jax": training.jax_block},
 }
 
 
-def data(case: str) -> tuple[Arrays, np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """``(weights by PyTorch state_dict name, x, y)`` for a case."""
-    gen = np.random.default_rng(1)
-    if case == "mlp":
-        return _init(SHAPES[case], 10), gen.standard_normal((128, 784)).astype(np.float32), gen.integers(0, 10, 128)
-    if case == "cnn":
-        return (_init(SHAPES[case], 20), gen.standard_normal((64, 1, 28, 28)).astype(np.float32),
-                gen.integers(0, 10, 64))
-    return (_init(SHAPES[case], 30), gen.standard_normal((BATCH, SEQ, D)).astype(np.float32),
-            gen.standard_normal((BATCH, SEQ, D)).astype(np.float32))
+def _fresh_cache_dirs() -> str:
+    """Point tensorplay's kernel cache and inductor's cache at a new empty directory (removed at exit)."""
+    path = tempfile.mkdtemp(prefix="bench-compile-")
+    atexit.register(shutil.rmtree, path, True)
+    os.environ["TP_COMPILE_CACHE_DIR"] = path
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(path, "inductor")
+    return path
 
 
-# ---- tensorplay and PyTorch (the same module layout) -----------------------------------------------------
-
-def _modules(nn: Any, case: str, torch_style: bool) -> Any:
-    if case == "mlp":
-        return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
-    if case == "cnn":
-        return nn.Sequential(nn.Conv2d(1, 16, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(16, 32, 3), nn.ReLU(),
-                             nn.MaxPool2d(2), nn.Flatten(), nn.Linear(32 * 5 * 5, 10))
-
-    class Block(nn.Module):  # type: ignore[misc, name-defined]
-        def __init__(self) -> None:
-            super().__init__()
-            self.ln1 = nn.LayerNorm(D)
-            self.attn = nn.MultiheadAttention(D, HEADS, batch_first=True) if torch_style else \
-                nn.MultiheadAttention(D, HEADS)
-            self.ln2 = nn.LayerNorm(D)
-            self.fc1 = nn.Linear(D, 4 * D)
-            self.act = nn.GELU()
-            self.fc2 = nn.Linear(4 * D, D)
-
-        def forward(self, x: Any) -> Any:
-            h = self.ln1(x)
-            x = x + (self.attn(h, h, h, need_weights=False) if torch_style else
-                     self.attn(h, need_weights=False))[0]
-            return x + self.fc2(self.act(self.fc1(self.ln2(x))))
-
-    return Block()
-
-
-def _step(model: Any, opt: Any, loss_fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    def step(x: Any, y: Any) -> Any:
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return step
-
-
-def tensorplay_step(case: str, compiled: bool) -> Callable[[], Any]:
-    import tensorplay as tp
-    import tensorplay.nn.functional as F
-    from tensorplay import nn, optim
-
-    weights, x_np, y_np = data(case)
-    model = _modules(nn, case, torch_style=False)
-    model.load_state_dict(weights)
-    opt = optim.Adam(model.parameters(), lr=1e-3) if case == "block" else \
-        optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    step = _step(model, opt, F.mse_loss if case == "block" else F.cross_entropy)
-    if compiled:
-        step = tp.compile(step)
-    x, y = tp.tensor(x_np), tp.tensor(y_np)
-    return lambda: step(x, y)
-
-
-def torch_step(case: str, compiled: bool) -> Callable[[], Any]:
-    import torch
-
-    weights, x_np, y_np = data(case)
-    model = _modules(torch.nn, case, torch_style=True)
-    model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3) if case == "block" else \
-        torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    F = torch.nn.functional
-    step = _step(model, opt, F.mse_loss if case == "block" else F.cross_entropy)
-    if compiled:
-        step = torch.compile(step)
-    x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
-    return lambda: step(x, y)
-
-
-# ---- JAX -------------------------------------------------------------------------------------------------
-
-def jax_step(case: str) -> Callable[[], Any]:
-    import jax
-    import jax.numpy as jnp
-    from jax import lax
-
-    weights, x_np, y_np = data(case)
-
-    def linear(p: Any, name: str, x: Any) -> Any:
-        return x @ p[name + ".weight"].T + p[name + ".bias"]
-
-    def cross_entropy(logits: Any, labels: Any) -> Any:
-        logp = jax.nn.log_softmax(logits, axis=-1)
-        return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=1))
-
-    def mlp(p: Any, x: Any, y: Any) -> Any:
-        h = jax.nn.relu(linear(p, "0", x))
-        return cross_entropy(linear(p, "4", jax.nn.relu(linear(p, "2", h))), y)
-
-    def cnn(p: Any, x: Any, y: Any) -> Any:
-        def conv(name: str, x: Any) -> Any:
-            out = lax.conv_general_dilated(x, p[name + ".weight"], (1, 1), "VALID",
-                                           dimension_numbers=("NCHW", "OIHW", "NCHW"))
-            return out + p[name + ".bias"][None, :, None, None]
-
-        def pool(x: Any) -> Any:
-            return lax.reduce_window(x, -jnp.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
-
-        h = pool(jax.nn.relu(conv("3", pool(jax.nn.relu(conv("0", x))))))
-        return cross_entropy(linear(p, "7", h.reshape(h.shape[0], -1)), y)
-
-    def block(p: Any, x: Any, y: Any) -> Any:
-        def norm(name: str, x: Any) -> Any:
-            mean = x.mean(-1, keepdims=True)
-            var = ((x - mean) ** 2).mean(-1, keepdims=True)
-            return (x - mean) / jnp.sqrt(var + 1e-5) * p[name + ".weight"] + p[name + ".bias"]
-
-        h = norm("ln1", x)
-        b, s, d = h.shape
-        qkv = h @ p["attn.in_proj_weight"].T + p["attn.in_proj_bias"]
-        q, k, v = (t.reshape(b, s, HEADS, d // HEADS).transpose(0, 2, 1, 3) for t in jnp.split(qkv, 3, axis=-1))
-        probs = jax.nn.softmax(q @ k.transpose(0, 1, 3, 2) / math.sqrt(d // HEADS), axis=-1)
-        x = x + linear(p, "attn.out_proj", (probs @ v).transpose(0, 2, 1, 3).reshape(b, s, d))
-        out = x + linear(p, "fc2", jax.nn.gelu(linear(p, "fc1", norm("ln2", x)), approximate=False))
-        return jnp.mean((out - y) ** 2)
-
-    loss = {"mlp": mlp, "cnn": cnn, "block": block}[case]
-    params = {k: jnp.asarray(v) for k, v in weights.items()}
-    if case == "block":  # PyTorch's Adam
-        state: Any = {"m": jax.tree.map(jnp.zeros_like, params), "v": jax.tree.map(jnp.zeros_like, params),
-                      "t": jnp.zeros((), jnp.float32)}
-
-        def update(p: Any, g: Any, s: Any) -> Any:
-            t = s["t"] + 1
-            m = jax.tree.map(lambda m_, g_: 0.9 * m_ + 0.1 * g_, s["m"], g)
-            v = jax.tree.map(lambda v_, g_: 0.999 * v_ + 0.001 * g_ * g_, s["v"], g)
-            c1, c2 = 1 - 0.9 ** t, 1 - 0.999 ** t
-            new = jax.tree.map(lambda p_, m_, v_: p_ - 1e-3 * (m_ / c1) / (jnp.sqrt(v_ / c2) + 1e-8), p, m, v)
-            return new, {"m": m, "v": v, "t": t}
-    else:  # PyTorch's SGD with momentum (the buffer starts as the first gradient)
-        state = {"buf": jax.tree.map(jnp.zeros_like, params), "started": jnp.zeros((), jnp.bool_)}
-
-        def update(p: Any, g: Any, s: Any) -> Any:
-            buf = jax.tree.map(lambda b, g_: jnp.where(s["started"], 0.9 * b + g_, g_), s["buf"], g)
-            return jax.tree.map(lambda p_, b: p_ - 0.01 * b, p, buf), {"buf": buf, "started": jnp.ones((), jnp.bool_)}
-
-    def step(p: Any, s: Any, x: Any, y: Any) -> Any:
-        value, grads = jax.value_and_grad(loss)(p, x, y)
-        p, s = update(p, grads, s)
-        return p, s, value
-
-    jitted = jax.jit(step, donate_argnums=(0, 1))
-    holder = {"p": params, "s": state}
-    x, y = jnp.asarray(x_np), jnp.asarray(y_np)
-
-    def run() -> Any:
-        holder["p"], holder["s"], value = jitted(holder["p"], holder["s"], x, y)
-        return jax.block_until_ready(value)
-
-    return run
-
-
-# ---- one worker ------------------------------------------------------------------------------------------
-
-def _builder(library: str, case: str) -> Callable[[], Any]:
-    if library == "jax.jit":
-        return jax_step(case)
-    if library.startswith("torch"):
-        return torch_step(case, library == "torch.compile")
-    return tensorplay_step(case, library == "tensorplay.compile")
-
-
-def _steady(fn: Callable[[], Any], repeat: int, min_time: float, clock: Callable[[], float]) -> float:
-    number = 1
-    while True:
-        start = clock()
-        for _ in range(number):
-            fn()
-        if clock() - start >= min_time or number >= 1 << 14:
-            break
-        number *= 2
-    samples = []
-    for _ in range(repeat):
-        start = clock()
-        for _ in range(number):
-            fn()
-        samples.append((clock() - start) / number)
-    return statistics.median(samples)
-
-
-def worker(library: str, case: str, threads: str, warm_numba: bool, clock_name: str = "wall") -> dict[str, Any]:
-    """Build, time the first calls (capture and compile) and then the steady step."""
-    if threads != "default" and library.startswith("torch"):
+def _torch_threads() -> None:
+    """The worker sets PyTorch's threads for the library ``torch`` only; ``torch.compile`` does it here."""
+    threads = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if threads:
         import torch
+
         torch.set_num_threads(int(threads))
-    if warm_numba:  # an eager tensorplay step first: numba and the eager kernels are loaded
-        tensorplay_step(case, compiled=False)()
-    started = time.perf_counter()
-    fn = _builder(library, case)
-    build = time.perf_counter() - started
-    first = []
-    for _ in range(3):
+        torch.set_num_interop_threads(int(threads))
+
+
+def compiled_step(case: str, library: str) -> Callable[[], Any]:
+    """The step of ``case`` for ``library`` (``tensorplay``: under ``tp.compile``; ``torch.compile``; the
+    others as in :mod:`benchmarks.bench_training`)."""
+    if library == "tensorplay":
+        _fresh_cache_dirs()
+        import tensorplay as tp
+
+        return tp.compile(STEPS[case]["tensorplay"]())  # type: ignore[no-any-return]
+    if library == "torch.compile":
+        _fresh_cache_dirs()
+        _torch_threads()
+        import torch
+
+        return torch.compile(STEPS[case]["torch"]())  # type: ignore[no-any-return]
+    return STEPS[case][library]()
+
+
+def compile_seconds(step: Callable[[], Any], calls: int = 3) -> float:
+    """Seconds the first ``calls`` calls of a freshly built ``step`` take beyond ``calls`` steady steps."""
+    first = 0.0
+    for _ in range(calls):
         start = time.perf_counter()
-        fn()
-        first.append(time.perf_counter() - start)
-    clock = time.perf_counter if clock_name == "wall" else time.process_time
-    step = _steady(fn, repeat=7, min_time=0.2, clock=clock)
-    compile_seconds = max(0.0, sum(first) - 3 * step)
-    info: dict[str, Any] = {"step": step, "first_calls": first, "compile": compile_seconds, "build": build}
-    if library == "tensorplay.compile":
-        import tensorplay as tp  # noqa: F401
-    return info
+        step()
+        first += time.perf_counter() - start
+    steady = []
+    for _ in range(7):
+        start = time.perf_counter()
+        step()
+        steady.append(time.perf_counter() - start)
+    return max(0.0, first - calls * statistics.median(steady))
 
 
-def worker_env(threads: str, library: str, cache_dir: str | None) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    if threads != "default":
-        for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS",
-                     "TP_NUM_THREADS"):
-            env[name] = threads
-        env["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-    if cache_dir is not None:
-        env["TP_COMPILE_CACHE_DIR"] = cache_dir
-        env["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
-    return env
+def _fill_kernel_cache(case: str) -> None:
+    """Compile ``case``'s tensorplay step in another process, into this process's cache directory."""
+    subprocess.run([sys.executable, "-m", "benchmarks.bench_compile", "--fill-cache", case], check=True,
+                   env=dict(os.environ), capture_output=True)
 
 
-def run_worker(library: str, case: str, threads: str, cache_dir: str | None,
-               warm_numba: bool = False, clock: str = "wall") -> dict[str, Any] | None:
-    """One fresh process; its result, or ``None`` (printed) when it failed."""
-    args = [sys.executable, "-m", "benchmarks.bench_compile", "--worker", library, case, "--threads", threads,
-            "--clock", clock]
-    if warm_numba:
-        args.append("--warm-numba")
-    done = subprocess.run(args, env=worker_env(threads, library, cache_dir), capture_output=True, text=True,
-                          cwd=str(ROOT))
-    for line in done.stdout.splitlines():
-        if line.startswith(MARK):
-            result: dict[str, Any] = json.loads(line[len(MARK):])
-            return result
-    print(f"  ({library} {case} threads={threads} failed: {done.stderr.strip().splitlines()[-1:]})")
-    return None
+def cold(library: str) -> Callable[[], dict[str, float]]:
+    """A metrics builder: the MLP step's compile time in this fresh process, caches empty."""
+    def build() -> dict[str, float]:
+        return {"seconds": compile_seconds(compiled_step("mlp", library))}
+    return lambda: build
+
+
+def from_kernel_cache(numba_loaded: bool) -> Callable[[], dict[str, float]]:
+    """A metrics builder: the MLP step's compile time with its kernels cached by another process."""
+    def build() -> dict[str, float]:
+        _fresh_cache_dirs()
+        _fill_kernel_cache("mlp")
+        if numba_loaded:
+            training.tp_mlp()()  # an eager step: numba and the eager kernels are loaded
+        import tensorplay as tp
+
+        return {"seconds": compile_seconds(tp.compile(training.tp_mlp()))}
+    return lambda: build
+
+
+def _steady_builder(case: str, library: str) -> Callable[[], Callable[[], Any]]:
+    return lambda: compiled_step(case, library)
+
+
+def cases() -> list[Case]:
+    """The three compiled training steps, then the compile times of the MLP step."""
+    names = {"mlp": training.cases()[0].name, "cnn": training.cases()[1].name, "block": training.cases()[2].name}
+    out = [Case(f"compiled {names[case]}", {lib: _steady_builder(case, lib) for lib in LIBRARIES})
+           for case in STEPS]
+    out.append(Case("compile: MLP step, cold (empty caches)",
+                    {lib: cold(lib) for lib in ("tensorplay", "torch.compile", "jax")}, metrics=True))
+    out.append(Case("compile: MLP step, kernel cache, fresh process",
+                    {"tensorplay": from_kernel_cache(False)}, metrics=True))
+    out.append(Case("compile: MLP step, kernel cache, numba loaded",
+                    {"tensorplay": from_kernel_cache(True)}, metrics=True))
+    return out
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_compile", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--worker", nargs=2, metavar=("LIBRARY", "CASE"))
-    parser.add_argument("--threads", default="default,1")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--cases", default=",".join(CASES))
-    parser.add_argument("--libraries", default=",".join(LIBRARIES))
-    parser.add_argument("--warm-numba", action="store_true")
-    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
-                        help="steady steps timed by the wall clock (what a user waits; the default) or by the "
-                             "process's CPU time (all its threads: a robust proxy on a loaded machine at one thread)")
-    args = parser.parse_args(argv)
-    if args.worker:
-        library, case = args.worker
-        print(MARK + json.dumps(worker(library, case, args.threads, args.warm_numba, args.clock)), flush=True)
+    """``--fill-cache CASE``: compile the tensorplay step of CASE once (into ``TP_COMPILE_CACHE_DIR``).
+    Anything else: run this module through the harness (``python -m benchmarks compile ...``)."""
+    if argv[:1] == ["--fill-cache"]:
+        import tensorplay as tp
+
+        step = tp.compile(STEPS[argv[1]]["tensorplay"]())
+        for _ in range(3):
+            step()
         return 0
-    libraries = [lib for lib in args.libraries.split(",") if lib]
-    cases = [c for c in args.cases.split(",") if c]
-    print(f"each library in its own fresh process; {args.rounds} rounds, alternating order; median per library; "
-          f"{args.clock} clock for the steady steps, wall clock for compile times")
-    print(f"malloc/openblas env: {({k: v for k, v in os.environ.items() if k.startswith(('MALLOC_', 'OPENBLAS'))}) or 'defaults'}")
-    for threads in args.threads.split(","):
-        print(f"\n== threads: {threads}")
-        for case in cases:
-            steps: dict[str, list[float]] = {lib: [] for lib in libraries}
-            compiles: dict[str, list[float]] = {lib: [] for lib in libraries}
-            for r in range(args.rounds):
-                order = libraries if r % 2 == 0 else list(reversed(libraries))
-                for lib in order:
-                    with tempfile.TemporaryDirectory(prefix="bench-compile-") as cache:
-                        result = run_worker(lib, case, threads, cache, clock=args.clock)
-                    if result is not None:
-                        steps[lib].append(result["step"])
-                        compiles[lib].append(result["compile"])
-            med = {lib: statistics.median(v) for lib, v in steps.items() if v}
-            base, jax_time = med.get("torch"), med.get("jax.jit")
-            print(f"{case}:")
-            for lib, seconds in med.items():
-                ratios = []
-                if base:
-                    ratios.append(f"{seconds / base:.2f}x torch eager")
-                if jax_time:
-                    ratios.append(f"{seconds / jax_time:.2f}x jax.jit")
-                cold = statistics.median(compiles[lib]) if compiles[lib] else float("nan")
-                compile_text = f"  compile (cold) {cold:.2f} s" if lib.endswith(("compile", "jit")) else ""
-                print(f"  {lib:<20} {seconds * 1e3:8.3f} ms  ({', '.join(ratios)}){compile_text}")
-            if "tensorplay.compile" in libraries:
-                with tempfile.TemporaryDirectory(prefix="bench-compile-") as cache:
-                    run_worker("tensorplay.compile", case, threads, cache)  # fills the kernel cache
-                    cached = [run_worker("tensorplay.compile", case, threads, cache) for _ in range(args.rounds)]
-                    warm = [run_worker("tensorplay.compile", case, threads, cache, warm_numba=True)
-                            for _ in range(args.rounds)]
-                cached_t = statistics.median(c["compile"] for c in cached if c)
-                warm_t = statistics.median(c["compile"] for c in warm if c)
-                print(f"  tensorplay.compile compile from the kernel cache: {cached_t:.2f} s (fresh process), "
-                      f"{warm_t:.2f} s (numba already loaded by an eager step)")
-    return 0
+    from benchmarks.__main__ import main as harness
 
-
-def run() -> list[tuple[str, dict[str, float]]]:
-    """For ``python -m benchmarks compile``: the table is printed by :func:`main` (one process per library)."""
-    main(["--rounds", "1"])
-    return []
+    return harness(["compile", *argv])
 
 
 if __name__ == "__main__":

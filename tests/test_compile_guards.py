@@ -90,6 +90,98 @@ def test_branch_outcome_guard_reruns_the_other_branch_with_the_source_line() -> 
     assert compiled.compile_count == 2
 
 
+class _Holder:
+    """An object whose tensor attribute a compiled function reads (a state guard)."""
+
+    w: Any = None
+
+
+def _scale(x: Any, k: Any) -> Any:
+    return x * k
+
+
+def _plus_one(x: Any) -> Any:
+    return x + 1.0
+
+
+def _pair(xs: Any) -> Any:
+    return xs[0] + xs[1]
+
+
+def _branch(x: Any) -> Any:
+    return x * 2.0 if x.sum() > 0 else x
+
+
+def _on_size(x: Any) -> Any:
+    return x.sum(0) if x.shape[0] > 4 else x.amax(0)
+
+
+_HOLDER = _Holder()
+
+
+def _read_state(x: Any) -> Any:
+    return x * _HOLDER.w
+
+
+def _leaf(*shape: int, grad: bool = False) -> Any:
+    t = tp.randn(*shape).requires_grad_(True)
+    if grad:
+        t.grad = tp.zeros(*shape)
+    return t
+
+
+X = tp.randn(4, 3)
+GUARD_CASES = [  # kind, function, first call, second call, tp.compile options, text the message must hold
+    ("shape", _plus_one, (X,), (tp.randn(5, 3),), {"dynamic": False}, "x: axis 0: size was 4, now 5"),
+    ("rank", _plus_one, (X,), (tp.randn(12),), {}, "x: rank was 2 [4, 3], now 1 [12]"),
+    ("dtype", _plus_one, (X,), (X.double(),), {}, "x: dtype was float32, now float64"),
+    ("requires_grad", _plus_one, (X,), (_leaf(4, 3),), {}, "x: requires_grad was False, now True"),
+    ("layout", _plus_one, (X,), (tp.randn(3, 4).T,), {}, "x: layout was contiguous, now strided"),
+    ("grad", _plus_one, (_leaf(4, 3),), (_leaf(4, 3, grad=True),), {}, "x: .grad was None, now set"),
+    ("value", _scale, (X, 2.0), (X, 3.0), {}, "k was 2.0, now 3.0"),
+    ("value", _scale, (X, 2.0), (X, X), {}, "k was 2.0, now a tensor"),
+    ("structure", _scale, (X, X), (X, 2.0), {}, "k was a tensor, now 2.0"),
+    ("structure", _pair, ((X, X),), ([X, X],), {}, "the arguments' structure was"),
+    ("branch", _branch, (tp.ones(3),), (-tp.ones(3),), {}, "(bool) gave True when captured, now False"),
+    ("size", _on_size, (tp.ones(8, 3),), (tp.ones(2, 3),), {"dynamic": True}, "> 4 was True when captured"),
+]
+
+
+@pytest.mark.parametrize("kind, fn, first, second, options, text", GUARD_CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(GUARD_CASES)])
+def test_every_guard_kind_names_the_argument_and_the_fix(kind: str, fn: Any, first: tuple[Any, ...],
+                                                         second: tuple[Any, ...], options: dict[str, Any],
+                                                         text: str) -> None:
+    compiled = tp.compile(fn, isolate_recompiles=True, **options)
+    compiled(*first)
+    compiled(*second)
+    found = [r for r in _reasons(compiled) if r.kind == kind]
+    assert found, f"no {kind} reason among {[str(r) for r in _reasons(compiled)]}"
+    assert any(text in r.message for r in found), [r.message for r in found]
+    assert all(r.fix for r in found), f"a {kind} reason says nothing about what to do: {found}"
+    if kind in ("branch", "size"):  # the user's line that created the guard
+        assert all(f"test_compile_guards.py:{fn.__code__.co_firstlineno + 1}" in r.location for r in found)
+
+
+def test_grad_mode_and_state_guards_name_the_state_and_the_fix() -> None:
+    compiled = tp.compile(_plus_one, isolate_recompiles=True)
+    compiled(X)
+    with tp.no_grad():
+        compiled(X)
+    (reason,) = _reasons(compiled)
+    assert reason.kind == "grad_mode" and "grad mode was enabled, now disabled" in reason.message and reason.fix
+    _HOLDER.w = tp.ones(3)
+    compiled = tp.compile(_read_state)
+    compiled(X)
+    _HOLDER.w = tp.full((3,), 2.0)  # an attribute of a plain object rebound: read again, no recompile
+    np.testing.assert_allclose(compiled(X).numpy(), 2.0 * X.numpy())
+    assert compiled.compile_count == 1
+    _HOLDER.w = tp.ones(3).double()
+    compiled(X)
+    (reason,) = _reasons(compiled)
+    assert reason.kind == "dtype" and "_HOLDER.w: dtype was float32, now float64" in reason.message and reason.fix
+
+
 def test_python_values_read_from_outside_are_guarded() -> None:
     global _SCALE
     _SCALE = 2.0
@@ -139,7 +231,7 @@ def test_recompile_limit_compiles_uncached_then_fullgraph_raises(capsys: pytest.
     with config.patch(fail_on_recompile_limit_hit=True):
         limited = tp.compile(g, recompile_limit=1)
         limited(x, 1)
-        with pytest.raises(RecompileLimitError, match="k was 1, now a different value"):
+        with pytest.raises(RecompileLimitError, match="k was 1, now 2"):
             limited(x, 2)
 
 
@@ -196,6 +288,42 @@ def test_batch_size_sequences_compile_at_most_twice(dynamic: bool | None, expect
     for n in (3, 1, 64):  # more sizes, 1 included: no recompilation once the dim is symbolic
         compiled(w, tp.randn(n, 5))
     assert compiled.compile_count == (expected if dynamic is not False else len(SIZES) + 1)
+
+
+@pytest.mark.parametrize("dynamic, expected", [(None, 2), (True, 1)])
+def test_a_training_step_over_batch_sizes_compiles_at_most_twice(dynamic: bool | None, expected: int) -> None:
+    """backward() inside the function: the reverse sweep's shape comparisons add no guard on a size of 1."""
+    import copy
+
+    import tensorplay.nn.functional as F
+
+    tp.manual_seed(0)
+    model = tp.nn.Sequential(tp.nn.Linear(5, 8), tp.nn.ReLU(), tp.nn.Linear(8, 3))
+    twin = copy.deepcopy(model)
+    opt, twin_opt = tp.optim.SGD(model.parameters(), lr=0.1), tp.optim.SGD(twin.parameters(), lr=0.1)
+
+    def step(x: Any, y: Any) -> Any:
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    for p in model.parameters():  # .grad set from the first call on, as after any earlier step
+        p.grad = tp.zeros_like(p)
+    compiled = tp.compile(step, dynamic=dynamic)
+    gen = np.random.default_rng(0)
+    for n in SIZES + (1, 3):
+        x, y = tp.randn(n, 5), tp.tensor(gen.integers(0, 3, n))
+        twin_opt.zero_grad()
+        expected_loss = F.cross_entropy(twin(x), y)
+        expected_loss.backward()
+        twin_opt.step()
+        np.testing.assert_allclose(compiled(x, y).item(), expected_loss.item(), rtol=1e-5, err_msg=f"batch {n}")
+    for (name, p), (_, q) in zip(model.named_parameters(), twin.named_parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-6, err_msg=name)
+    assert compiled.compile_count == expected, [str(e) for e in compiled.recompile_reasons]
+    assert "size" not in _kinds(compiled)
 
 
 def test_size_one_is_an_ordinary_size() -> None:

@@ -142,8 +142,8 @@ def test_a_whole_training_step_compiles_with_backward_and_step_inside(kind: str,
                                    **({"rtol": 2e-4, "atol": 2e-5} if dtype == "float32" else tol(dtype)))
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), err_msg=f"{name}.grad",
                                    **({"rtol": 2e-4, "atol": 2e-5} if dtype == "float32" else tol(dtype)))
-    # the first step creates the optimizer state, later ones reuse the second specialization
-    assert compiled.compile_count == 2
+    # the first step creates the optimizer state as zeros at call time: every step shares one specialization
+    assert compiled.compile_count == 1
 
 
 @pytest.fixture

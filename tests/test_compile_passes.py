@@ -174,6 +174,49 @@ def test_fusion_groups_are_convex_and_take_reductions_as_epilogues() -> None:
     assert all(n.meta.get("fusion_group") == ids.get(id(n)) for n in graph.nodes)
 
 
+def test_independent_groups_a_node_reads_are_merged() -> None:
+    """An optimizer-like update: the momentum chain and the scaled-gradient chain (read through a transpose)
+    meet in one node; they become one kernel, never a group next to a lone numpy pass."""
+    def update(buf: Any, grad_t: Any, p: Any, keep: Any) -> Any:
+        scaled = grad_t.T * keep          # a chain of its own (its input is a view)
+        scaled = scaled + 0.0 * keep
+        new_buf = buf * 0.9 + scaled      # meets the momentum chain here
+        return p - new_buf * 0.1, new_buf
+
+    args = [tp.randn(6, 4), tp.randn(4, 6), tp.randn(6, 4), tp.tensor(np.float32(0.5))]
+    graph = _graph(update, *args)
+    before = evaluate(graph, tp.eager, *args)
+    groups = group_pointwise(graph)
+    assert len(groups) == 1, [[n.target for n in g] for g in groups]
+    (group,) = groups
+    order = {id(n): k for k, n in enumerate(graph.nodes)}
+    assert [order[id(n)] for n in group] == sorted(order[id(n)] for n in group)  # in graph order
+    pointwise = [n for n in graph.nodes if n.target in ("mul", "add", "sub") and tuple(n.outputs[0].shape) == (6, 4)]
+    assert len(pointwise) == 6 and all(n.meta.get("fusion_group") == 0 for n in pointwise)
+    typecheck(graph)
+    _same_results(graph, before, args)
+    compiled = tp.compile(update, options={"small_kernels": True})
+    for got, want in zip(compiled(*args), update(*args)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_dependent_groups_are_not_merged() -> None:
+    """A node reading two groups where one depends on the other (through a numpy node): merging would
+    make a cycle, so they stay apart."""
+    def f(x: Any) -> Any:
+        a = x * 2.0 + 1.0
+        b = a.exp() * 3.0 + 1.0   # depends on the first group through exp (not fusible)
+        return a * b
+
+    x = tp.randn(5, 3)
+    graph = _graph(f, x)
+    before = evaluate(graph, tp.eager, x)
+    groups = group_pointwise(graph)
+    assert [[n.target for n in g] for g in groups] == [["mul", "add"], ["mul", "add", "mul"]]
+    typecheck(graph)
+    _same_results(graph, before, [x])
+
+
 def test_shape_propagation_annotates() -> None:
     graph, _ = block_graph()
     assert propagate_shapes(graph) == len(graph.nodes)

@@ -55,12 +55,11 @@ def test_four_threads_calling_one_compiled_function() -> None:
 
 
 def test_threads_training_with_a_compiled_region_each_on_its_own_model() -> None:
-    seeding = threading.Lock()  # the global generator is shared: seed and draw the weights as one step
-
     def train(seed: int) -> np.ndarray[Any, Any]:
-        with seeding:
-            tp.manual_seed(seed)
-            model = nn.Linear(5, 1)
+        model = nn.Linear(5, 1)  # its initial draws race on the global generator: overwritten, seeded per thread
+        gen = np.random.default_rng(seed)
+        model.load_state_dict({"weight": tp.tensor(gen.standard_normal((1, 5)).astype(np.float32)),
+                               "bias": tp.tensor(gen.standard_normal(1).astype(np.float32))})
         loss_fn = tp.compile(lambda x: model(x).square().mean())
         x = tp.tensor(np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5))
         for _ in range(10):
@@ -136,13 +135,20 @@ def test_a_changed_codegen_option_is_another_entry(fresh_cache: Path) -> None:
     np.testing.assert_allclose(got.numpy(), fused(x, b).numpy(), rtol=1e-6)
 
 
-def test_the_key_covers_versions_cpu_and_options() -> None:
+def test_the_key_covers_versions_cpu_and_options(monkeypatch: pytest.MonkeyPatch) -> None:
     env = cache.environment()
     assert {"tensorplay", "numba", "llvmlite", "numpy", "cpu", "cpu_features", "threading_layer"} <= set(env)
     source = "def kernel(n0, a0, o0):\n    for i0 in range(n0):\n        o0[i0] = a0[i0]\n"
     base = cache.entry_key(source, dict(cache.CODEGEN))
     assert cache.entry_key(source, dict(cache.CODEGEN, fastmath=())) != base
     assert cache.entry_key(source.replace("a0[i0]", "-a0[i0]"), dict(cache.CODEGEN)) != base
+    for option, value in (("parallel", True), ("error_model", "python"), ("boundscheck", True)):
+        assert cache.entry_key(source, dict(cache.CODEGEN, **{option: value})) != base, option
+    for name in ("tensorplay", "numba", "llvmlite", "numpy", "python", "cpu", "cpu_features", "threading_layer"):
+        monkeypatch.setattr(cache, "_ENV", dict(env, **{name: str(env[name]) + "-other"}))
+        assert cache.entry_key(source, dict(cache.CODEGEN)) != base, f"a changed {name} must miss the cache"
+    monkeypatch.setattr(cache, "_ENV", env)
+    assert cache.entry_key(source, dict(cache.CODEGEN)) == base
 
 
 @pytest.mark.parametrize("damage", ["kernel", "numba", "manifest", "extra"])

@@ -127,6 +127,7 @@ class Captured:
     size_guards: list[SizeGuard]
     backward_inside: bool
     value_guards: list[ValueSource] = field(default_factory=list)
+    grad_free: set[int] = field(default_factory=set)
     grad_leaves: list[tuple[str, int]] = field(default_factory=list)
     extra_tensors: list[AnyTensor] = field(default_factory=list)
     n_forward_nodes: int = 0
@@ -155,6 +156,7 @@ class CaptureHandler:
         self.value_guards: list[ValueSource] = []
         self.thread = threading.get_ident()
         self.grad_inputs: dict[int, AnyTensor] = {}  # leaf id -> the input standing for its .grad
+        self.grad_free: set[int] = set()  # ids of leaves whose incoming .grad the function drops unread
 
     # ---- .grad bookkeeping ------------------------------------------------------------------------------
     def save_grad(self, tensor: AnyTensor) -> None:
@@ -174,6 +176,9 @@ class CaptureHandler:
     def zero_grad(self, params: Sequence[AnyTensor], set_to_none: bool) -> None:
         """``zero_grad`` of a module or an optimizer, on the recorder's view of the gradients."""
         for p in params:
+            if set_to_none and not self.recorder.graph.nodes:
+                # dropped before anything ran: the graph is the same whether or not the call brings a .grad
+                self.grad_free.add(id(p))
             if p._grad is None:
                 continue
             self.save_grad(p)
@@ -226,6 +231,8 @@ class CaptureHandler:
 
     def decide_dim(self, dim: SymDim, op: str, other: Any) -> bool:
         """A comparison of a symbolic size in Python code: decided on the captured sizes and guarded."""
+        if op == "==" and self.recorder.structural:
+            return False  # a vjp rule's shape comparison: structural, the general code fits every size
         if self.recorder.internal:
             if op == "==":
                 return False  # shape rules compare structurally; a mismatch respecializes the dims
@@ -401,7 +408,7 @@ def _finish(recorder: CaptureRecorder, handler: CaptureHandler, call: Call, resu
             grad_leaves.append(target_of(tensor))
     captured = Captured(graph=graph, inputs=plans, n_outputs=len(outputs), out_spec=out_spec, out_static=statics,
                         out_is_tensor=is_tensor, effects=effects, size_guards=list(handler.size_guards),
-                        value_guards=list(handler.value_guards),
+                        value_guards=list(handler.value_guards), grad_free=set(handler.grad_free),
                         backward_inside=recorder.backward_started is not None, grad_leaves=grad_leaves,
                         n_forward_nodes=len(graph.nodes), extra_tensors=extra)
     if call.grad_enabled and not captured.backward_inside and leaf_vars:

@@ -452,7 +452,7 @@ class CompiledFunction:
             sym_sites.setdefault(s.name, []).append(site)
         statics = {i: leaf for i, leaf in enumerate(leaves) if not isinstance(leaf, Tensor)}
         guards = Guards(call, symbolic, sym_sites, names, dim_names, statics, sources.tensors,
-                        [tensor_meta(s.tensor) for s in sources.tensors],
+                        [tensor_meta(s.tensor, id(s.tensor) in captured.grad_free) for s in sources.tensors],
                         list(sources.values) + list(captured.value_guards), sources.objects, captured.size_guards)
         program = build(captured, self._options.backend, self.__name__, self._options.backend_kwargs())
         return Specialization.make(guards, program, captured, self.__name__)

@@ -61,14 +61,14 @@ class TensorMeta:
     shape: tuple[int, ...]
     requires_grad: bool
     contiguous: bool
-    has_grad: bool
+    has_grad: bool | None  # None: either (the function drops the incoming .grad unread)
 
 
-def tensor_meta(t: Tensor[*tuple[Any, ...]]) -> TensorMeta:
-    """The :class:`TensorMeta` of an eager tensor."""
+def tensor_meta(t: Tensor[*tuple[Any, ...]], any_grad: bool = False) -> TensorMeta:
+    """The :class:`TensorMeta` of an eager tensor (``any_grad``: whether it has a ``.grad`` does not matter)."""
     data = t._data
     return TensorMeta(data.dtype.name, tuple(data.shape), t._requires_grad, bool(data.flags.c_contiguous),
-                      t._grad is not None)
+                      None if any_grad else t._grad is not None)
 
 
 def static_key(value: Any) -> Any:
@@ -85,6 +85,21 @@ def static_key(value: Any) -> Any:
     if isinstance(value, np.generic):
         return (type(value), value.item())
     return ("id", id(value))
+
+
+def describe_key(key: Any) -> str:
+    """A short text of the value a :func:`static_key` stands for (for messages)."""
+    if isinstance(key, tuple) and len(key) == 2:
+        kind, value = key
+        if kind is tuple and isinstance(value, tuple):
+            return "(" + ", ".join(describe_key(k) for k in value) + ("," if len(value) == 1 else "") + ")"
+        if kind == "id":
+            return "another object"
+        if isinstance(kind, type) and not isinstance(value, tuple):
+            return describe_static(value)
+    if isinstance(key, tuple) and key and key[0] is np.ndarray:
+        return f"numpy array {key[1]}{list(key[2])}"
+    return "a different value"
 
 
 def describe_static(value: Any) -> str:
@@ -205,7 +220,7 @@ class Guards:
                 return False
             data = now._data
             if (data.shape != meta.shape or data.dtype.name != meta.dtype or now._requires_grad != meta.requires_grad
-                    or (now._grad is not None) != meta.has_grad):
+                    or (meta.has_grad is not None and (now._grad is not None) != meta.has_grad)):
                 return False
         for value_source in self.values:
             now = value_source.read()
@@ -245,7 +260,9 @@ class Guards:
             now = theirs.get(i)
             name = self.names[i]
             if now is None:
-                reasons.append(Reason("structure", f"{name} was a tensor, now {describe_static(call.statics)}"))
+                now_key = dict(call.statics).get(i)
+                reasons.append(Reason("structure", f"{name} was a tensor, now {describe_key(now_key)}",
+                                      fix="tensor and non-tensor arguments compile separately; pass a tensor"))
                 continue
             symbolic = {a for (leaf, a) in self.symbolic if leaf == i}
             reasons.extend(_meta_reasons(name, meta, now, (symbolic, {a: self.dim_names.get((i, a)) for a in
@@ -253,8 +270,9 @@ class Guards:
         for i, key in mine.statics:
             now_key = dict(call.statics).get(i, MISSING)
             if now_key != key:
+                now_text = "a tensor" if now_key is MISSING else describe_key(now_key)
                 reasons.append(Reason("value", f"{self.names[i]} was {describe_static(self.statics.get(i))}, now "
-                                               "a different value",
+                                               f"{now_text}",
                                       fix=_static_fix(self.statics.get(i))))
         if not reasons:
             binding = self.binding(call)
@@ -306,12 +324,12 @@ def _meta_reasons(name: str, was: TensorMeta, now: TensorMeta,
         out.append(Reason("layout", f"{name}: layout was {'contiguous' if was.contiguous else 'strided'}, now "
                                     f"{'contiguous' if now.contiguous else 'strided'}",
                           fix="call .contiguous() on the argument to share one specialization"))
-    if was.has_grad != now.has_grad:
+    if was.has_grad is not None and was.has_grad != now.has_grad:
         out.append(Reason("grad", f"{name}: .grad was {'set' if was.has_grad else 'None'}, now "
                                   f"{'set' if now.has_grad else 'None'}",
                           fix="zero_grad(set_to_none=True) before the call keeps one specialization"))
     return out
 
 
-__all__ = ["CallDescription", "Guards", "KINDS", "Reason", "TensorMeta", "describe", "describe_static",
+__all__ = ["CallDescription", "Guards", "KINDS", "Reason", "TensorMeta", "describe", "describe_key", "describe_static",
            "static_key", "tensor_meta"]

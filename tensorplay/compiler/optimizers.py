@@ -9,9 +9,11 @@ other float hyperparameter are scalar inputs read from ``param_groups`` (a sched
 recompilation), Adam's bias corrections are computed in Python from the step count at each call
 (as the eager optimizer does, in float64), and state arrays (momentum buffers, moments) are state
 inputs whose new values are written back in place. What decides the graph's structure is
-guarded by value: the boolean flags, whether a hyperparameter is zero, whether a parameter has a
-gradient and which state entries exist (the first step, which creates the state, compiles once;
-the following steps share the second specialization).
+guarded by value: the boolean flags, whether a hyperparameter is zero and whether a parameter has a
+gradient. State the eager optimizer starts at zeros (Adam's moments; SGD's momentum buffer when there
+is no dampening, since ``momentum * 0 + g`` is the first step's ``g``) is an input the first call
+creates as zeros, so the first step and the later ones share one specialization; with dampening, the
+first step (buffer ``g``) compiles separately, guarded on the buffer's existence.
 """
 
 from __future__ import annotations
@@ -73,15 +75,21 @@ class _Step:
             return view
         raise GraphCaptureError(f"{self.label}.step(): a parameter is a value of another recording")
 
-    def state(self, p: Any, key: str, like: AnyTensor) -> AnyTensor | None:
-        """The recorder's view of state entry ``key`` of ``p`` (``None`` when it does not exist yet)."""
+    def state(self, p: Any, key: str, like: AnyTensor, zeros: bool = False) -> AnyTensor | None:
+        """The recorder's view of state entry ``key`` of ``p``. A missing entry is ``None`` (guarded), or with
+        ``zeros`` an input that the first call creates as zeros (no guard: the update from zeros is the
+        first step's, so the first and later steps share one specialization)."""
         from tensorplay.compiler.capture import InputPlan
         optimizer = self.optimizer
-        present = self.guard(f"state {key} exists for parameter {tuple(like.shape)}",
-                             lambda: key in _state_of(optimizer, p))
-        if not present:
-            return None
-        array = _state_of(optimizer, p)[key]
+        if zeros:
+            existing = _state_of(optimizer, p).get(key)
+            array = np.zeros(tuple(int(d) for d in like.shape), like.dtype.name) if existing is None else existing
+        else:
+            present = self.guard(f"state {key} exists for parameter {tuple(like.shape)}",
+                                 lambda: key in _state_of(optimizer, p))
+            if not present:
+                return None
+            array = _state_of(optimizer, p)[key]
         t: AnyTensor = self.recorder.input(f"{self.label}_{key}", Aval(tuple(array.shape), array.dtype.name),
                                            "buffer", array)
         self.handler.opt_inputs[t._data.id] = InputPlan("opt_state", ref=(optimizer, p), key=key)
@@ -122,6 +130,7 @@ def _sgd(step: _Step, group: dict[str, Any]) -> None:
     decay_on = guard("weight_decay != 0", lambda: group["weight_decay"] != 0)
     nesterov = guard("nesterov", lambda: bool(group["nesterov"]))
     maximize = guard("maximize", lambda: bool(group["maximize"]))
+    undamped = momentum_on and guard("dampening == 0", lambda: group["dampening"] == 0)
     for index, p in enumerate(group["params"]):
         g = step.grad(p)
         if g is None:
@@ -134,7 +143,8 @@ def _sgd(step: _Step, group: dict[str, Any]) -> None:
             d = r.add(d, r.mul(step.scalar("weight_decay", lambda: float(group["weight_decay"]), dtype), pv))
         if momentum_on:
             momentum = step.scalar("momentum", lambda: float(group["momentum"]), dtype)
-            buf = step.state(p, "momentum_buffer", pv)
+            # without dampening, momentum * 0 + 1 * d is exactly the first step's buffer d
+            buf = step.state(p, "momentum_buffer", pv, zeros=undamped)
             if buf is None:
                 new_buf = d
             else:
@@ -179,8 +189,8 @@ def _adam(step: _Step, group: dict[str, Any]) -> None:
         c1 = step.scalar("one_minus_beta1", lambda: 1.0 - float(group["betas"][0]), dtype)
         c2 = step.scalar("one_minus_beta2", lambda: 1.0 - float(group["betas"][1]), dtype)
         beta2 = step.scalar("beta2", lambda: float(group["betas"][1]), dtype)
-        m = step.state(p, "exp_avg", pv)
-        v = step.state(p, "exp_avg_sq", pv)
+        m = step.state(p, "exp_avg", pv, zeros=True)  # the eager optimizer starts both moments at zeros
+        v = step.state(p, "exp_avg_sq", pv, zeros=True)
         m_new = r.mul(d, c1) if m is None else r.add(m, r.mul(r.sub(d, m), c1))
         gg = r.mul(r.mul(c2, d), d)
         v_new = gg if v is None else r.add(r.mul(beta2, v), gg)
@@ -188,7 +198,7 @@ def _adam(step: _Step, group: dict[str, Any]) -> None:
         step.write_state(p, "exp_avg_sq", v, v_new)
         denom_base = v_new
         if amsgrad:
-            vmax = step.state(p, "max_exp_avg_sq", pv)
+            vmax = step.state(p, "max_exp_avg_sq", pv, zeros=True)
             vmax_new = v_new if vmax is None else r.maximum(vmax, v_new)
             step.write_state(p, "max_exp_avg_sq", vmax, vmax_new if vmax is not None else r.mul(v_new, 1.0))
             denom_base = vmax_new

@@ -6,6 +6,9 @@ compiled function may do that a plain trace refuses.
   gradients computed from the graph are the ones eager autograd would compute.
 * ``loss.backward()`` inside the function records the reverse sweep (the vjp rules emitting into
   this recorder) and accumulates into the leaves' ``.grad`` as recorder tensors (:meth:`backward`).
+* The reverse sweep compares shapes structurally: a symbolic size is not equal to an int there (the
+  rules' general code, e.g. a sum over a broadcast axis, is right for every size, 1 included), so
+  ``backward()`` adds no guard on a batch size of 1.
 * With symbolic dims, a shape rule that rejects its inputs only because a symbolic size is not
   known to equal another raises :class:`Respecialize`: the capture is retried with those dims
   static (a user's genuine shape error then surfaces from the static capture).
@@ -85,6 +88,7 @@ class CaptureRecorder(Recorder):
         self.on_grad_write: Callable[[AnyTensor], None] = lambda t: None
         self.backward_started: int | None = None
         self.internal = 0
+        self.structural = 0  # > 0 while the reverse sweep of a backward() inside the function is recorded
 
     def record(self, target: str, inputs: tuple[Any, ...], params: dict[str, Any]) -> AnyTensor:
         """Record as the plain recorder does, tracking ``requires_grad`` and ``no_grad`` (see the module
@@ -184,7 +188,11 @@ class CaptureRecorder(Recorder):
         zero: Any = 0
         traced = Traced(self.graph, self, wanted, [var], tree_flatten(zero)[1], None)
         env = _Values(self)
-        cts = reverse_sweep(traced, env, self, [(var, seed)], wanted, "backward")
+        self.structural += 1  # the vjp rules' shape comparisons are structural, as in any trace (no 0/1 guard)
+        try:
+            cts = reverse_sweep(traced, env, self, [(var, seed)], wanted, "backward")
+        finally:
+            self.structural -= 1
         for (leaf_var, tensor), ct in zip(leaves, cts):
             if ct is None:
                 continue

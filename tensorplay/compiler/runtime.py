@@ -123,12 +123,18 @@ class Specialization:
             elif kind == "key":
                 arrays.append(random_state.next_key())
             elif kind == "state_grad":
-                arrays.append(reads[plan.index]._grad._data)
+                owner = reads[plan.index]
+                # no .grad: the function drops it unread (a grad-free guard), any array of its shape will do
+                arrays.append(owner._data if owner._grad is None else owner._grad._data)
             elif kind == "arg_grad":
                 arrays.append(leaves[plan.index]._grad._data)
             elif kind == "opt_state":
                 optimizer, p = plan.ref
-                arrays.append(optimizer.state[p][plan.key])
+                entries = optimizer.state.get_state(p)
+                array = entries.get(plan.key)
+                if array is None:  # the first step creates the state as zeros, as the eager optimizer does
+                    array = entries[plan.key] = np.zeros_like(p._data)
+                arrays.append(array)
             elif kind == "opt_scalar":
                 arrays.append(np.asarray(plan.ref(), dtype=plan.key))
             else:  # pragma: no cover - every plan kind is handled above

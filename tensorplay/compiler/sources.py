@@ -14,6 +14,9 @@ bound method's ``self``, and recursively the helper functions and modules among 
   function never silently keeps a value the Python code would read differently;
 * **objects** the function may drive, such as optimizers, compared by identity.
 
+Instances of the user's own classes reached this way are walked like modules (their attributes by
+name: ``cfg.w``, ``cfg.scale``), so rebinding a tensor attribute of a plain object is seen too.
+
 Names are the user's: ``model.fc1.weight``, ``global w``, ``closure scale``, ``self.fc1.weight``.
 """
 
@@ -51,6 +54,20 @@ def _is_static_value(value: Any) -> bool:
         return all(_is_static_value(v) for v in value)
     return False
 
+
+def _is_plain_object(value: Any) -> bool:
+    """An instance of a class defined outside the library and the standard types (attributes in a
+    ``__dict__``): the user's own holder of tensors and settings."""
+    if isinstance(value, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
+                          types.MethodType)) or not hasattr(value, "__dict__"):
+        return False
+    owner = (getattr(type(value), "__module__", "") or "").split(".")[0]
+    return owner not in _FOREIGN_PACKAGES
+
+
+_FOREIGN_PACKAGES = frozenset({"builtins", "tensorplay", "numpy", "functools", "typing", "abc", "collections",
+                               "threading", "logging", "torch", "jax", "optree", "numba", "enum"})
+"""Packages whose objects are never walked as a user's holder of state."""
 
 Reader = Callable[[], Any]
 
@@ -196,6 +213,26 @@ class _Walker:
             for key, item in value.items():
                 if _is_static_value(key) and self._interesting(item):
                     self.value(f"{name}[{key!r}]", _step(read, None, key), item, depth + 1)
+            return
+        if _is_plain_object(value):
+            self.plain_object(name, read, value, depth)
+
+    def plain_object(self, name: str, read: Reader, obj: Any, depth: int) -> None:
+        """An instance of a user's class: its attributes are walked like a module's (``obj.w``), so a
+        tensor attribute rebound between calls is read again and a scalar attribute is guarded."""
+        if id(obj) in self.seen_objects:
+            return
+        self.seen_objects.add(id(obj))
+        attributes = vars(obj)
+        if len(attributes) > _MAX_CONTAINER:
+            return
+        label = name.removeprefix("global ").removeprefix("closure ")
+        for key in sorted(attributes):
+            item = attributes[key]
+            if key.startswith("__") or not (_is_static_value(item) or self._interesting(item)
+                                            or _is_plain_object(item)):
+                continue
+            self.value(f"{label}.{key}", _step(read, "__dict__", key), item, depth + 1)
 
     @staticmethod
     def _interesting(item: Any) -> bool:

@@ -6,7 +6,9 @@ vectorised loops beat a scalar call per element) on float, integer or bool value
 in order, a fusible node joins the group of an input's producer when it has the same output shape
 (the group's iteration space) and joining keeps the group convex (no path leaves the group and comes
 back). A reduction (``reduce_sum``/``max``/``min`` of a float) whose input is a group value of the
-group's shape joins as an *epilogue*: the kernel accumulates it while it computes the group.
+group's shape joins as an *epilogue*: the kernel accumulates it while it computes the group. A node that
+reads two groups of its shape which do not depend on each other merges them (an optimizer update where the
+momentum chain and the scaled-gradient chain meet).
 
 The pass annotates ``node.meta["fusion_group"]`` (an int) on the members of groups of two or more
 nodes and returns the groups; it changes nothing else.
@@ -63,20 +65,42 @@ def group_pointwise(graph: Graph) -> list[list[Node]]:
     direct: dict[int, set[int]] = {}         # group -> groups its inputs come from (directly or via nodes)
     upstream: dict[int, frozenset[int]] = {}  # var id -> groups it comes from (outside any group)
 
-    def sources(v: Var) -> frozenset[int]:
-        if v.producer is not None and id(v.producer) in group_of:
-            return frozenset((group_of[id(v.producer)],))
-        return upstream.get(v.id, frozenset())
+    merged_into: dict[int, int] = {}        # a group merged into another -> that group
 
-    def closure(groups: frozenset[int]) -> set[int]:
+    def find(g: int) -> int:
+        while g in merged_into:
+            g = merged_into[g]
+        return g
+
+    def group_of_var(v: Var) -> int | None:
+        if v.producer is not None and id(v.producer) in group_of:
+            return find(group_of[id(v.producer)])
+        return None
+
+    def sources(v: Var) -> frozenset[int]:
+        g = group_of_var(v)
+        if g is not None:
+            return frozenset((g,))
+        return frozenset(find(k) for k in upstream.get(v.id, frozenset()))
+
+    def closure(groups: frozenset[int] | set[int]) -> set[int]:
         seen: set[int] = set()
-        stack = list(groups)
+        stack = [find(g) for g in groups]
         while stack:
             g = stack.pop()
             if g not in seen:
                 seen.add(g)
-                stack.extend(direct.get(g, ()))
+                stack.extend(find(k) for k in direct.get(g, ()))
         return seen
+
+    def merge(into: int, other: int) -> None:
+        """Group ``other`` joins ``into`` (independent groups of one shape that a node reads both of)."""
+        merged_into[other] = into
+        for n in members.pop(other):
+            group_of[id(n)] = into
+            members[into].append(n)
+        direct[into] = {find(k) for k in direct[into] | direct.pop(other)} - {into}
+        reduced.setdefault(into, set()).update(reduced.pop(other, set()))
 
     next_group = 0
     for node in graph.nodes:
@@ -87,19 +111,24 @@ def group_pointwise(graph: Graph) -> list[list[Node]]:
             all(type(v) is Var and v.aval.dtype == node.outputs[0].aval.dtype for v in node.inputs)
         if is_fusible(node) or reduction:
             for v in inputs:
-                producer = v.producer
-                if producer is None or id(producer) not in group_of:
-                    continue
-                g = group_of[id(producer)]
-                if shape_of[g] != tuple(v.shape):
+                g = group_of_var(v)
+                if g is None or shape_of[g] != tuple(v.shape):
                     continue
                 if any(u.id in reduced.get(g, ()) for u in inputs):
                     continue  # a reduction's result is known only after the whole kernel ran
                 if not reduction and tuple(node.outputs[0].shape) != shape_of[g]:
                     continue
-                outside = [u for u in inputs if not (u.producer is not None and group_of.get(id(u.producer)) == g)]
-                if any(g in closure(sources(u)) for u in outside):
+                # other groups of this shape the node reads, independent of ``g``, are merged into it
+                # (``buf * momentum + grad * (1 - dampening)``: two chains meeting in one kernel)
+                partners = {h for u in inputs if (h := group_of_var(u)) is not None and h != g
+                            and shape_of[h] == shape_of[g] and not reduced.get(h) and not reduction
+                            and g not in closure(direct[h]) and h not in closure(direct[g])}
+                joined = {g} | partners
+                outside = [u for u in inputs if group_of_var(u) not in joined]
+                if any(joined & closure(sources(u)) for u in outside):
                     continue  # joining would make the group depend on itself
+                for h in sorted(partners):
+                    merge(g, h)
                 chosen = g
                 break
         if chosen is None and is_fusible(node):
@@ -112,7 +141,7 @@ def group_pointwise(graph: Graph) -> list[list[Node]]:
             group_of[id(node)] = chosen
             members[chosen].append(node)
             for u in inputs:
-                if not (u.producer is not None and group_of.get(id(u.producer)) == chosen):
+                if group_of_var(u) != chosen:
                     direct[chosen] |= sources(u)
             if reduction:
                 reduced.setdefault(chosen, set()).add(node.outputs[0].id)
@@ -121,7 +150,8 @@ def group_pointwise(graph: Graph) -> list[list[Node]]:
             for u in inputs:
                 found |= sources(u)
             upstream[node.outputs[0].id] = found
-    groups = [nodes for nodes in members.values() if len(nodes) >= 2]
+    position = {id(n): k for k, n in enumerate(graph.nodes)}
+    groups = [sorted(nodes, key=lambda n: position[id(n)]) for nodes in members.values() if len(nodes) >= 2]
     for k, nodes in enumerate(groups):
         for node in nodes:
             node.meta["fusion_group"] = k
