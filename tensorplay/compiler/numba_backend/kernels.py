@@ -196,8 +196,12 @@ _UNARY_CODE: dict[str, Callable[[str, str], str]] = {
 }
 """Scalar Python/numba code of each fusible unary primitive, given the operand's code and dtype."""
 
+def _infix(op: str) -> Callable[[str, str], str]:
+    return lambda a, b: f"({a} {op} {b})"
+
+
 _BINARY_CODE: dict[str, Callable[[str, str], str]] = {
-    **{name: (lambda a, b, op=op: f"({a} {op} {b})") for name, op in _ARITH.items()},
+    **{name: _infix(op) for name, op in _ARITH.items()},
     "maximum": lambda a, b: f"({a} if ({a} >= {b} or {a} != {a}) else {b})",
     "minimum": lambda a, b: f"({a} if ({a} <= {b} or {a} != {a}) else {b})",
 }
