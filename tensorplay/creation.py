@@ -20,7 +20,7 @@ from tensorplay import derived as _p
 from tensorplay import random_state, recording
 from tensorplay.symbolic import SymDim
 from tensorplay.errors import DTypeError, ShapeError
-from tensorplay.tensor import Tensor, highest_interpreter
+from tensorplay.tensor import Tensor, highest_interpreter, pick_interpreter
 
 S = TypeVarTuple("S")
 Scalar = bool | int | float
@@ -334,11 +334,14 @@ def cat(tensors: Sequence[Tensor[*tuple[Any, ...]]], dim: int = 0) -> Tensor[*tu
     items = list(tensors)
     if not items:
         raise ShapeError("cat: expected a non-empty sequence of tensors")
+    ops: Any = eager
     for i, t in enumerate(items):
         if not isinstance(t, Tensor):
             raise DTypeError(f"cat: element {i} is a {type(t).__name__}, expected a Tensor")
-    ops = _interpreter_of(items)
-    axis = _p.normalize_axis(dim, items[0].ndim, "cat")
+        if t._ops is not ops:
+            ops = pick_interpreter(ops, t._ops)
+    ndim = items[0].ndim
+    axis = dim % ndim if type(dim) is int and -ndim <= dim < ndim else _p.normalize_axis(dim, ndim, "cat")
     return ops.concat(*items, axis=axis)  # type: ignore[no-any-return]
 
 
@@ -384,5 +387,9 @@ def where(condition: Tensor[*tuple[Any, ...]], x: Scalar, y: Tensor[*S]) -> Tens
 
 def where(condition: Tensor[*tuple[Any, ...]], x: Any, y: Any) -> Tensor[*tuple[Any, ...]]:
     """``x`` where ``condition`` else ``y`` (broadcasting; scalars allowed for ``x`` and ``y``)."""
-    ops = _interpreter_of([condition, x, y])
-    return ops.where(condition, _p.operand(x, ops), _p.operand(y, ops))  # type: ignore[no-any-return]
+    ops = _interpreter_of((condition, x, y))
+    if type(x) is not Tensor:
+        x = _p.operand(x, ops)
+    if type(y) is not Tensor:
+        y = _p.operand(y, ops)
+    return ops.where(condition, x, y)  # type: ignore[no-any-return]

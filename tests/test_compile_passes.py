@@ -223,3 +223,19 @@ def test_shape_propagation_annotates() -> None:
     for node in graph.nodes:
         assert node.meta["static_shape"] == tuple(node.outputs[0].shape)
         assert "shape_mismatch" not in node.meta
+
+
+def test_every_fusible_primitive_has_kernel_code() -> None:
+    """A primitive the fusion pass groups must have scalar code in the numba backend's kernels, or the
+    compiled call fails when it is grouped (``round`` once did, after it joined the table)."""
+    from tensorplay.compiler.numba_backend.kernels import KERNEL_CODE_TARGETS
+    from tensorplay.compiler.passes.fusion import FUSIBLE
+
+    assert FUSIBLE <= KERNEL_CODE_TARGETS, sorted(FUSIBLE - KERNEL_CODE_TARGETS)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_round_in_a_fused_group_rounds_half_to_even(dtype: str) -> None:
+    x = tp.tensor(np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.49, np.nan, np.inf], dtype=dtype))
+    compiled = tp.compile(lambda v: (v * 1.0).round() + 0.0, options={"small_kernels": True})
+    np.testing.assert_array_equal(compiled(x).numpy(), np.round(x.numpy()))

@@ -491,3 +491,50 @@ def test_layer_norm_without_weight_matches_pytorch(dtype: Any) -> None:
     yt.sum().backward()
     np.testing.assert_allclose(y.detach().numpy(), yt.detach().numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(weight.grad.numpy(), wt.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_mean_is_one_node_with_the_generic_values_and_second_order() -> None:
+    for src in layouts((3, 4), np.float64):
+        x = tp.tensor(src, requires_grad=True)
+        for dim, keep in ((0, False), (1, True), (None, False)):
+            same(x.mean(dim, keep), generic.tensor_mean(eager, x, dim, keep))
+        y = (x * x).mean(1)
+        g, = tp.autograd.grad((y * y).sum(), x, create_graph=True)
+        h, = tp.autograd.grad(g.sum(), x)
+        xt = torch.tensor(src, requires_grad=True)
+        yt = (xt * xt).mean(1)
+        gt, = torch.autograd.grad((yt * yt).sum(), xt, create_graph=True)
+        ht, = torch.autograd.grad(gt.sum(), xt)
+        np.testing.assert_allclose(g.detach().numpy(), gt.detach().numpy(), rtol=1e-12)
+        np.testing.assert_allclose(h.numpy(), ht.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_squaring_is_exactly_the_power(dtype: Any) -> None:
+    values = np.concatenate([data((50,), dtype) * 1e3, np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e30], dtype)])
+    for exponent in (2, 2.0):
+        got = (tp.tensor(values) ** exponent).numpy()
+        with np.errstate(over="ignore"):
+            np.testing.assert_array_equal(got, np.power(values, dtype(exponent)))
+        np.testing.assert_array_equal(got, (torch.tensor(values) ** exponent).numpy())
+    np.testing.assert_array_equal((tp.tensor(np.array([2, -3])) ** 2).numpy(), [4, 9])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_small_row_kernels_equal_the_kernel_entry_points(dtype: Any) -> None:
+    """The same jitted kernel: equal up to the summation order its vectorised loops pick (which can
+    depend on the buffers' alignment)."""
+    from tensorplay.interpreters.eager import kernels as K
+    from tensorplay.interpreters.eager.fastpath import small_rows
+    tol = {"rtol": 1e-6, "atol": 1e-7} if dtype == np.float32 else {"rtol": 1e-14, "atol": 1e-15}
+    for shape in ((2, 4), (3, 2, 5), (64, 64), (1, 1)):
+        x = data(shape, dtype) * 3
+        for name in ("softmax", "log_softmax"):
+            np.testing.assert_allclose(small_rows(f"{name}_rows", x), getattr(K, name)(x, axis=-1), **tol)
+            np.testing.assert_allclose(getattr(tp.tensor(x), name)(-1).numpy(), getattr(K, name)(x, axis=-1), **tol)
+        g, b = data(shape[-1:], dtype, seed=1), data(shape[-1:], dtype, seed=2)
+        np.testing.assert_allclose(small_rows("layer_norm_rows", x, g, b, 1e-5),
+                                   K.layer_norm_last_axis(x, g, b, eps=1e-5), **tol)
+    assert small_rows("softmax_rows", np.asfortranarray(data((3, 4), dtype))) is None
+    assert small_rows("softmax_rows", np.zeros((0, 4), dtype)) is None
+    assert small_rows("softmax_rows", np.zeros((4096, 512), dtype)) is None  # big enough for the threads

@@ -27,6 +27,8 @@ import numpy as np
 from tensorplay import derived as _p
 from tensorplay import sorting as _sorting
 from tensorplay.interpreters.eager import tape
+from tensorplay.interpreters.eager.kernels._support import nb
+from tensorplay.interpreters.eager.kernels.threads import threads_for
 from tensorplay.interpreters.eager.results import result, view
 from tensorplay.tensor import Tensor
 
@@ -35,8 +37,9 @@ AnyTensor = Any
 
 _BASIC_ITEMS = frozenset({int, slice, NoneType, EllipsisType})
 _INDEX_DTYPES = frozenset({np.dtype(np.int64), np.dtype(np.int32)})
-_UFUNCS = {"reduce_sum": np.add, "reduce_max": np.maximum, "reduce_min": np.minimum}
-_ARG = {"argmax": np.argmax, "argmin": np.argmin}
+_FLOATS = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
+_UFUNCS: dict[str, Any] = {"reduce_sum": np.add, "reduce_max": np.maximum, "reduce_min": np.minimum}
+_ARG = {"argmax": np.ndarray.argmax, "argmin": np.ndarray.argmin}
 _ALL_AXES: dict[int, tuple[int, ...]] = {}
 _REVERSED_AXES: dict[int, tuple[int, ...]] = {}
 
@@ -104,11 +107,7 @@ def _basic_index(ops: Any, x: AnyTensor, data: Array, key: Any) -> AnyTensor | N
         return None  # the generic path raises its own error
     if not (x._requires_grad and tape.grad_enabled()):
         return view(ops, "slice", x, {}, out)  # not recorded: the params are not needed
-    items = key if type(key) is tuple else (key,)
-    plan = _slice_plan(data.shape, items)
-    starts, stops, steps, reshaped = plan
-    shape = data.shape
-    full = steps == (1,) * len(shape) and starts == (0,) * len(shape) and stops == shape
+    starts, stops, steps, reshaped, full = _slice_plan(data.shape, key if type(key) is tuple else (key,))
     params = {"starts": starts, "stops": stops, "steps": steps}
     if not reshaped:
         return x if full else view(ops, "slice", x, params, out)
@@ -116,36 +115,39 @@ def _basic_index(ops: Any, x: AnyTensor, data: Array, key: Any) -> AnyTensor | N
     return sliced if out.shape == sliced._data.shape else view(ops, "reshape", sliced, {"shape": out.shape}, out)
 
 
-def _slice_plan(shape: tuple[int, ...], items: tuple[Any, ...]) -> tuple[Any, Any, Any, bool]:
-    """``(starts, stops, steps, reshaped)`` of basic ``items`` that numpy accepted for ``shape``: the
-    ``slice`` primitive's params, and whether ints or ``None`` then change the shape (as
-    :func:`tensorplay.derived.getitem` computes them)."""
-    consumed = 0
-    for it in items:
-        if it is not None and it is not Ellipsis:
-            consumed += 1
+def _slice_plan(shape: tuple[int, ...], items: tuple[Any, ...]) -> tuple[Any, Any, Any, bool, bool]:
+    """``(starts, stops, steps, reshaped, full)`` of basic ``items`` that numpy accepted for ``shape``: the
+    ``slice`` primitive's params, whether ints or ``None`` then change the shape, and whether the slice
+    takes every element in order (as :func:`tensorplay.derived.getitem` computes them)."""
+    fill = 0
+    if Ellipsis in items:
+        fill = len(shape) - sum(1 for it in items if it is not None and it is not Ellipsis)
     starts: list[int] = []
     stops: list[int] = []
     steps: list[int] = []
     reshaped = False
+    full = True
     axis = 0
     for it in items:
         if it is None:
             reshaped = True
             continue
         if it is Ellipsis:
-            for _ in range(len(shape) - consumed):
+            for _ in range(fill):
                 starts.append(0)
                 stops.append(shape[axis])
                 steps.append(1)
                 axis += 1
             continue
+        size = shape[axis]
         if type(it) is slice:
-            start, stop, step = it.indices(shape[axis])
+            start, stop, step = it.indices(size)
         else:
-            start = it % shape[axis]
+            start = it % size
             stop, step = start + 1, 1
             reshaped = True
+        if full and (start or stop != size or step != 1):
+            full = False
         starts.append(start)
         stops.append(stop)
         steps.append(step)
@@ -154,7 +156,7 @@ def _slice_plan(shape: tuple[int, ...], items: tuple[Any, ...]) -> tuple[Any, An
         starts.append(0)
         stops.append(rest)
         steps.append(1)
-    return tuple(starts), tuple(stops), tuple(steps), reshaped
+    return tuple(starts), tuple(stops), tuple(steps), reshaped, full
 
 
 def reshape(ops: Any, x: AnyTensor, args: tuple[Any, ...]) -> AnyTensor:
@@ -245,8 +247,32 @@ def mean(ops: Any, x: AnyTensor, dim: Any, keepdim: bool) -> AnyTensor:
             count = 1
             for a in axes:
                 count *= shape[a]
-            return ops._binary("div", ops._reduce("reduce_sum", np.add, x, axes, keepdim, True), count)
+            if count and (keepdim is True or keepdim is False):
+                out = _UFUNCS["reduce_sum"].reduce(data, axis=axes, keepdims=keepdim) / count  # the sum, then div
+                if type(out) is not np.ndarray:
+                    out = np.asarray(out)
+                made: AnyTensor = Tensor(ops, out)
+                if x._requires_grad and tape.grad_enabled():
+                    tape.record(MEAN_NODE, (x,), {"axes": axes, "keepdims": keepdim, "count": count}, made)
+                return made
     return _p.mean(ops, x, dim, keepdim)
+
+
+MEAN_NODE = "mean"
+"""The tape node of ``x.mean(dim)`` (the generic path records ``reduce_sum`` then ``div``)."""
+
+
+def _mean_vjp(ops: Any, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor, *, axes: tuple[int, ...],
+              keepdims: bool, count: int) -> tuple[Any, ...]:
+    """``g / count`` broadcast back over the reduced axes (the ``div`` then ``reduce_sum`` rules)."""
+    shape = tuple(inputs[0]._data.shape)
+    if not keepdims:
+        g = ops.reshape(g, shape=tuple(1 if i in axes else d for i, d in enumerate(shape)))
+    return (ops.broadcast_to(ops.div(g, count), shape=shape),)
+
+
+tape.EXTRA_VJP[MEAN_NODE] = _mean_vjp
+tape.EXTRA_VALUE_FREE.add(MEAN_NODE)
 
 
 def arg_reduce(ops: Any, prim: str, x: AnyTensor, dim: Any, keepdim: bool) -> AnyTensor:
@@ -266,7 +292,7 @@ def extremum(ops: Any, x: AnyTensor, dim: Any, keepdim: bool, largest: bool) -> 
     if type(data) is np.ndarray and data.size and (keepdim is True or keepdim is False):
         axis = _one_axis(dim, data.ndim)
         if axis >= 0:
-            picked = (np.argmax if largest else np.argmin)(data, axis=axis, keepdims=True)
+            picked = data.argmax(axis=axis, keepdims=True) if largest else data.argmin(axis=axis, keepdims=True)
             values = _take_along(data, picked, axis)
             indices = picked
             if not keepdim:
@@ -291,7 +317,7 @@ def _take_along(data: Array, picked: Array, axis: int) -> Array:
         if len(_ROW_STARTS) > 256:
             _ROW_STARTS.clear()
         offsets = _ROW_STARTS[(rows, n)] = np.arange(0, rows * n, n, dtype=np.int64)
-    return np.take(data.reshape(-1), offsets + picked.reshape(-1)).reshape(picked.shape)
+    return data.reshape(-1).take(offsets + picked.reshape(-1)).reshape(picked.shape)
 
 
 _ROW_STARTS: dict[tuple[int, int], Array] = {}
@@ -319,6 +345,28 @@ tape.EXTRA_VJP[SELECT_NODE] = _select_vjp
 tape.EXTRA_VALUE_FREE.add(SELECT_NODE)  # the rule reads the input's shape and dtype, never its values
 
 
+# ---- row kernels on small inputs -----------------------------------------------------------------------
+
+def small_rows(kernel: str, data: Array, *args: Any) -> Array | None:
+    """``kernel`` (``softmax_rows``, ``log_softmax_rows`` or ``layer_norm_rows`` of the jitted kernels: one
+    row at a time along the last axis) on a non-empty row-major float ``data``, called on this thread
+    when the kernels' own entry point would not split it across threads either (``threads_for`` says 1):
+    the same kernel call without the entry point's conversions, which cost several times the work at
+    these sizes. ``args`` go between the input and the output (``gamma, beta, eps``). ``None`` otherwise."""
+    if not data.size or not data.flags.c_contiguous or data.dtype not in _FLOATS:
+        return None
+    n = data.shape[-1]
+    rows = data.size // n
+    if threads_for(rows, data.size) != 1:
+        return None
+    out = np.empty(data.shape, data.dtype)
+    if data.ndim == 2:
+        getattr(nb(), kernel)(data, *args, out, 0, rows)
+    else:
+        getattr(nb(), kernel)(data.reshape(rows, n), *args, out.reshape(rows, n), 0, rows)
+    return out
+
+
 # ---- products -----------------------------------------------------------------------------------------
 
 def matmul(ops: Any, a: Any, b: Any) -> AnyTensor:
@@ -331,5 +379,5 @@ def matmul(ops: Any, a: Any, b: Any) -> AnyTensor:
     return _p.matmul(ops, a, b)
 
 
-__all__ = ["SELECT_NODE", "arg_reduce", "extremum", "getitem", "matmul", "mean", "permute", "reduce", "reshape",
+__all__ = ["MEAN_NODE", "SELECT_NODE", "arg_reduce", "small_rows", "extremum", "getitem", "matmul", "mean", "permute", "reduce", "reshape",
            "unsqueeze"]

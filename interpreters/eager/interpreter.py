@@ -125,6 +125,14 @@ def _sigmoid(x: Array) -> Array:
     return np.reciprocal(out, out=out)
 
 
+def _power(x: Any, y: Any) -> Any:
+    """``x ** y``; a float array squared is ``np.square`` (the same correctly rounded values, as numpy's own
+    ``**`` does, without the general power loop)."""
+    if (type(y) is int or type(y) is float) and y == 2 and type(x) is np.ndarray and x.dtype.kind == "f":
+        return np.square(x)
+    return np.power(x, y)
+
+
 def _relu(x: Array) -> Array:
     if x.dtype.kind == "b":
         return x.copy()
@@ -181,7 +189,7 @@ UNARY_KERNELS: dict[str, Callable[..., Any]] = {
 
 BINARY_KERNELS: dict[str, Callable[[Any, Any], Any]] = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": _quiet(np.true_divide),
-    "pow": _quiet(np.power), "maximum": np.maximum, "minimum": np.minimum, "atan2": np.arctan2, "eq": np.equal,
+    "pow": _quiet(_power), "maximum": np.maximum, "minimum": np.minimum, "atan2": np.arctan2, "eq": np.equal,
     "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
     "logical_and": np.logical_and, "logical_or": np.logical_or, "bitwise_and": np.bitwise_and,
     "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
@@ -378,7 +386,10 @@ class EagerInterpreter(BaseInterpreter):
         """A row kernel of a float tensor along a valid int axis: the dtype is kept, so no rule is needed."""
         data = x._data if isinstance(x, Tensor) else None
         if type(data) is np.ndarray and data.dtype.kind == "f" and type(axis) is int and -data.ndim <= axis < data.ndim:
-            return _result(self, name, (x,), {"axis": axis}, getattr(K, name)(data, axis=axis))
+            out = fastpath.small_rows(f"{name}_rows", data) if axis == -1 or axis == data.ndim - 1 else None
+            if out is None:
+                out = getattr(K, name)(data, axis=axis)
+            return _result(self, name, (x,), {"axis": axis}, out)
         return self._kernel(name, (x,), {"axis": axis})
 
     @_checks_foreign

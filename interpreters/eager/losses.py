@@ -15,6 +15,9 @@ from typing import Any
 import numpy as np
 
 from tensorplay.interpreters.eager import tape
+from tensorplay.interpreters.eager.kernels import layer_norm_last_axis
+from tensorplay.interpreters.eager.fastpath import small_rows
+from tensorplay.interpreters.eager.results import result
 from tensorplay.tensor import Tensor
 
 Array = np.ndarray[Any, Any]
@@ -84,17 +87,18 @@ tape.EXTRA_VJP[CROSS_ENTROPY_NODE] = _cross_entropy_vjp
 _ONES_ZEROS: dict[tuple[int, np.dtype[Any]], tuple[Array, Array]] = {}
 
 
-def layer_norm(ops: Any, x: AnyTensor, weight: AnyTensor | None, bias: AnyTensor | None, eps: float) -> AnyTensor | None:
-    """``layer_norm`` over the last axis of eager float ``x`` (``weight``/``bias`` ``None`` or eager tensors
-    of the feature size and dtype): the primitive with ones and zeros standing for a missing weight or
-    bias; ``None`` for anything else."""
+def layer_norm(ops: Any, x: AnyTensor, size: int, weight: AnyTensor | None, bias: AnyTensor | None,
+               eps: float) -> AnyTensor | None:
+    """``layer_norm`` over the last axis (of ``size`` features) of eager float ``x``; ``weight``/``bias``
+    ``None`` or eager tensors ``[size]`` of ``x``'s dtype (ones and zeros stand for missing ones): the
+    ``layer_norm_last_axis`` primitive, whose rule these checks make redundant. ``None`` for anything else."""
     data = x._data
-    if type(data) is not np.ndarray or data.dtype not in _FLOATS or not data.ndim:
+    if type(data) is not np.ndarray or data.dtype not in _FLOATS or not data.ndim or data.shape[-1] != size \
+            or type(eps) is not float:
         return None
-    size = data.shape[-1]
     for t in (weight, bias):
-        if t is not None and (type(t._data) is not np.ndarray or t._data.dtype is not data.dtype
-                              or t._data.shape != (size,)):
+        if t is not None and (not isinstance(t, Tensor) or type(t._data) is not np.ndarray
+                              or t._data.dtype is not data.dtype or t._data.shape != (size,)):
             return None
     if weight is None or bias is None:
         key = (size, data.dtype)
@@ -103,7 +107,11 @@ def layer_norm(ops: Any, x: AnyTensor, weight: AnyTensor | None, bias: AnyTensor
             found = _ONES_ZEROS[key] = (np.ones(size, data.dtype), np.zeros(size, data.dtype))
         weight = Tensor(ops, found[0]) if weight is None else weight
         bias = Tensor(ops, found[1]) if bias is None else bias
-    return ops.layer_norm_last_axis(x, weight, bias, eps=eps)
+    g, b = weight._data, bias._data
+    out = small_rows("layer_norm_rows", data, g, b, eps) if g.flags.c_contiguous and b.flags.c_contiguous else None
+    if out is None:
+        out = layer_norm_last_axis(data, g, b, eps=eps)
+    return result(ops, "layer_norm_last_axis", (x, weight, bias), {"eps": eps}, out)
 
 
 __all__ = ["CROSS_ENTROPY_NODE", "cross_entropy", "layer_norm"]

@@ -110,33 +110,32 @@ class _Source:
         return f"_consts[{len(self.consts) - 1}]"
 
 
+def symbol_size_expression(graph: Graph, symbol: str, arg_names: dict[int, str]) -> str | None:
+    """A Python expression computing symbolic dim ``symbol`` from the inputs' shapes.
+
+    The first input axis whose size is ``a*symbol + c`` is read: ``p0.shape[1]`` when ``a == 1`` and
+    ``c == 0``, otherwise ``(p0.shape[1] - c) // a``. ``arg_names`` maps input ids to the names the
+    generated code gives them. ``None`` when no input axis determines the dim."""
+    for p in graph.user_inputs + [q for q in graph.inputs if q.kind != "user_input"]:
+        for axis, d in enumerate(p.shape):
+            lin = d.linear_in() if isinstance(d, SymDim) else None
+            if lin is None or lin[0] != symbol:
+                continue
+            _, a, c = lin
+            read = f"{arg_names[p.id]}.shape[{axis}]"
+            shifted = read if c == 0 else f"({read} - {c})" if c > 0 else f"({read} + {-c})"
+            return shifted if a == 1 else f"{shifted} // {a}"
+    return None
+
+
 def _symbol_reads(graph: Graph, arg_names: dict[int, str], names: _Names) -> tuple[dict[str, str], list[str]]:
     """Python names for the symbolic dims and the lines that read them from the inputs' shapes."""
     symbols = sorted(graph.symbols)
-    mapping: dict[str, str] = {}
-    lines: list[str] = []
+    mapping = {s: names.fresh(s) for s in symbols}
+    lines = []
     for s in symbols:
-        mapping[s] = names.fresh(s)
-    for s in symbols:
-        line = None
-        for p in graph.user_inputs + [q for q in graph.inputs if q.kind != "user_input"]:
-            for axis, d in enumerate(p.shape):
-                if not isinstance(d, SymDim):
-                    continue
-                lin = d.linear_in()
-                if lin is None or lin[0] != s:
-                    continue
-                _, a, c = lin
-                read = f"{arg_names[p.id]}.shape[{axis}]"
-                if a == 1 and c == 0:
-                    line = f"{mapping[s]} = {read}"
-                else:
-                    shifted = read if c == 0 else f"({read} - {c})" if c > 0 else f"({read} + {-c})"
-                    line = f"{mapping[s]} = {shifted} // {a}" if a != 1 else f"{mapping[s]} = {shifted}"
-                break
-            if line is not None:
-                break
-        lines.append(line if line is not None else f"{mapping[s]} = _binding[{str.__repr__(s)}]")
+        read = symbol_size_expression(graph, s, arg_names)
+        lines.append(f"{mapping[s]} = {read if read is not None else f'_binding[{str.__repr__(s)}]'}")
     return mapping, lines
 
 

@@ -227,6 +227,10 @@ def layer_norm(input: Tensor[*S], normalized_shape: int | Sequence[int], weight:
     """Normalise over the trailing ``normalized_shape`` axes, then scale by ``weight`` and shift by ``bias``."""
     norm = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(int(d) for d in normalized_shape)
     ops = ops_for("layer_norm", input, weight, bias)
+    if len(norm) == 1 and is_eager(ops):  # the common case, checked by the fused form itself
+        fused = _eager_losses.layer_norm(ops, input, norm[0], weight, bias, eps)
+        if fused is not None:
+            return fused  # type: ignore[no-any-return]
     k = len(norm)
     shape = shape_of(input)
     if k == 0 or input.ndim < k or shape[input.ndim - k:] != norm:
@@ -236,9 +240,6 @@ def layer_norm(input: Tensor[*S], normalized_shape: int | Sequence[int], weight:
         if t is not None and tuple(t.shape) != norm:
             raise ShapeError(f"layer_norm: {name} must have shape {list(norm)}, got {list(t.shape)}")
     if k == 1:
-        fused = _eager_losses.layer_norm(ops, input, weight, bias, eps) if is_eager(ops) else None
-        if fused is not None:
-            return fused  # type: ignore[no-any-return]
         return prefix.layer_norm(ops, input, weight, bias, eps)  # type: ignore[no-any-return]
     size = numel(norm)
     flat = ops.reshape(input, shape=shape[:input.ndim - k] + (size,))

@@ -19,6 +19,7 @@ kernels are one or two loops deep. :func:`kernel_source` writes the numba functi
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -181,38 +182,48 @@ _COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="
 _ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 
 
+_UNARY_CODE: dict[str, Callable[[str, str], str]] = {
+    "neg": lambda x, dtype: f"(-{x})",
+    "abs": lambda x, dtype: f"abs({x})",
+    "sign": lambda x, dtype: f"np.sign({x})",
+    "floor": lambda x, dtype: f"np.floor({x})",
+    "ceil": lambda x, dtype: f"np.ceil({x})",
+    "round": lambda x, dtype: f"np.rint({x})",  # half to even, as the primitive
+    "sqrt": lambda x, dtype: f"np.sqrt({x})",
+    "rsqrt": lambda x, dtype: f"({_literal(1.0, dtype)} / np.sqrt({x}))",
+    "relu": lambda x, dtype: f"({x} if ({x} >= {_literal(0.0, dtype)} or {x} != {x}) else {_literal(0.0, dtype)})",
+    "logical_not": lambda x, dtype: f"(not {x})",
+}
+"""Scalar Python/numba code of each fusible unary primitive, given the operand's code and dtype."""
+
+def _infix(op: str) -> Callable[[str, str], str]:
+    return lambda a, b: f"({a} {op} {b})"
+
+
+_BINARY_CODE: dict[str, Callable[[str, str], str]] = {
+    **{name: _infix(op) for name, op in _ARITH.items()},
+    "maximum": lambda a, b: f"({a} if ({a} >= {b} or {a} != {a}) else {b})",
+    "minimum": lambda a, b: f"({a} if ({a} <= {b} or {a} != {a}) else {b})",
+}
+"""Scalar code of each fusible binary arithmetic primitive (NaN propagates through maximum/minimum)."""
+
+KERNEL_CODE_TARGETS = frozenset(_UNARY_CODE) | frozenset(_BINARY_CODE) | frozenset(_COMPARE) | {
+    "logical_and", "logical_or", "where", "cast"}
+"""Every primitive a generated kernel can compute inline (each fusible primitive must be here)."""
+
+
 def _unary(target: str, x: str, dtype: str) -> str:
-    if target == "neg":
-        return f"(-{x})"
-    if target == "abs":
-        return f"abs({x})"
-    if target == "sign":
-        return f"np.sign({x})"
-    if target == "floor":
-        return f"np.floor({x})"
-    if target == "ceil":
-        return f"np.ceil({x})"
-    if target == "sqrt":
-        return f"np.sqrt({x})"
-    if target == "rsqrt":
-        return f"({_literal(1.0, dtype)} / np.sqrt({x}))"
-    if target == "relu":
-        zero = _literal(0.0, dtype)
-        return f"({x} if ({x} >= {zero} or {x} != {x}) else {zero})"
-    if target == "logical_not":
-        return f"(not {x})"
-    raise AssertionError(f"no kernel code for {target}")
+    code = _UNARY_CODE.get(target)
+    if code is None:
+        raise AssertionError(f"no kernel code for {target}")
+    return code(x, dtype)
 
 
 def _binary(target: str, a: str, b: str) -> str:
-    op = _ARITH.get(target)
-    if op is not None:
-        return f"({a} {op} {b})"
-    if target == "maximum":
-        return f"({a} if ({a} >= {b} or {a} != {a}) else {b})"
-    if target == "minimum":
-        return f"({a} if ({a} <= {b} or {a} != {a}) else {b})"
-    raise AssertionError(f"no kernel code for {target}")
+    code = _BINARY_CODE.get(target)
+    if code is None:
+        raise AssertionError(f"no kernel code for {target}")
+    return code(a, b)
 
 
 def _index(pattern: tuple[bool, ...], merged: list[list[int]]) -> str:

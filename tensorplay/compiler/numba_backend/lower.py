@@ -32,6 +32,7 @@ from tensorplay.compiler.numba_backend import runtime
 from tensorplay.compiler.numba_backend.kernels import START, GroupPlan, accumulator_dtype, kernel_arguments, plan_group
 from tensorplay.interpreters.eager import kernels as K
 from tensorplay.interpreters.eager.interpreter import BINARY_KERNELS, UNARY_KERNELS, EagerInterpreter
+from tensorplay.interpreters.graph.codegen import symbol_size_expression
 from tensorplay.interpreters.graph.ir import Graph, Literal, Node, Var
 from tensorplay.spec.dtypes import result_type
 from tensorplay.spec.errors import GraphCaptureError
@@ -360,23 +361,10 @@ def _symbol_lines(w: _Writer, graph: Graph, arg: dict[int, str]) -> None:
     for s in sorted(graph.symbols):
         w.symbols[s] = f"_s_{s}"
     for s in sorted(graph.symbols):
-        line = None
-        for p in graph.inputs:
-            for axis, d in enumerate(p.shape):
-                if not isinstance(d, SymDim):
-                    continue
-                lin = d.linear_in()
-                if lin is None or lin[0] != s:
-                    continue
-                _, a, c = lin
-                read = f"{arg[p.id]}.shape[{axis}]"
-                line = f"_s_{s} = ({read} - {c}) // {a}" if (a != 1 or c != 0) else f"_s_{s} = {read}"
-                break
-            if line is not None:
-                break
-        if line is None:
+        read = symbol_size_expression(graph, s, arg)
+        if read is None:
             raise GraphCaptureError(f"numba backend: cannot read the size of symbolic dim {s} from the inputs")
-        w.lines.append(line)
+        w.lines.append(f"_s_{s} = {read}")
 
 
 def _units(graph: Graph, groups: dict[int, list[Node]]) -> list[list[Node]]:

@@ -21,10 +21,13 @@ from typing import Any
 from tensorplay.interpreters.graph.ir import Graph, Node, Var
 from tensorplay.spec.table import PRIMITIVES, names
 
+_BIT_OPERATIONS = ("bitwise", "int_or_bool")
 FUSIBLE = frozenset(name for family in ("unary", "binary", "select") for name in names(family)
-                    if not PRIMITIVES[name].transcendental and not PRIMITIVES[name].params) | {"cast"}
+                    if not PRIMITIVES[name].transcendental and not PRIMITIVES[name].params
+                    and PRIMITIVES[name].dtypes not in _BIT_OPERATIONS) | {"cast"}
 """Elementwise primitives a generated kernel computes inline: the elementwise families without the
-transcendental ones (the table's ``transcendental`` flag), plus ``cast``."""
+transcendental ones (the table's ``transcendental`` flag) and without bit operations (integer and bool
+bits stay with numpy), plus ``cast``."""
 
 REDUCTIONS = frozenset(names("reduce"))
 """Reductions that may close a group (as its epilogue): the ``reduce`` family."""
