@@ -166,9 +166,9 @@ class _Emitter:
             self.define(node, _unary(target, self.operand(ins[0], out if target != "logical_not" else "bool"), out))
             return
         if out == "bool":
-            if target in ("logical_and", "logical_or"):
+            if target in _LOGICAL:
                 a, b = self.operand(ins[0], "bool"), self.operand(ins[1], "bool")
-                self.define(node, f"({a} {'and' if target == 'logical_and' else 'or'} {b})")
+                self.define(node, f"({a} {_LOGICAL[target]} {b})")
                 return
             compute = result_type([_weak(v) for v in ins])
             a, b = self.operand(ins[0], compute), self.operand(ins[1], compute)
@@ -180,6 +180,7 @@ class _Emitter:
 
 _COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+_LOGICAL = {"logical_and": "and", "logical_or": "or"}
 
 
 _UNARY_CODE: dict[str, Callable[[str, str], str]] = {
@@ -207,8 +208,8 @@ _BINARY_CODE: dict[str, Callable[[str, str], str]] = {
 }
 """Scalar code of each fusible binary arithmetic primitive (NaN propagates through maximum/minimum)."""
 
-KERNEL_CODE_TARGETS = frozenset(_UNARY_CODE) | frozenset(_BINARY_CODE) | frozenset(_COMPARE) | {
-    "logical_and", "logical_or", "where", "cast"}
+KERNEL_CODE_TARGETS = frozenset(_UNARY_CODE) | frozenset(_BINARY_CODE) | frozenset(_COMPARE) | frozenset(_LOGICAL) | {
+    "where", "cast"}
 """Every primitive a generated kernel can compute inline (each fusible primitive must be here)."""
 
 
