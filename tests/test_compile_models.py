@@ -15,26 +15,14 @@ import pytest
 import tensorplay as tp
 import tensorplay.nn.functional as F
 from tensorplay import nn, optim
+from benchmarks.bench_training import _block_classes
 from tensorplay.testing import check_interpreters
 
 DTYPES = ("float32", "float64")
 
 
-class Block(nn.Module):
-    """Pre-norm transformer block: layer norm, self-attention, layer norm, GELU MLP, residuals."""
-
-    def __init__(self, d: int, heads: int) -> None:
-        super().__init__()
-        self.ln1 = nn.LayerNorm(d)
-        self.attn = nn.MultiheadAttention(d, heads)
-        self.ln2 = nn.LayerNorm(d)
-        self.fc1 = nn.Linear(d, 4 * d)
-        self.act = nn.GELU()
-        self.fc2 = nn.Linear(4 * d, d)
-
-    def forward(self, x: Any) -> Any:
-        x = x + self.attn(self.ln1(x), need_weights=False)[0]
-        return x + self.fc2(self.act(self.fc1(self.ln2(x))))
+Block = _block_classes(tp, None)[0]
+"""The benchmarks' pre-norm transformer block (layer norm, self-attention, layer norm, GELU MLP, residuals)."""
 
 
 def mlp() -> nn.Module:
