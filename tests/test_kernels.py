@@ -621,6 +621,68 @@ def test_attention_many_heads_with_threads_enabled() -> None:
     assert_close(got, _attention_ref(q, k, v, mask, 0.2), np.float32)
 
 
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("n, m", [(128, 128), (97, 97), (70, 133), (131, 64)])
+def test_attention_causal_blocks_match_the_reference_pytorch_and_the_full_path(dt: Any, n: int, m: int) -> None:
+    """A causal (prefix) mask takes the block path (odd sizes, more keys than queries, a key prefix
+    shorter than the rows, non-contiguous operands); it equals the float64 reference, PyTorch's causal
+    attention, and the full computation under the same mask given per head (which never blocks)."""
+    from tensorplay.interpreters.eager.kernels import attention_blocks
+    b, h, d, dv = 2, 3, 16, 8
+    q = strided(randn(b, h, n, d, dtype=dt))
+    k = fortran(randn(b, h, m, d, dtype=dt))
+    v = randn(b, h, m, dv, dtype=dt)
+    mask = np.tril(np.ones((n, m), bool), k=m - n if m < n else 0)
+    found = attention_blocks.prefix_blocks(mask, n, m)
+    assert found is not None and found[0][-1][2] == int(mask.sum(1).max())
+    scale = 1 / math.sqrt(d)
+    got = K.dot_product_attention(q, k, v, mask, scale=scale)
+    assert_close(got, _attention_ref(q, k, v, mask, scale), dt)
+    full = K.dot_product_attention(q, k, v, np.broadcast_to(mask, (b, h, n, m)).copy(), scale=scale)
+    assert_close(got, full, dt)
+    if n == m:
+        with torch.no_grad():
+            ref = F.scaled_dot_product_attention(t(q), t(k), t(v), is_causal=True)
+        assert_close(got, ref, dt)
+
+
+def test_attention_blocks_only_for_prefix_masks_worth_skipping_and_finite_values() -> None:
+    """Masks that are not one prefix per row, that differ per batch entry, or that allow (almost) every
+    key take the full path; so does a causal mask when ``v`` holds inf or NaN, which the full
+    computation spreads to every row (0 * inf) and must still do."""
+    from tensorplay.interpreters.eager.kernels import attention_blocks
+    causal = np.tril(np.ones((64, 64), bool))
+    assert attention_blocks.prefix_blocks(causal, 64, 64) is not None
+    assert attention_blocks.prefix_blocks(causal[None, None], 64, 64) is not None
+    holes = causal.copy()
+    holes[40, 3] = False
+    assert attention_blocks.prefix_blocks(holes, 64, 64) is None
+    assert attention_blocks.prefix_blocks(np.broadcast_to(causal, (2, 64, 64)), 64, 64) is None
+    assert attention_blocks.prefix_blocks(np.ones((64, 64), bool), 64, 64) is None
+    assert attention_blocks.prefix_blocks(causal.astype(np.float32), 64, 64) is None
+    q, k, v = randn(2, 64, 8), randn(2, 64, 8), randn(2, 64, 4)
+    v[1, 60, 2] = np.inf
+    assert attention_blocks.usable(causal, 64, 64, v) is None
+    got = K.dot_product_attention(q, k, v, causal, scale=0.3)
+    want = K.dot_product_attention(q, k, v, np.broadcast_to(causal, (2, 64, 64)).copy(), scale=0.3)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert not np.isfinite(got[1, :, 2]).any() and np.isfinite(got[0]).all()  # NaN (0 * inf) or inf
+
+
+def test_attention_causal_blocks_threaded_equal_one_thread() -> None:
+    q, k, v = randn(4, 4, 128, 32), randn(4, 4, 128, 32), randn(4, 4, 128, 16)
+    mask = np.tril(np.ones((128, 128), bool))
+    n = K.num_threads()
+    K.set_num_threads(1)
+    try:
+        one = K.dot_product_attention(q, k, v, mask, scale=0.2)
+        K.set_num_threads(2)
+        two = K.dot_product_attention(q, k, v, mask, scale=0.2)
+    finally:
+        K.set_num_threads(n)
+    np.testing.assert_array_equal(one, two)  # the stacks of GEMMs run on one OpenBLAS thread either way
+
+
 def test_attention_zero_sizes_and_errors() -> None:
     q = randn(2, 3, 4)
     assert K.dot_product_attention(q, randn(2, 0, 4), randn(2, 0, 5), None, scale=1.0).tolist() == np.zeros((2, 3, 5)).tolist()

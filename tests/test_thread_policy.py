@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from typing import Any
 
+import numpy as np
 import pytest
 
 from tensorplay.interpreters.eager.kernels import threads
@@ -59,9 +61,55 @@ def test_blas_threads_for_holds_stacks_of_small_gemms_to_one_thread() -> None:
     previous = blas_threads()
     _blas.set_threads(2)
     try:
-        for macs, gemms, want in ((1000, 8, 1), (threads.BLAS_THREADED_MIN_MACS, 8, 2), (1000, 1, 2)):
+        for macs, gemms, want in ((1000, 8, 1), (threads.BLAS_THREADED_MIN_MACS, 8, 2), (1000, 1, 2),
+                                  (threads.OPENBLAS_SERIAL_MAX_MACS + 1, 1, 1),
+                                  (threads.BLAS_THREADED_MIN_MACS - 1, 1, 1), (threads.BLAS_THREADED_MIN_MACS, 1, 2)):
             with threads.blas_threads_for(macs, gemms=gemms):
                 assert blas_threads() == want, (macs, gemms)
             assert blas_threads() == 2
     finally:
         _blas.set_threads(previous)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m, k, n", [(128, 256, 10), (3, 5, 7), (128, 784, 256), (0, 4, 3), (65, 1, 33)])
+def test_policy_matmul_holds_small_gemms_to_one_thread_and_equals_numpy(
+        monkeypatch: pytest.MonkeyPatch, dtype: Any, m: int, k: int, n: int) -> None:
+    """``threads.matmul`` runs GEMMs between OpenBLAS's own serial threshold and
+    ``BLAS_THREADED_MIN_MACS`` with OpenBLAS held to one thread, restores the count, and returns what
+    numpy's matmul returns on one thread (bitwise: the same BLAS call), for any memory order."""
+    from tensorplay.interpreters.eager.kernels import _blas
+    api = _blas._api()
+    if api is None:
+        pytest.skip("OpenBLAS not found in this process")
+    blas_threads = api[1]
+    rng = np.random.default_rng(m * 1000 + k * 10 + n)
+    a = rng.standard_normal((k, m)).astype(dtype).T  # a column-major operand, as Linear's weights are
+    b = rng.standard_normal((k, n)).astype(dtype)
+    previous = blas_threads()
+    _blas.set_threads(2)
+    seen: list[int] = []
+    real = np.matmul
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(blas_threads())
+        return real(*args, **kwargs)
+
+    try:
+        with _blas.single_threaded_blas():
+            want = np.matmul(a, b)
+        monkeypatch.setattr(np, "matmul", spy)
+        got = threads.matmul(a, b)
+        monkeypatch.undo()
+        assert blas_threads() == 2
+    finally:
+        _blas.set_threads(previous)
+    macs = m * k * n
+    held = threads.OPENBLAS_SERIAL_MAX_MACS < macs < threads.BLAS_THREADED_MIN_MACS
+    assert seen == [1 if held else 2]
+    assert got.dtype == dtype and got.shape == (m, n)
+    if held or macs <= threads.OPENBLAS_SERIAL_MAX_MACS:
+        np.testing.assert_array_equal(got, want)
+    else:  # OpenBLAS's threads may split the sums differently: equal up to rounding
+        np.testing.assert_allclose(got, want, rtol=1e-4 if dtype == np.float32 else 1e-12,
+                                   atol=1e-3 if dtype == np.float32 else 1e-10)

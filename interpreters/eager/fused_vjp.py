@@ -308,8 +308,8 @@ def matmul_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any) -> Cotang
     if gd is None or not (isinstance(a, Tensor) and isinstance(b, Tensor)) or a._data.ndim != 2 \
             or b._data.ndim != 2:
         return _composite("matmul", g, inputs, output, {})
-    ga = _wrap(np.matmul(gd, b._data.T)) if input_needed(0) else None
-    gb = _wrap(np.matmul(a._data.T, gd)) if input_needed(1) else None
+    ga = _wrap(K.matmul(gd, b._data.T)) if input_needed(0) else None
+    gb = _wrap(K.matmul(a._data.T, gd)) if input_needed(1) else None
     return (ga, gb)
 
 

@@ -543,9 +543,11 @@ class EagerInterpreter(BaseInterpreter):
             if ad.ndim > 2 and bd.ndim == 2 and ad.flags.c_contiguous and ad.shape[-1] == bd.shape[0] and ad.size:
                 # a broadcast 2-d right operand: one GEMM over the folded batch (np.matmul would loop);
                 # not when empty (reshape(-1, 0) cannot infer the batch)
-                out = np.matmul(ad.reshape(-1, ad.shape[-1]), bd).reshape(ad.shape[:-1] + bd.shape[-1:])
+                out = K.matmul(ad.reshape(-1, ad.shape[-1]), bd).reshape(ad.shape[:-1] + bd.shape[-1:])
             elif ad.shape[-1] == 1 and bd.shape[-2] == 1 and (ad.ndim > 2 or bd.ndim > 2):
                 out = K.outer_matmul(ad, bd)  # K == 1: batched outer products (np.matmul's loop is slow)
+            elif ad.ndim == 2 and bd.ndim == 2:
+                out = K.matmul(ad, bd)  # OpenBLAS's threads as the thread policy says
             else:
                 out = np.matmul(ad, bd)
         except ValueError:

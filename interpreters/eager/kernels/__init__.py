@@ -17,7 +17,7 @@ the large temporaries of every step to the kernel (``TP_MALLOC_TUNING=0`` disabl
 from __future__ import annotations
 
 from . import allocator
-from .threads import apply_environment, num_threads, set_num_threads
+from .threads import apply_environment, matmul, num_threads, set_num_threads
 from .sdpa import attention as dot_product_attention
 from .convolution import conv as conv_nd
 from .convolution import conv_transpose as conv_transpose_nd
@@ -52,6 +52,7 @@ __all__ = [
     "gelu",
     "layer_norm_last_axis",
     "log_softmax",
+    "matmul",
     "max_pool_nd",
     "max_pool_backward_nd",
     "max_pool_select_nd",

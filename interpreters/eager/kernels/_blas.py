@@ -22,7 +22,7 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Callable
 
 _NAMES = (("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
           ("scipy_openblas_set_num_threads", "scipy_openblas_get_num_threads"),
@@ -92,5 +92,22 @@ def single_threaded_blas(enabled: bool = True) -> Iterator[None]:
     setter(1)
     try:
         yield
+    finally:
+        setter(before)
+
+
+def call_on_one_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` with OpenBLAS limited to one thread (:func:`single_threaded_blas` without the
+    context manager's overhead, for calls on hot paths)."""
+    api = _api()
+    if api is None:
+        return fn(*args)
+    setter, getter = api
+    before = int(getter())
+    if before <= 1:
+        return fn(*args)
+    setter(1)
+    try:
+        return fn(*args)
     finally:
         setter(before)

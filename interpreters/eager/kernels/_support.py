@@ -4,6 +4,7 @@ buffers (threading is :mod:`.threads`). Imports neither numba nor torch.
 
 from __future__ import annotations
 
+import math
 import threading
 from types import ModuleType
 from typing import Any
@@ -46,6 +47,12 @@ def float_dtype(*arrays: Array) -> np.dtype[Any]:
         if a.dtype == F64:
             return F64
     return F32
+
+
+def all_finite(a: Array) -> bool:
+    """Whether every element of ``a`` is finite (one reduction; an overflowing sum of finite values
+    answers False, which only costs the caller its exact fallback)."""
+    return math.isfinite(float(np.add.reduce(a, axis=None)))
 
 
 def as_float(a: Array, dtype: np.dtype[Any]) -> Array:

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from ._support import Array, as_float, float_dtype, nb, scratch
+from ._support import Array, all_finite, as_float, float_dtype, nb, scratch
 from .threads import blas_threads_for, chunk_bounds
 
 COLS_BLOCK_BYTES = 8 << 20
@@ -218,12 +218,6 @@ def _columns_to_small(cv: _Conv, cols: Array, y5: Array) -> None:
         np.copyto(y5.reshape(y5.shape[0], cv.cy, -1), cols.transpose(1, 0, 2))
 
 
-def _all_finite(a: Array) -> bool:
-    """Whether every element of ``a`` is finite (one reduction; an overflowing sum of finite values
-    answers False, which only costs the caller its exact fallback)."""
-    return math.isfinite(float(np.add.reduce(a, axis=None)))
-
-
 def _im2col(cv: _Conv, x5: Array, cols: Array, finite: bool) -> None:
     """``cols[Cx*K, m, columns]`` from ``x5[m, Cx, D, H, W]`` (stride 1: the flat taps; their gaps
     hold input values, set to 0 unless ``finite``: a finite value times the other operand's zero
@@ -260,7 +254,7 @@ def _input_grad(cv: _Conv, y5: Array, w: Array, x5: Array) -> None:
     else:
         planes = x5.reshape(cv.n, cv.cx, -1)
     wt = w.reshape(cv.groups, cv.cyg, cv.cxg * cv.taps).transpose(0, 2, 1)  # [g, Cx/g*K, Cy/g]
-    w_finite = cv.stride1 and _all_finite(w)
+    w_finite = cv.stride1 and all_finite(w)
     for n0, n1 in cv.blocks(x5.dtype.itemsize):
         m = n1 - n0
         ycols = _small_to_columns(cv, y5[n0:n1], slot=1)
@@ -283,7 +277,7 @@ def _weight_grad(cv: _Conv, x5: Array, y5: Array) -> Array:
     dt = x5.dtype
     acc = np.zeros((cv.groups, cv.cyg, cv.cxg * cv.taps), dt)
     part = np.empty_like(acc)
-    x_finite = cv.stride1 and _all_finite(x5)
+    x_finite = cv.stride1 and all_finite(x5)
     for n0, n1 in cv.blocks(dt.itemsize):
         m = n1 - n0
         cols = scratch((cv.cx * cv.taps, m, cv.columns), dt, slot=0)

@@ -1,4 +1,5 @@
-"""Scaled dot-product attention: two BLAS batched matmuls around a fused (masked) softmax."""
+"""Scaled dot-product attention: two BLAS batched matmuls around a fused (masked) softmax; under a causal
+(prefix) mask, block by block over the keys each block of queries sees (:mod:`.attention_blocks`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import math
 
 import numpy as np
 
+from . import attention_blocks
 from ._support import Array, as_float, float_dtype, nb, scratch
 from .threads import single_threaded_blas
 
@@ -53,6 +55,11 @@ def attention(q: Array, k: Array, v: Array, mask: Array | None, *, scale: float)
     out = np.empty((nb_, n, dv), dt)
     kern = nb()
     sc = float(scale)
+    blocks = attention_blocks.usable(mask, n, m, v3) if mask is not None else None
+    if blocks is not None:  # a causal (prefix) mask: skip the keys no row of a block sees
+        with single_threaded_blas(nb_ > 1):
+            attention_blocks.forward(q3, k3, v3, blocks[0], blocks[1], sc, out)
+        return out.reshape(out_shape)
 
     def heads(start: int, stop: int) -> None:
         # scores and probabilities live in reused per-thread scratch buffers; they are

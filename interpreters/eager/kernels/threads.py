@@ -23,13 +23,17 @@ kernel threads; the kernel threads run only jitted code that calls no BLAS. (Mea
 a threaded numba kernel alternating with a threaded GEMM cost 8.6 ms instead of 0.7 ms when both
 pools spun; OpenBLAS called from two threads at once stalled for 100-480 ms under load.)
 
-**Which GEMMs get threads.** One large GEMM (at least :data:`BLAS_THREADED_MIN_MACS`
-multiply-adds) keeps OpenBLAS's threads: that is where the second core pays off. A stack of
-smaller GEMMs (attention heads, grouped convolutions, batched ``matmul``) runs with OpenBLAS held to
-one thread for the stack (:func:`blas_threads_for`): numpy calls BLAS once per matrix and OpenBLAS
-synchronises its workers once per call, which costs more than it saves on small matrices and is
-ruinous when another process holds a core (measured under load: ``(8, 4, 128, 64) @ (8, 4, 64, 128)``
-took 26.6 ms with two OpenBLAS threads and 0.87 ms with one).
+**Which GEMMs get threads.** A GEMM of at least :data:`BLAS_THREADED_MIN_MACS` multiply-adds keeps
+OpenBLAS's threads: that is where the second core pays off. Every smaller GEMM runs with OpenBLAS
+held to one thread (:func:`blas_threads_for`, :func:`matmul`): a single one (OpenBLAS itself threads
+any GEMM above :data:`OPENBLAS_SERIAL_MAX_MACS`, e.g. the 128x256x10 last layer of a small MLP, and
+its hand-off costs more than the split saves) and a stack (attention heads, grouped convolutions,
+batched ``matmul``: numpy calls BLAS once per matrix and OpenBLAS synchronises its workers once per
+call). Each hand-off is also where a multi-threaded GEMM stalls when another process holds a core
+(measured under load: ``(8, 4, 128, 64) @ (8, 4, 64, 128)`` took 26.6 ms with two OpenBLAS threads
+and 0.87 ms with one; a 128x784x256 GEMM 4.2 ms against 1.0 ms). GEMMs at or below
+:data:`OPENBLAS_SERIAL_MAX_MACS` are left alone (OpenBLAS runs them on one thread anyway), which
+saves the two C calls that hold and restore the count (~1 us).
 
 When the cores are oversubscribed (other processes running), every multi-threaded scheme (these
 threads, OpenBLAS's, PyTorch's OpenMP) can stall for scheduler ticks at its synchronisation points;
@@ -45,6 +49,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Callable
 
+import numpy as np
+
 from . import _blas
 
 ENV_VAR = "TP_NUM_THREADS"
@@ -55,8 +61,12 @@ PARALLEL_MIN_WORK = 1 << 20
 thread only."""
 
 BLAS_THREADED_MIN_MACS = 1 << 22
-"""A GEMM with fewer multiply-adds than this runs as well on one OpenBLAS thread (OpenBLAS's own
-threshold is far lower, ~0.26M); stacks of GEMMs below it are held to one thread."""
+"""A GEMM with fewer multiply-adds than this runs as well on one OpenBLAS thread; such GEMMs, alone
+or in stacks, are held to one thread."""
+
+OPENBLAS_SERIAL_MAX_MACS = 1 << 18
+"""OpenBLAS's own threshold: it runs a GEMM of at most this many multiply-adds (``m*n*k``) on the
+calling thread, so the policy need not hold it."""
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
@@ -108,11 +118,25 @@ def apply_environment() -> None:
 
 # ---- BLAS --------------------------------------------------------------------------------------
 
+def _hold_to_one(macs_per_gemm: int, gemms: int) -> bool:
+    return macs_per_gemm < BLAS_THREADED_MIN_MACS and (gemms > 1 or macs_per_gemm > OPENBLAS_SERIAL_MAX_MACS)
+
+
 def blas_threads_for(macs_per_gemm: int, gemms: int = 1) -> Any:
     """The context to run ``gemms`` GEMMs of ``macs_per_gemm`` multiply-adds each in: OpenBLAS keeps
-    its threads for a single GEMM, or a stack of GEMMs each large enough to profit (at least
-    :data:`BLAS_THREADED_MIN_MACS`); otherwise it is held to one thread for the block."""
-    return single_threaded_blas(gemms > 1 and macs_per_gemm < BLAS_THREADED_MIN_MACS)
+    its threads for GEMMs large enough to profit (at least :data:`BLAS_THREADED_MIN_MACS` each);
+    otherwise it is held to one thread for the block."""
+    return single_threaded_blas(_hold_to_one(macs_per_gemm, gemms))
+
+
+def matmul(a: Any, b: Any, out: Any = None) -> Any:
+    """``numpy.matmul(a, b, out=out)`` for 2-d ``a[m, k] @ b[k, n]`` (any memory order), with
+    OpenBLAS's threads as the policy says: held to one below :data:`BLAS_THREADED_MIN_MACS`
+    multiply-adds."""
+    macs = a.shape[0] * a.shape[1] * b.shape[-1]
+    if _hold_to_one(macs, 1):
+        return _blas.call_on_one_thread(np.matmul, a, b, out)
+    return np.matmul(a, b, out=out)
 
 
 @contextmanager
