@@ -12,6 +12,7 @@ import pytest
 
 import tensorplay as tp
 from tests.samples import GRAD_SAMPLES, SAMPLES, Sample
+from tests.test_graph_swap import sample_fn
 
 BACKENDS = ("eager", "numba", "numba-all-kernels")
 
@@ -40,23 +41,10 @@ def assert_same(got: Any, expected: Any, exact: bool, what: str) -> None:
         np.testing.assert_allclose(a, b, equal_nan=True, err_msg=what, **tolerance(a.dtype))
 
 
-def sample_call(sample: Sample) -> tuple[Any, list[Any]]:
-    positions = [i for i, a in enumerate(sample.args) if isinstance(a, np.ndarray)]
-
-    def f(*tensors: Any) -> Any:
-        args = list(sample.args)
-        for i, t in zip(positions, tensors):
-            args[i] = t
-        return getattr(tp.ops_of(tensors), sample.prim)(*args, **sample.params)
-
-    return f, [tp.tensor(sample.args[i]) if sample.args[i].flags.c_contiguous else tp.from_numpy(sample.args[i])
-               for i in positions]
-
-
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda s: s.id)
 def test_compiled_sample_matches_eager(sample: Sample, backend: str) -> None:
-    fn, tensors = sample_call(sample)
+    fn, tensors = sample_fn(sample)
     expected = fn(*tensors)
     compiled = compiler(backend)(fn)
     got = compiled(*tensors)
@@ -69,7 +57,7 @@ def test_compiled_sample_matches_eager(sample: Sample, backend: str) -> None:
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("sample", GRAD_SAMPLES, ids=lambda s: s.id)
 def test_compiled_sample_gradients_match_eager(sample: Sample, backend: str) -> None:
-    fn, _ = sample_call(sample)
+    fn, _ = sample_fn(sample)
     positions = [i for i, a in enumerate(sample.args) if isinstance(a, np.ndarray)]
 
     def leaves() -> list[Any]:
