@@ -181,21 +181,6 @@ for _name in names("reduce"):
     _register(_name)(_reduction(_name))
 
 
-def _arg_reduction(name: str) -> BatchRule:
-    def rule(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, axis: int, keepdims: bool = False) -> Batched:
-        (x,) = inputs
-        xf = move_to_front(ops, x, dims[0])
-        (ax,) = normalize_axes((axis,), len(shape_of(xf)) - 1)
-        return getattr(ops, name)(xf, axis=ax + 1, keepdims=keepdims), 0
-    rule.__name__ = f"{name}_batch"
-    rule.__doc__ = f"``{name}`` along the shifted axis of the front-batched input."
-    return rule
-
-
-for _name in names("arg_reduce"):
-    _register(_name)(_arg_reduction(_name))
-
-
 # ---- structure ---------------------------------------------------------------------------------------
 
 @_register("reshape")
@@ -538,6 +523,8 @@ for _name in names("softmax"):
 
 
 def _along_axis(name: str) -> BatchRule:
+    """The batching rule of a primitive computed along one ``axis`` of its single input (arg-reductions,
+    scans): the batch dim moves to the front and the axis shifts by one; other params pass through."""
     def rule(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, axis: int, **params: Any) -> Batched:
         (x,) = inputs
         xf = move_to_front(ops, x, dims[0])
@@ -548,7 +535,7 @@ def _along_axis(name: str) -> BatchRule:
     return rule
 
 
-for _name in names("scan"):
+for _name in names("arg_reduce") + names("scan"):
     _register(_name)(_along_axis(_name))
 
 
