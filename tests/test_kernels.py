@@ -761,3 +761,30 @@ def test_float_dtype_rules() -> None:
         ws = randn(1, 1, 3, dtype=combo[1])
         y = K.conv_nd(xs, ws, stride=(1,), padding=(0,), dilation=(1,), groups=1)
         assert y.dtype == np.result_type(*combo)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "strided"])
+def test_sigmoid_kernel_matches_exact_sigmoid_and_pytorch(dtype: Any, layout: str) -> None:
+    """The one-pass sigmoid: within a few ulps of ``1/(1+exp(-x))`` computed in float64 wherever the result
+    is a normal number, exactly 0 and 1 far out, NaN for NaN; any layout; the input is left alone."""
+    gen = np.random.default_rng(7)
+    base = np.concatenate([gen.standard_normal(3000) * 12, [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30,
+                                                            30.0, -30.0, 80.0, -80.0, 1000.0, -1000.0]])
+    x = np.resize(base.astype(dtype), (61, 101))
+    x = {"contiguous": x, "transposed": x.T, "strided": x[:, ::3]}[layout]
+    before = x.copy()
+    got = K.sigmoid(x)
+    assert got.dtype == dtype and got.shape == x.shape
+    np.testing.assert_array_equal(x, before)
+    exact = 1.0 / (1.0 + np.exp(-x.astype(np.float64)))
+    tiny = np.finfo(dtype).tiny
+    normal = np.isfinite(exact) & (exact >= tiny)
+    np.testing.assert_allclose(got[normal], exact[normal], rtol=4 * np.finfo(dtype).eps, atol=0)
+    assert np.all(np.abs(got[~normal & ~np.isnan(x)] - exact[~normal & ~np.isnan(x)]) <= tiny)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(x))
+    np.testing.assert_array_equal(got[x == np.inf], 1.0)
+    np.testing.assert_array_equal(got[x == -np.inf], 0.0)
+    np.testing.assert_allclose(got, torch.sigmoid(torch.from_numpy(np.ascontiguousarray(x))).numpy(),
+                               rtol=4 * np.finfo(dtype).eps, atol=tiny)
+    assert K.sigmoid(np.zeros((0, 4), dtype)).shape == (0, 4)

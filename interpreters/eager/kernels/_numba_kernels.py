@@ -474,6 +474,20 @@ def gelu_erf64(x: Any, out: Any, start: Any, stop: Any) -> None:
 
 
 @jit
+def sigmoid_flat(x: Any, out: Any, start: Any, stop: Any) -> None:
+    """``1 / (1 + exp(-x))`` on flat arrays, as ``e / (1 + e)`` with ``e = exp(-|x|)`` for negative ``x``
+    (no overflow anywhere; NaN stays NaN)."""
+    one = x.dtype.type(1.0)
+    zero = x.dtype.type(0.0)
+    xs = x[start:stop]
+    os_ = out[start:stop]
+    for i in range(stop - start):
+        v = xs[i]
+        e = vexp_nonpos(-abs(v))
+        os_[i] = one / (one + e) if v >= zero else e / (one + e)
+
+
+@jit
 def gelu_tanh(x: Any, out: Any, start: Any, stop: Any) -> None:
     """``x/2 * (1 + tanh(u))``, ``u = sqrt(2/pi) (x + 0.044715 x^3)``, written as
     ``x / (1 + exp(-2u))`` on flat arrays."""

@@ -91,3 +91,16 @@ def gelu(x: Array, *, approximate: str = "none") -> Array:
     kernel: Any = getattr(nb(), name or ("gelu_erf64" if dt == F64 else "gelu_erf32"))
     split_call(kernel, xf.size, xf.size, xf, of)
     return out
+
+
+def sigmoid(x: Array) -> Array:
+    """``1 / (1 + exp(-x))`` elementwise in one pass (the vectorised exp), float32 or float64; other
+    dtypes compute in the float dtype ``float_dtype`` gives them. Exact limits 0 and 1 far out; NaN stays NaN;
+    results below the dtype's smallest normal number may be 0."""
+    dt = float_dtype(x)
+    out = np.empty(x.shape, dt)
+    if out.size == 0:
+        return out
+    xf = as_float(x, dt).reshape(-1)
+    split_call(nb().sigmoid_flat, xf.size, xf.size, xf, out.reshape(-1))
+    return out
