@@ -222,3 +222,21 @@ def test_updates_with_any_memory_layout_match_pytorch(kind: str) -> None:
         opt_t.step()
     np.testing.assert_allclose(w.detach().numpy(), wt.detach().numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(w64.detach().numpy(), wt64.detach().numpy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dampening", [0.0, 0.25])
+def test_fused_sgd_momentum_step_is_pytorchs_arithmetic_bitwise(dtype: Any, dampening: float) -> None:
+    """The fused kernel's heavy-ball step (momentum, buffer already started, no weight decay, nesterov or
+    maximize) does PyTorch's operations in PyTorch's order in the parameters' dtype:
+    ``buf = momentum*buf + (1-dampening)*g``, ``p = p - lr*buf``, bit for bit."""
+    from tensorplay.optim import _numba_kernels as kernels
+
+    gen = np.random.default_rng(5)
+    p, g, buf = (gen.standard_normal(1001).astype(dtype) for _ in range(3))
+    lr, momentum, damp = dtype(0.05), dtype(0.9), dtype(dampening)
+    want_buf = momentum * buf + (dtype(1) - damp) * g
+    want_p = p - lr * want_buf
+    kernels.sgd_update(p, g, buf, lr, momentum, damp, dtype(0), False, False, False, True)
+    np.testing.assert_array_equal(buf, want_buf)
+    np.testing.assert_array_equal(p, want_p)

@@ -42,7 +42,13 @@ def sgd_update(p: Any, g: Any, buf: Any, lr: Any, momentum: Any, dampening: Any,
                nesterov: bool, maximize: bool, first: bool, use_momentum: bool) -> None:
     """PyTorch's SGD on each element (``first``: the momentum buffer starts as the gradient;
     ``buf`` is only read and written with ``use_momentum``)."""
-    keep = (lr - lr + 1) - dampening
+    keep = p.dtype.type(1.0) - dampening  # a one of the parameters' dtype: an int 1 would promote float32 to float64
+    if use_momentum and not first and not nesterov and not maximize and weight_decay == 0:
+        for i in range(p.size):  # the common heavy-ball step, branch-free so that it vectorises
+            b = momentum * buf[i] + keep * g[i]
+            buf[i] = b
+            p[i] = p[i] - lr * b
+        return
     for i in range(p.size):
         b = buf[i] if use_momentum and not first else p[i]
         new_p, new_b = _sgd(p[i], g[i], b, lr, momentum, keep, weight_decay, nesterov, maximize, first,
@@ -57,7 +63,7 @@ def adam_update(p: Any, g: Any, m: Any, v: Any, vmax: Any, lr: Any, beta1: Any, 
                 weight_decay: Any, step_size: Any, bias_correction2_sqrt: Any, decoupled: bool,
                 amsgrad: bool) -> None:
     """PyTorch's Adam/AdamW on each element (``vmax`` is only used with ``amsgrad``)."""
-    one = lr - lr + 1
+    one = p.dtype.type(1.0)
     decay = one - lr * weight_decay
     c1 = one - beta1
     c2 = one - beta2
