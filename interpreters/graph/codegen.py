@@ -31,7 +31,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from tensorplay.interpreters.graph.ir import Graph, Literal, Var, unique_name
+from .ir import Graph, Literal, Var, unique_name
 from tensorplay.spec.errors import GraphCaptureError
 from tensorplay.symbolic import SymDim
 

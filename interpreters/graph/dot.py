@@ -3,8 +3,8 @@ edges labelled with the value's aval. Render with ``dot -Tsvg``."""
 
 from __future__ import annotations
 
-from tensorplay.interpreters.graph.ir import Graph, Literal, Var
-from tensorplay.interpreters.graph.printer import short_aval
+from .ir import Graph, Literal, Var
+from .printer import short_aval
 
 _COLOURS = {"user_input": "lightblue", "parameter": "palegreen", "buffer": "khaki",
             "captured": "lightpink", "constant": "lightgrey"}

@@ -527,7 +527,7 @@ class Graph:
 
     # ---- display -----------------------------------------------------------------------------
     def __str__(self) -> str:
-        from tensorplay.interpreters.graph.printer import format_graph
+        from .printer import format_graph
         return format_graph(self)
 
     def __repr__(self) -> str:
@@ -536,10 +536,10 @@ class Graph:
 
     def to_dot(self) -> str:
         """Graphviz source (see :func:`tensorplay.interpreters.graph.dot.to_dot`)."""
-        from tensorplay.interpreters.graph.dot import to_dot
+        from .dot import to_dot
         return to_dot(self)
 
     def python_code(self) -> str:
         """Python source of a function computing the graph (see :mod:`tensorplay.interpreters.graph.codegen`)."""
-        from tensorplay.interpreters.graph.codegen import python_code
+        from .codegen import python_code
         return python_code(self)

@@ -18,7 +18,7 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
-from tensorplay.interpreters.graph.ir import Graph, Literal, Var
+from .ir import Graph, Literal, Var
 from tensorplay.symbolic import SymDim
 
 SHORT_DTYPES = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "bool",
