@@ -18,14 +18,6 @@ Array = np.ndarray[Any, Any]
 AnyTensor = Tensor[*tuple[Any, ...]]
 
 
-def records(inputs: tuple[Any, ...]) -> bool:
-    """Whether an operation on ``inputs`` is recorded: one of them requires grad and grad mode is on."""
-    for x in inputs:
-        if isinstance(x, Tensor) and x._requires_grad:
-            return tape.grad_enabled()
-    return False
-
-
 def result(ops: Any, name: str, inputs: tuple[Any, ...], params: dict[str, Any], out: Array) -> AnyTensor:
     """A new tensor holding ``out``, recorded as primitive ``name`` of ``inputs`` when needed."""
     made: AnyTensor = Tensor(ops, out)
@@ -50,10 +42,7 @@ def view(ops: Any, name: str, x: AnyTensor, params: dict[str, Any], out: Array) 
     """A view of ``x`` holding ``out`` (primitive ``name``): it shares ``x``'s version counter and
     names ``x``'s base, so in-place checks see through it."""
     made: AnyTensor = Tensor(ops, out)
-    box = x._version
-    if box is None:
-        box = x._version = [0]
-    made._version = box
+    made._version = share_version(x)
     base = x._base
     made._base = x if base is None else base
     if x._requires_grad and out.dtype.kind == "f" and tape.grad_enabled():
@@ -62,4 +51,4 @@ def view(ops: Any, name: str, x: AnyTensor, params: dict[str, Any], out: Array) 
     return made
 
 
-__all__ = ["records", "result", "share_version", "view"]
+__all__ = ["result", "share_version", "view"]
