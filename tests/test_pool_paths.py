@@ -1,6 +1,6 @@
 """The max-pool kernels' special paths against the general kernel, the ``spec`` reference and PyTorch:
-the 2x2 / stride 2 forward, and the general backward (first maximum found by a scan up to the
-window's maximum), with NaN, infinities, ties, odd sizes, non-contiguous inputs and threads."""
+the 2x2 / stride 2 forward, and the separable kernels (row maxima, then window maxima; the first maximum
+in row-major order for the backward), with NaN, infinities, ties, odd sizes, non-contiguous inputs and threads."""
 
 from __future__ import annotations
 
@@ -74,3 +74,64 @@ def test_general_backward_routes_to_the_first_maximum_like_torch(dt: Any, geomet
     got = K.max_pool_backward_nd(x, g, **params)
     np.testing.assert_allclose(got, want.reshape(x.shape).numpy(), rtol=1e-6 if dt == np.float32 else 1e-13)
     np.testing.assert_array_equal(K.max_pool_select_nd(x, x, **params), K.max_pool_nd(x, **params))
+
+
+# The separable kernels specialise 3-wide windows of stride 2 and 1 (constants the loops unroll on);
+# every other width and stride runs the generic row loop; padding leaves border windows with fewer
+# in-range columns and rows.
+SEPARABLE_GEOMETRIES = [
+    ((3, 3), (2, 2), (1, 1)), ((3, 3), (1, 1), (1, 1)), ((3, 3), (2, 2), (0, 0)), ((3, 2), (1, 2), (0, 1)),
+    ((2, 3), (2, 1), (1, 1)), ((5, 4), (3, 2), (2, 2)), ((1, 3), (2, 2), (0, 1)), ((2, 2), (1, 3), (1, 1)),
+]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("geometry", SEPARABLE_GEOMETRIES)
+@pytest.mark.parametrize("shape", [(2, 3, 11, 13), (1, 2, 4, 3), (2, 1, 5, 3)])
+def test_separable_max_pool_equals_the_reference(dt: Any, geometry: Any, shape: tuple[int, ...]) -> None:
+    """Forward, backward and select of the row-then-window kernels against ``spec`` (first maximum in
+    row-major order, the first NaN if any), with NaN, infinities and ties, on contiguous, strided and
+    Fortran-ordered inputs; inputs unchanged."""
+    from tensorplay.spec.pool import max_pool_backward_nd_ref, max_pool_select_nd_ref
+
+    k, s, p = geometry
+    params = dict(kernel_size=k, stride=s, padding=p)
+    x = _special_values(shape, dt)
+    x[0, 0, : shape[2] // 2, :] = 2.0  # a block of ties
+    want = max_pool_nd_ref(x, **params)
+    g = RNG.standard_normal(want.shape).astype(dt)
+    h = RNG.standard_normal(shape).astype(dt)
+    want_dx = max_pool_backward_nd_ref(x, g, **params)
+    want_sel = max_pool_select_nd_ref(x, h, **params)
+    wide = np.zeros(shape[:-1] + (2 * shape[-1],), dt)
+    wide[..., ::2] = x
+    for inp in (x, wide[..., ::2], np.asfortranarray(x)):
+        before = inp.copy()
+        np.testing.assert_array_equal(K.max_pool_nd(inp, **params), want)
+        np.testing.assert_allclose(K.max_pool_backward_nd(inp, np.asfortranarray(g), **params), want_dx,
+                                   rtol=1e-6 if dt == np.float32 else 1e-13)
+        np.testing.assert_array_equal(K.max_pool_select_nd(inp, h, **params), want_sel)
+        np.testing.assert_array_equal(inp, before)
+
+
+@pytest.mark.parametrize("geometry", SEPARABLE_GEOMETRIES[:3])
+def test_separable_max_pool_backward_matches_torch_and_is_the_same_over_threads(
+        geometry: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Finite inputs with ties: the gradient torch's indices give; split over 3 threads, the same bits."""
+    k, s, p = geometry
+    x = np.round(RNG.standard_normal((3, 4, 17, 16)) * 2).astype(np.float32)  # many ties
+    params = dict(kernel_size=k, stride=s, padding=p)
+    tx = torch.from_numpy(x).requires_grad_()
+    ty = F.max_pool2d(tx, k, s, p)
+    g = RNG.standard_normal(tuple(ty.shape)).astype(np.float32)
+    ty.backward(torch.from_numpy(g))
+    monkeypatch.setattr(threads, "_NUM_THREADS", 1)
+    one = K.max_pool_backward_nd(x, g, **params)
+    y_one = K.max_pool_nd(x, **params)
+    np.testing.assert_allclose(one, tx.grad.numpy(), rtol=1e-6)
+    np.testing.assert_array_equal(y_one, ty.detach().numpy())
+    monkeypatch.setattr(threads, "_NUM_THREADS", 3)
+    monkeypatch.setattr(threads, "PARALLEL_MIN_WORK", 8)
+    np.testing.assert_array_equal(K.max_pool_backward_nd(x, g, **params), one)
+    np.testing.assert_array_equal(K.max_pool_nd(x, **params), y_one)
+

@@ -60,6 +60,13 @@ def jit(f: F) -> F:
     return cast(F, numba.njit(cache=True, nogil=True, fastmath=set(FAST), error_model="numpy")(f))
 
 
+def _jit_inline(f: F) -> F:
+    """:func:`jit`, inlined into its callers by numba itself (so constant arguments become constants
+    in the caller's loops, which then unroll and vectorise; LLVM alone does not always inline)."""
+    return cast(F, numba.njit(cache=True, nogil=True, fastmath=set(FAST), error_model="numpy",
+                              inline="always")(f))
+
+
 def _jit_exact(f: F) -> F:
     return cast(F, numba.njit(cache=True, nogil=True, fastmath=set(EXACT_FLAGS), error_model="numpy")(f))
 
@@ -513,11 +520,15 @@ def _valid_range(off: Any, stride: Any, n_out: Any, n_in: Any) -> Any:
 # ---- pooling over x[P, D, H, W] (P = N*C planes; 1d/2d pools use size-1 dims) ------------------
 
 
-# Max-pool works on whole output rows: for each window row (z, y) and kernel column e, one
-# vectorisable pass over the output columns k (a strided read of the input row). Windows
-# are visited in row-major order (z, then y, then e), so a strict ``>`` keeps the first
-# maximal position; NaN counts as the maximum (the first NaN wins). Kernels allocate their
-# row buffers once per call.
+# Max-pool is separable: a window's maximum is the maximum over its rows of each row's maximum over
+# the window's columns. Each kernel first reduces every input row (z, y) of a plane over the columns
+# of each output position k (``hv[z*H + y, k]``, one pass whose inner loop runs over k), then reduces
+# the rows of each output window (vectorised over k, on rows still in cache): 9 taps of a 3x3 window
+# cost 3 + 3 loads per output instead of 9, and rows shared by overlapping windows are reduced once.
+# The first maximum in row-major order (the first NaN if any) is found the same way: each row keeps
+# its first maximal column (``hi``), then the first row whose maximum wins keeps it (a later candidate
+# wins only if strictly greater, or NaN against a number). Padding is ``-inf``: it is skipped, never
+# read. An empty window (all padding) is ``-inf``, has no argmax (-1): its cotangent is dropped.
 
 
 @jit
@@ -528,68 +539,118 @@ def _window(i: Any, stride: Any, pad: Any, k: Any, n: Any) -> Any:
 
 
 @jit
-def _max_row(xp: Any, acc: Any, z0: Any, z1: Any, y0: Any, y1: Any, kw: Any, sw: Any, pw: Any) -> None:
-    """``acc[k]`` = NaN-propagating max over the window rows ``[z0, z1) x [y0, y1)`` of plane ``xp``."""
-    ow = acc.shape[0]
-    w_in = xp.shape[2]
-    for k in range(ow):
-        acc[k] = -np.inf
-    for z in range(z0, z1):
-        for y in range(y0, y1):
-            xrow = xp[z, y]
-            for e in range(kw):
-                k0, k1 = _valid_range(e - pw, sw, ow, w_in)
-                src = xrow[k0 * sw + e - pw:]
-                dst = acc[k0:k1]
-                for k in range(k1 - k0):
-                    dst[k] = fmaximum(dst[k], src[k * sw])
+def _inner_range(n_out: Any, n_in: Any, k: Any, stride: Any, pad: Any) -> Any:
+    """Output positions ``[k0, k1)`` whose whole window lies inside ``[0, n_in)``."""
+    k0 = min(n_out, (pad + stride - 1) // stride)
+    last = n_in - k + pad  # the window of position i is inside iff i * stride <= last
+    k1 = min(n_out, last // stride + 1) if last >= 0 else 0
+    return k0, max(k0, k1)
+
+
+@_jit_inline
+def _window_row_max(xr: Any, hv: Any, kw: Any, sw: Any, pw: Any) -> None:
+    """``hv[k]`` = NaN-propagating max of the input row ``xr`` over the in-range columns of output
+    ``k``'s window (``-inf`` if none)."""
+    ow = hv.shape[0]
+    w_in = xr.shape[0]
+    ninf = hv.dtype.type(-np.inf)
+    k0, k1 = _inner_range(ow, w_in, kw, sw, pw)
+    for k in range(ow - (k1 - k0)):  # the border windows: k < k0, then k >= k1
+        k = k if k < k0 else k + k1 - k0
+        c0, c1 = _window(k, sw, pw, kw, w_in)
+        m = ninf
+        for c in range(c0, c1):
+            m = fmaximum(m, xr[c])
+        hv[k] = m
+    src = xr[k0 * sw - pw:]
+    dst = hv[k0:k1]
+    for k in range(k1 - k0):
+        m = src[k * sw]
+        for e in range(1, kw):
+            m = fmaximum(m, src[k * sw + e])
+        dst[k] = m
+
+
+@_jit_inline
+def _window_row_argmax(xr: Any, hv: Any, hi: Any, kw: Any, sw: Any, pw: Any) -> None:
+    """:func:`_window_row_max` into ``hv``, and into ``hi[k]`` the column of the row's first maximum in the
+    window (the first NaN if any; -1 if no column is in range)."""
+    ow = hv.shape[0]
+    w_in = xr.shape[0]
+    ninf = hv.dtype.type(-np.inf)
+    k0, k1 = _inner_range(ow, w_in, kw, sw, pw)
+    for k in range(ow - (k1 - k0)):  # the border windows: k < k0, then k >= k1
+        k = k if k < k0 else k + k1 - k0
+        c0, c1 = _window(k, sw, pw, kw, w_in)
+        m = ninf
+        at = -1
+        for c in range(c0, c1):
+            v = xr[c]
+            if at < 0 or v > m or (v != v and m == m):
+                m = v
+                at = c
+        hv[k] = m
+        hi[k] = at
+    c0 = k0 * sw - pw
+    src = xr[c0:]
+    dst = hv[k0:k1]
+    dsti = hi[k0:k1]
+    for k in range(k1 - k0):
+        m = src[k * sw]
+        at = 0
+        for e in range(1, kw):
+            v = src[k * sw + e]
+            wins = (v > m) | ((v != v) & (m == m))
+            m = v if wins else m
+            at = e if wins else at
+        dst[k] = m
+        dsti[k] = c0 + k * sw + at
 
 
 @jit
-def _argmax_row(xp: Any, accv: Any, acci: Any, z0: Any, z1: Any, y0: Any, y1: Any,
-                kw: Any, sw: Any, pw: Any) -> None:
-    """``acci[k]`` = flat index in plane ``xp`` of the first maximum (first NaN) of window ``k``
-    of the output row; -1 for an empty window. The maxima come first from the vectorised
-    :func:`_max_row` (into ``accv``); then each window is scanned in row-major order up to its first
-    element equal to its maximum (or NaN): measured 1.7x faster than tracking value and index
-    together (which does not vectorise)."""
-    _max_row(xp, accv, z0, z1, y0, y1, kw, sw, pw)
-    h_in, w_in = xp.shape[1], xp.shape[2]
-    xf = xp.reshape(-1)
-    for k in range(accv.shape[0]):
-        e0 = max(k * sw - pw, 0)
-        e1 = min(k * sw - pw + kw, w_in)
-        m = accv[k]
-        nan = m != m
-        found = -1
-        z = z0
-        while found < 0 and z < z1:
-            y = y0
-            while found < 0 and y < y1:
-                base = (z * h_in + y) * w_in
-                for e in range(e0, e1):
-                    v = xf[base + e]
-                    if v == m or (nan and v != v):
-                        found = base + e
-                        break
-                y += 1
-            z += 1
-        acci[k] = found
+def _pool_rows(xr: Any, hv: Any, hi: Any, kw: Any, sw: Any, pw: Any, track: Any) -> None:
+    """:func:`_window_row_argmax` (``track``) or :func:`_window_row_max` of one input row, with the
+    window and stride as constants for the common 3-wide stride-2 and 3-wide stride-1 windows (then the loops over
+    the window unroll and vectorise: 2.4x faster measured)."""
+    if kw == 3 and sw == 2:
+        if track:
+            _window_row_argmax(xr, hv, hi, 3, 2, pw)
+        else:
+            _window_row_max(xr, hv, 3, 2, pw)
+    elif kw == 3 and sw == 1:
+        if track:
+            _window_row_argmax(xr, hv, hi, 3, 1, pw)
+        else:
+            _window_row_max(xr, hv, 3, 1, pw)
+    elif track:
+        _window_row_argmax(xr, hv, hi, kw, sw, pw)
+    else:
+        _window_row_max(xr, hv, kw, sw, pw)
 
 
 @jit
 def max_pool_fwd(x: Any, out: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
                  pd: Any, ph: Any, pw: Any, start: Any, stop: Any) -> None:
-    """Window max (padding ``-inf``; NaN propagates) for planes ``[start, stop)``."""
-    dd, hh = x.shape[1], x.shape[2]
-    od, oh = out.shape[1], out.shape[2]
+    """Window max (padding ``-inf``; NaN propagates) for planes ``[start, stop)`` of ``x[P, D, H, W]``."""
+    dd, hh, ww = x.shape[1], x.shape[2], x.shape[3]
+    od, oh, ow = out.shape[1], out.shape[2], out.shape[3]
+    hv = np.empty((dd * hh, ow), x.dtype)
+    xf = x.reshape(-1)
     for p in range(start, stop):
-        xp = x[p]
+        for r in range(dd * hh):
+            _pool_rows(xf[(p * dd * hh + r) * ww:(p * dd * hh + r + 1) * ww], hv[r], hv[r], kw, sw, pw, False)
         for i in range(od):
             z0, z1 = _window(i, sd, pd, kd, dd)
             for j in range(oh):
                 y0, y1 = _window(j, sh, ph, kh, hh)
-                _max_row(xp, out[p, i, j], z0, z1, y0, y1, kw, sw, pw)
+                acc = out[p, i, j]
+                for k in range(ow):
+                    acc[k] = -np.inf
+                for z in range(z0, z1):
+                    for y in range(y0, y1):
+                        row = hv[z * hh + y]
+                        for k in range(ow):
+                            acc[k] = fmaximum(acc[k], row[k])
 
 
 @jit
@@ -618,37 +679,67 @@ def max_pool2x2_fwd(x: Any, out: Any, start: Any, stop: Any) -> None:
 def _argmax_route(x: Any, src: Any, dst: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
                   pd: Any, ph: Any, pw: Any, start: Any, stop: Any, gather: Any) -> None:
     """Values routed through each window's first argmax in ``x``, for planes ``[start, stop)``:
-    ``gather`` false adds ``src`` (pooled) into ``dst`` (like ``x``) at the argmaxes; true sets ``dst``
-    (pooled) to ``src`` (like ``x``) read there, 0 for an empty window. ``gather`` is a compile-time
-    constant (``literally``): each direction compiles to its own loops."""
+    ``gather`` false adds ``src`` (pooled) into ``dst`` (like ``x``, zeroed here plane by plane) at the
+    argmaxes; true sets ``dst`` (pooled) to ``src`` (like ``x``) read there, 0 for an empty window.
+    ``gather`` is a compile-time constant (``literally``): each direction compiles to its own loops."""
     literally(gather)
     pooled = dst if gather else src
-    dd, hh = x.shape[1], x.shape[2]
+    dd, hh, ww = x.shape[1], x.shape[2], x.shape[3]
     od, oh, ow = pooled.shape[1], pooled.shape[2], pooled.shape[3]
-    accv = np.empty(ow, x.dtype)
-    acci = np.empty(ow, np.int64)
+    plane = dd * hh * ww
+    hv = np.empty((dd * hh, ow), x.dtype)
+    hi = np.empty((dd * hh, ow), np.int64)
+    best = np.empty(ow, x.dtype)
+    row_of = np.empty(ow, np.int64)
+    xf = x.reshape(-1)
     for p in range(start, stop):
-        xp = x[p]
         full = (src if gather else dst)[p].reshape(-1)
+        if not gather:
+            for q in range(plane):
+                full[q] = 0
+        for r in range(dd * hh):
+            _pool_rows(xf[p * plane + r * ww:p * plane + (r + 1) * ww], hv[r], hi[r], kw, sw, pw, True)
         for i in range(od):
             z0, z1 = _window(i, sd, pd, kd, dd)
             for j in range(oh):
                 y0, y1 = _window(j, sh, ph, kh, hh)
-                _argmax_row(xp, accv, acci, z0, z1, y0, y1, kw, sw, pw)
                 row = pooled[p, i, j]
-                if gather:
-                    for k in range(ow):
-                        row[k] = full[acci[k]] if acci[k] >= 0 else 0
-                else:
-                    for k in range(ow):
-                        if acci[k] >= 0:
-                            full[acci[k]] += row[k]
+                if z0 >= z1 or y0 >= y1:
+                    if gather:
+                        for k in range(ow):
+                            row[k] = 0
+                    continue
+                r0 = z0 * hh + y0
+                first = hv[r0]
+                for k in range(ow):
+                    best[k] = first[k]
+                    row_of[k] = r0
+                for z in range(z0, z1):
+                    for y in range(y0, y1):
+                        r = z * hh + y
+                        if r == r0:
+                            continue
+                        cand = hv[r]
+                        for k in range(ow):
+                            v = cand[k]
+                            m = best[k]
+                            wins = (v > m) | ((v != v) & (m == m))
+                            best[k] = v if wins else m
+                            row_of[k] = r if wins else row_of[k]
+                for k in range(ow):
+                    r = row_of[k]
+                    c = hi[r, k]
+                    if gather:
+                        row[k] = full[r * ww + c] if c >= 0 else 0
+                    elif c >= 0:
+                        full[r * ww + c] += row[k]
 
 
 @jit
 def max_pool_bwd(x: Any, g: Any, dx: Any, kd: Any, kh: Any, kw: Any, sd: Any, sh: Any, sw: Any,
                  pd: Any, ph: Any, pw: Any, start: Any, stop: Any) -> None:
-    """``dx`` (zeroed, like ``x``) += ``g`` routed to each window's first argmax."""
+    """``dx`` (like ``x``; every plane in ``[start, stop)`` is overwritten) = ``g`` routed to each
+    window's first argmax."""
     _argmax_route(x, g, dx, kd, kh, kw, sd, sh, sw, pd, ph, pw, start, stop, False)
 
 

@@ -76,12 +76,13 @@ def _forward(kernel_name: str, x: Array, geo: Geometry, osp: tuple[int, ...], co
 
 
 def _backward(kernel_name: str, x: Array, g: Array, geo: Geometry, osp: tuple[int, ...], cost: int = 1,
-              extra: tuple[Any, ...] = ()) -> Array:
-    """``dx`` like ``x`` from a kernel spreading ``g[N, C, *osp]`` over the windows of ``x``."""
+              extra: tuple[Any, ...] = (), zeroes: bool = False) -> Array:
+    """``dx`` like ``x`` from a kernel spreading ``g[N, C, *osp]`` over the windows of ``x`` (``zeroes``:
+    the kernel clears each plane it writes, in cache, so ``dx`` needs no separate zero-fill pass)."""
     dt = float_dtype(x, g)
-    dx = np.zeros(x.shape, dt)
-    if dx.size == 0 or g.size == 0:
-        return dx
+    if x.size == 0 or g.size == 0:
+        return np.zeros(x.shape, dt)
+    dx = np.empty(x.shape, dt) if zeroes else np.zeros(x.shape, dt)
     x4 = as_float(x, dt).reshape(_as4(x, x.shape[2:]))
     g4 = as_float(g, dt).reshape(_as4(g, osp))
     _run(kernel_name, (x4, g4, dx.reshape(x4.shape)), geo, x4.shape[0], cost * g.size * math.prod(geo[0]), extra)
@@ -107,7 +108,7 @@ def max_pool_backward(x: Array, g: Array, *, kernel_size: tuple[int, ...], strid
     """Routes ``g[N, C, *out]`` to the first argmax (row-major) of each window of ``x``; result like ``x``."""
     geo, osp = _geometry("max_pool_backward", x.shape, kernel_size, stride, padding)
     _check_g("max_pool_backward", g, x.shape, osp)
-    return _backward("max_pool_bwd", x, g, geo, osp)
+    return _backward("max_pool_bwd", x, g, geo, osp, zeroes=True)
 
 
 def max_pool_select(x: Array, h: Array, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
