@@ -548,20 +548,35 @@ def _inner_range(n_out: Any, n_in: Any, k: Any, stride: Any, pad: Any) -> Any:
 
 
 @_jit_inline
+def _border_windows(xr: Any, hv: Any, hi: Any, kw: Any, sw: Any, pw: Any, k0: Any, k1: Any, track: Any) -> None:
+    """The windows of an input row ``xr`` that reach into the padding (outputs ``k < k0`` and ``k >= k1``):
+    ``hv[k]`` their NaN-propagating max (``-inf`` if no column is in range) and, if ``track``, ``hi[k]``
+    the column of the first maximum (the first NaN if any; -1 if none)."""
+    ow = hv.shape[0]
+    w_in = xr.shape[0]
+    for k in range(ow - (k1 - k0)):
+        k = k if k < k0 else k + k1 - k0
+        c0, c1 = _window(k, sw, pw, kw, w_in)
+        m = hv.dtype.type(-np.inf)
+        at = -1
+        for c in range(c0, c1):
+            v = xr[c]
+            if not track:
+                m = fmaximum(m, v)
+            elif at < 0 or v > m or (v != v and m == m):
+                m = v
+                at = c
+        hv[k] = m
+        if track:
+            hi[k] = at
+
+
+@_jit_inline
 def _window_row_max(xr: Any, hv: Any, kw: Any, sw: Any, pw: Any) -> None:
     """``hv[k]`` = NaN-propagating max of the input row ``xr`` over the in-range columns of output
     ``k``'s window (``-inf`` if none)."""
-    ow = hv.shape[0]
-    w_in = xr.shape[0]
-    ninf = hv.dtype.type(-np.inf)
-    k0, k1 = _inner_range(ow, w_in, kw, sw, pw)
-    for k in range(ow - (k1 - k0)):  # the border windows: k < k0, then k >= k1
-        k = k if k < k0 else k + k1 - k0
-        c0, c1 = _window(k, sw, pw, kw, w_in)
-        m = ninf
-        for c in range(c0, c1):
-            m = fmaximum(m, xr[c])
-        hv[k] = m
+    k0, k1 = _inner_range(hv.shape[0], xr.shape[0], kw, sw, pw)
+    _border_windows(xr, hv, hv, kw, sw, pw, k0, k1, False)
     src = xr[k0 * sw - pw:]
     dst = hv[k0:k1]
     for k in range(k1 - k0):
@@ -575,22 +590,8 @@ def _window_row_max(xr: Any, hv: Any, kw: Any, sw: Any, pw: Any) -> None:
 def _window_row_argmax(xr: Any, hv: Any, hi: Any, kw: Any, sw: Any, pw: Any) -> None:
     """:func:`_window_row_max` into ``hv``, and into ``hi[k]`` the column of the row's first maximum in the
     window (the first NaN if any; -1 if no column is in range)."""
-    ow = hv.shape[0]
-    w_in = xr.shape[0]
-    ninf = hv.dtype.type(-np.inf)
-    k0, k1 = _inner_range(ow, w_in, kw, sw, pw)
-    for k in range(ow - (k1 - k0)):  # the border windows: k < k0, then k >= k1
-        k = k if k < k0 else k + k1 - k0
-        c0, c1 = _window(k, sw, pw, kw, w_in)
-        m = ninf
-        at = -1
-        for c in range(c0, c1):
-            v = xr[c]
-            if at < 0 or v > m or (v != v and m == m):
-                m = v
-                at = c
-        hv[k] = m
-        hi[k] = at
+    k0, k1 = _inner_range(hv.shape[0], xr.shape[0], kw, sw, pw)
+    _border_windows(xr, hv, hi, kw, sw, pw, k0, k1, True)
     c0 = k0 * sw - pw
     src = xr[c0:]
     dst = hv[k0:k1]
