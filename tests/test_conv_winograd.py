@@ -116,6 +116,26 @@ def test_deterministic_run_to_run(calls: list[int]) -> None:
     x, w = _randn((3, C, 10, 11), np.float32), _randn((C, C, 3, 3), np.float32)
     params: dict[str, Any] = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
     np.testing.assert_array_equal(K.conv_nd(x, w, **params), K.conv_nd(x, w, **params))
+    assert len(calls) == 2
+
+
+def test_blas_threads_do_not_change_the_results(calls: list[int]) -> None:
+    """The sixteen GEMMs run on OpenBLAS's threads when large enough; one thread or two agree."""
+    from tensorplay.interpreters.eager.kernels import _blas, threads
+    if _blas._api() is None:
+        pytest.skip("OpenBLAS not found in this process")
+    x, w = _randn((4, 64, 40, 40), np.float32), _randn((64, 64, 3, 3), np.float32)  # 6.9M-MAC GEMMs
+    params: dict[str, Any] = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
+    before = threads.num_threads()
+    try:
+        threads.set_num_threads(1)
+        one = K.conv_nd(x, w, **params)
+        threads.set_num_threads(2)
+        two = K.conv_nd(x, w, **params)
+    finally:
+        threads.set_num_threads(before)
+    np.testing.assert_allclose(one, two, rtol=1e-6, atol=1e-6)
+    assert len(calls) == 2
 
 
 def test_empty_batch() -> None:
