@@ -21,7 +21,7 @@ as :mod:`.threads` decides.
 
 from __future__ import annotations
 
-from types import ModuleType
+import importlib
 from typing import Any
 
 import numpy as np
@@ -38,16 +38,11 @@ near its peak and the transforms would cost more than the multiplications saved 
 benchmark CNN's 16 -> 32 channels on 13x13, batch 64, took 4.0 ms by Winograd against 2.5 ms by
 im2col, one thread; 64 -> 64 on 56x56, batch 8: 24.5 against 34-38 ms)."""
 
-_NW: ModuleType | None = None
 
 
 def _nw() -> Any:
-    global _NW
-    if _NW is None:
-        from . import _numba_winograd
-
-        _NW = _numba_winograd
-    return _NW
+    """The jitted transforms (imports numba on first use; afterwards a ``sys.modules`` lookup)."""
+    return importlib.import_module("._numba_winograd", __package__)
 
 
 def applies(cx: int, cy: int, k: tuple[int, ...], s: tuple[int, ...], d: tuple[int, ...], groups: int,
