@@ -49,9 +49,14 @@ def _close(got: np.ndarray, want: np.ndarray, dt: Any) -> None:
     np.testing.assert_allclose(got, want, rtol=0, atol=tol * scale)
 
 
+MIN_OUTPUT_SIZE = winograd.MIN_OUTPUT_SIZE
+
+
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the Winograd convolutions run (so each test proves the path it means was taken)."""
+    """Counts the Winograd convolutions run (so each test proves the path it means was taken), with
+    the output-size threshold lowered to 1 so that small odd planes exercise the path."""
+    monkeypatch.setattr(winograd, "MIN_OUTPUT_SIZE", 1)
     seen: list[int] = []
     real = winograd.conv3x3
 
@@ -168,6 +173,19 @@ def test_few_channels_keep_im2col(calls: list[int]) -> None:
     x, w = _randn((2, C - 1, 6, 6), np.float32), _randn((C, C - 1, 3, 3), np.float32)
     K.conv_nd(x, w, stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
     assert calls == []
+
+
+def test_only_large_outputs_take_the_path(monkeypatch: pytest.MonkeyPatch, calls: list[int]) -> None:
+    monkeypatch.setattr(winograd, "MIN_OUTPUT_SIZE", MIN_OUTPUT_SIZE)
+    params: dict[str, Any] = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
+    w = _randn((C, C, 3, 3), np.float32)
+    small = _randn((1, C, MIN_OUTPUT_SIZE - 1, 40), np.float32)
+    K.conv_nd(small, w, **params)
+    K.conv_transpose_nd(small, w, output_padding=(0, 0), **params)
+    assert calls == []
+    large = _randn((1, C, MIN_OUTPUT_SIZE, MIN_OUTPUT_SIZE), np.float32)
+    _close(K.conv_nd(large, w, **params), conv_ref(large, w, **params), np.float32)
+    assert calls == [1]
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])

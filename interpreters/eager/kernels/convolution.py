@@ -293,9 +293,10 @@ def _weight_grad(cv: _Conv, x5: Array, y5: Array) -> Array:
 
 def _winograd(cv: _Conv, x5: Array, w: Array, y5: Array) -> bool:
     """``y5 = conv(x5, w)`` by Winograd F(2x2, 3x3) when it applies (see :mod:`.winograd`: a 3x3
-    2-d kernel, stride 1, no dilation, one group, enough channels) and ``x5`` and ``w`` are finite;
+    2-d kernel, stride 1, no dilation, one group, enough channels, a large enough output) and ``x5``
+    and ``w`` are finite;
     returns whether it ran."""
-    if not (winograd.applies(cv.cx, cv.cy, cv.k, cv.s, cv.d, cv.groups, cv.big[0])
+    if not (winograd.applies(cv.cx, cv.cy, cv.k, cv.s, cv.d, cv.groups, cv.big[0], cv.small[1:])
             and all_finite(x5) and all_finite(w)):
         return False
     n, oh, ow = cv.n, cv.small[1], cv.small[2]
@@ -364,7 +365,7 @@ def conv_transpose(x: Array, w: Array, *, stride: tuple[int, ...], padding: tupl
         return trivial
     x5, wf = as_float(x, dt).reshape(x5s), as_float(w, dt)
     fp = (k[0] - 1 - p[0], k[1] - 1 - p[1], k[2] - 1 - p[2])
-    if op == (0, 0, 0) and min(fp) >= 0 and winograd.applies(c, o_ch, k, s, d, groups, isp[0]):
+    if op == (0, 0, 0) and min(fp) >= 0 and winograd.applies(c, o_ch, k, s, d, groups, isp[0], osp[1:]):
         # stride 1, one group: the conv of x with the flipped, transposed kernel and padding k - 1 - p
         flipped = np.ascontiguousarray(wf.reshape((c, o_ch) + k)[:, :, ::-1, ::-1, ::-1].transpose(1, 0, 2, 3, 4))
         full = _Conv(n, c, o_ch, groups, isp, osp, k, s, fp, d)

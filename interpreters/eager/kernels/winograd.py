@@ -38,6 +38,13 @@ near its peak and the transforms would cost more than the multiplications saved 
 benchmark CNN's 16 -> 32 channels on 13x13, batch 64, took 4.0 ms by Winograd against 2.5 ms by
 im2col, one thread; 64 -> 64 on 56x56, batch 8: 24.5 against 34-38 ms)."""
 
+MIN_OUTPUT_SIZE = 16
+"""Smaller output planes keep im2col: the partial tiles at the edges and the transforms' per-plane
+overhead outweigh the saving (measured, one thread, Winograd against im2col: 256 -> 256 channels
+on 7x7, batch 8: 19.4 against 8.8 ms; 128 -> 128 on 14x14: 8.4-10.1 against 9.1-9.6 ms; 64 -> 64
+on 16x16, batch 16: 6.3-6.8 against 7.2-7.5 ms; 128 -> 128 on 28x28, batch 8: 22.6-22.9 against
+29.2-32.5 ms)."""
+
 
 
 def _nw() -> Any:
@@ -46,12 +53,14 @@ def _nw() -> Any:
 
 
 def applies(cx: int, cy: int, k: tuple[int, ...], s: tuple[int, ...], d: tuple[int, ...], groups: int,
-            depth: int) -> bool:
+            depth: int, out_hw: tuple[int, int]) -> bool:
     """Whether a convolution of ``cx`` to ``cy`` channels with these 3-d parameters (``depth``: the
-    input's depth, 1 for a 2-d convolution) takes the Winograd path: a 2-d 3x3 kernel, stride 1,
-    dilation 1, one group, at least :data:`MIN_CHANNELS` input and output channels."""
+    input's depth, 1 for a 2-d convolution; ``out_hw``: its output height and width) takes the
+    Winograd path: a 2-d 3x3 kernel, stride 1, dilation 1, one group, at least
+    :data:`MIN_CHANNELS` input and output channels and an output of at least
+    :data:`MIN_OUTPUT_SIZE` in both spatial dims."""
     return (k == (1, 3, 3) and s == (1, 1, 1) and d == (1, 1, 1) and groups == 1 and depth == 1
-            and min(cx, cy) >= MIN_CHANNELS)
+            and min(cx, cy) >= MIN_CHANNELS and min(out_hw) >= MIN_OUTPUT_SIZE)
 
 
 def filter_transform(w: Array) -> Array:
