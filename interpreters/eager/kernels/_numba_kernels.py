@@ -433,6 +433,37 @@ def masked_softmax_rows(x: Any, mask: Any, scale: Any, out: Any, start: Any, sto
             out[i, j] *= inv
 
 
+
+@jit
+def prefix_softmax_rows(x: Any, lengths: Any, widths: Any, scale: Any, out: Any, start: Any, stop: Any) -> None:
+    """Softmax of ``scale * x[b, i, :lengths[i]]`` into ``out[b, i, :lengths[i]]`` and zeros in
+    ``out[b, i, lengths[i]:widths[i]]`` for ``x, out[B, N, M]`` (separate, C-contiguous) and
+    ``lengths <= widths <= M`` (int64 ``[N]``), for the rows ``i`` in ``[start, stop)``: attention
+    under a mask that lets row ``i`` see the keys ``[0, lengths[i])`` (causal), only the computed
+    part of each row touched."""
+    zero = x.dtype.type(0)
+    c = x.dtype.type(scale)
+    for b in range(x.shape[0]):
+        for i in range(start, stop):
+            n = lengths[i]
+            xr = x[b, i]
+            orow = out[b, i]
+            for j in range(n, widths[i]):
+                orow[j] = zero
+            if n == 0:
+                continue
+            m = xr[0] * c
+            for j in range(n):
+                m = fmaximum(m, xr[j] * c)
+            s = zero
+            for j in range(n):
+                e = vexp_nonpos(xr[j] * c - m)
+                orow[j] = e
+                s += e
+            inv = x.dtype.type(1) / s
+            for j in range(n):
+                orow[j] *= inv
+
 # Flat kernels index views ``x[start:stop]`` with ``range(stop - start)``: with
 # ``range(start, stop)`` numba cannot prove the index non-negative, keeps the wraparound
 # fix-up, and the loop runs 6x slower (measured on vexp).

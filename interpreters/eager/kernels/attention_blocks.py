@@ -3,28 +3,39 @@ the keys some row of a block of queries may see are multiplied.
 
 With a causal ``(n, n)`` mask, the rows ``[r0, r1)`` attend to keys ``< r1`` at most, so the scores
 ``q[r0:r1] k[:r1]^T``, their softmax and ``probs v[:r1]`` cover about half the products of the full
-``n x n`` computation (blocks of :data:`BLOCK_ROWS` rows: 62% of them at ``n = 128``). Only the
-forward walks the blocks: the backward's five GEMMs per block (and the sums of the ``k`` and ``v``
-cotangents over blocks) were slower than the full computation at ``(8, 4, 128, 64)`` (measured, one
-thread: forward 4.06 -> 3.14 ms, backward 7.6 -> 8.1-9.3 ms with 16-64 rows per block).
+``n x n`` computation (blocks of :data:`BLOCK_ROWS` rows: 62% of them at ``n = 128``).
 
-The full computation multiplies the masked entries' zero probabilities with ``v``, so an infinite
-or NaN value there makes NaN that the blocks would skip. The blocks are taken only when ``v`` is
-finite, so both ways give the same values (up to the rounding of a sum with or without trailing
-zero terms).
+Layout: the scores, probabilities and their cotangents live in full-size ``[B, n, m]`` scratch
+buffers, of which each block of rows fills only its first ``width`` columns (its keys rounded up to
+the key grid of :data:`BLOCK_ROWS`, the entries past a row's own prefix set to 0). Every product is
+then one batched GEMM on a strided view, none needs a sum over blocks:
+
+* forward: ``s[r0:r1, :keys] = q[r0:r1] k[:keys]^T``, one fused scale + prefix softmax kernel over
+  every row, ``out[r0:r1] = p[r0:r1, :keys] v[:keys]``;
+* backward (when the widths grow with the row, as under a causal mask): ``dp`` like ``s``, one kernel
+  for ``ds``, ``dq[r0:r1] = ds[r0:r1, :keys] k[:keys]``, and per block of keys ``[c0, c1)``, with
+  ``R`` the rows whose width passes ``c0`` (a suffix of the rows),
+  ``dv[c0:c1] = p[R, c0:c1]^T g[R]`` and ``dk[c0:c1] = ds[R, c0:c1]^T q[R]``.
+
+The full computation multiplies the masked entries' zero probabilities with ``v`` (and, backward,
+the masked zeros of ``ds`` with ``q`` and ``k``, and ``g v^T`` enters every row's sum), so an
+infinite or NaN value there makes NaN that the blocks would skip. The blocks are taken only when
+those operands are finite, so both ways give the same values (up to the rounding of a sum with or
+without trailing zero terms).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._support import Array, all_finite, nb
+from ._support import Array, all_finite, nb, scratch
 
 BLOCK_ROWS = 32
-"""Query rows per block: smaller blocks skip more products but make more (smaller) GEMM calls."""
+"""Query rows per block, and keys per block of the key grid: smaller blocks skip more products but
+make more (smaller) GEMM calls."""
 
 MAX_WORK_FRACTION = 0.8
 """The blocks are used only when they cover at most this fraction of the full ``n x m`` scores."""
@@ -32,48 +43,136 @@ MAX_WORK_FRACTION = 0.8
 Blocks = list[tuple[int, int, int]]
 
 
-def prefix_blocks(mask: Any, n: int, m: int) -> tuple[Blocks, Array] | None:
-    """``([(r0, r1, keys)], mask2)`` when ``mask`` (bool, shape ``[1, ..., 1, n, m]``: one mask for
-    every batch entry) allows each query row a prefix of the keys; rows ``[r0, r1)`` then only need
-    keys ``[0, keys)``. ``None`` when the mask is not of that form or the blocks would save too little."""
+class Plan(NamedTuple):
+    """The blocks ``[(r0, r1, keys)]`` (rows ``[r0, r1)`` need keys ``[0, keys)``), each row's prefix
+    length and written width (int64 ``[n]``), and whether the widths never decrease (the backward's
+    condition)."""
+    blocks: Blocks
+    lengths: Array
+    widths: Array
+    growing: bool
+
+
+_PLANS: dict[tuple[int, int, bytes], Plan | None] = {}
+PLAN_CACHE_ENTRIES = 32
+"""Plans kept, by mask contents (the causal mask is rebuilt on every call; checking it costs ~0.1 ms)."""
+PLAN_CACHE_MAX_ELEMENTS = 1 << 20
+"""Masks larger than this are checked every time instead of being kept as cache keys."""
+
+
+def prefix_blocks(mask: Any, n: int, m: int) -> Plan | None:
+    """The :class:`Plan` when ``mask`` (bool, shape ``[1, ..., 1, n, m]``: one mask for every batch
+    entry) allows each query row a prefix of the keys. ``None`` when the mask is not of that form or
+    the blocks would save too little."""
     if mask is None:
         return None
     mk = np.asarray(mask)
     if mk.dtype != np.bool_ or mk.ndim < 2 or mk.shape[-2:] != (n, m) or math.prod(mk.shape[:-2]) != 1:
         return None
     m2 = mk.reshape(n, m)
-    lengths = m2.sum(axis=1)
+    if m2.size > PLAN_CACHE_MAX_ELEMENTS:
+        return _plan(m2)
+    key = (n, m, m2.tobytes())
+    if key not in _PLANS:
+        if len(_PLANS) >= PLAN_CACHE_ENTRIES:
+            _PLANS.clear()
+        _PLANS[key] = _plan(m2)
+    return _PLANS[key]
+
+
+def _plan(m2: Array) -> Plan | None:
+    n, m = m2.shape
+    lengths = np.count_nonzero(m2, axis=1).astype(np.int64)
     if not np.array_equal(m2, np.arange(m)[None, :] < lengths[:, None]):
         return None
     blocks = [(r0, min(n, r0 + BLOCK_ROWS), int(lengths[r0:r0 + BLOCK_ROWS].max())) for r0 in range(0, n, BLOCK_ROWS)]
     if sum((r1 - r0) * keys for r0, r1, keys in blocks) > MAX_WORK_FRACTION * n * m:
         return None
-    return blocks, m2
+    widths = np.empty(n, np.int64)
+    for r0, r1, keys in blocks:
+        widths[r0:r1] = min(m, -(-keys // BLOCK_ROWS) * BLOCK_ROWS)
+    lengths.flags.writeable = False
+    widths.flags.writeable = False
+    return Plan(blocks, lengths, widths, bool(np.all(widths[1:] >= widths[:-1])))
 
 
-def usable(mask: Any, n: int, m: int, v: Array) -> tuple[Blocks, Array] | None:
-    """:func:`prefix_blocks` when the values ``v`` are all finite (see the module docstring), else ``None``."""
+def usable(mask: Any, n: int, m: int, *finite: Array) -> Plan | None:
+    """:func:`prefix_blocks` when the arrays ``finite`` (``v`` forward; ``q, k, v, g`` backward) are all
+    finite (see the module docstring), else ``None``."""
     found = prefix_blocks(mask, n, m)
-    if found is None or not all_finite(v):
+    if found is None or not all(all_finite(a) for a in finite):
         return None
     return found
 
 
-def _block_probs(q3: Array, k3: Array, m2: Array, r0: int, r1: int, keys: int, scale: float) -> Array:
-    """The masked softmax probabilities ``[B, r1 - r0, keys]`` of the query rows ``[r0, r1)``."""
-    nb_, rows = q3.shape[0], r1 - r0
-    scores: Array = np.matmul(q3[:, r0:r1], np.swapaxes(k3[:, :keys], -1, -2))
-    probs: Array = np.empty_like(scores)
-    mask_rows = np.ascontiguousarray(np.broadcast_to(m2[r0:r1, :keys], (nb_, rows, keys))).reshape(-1, keys)
-    nb().masked_softmax_rows(scores.reshape(-1, keys), mask_rows, float(scale), probs.reshape(-1, keys),
-                             0, nb_ * rows)
-    return probs
+def _block_probs(q3: Array, k3: Array, plan: Plan, scale: float, r0: int, r1: int, keys: int,
+                 scores: Array, probs: Array) -> None:
+    """The probabilities of the rows ``[r0, r1)`` into ``probs`` (each row's width), through ``scores``."""
+    if keys:
+        np.matmul(q3[:, r0:r1], np.swapaxes(k3[:, :keys], -1, -2), out=scores[:, r0:r1, :keys])
+    nb().prefix_softmax_rows(scores, plan.lengths, plan.widths, float(scale), probs, r0, r1)
 
 
-def forward(q3: Array, k3: Array, v3: Array, blocks: Blocks, m2: Array, scale: float, out: Array) -> None:
-    """``out[B, n, dv] = softmax(scale q k^T, masked) v`` block by block (rows with no key: 0)."""
-    for r0, r1, keys in blocks:
-        if keys == 0:
+def _buffers(q3: Array, k3: Array) -> tuple[Array, Array]:
+    """The scratch ``(scores, probs)``, ``[B, n, m]`` each."""
+    shape = (q3.shape[0], q3.shape[1], k3.shape[1])
+    return scratch(shape, q3.dtype, slot=1), scratch(shape, q3.dtype, slot=2)
+
+
+def forward(q3: Array, k3: Array, v3: Array, plan: Plan, scale: float, out: Array) -> None:
+    """``out[B, n, dv] = softmax(scale q k^T, masked) v`` block by block (rows with no key: 0); each
+    block's products run while its scores are still in cache."""
+    scores, probs = _buffers(q3, k3)
+    for r0, r1, keys in plan.blocks:
+        if keys:
+            _block_probs(q3, k3, plan, scale, r0, r1, keys, scores, probs)
+            np.matmul(probs[:, r0:r1, :keys], v3[:, :keys], out=out[:, r0:r1])
+        else:
             out[:, r0:r1] = 0
-            continue
-        out[:, r0:r1] = np.matmul(_block_probs(q3, k3, m2, r0, r1, keys, scale), v3[:, :keys])
+
+
+def _key_rows(plan: Plan) -> list[tuple[int, int, int]]:
+    """``[(c0, c1, first)]``: the key blocks of the grid and the first row whose width passes ``c0``
+    (the rows from there on hold the block's probabilities, zeros included); blocks no row reaches
+    are left out."""
+    m_written = int(plan.widths[-1]) if plan.widths.size else 0
+    out = []
+    for c0 in range(0, m_written, BLOCK_ROWS):
+        first = int(np.searchsorted(plan.widths, c0, side="right"))
+        out.append((c0, min(m_written, c0 + BLOCK_ROWS), first))
+    return out
+
+
+def backward(q3: Array, k3: Array, v3: Array, g3: Array, plan: Plan, scale: float,
+             need: tuple[bool, bool, bool]) -> tuple[Array | None, Array | None, Array | None]:
+    """``(dq, dk, dv)`` (``[B, n, d], [B, m, d], [B, m, dv]``; ``None`` where ``need`` says so) of
+    :func:`forward` for the cotangent ``g3[B, n, dv]``; ``plan.growing`` must hold."""
+    from .backward import nbb
+    nb_, n, m = q3.shape[0], q3.shape[1], k3.shape[1]
+    ds, probs = _buffers(q3, k3)
+    for r0, r1, keys in plan.blocks:
+        _block_probs(q3, k3, plan, scale, r0, r1, keys, ds, probs)
+    key_rows = _key_rows(plan)
+    dq = dk = dv = None
+    if need[2]:
+        dv = np.zeros(v3.shape, q3.dtype)
+        for c0, c1, first in key_rows:
+            np.matmul(np.swapaxes(probs[:, first:, c0:c1], -1, -2), g3[:, first:], out=dv[:, c0:c1])
+    if need[0] or need[1]:
+        dp = scratch((nb_, n, m), q3.dtype, slot=3)
+        for r0, r1, keys in plan.blocks:
+            if keys:
+                np.matmul(g3[:, r0:r1], np.swapaxes(v3[:, :keys], -1, -2), out=dp[:, r0:r1, :keys])
+        nbb().prefix_ds_rows(probs, dp, plan.lengths, plan.widths, float(scale), ds, 0, n)  # over the scores
+        if need[0]:
+            dq = np.empty(q3.shape, q3.dtype)
+            for r0, r1, keys in plan.blocks:
+                if keys:
+                    np.matmul(ds[:, r0:r1, :keys], k3[:, :keys], out=dq[:, r0:r1])
+                else:
+                    dq[:, r0:r1] = 0
+        if need[1]:
+            dk = np.zeros(k3.shape, q3.dtype)
+            for c0, c1, first in key_rows:
+                np.matmul(np.swapaxes(ds[:, first:, c0:c1], -1, -2), q3[:, first:], out=dk[:, c0:c1])
+    return dq, dk, dv

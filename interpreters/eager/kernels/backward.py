@@ -163,9 +163,16 @@ def attention_backward(q: Array, k: Array, v: Array, mask: Array | None, g: Arra
     k3 = as_float(k, dt).reshape(nb_, m, d)
     v3 = as_float(v, dt).reshape(nb_, m, dv)
     g3 = as_float(g, dt).reshape(nb_, n, dv)
+    from . import attention_blocks
     from ._support import nb
     from .threads import single_threaded_blas
 
+    plan = None if mask is None else attention_blocks.usable(mask, n, m, q3, k3, v3, g3)
+    if plan is not None and plan.growing:  # a causal mask: skip the keys no row of a block sees
+        with single_threaded_blas(nb_ > 1):
+            dq3, dk3, dv3 = attention_blocks.backward(q3, k3, v3, g3, plan, float(scale), need)
+        return (None if dq3 is None else dq3.reshape(q.shape), None if dk3 is None else dk3.reshape(k.shape),
+                None if dv3 is None else dv3.reshape(v.shape))
     with single_threaded_blas(nb_ > 1):
         scores = np.matmul(q3, np.swapaxes(k3, -1, -2))
         probs = np.empty_like(scores)

@@ -55,10 +55,10 @@ def attention(q: Array, k: Array, v: Array, mask: Array | None, *, scale: float)
     out = np.empty((nb_, n, dv), dt)
     kern = nb()
     sc = float(scale)
-    blocks = attention_blocks.usable(mask, n, m, v3) if mask is not None else None
-    if blocks is not None:  # a causal (prefix) mask: skip the keys no row of a block sees
+    plan = attention_blocks.usable(mask, n, m, v3) if mask is not None else None
+    if plan is not None:  # a causal (prefix) mask: skip the keys no row of a block sees
         with single_threaded_blas(nb_ > 1):
-            attention_blocks.forward(q3, k3, v3, blocks[0], blocks[1], sc, out)
+            attention_blocks.forward(q3, k3, v3, plan, sc, out)
         return out.reshape(out_shape)
 
     def heads(start: int, stop: int) -> None:
