@@ -5,17 +5,20 @@ With a causal ``(n, n)`` mask, the rows ``[r0, r1)`` attend to keys ``< r1`` at 
 ``q[r0:r1] k[:r1]^T``, their softmax and ``probs v[:r1]`` cover about half the products of the full
 ``n x n`` computation (blocks of :data:`BLOCK_ROWS` rows: 62% of them at ``n = 128``).
 
-Layout: the scores, probabilities and their cotangents live in full-size ``[B, n, m]`` scratch
+Forward, per block: ``s = q[r0:r1] k[:keys]^T`` into a compact ``[B, r1 - r0, keys]`` scratch
+buffer, one fused scale + prefix softmax kernel, ``out[r0:r1] = p v[:keys]`` (written in place); the
+block's buffers stay in cache (one thread, in process: 2.36 -> 2.03 ms, median of per-process
+minima, against full-size buffers).
+
+Backward: the scores, probabilities and their cotangents live in full-size ``[B, n, m]`` scratch
 buffers, of which each block of rows fills only its first ``width`` columns (its keys rounded up to
 the key grid of :data:`BLOCK_ROWS`, the entries past a row's own prefix set to 0). Every product is
 then one batched GEMM on a strided view, none needs a sum over blocks:
 
-* forward: ``s[r0:r1, :keys] = q[r0:r1] k[:keys]^T``, one fused scale + prefix softmax kernel over
-  every row, ``out[r0:r1] = p[r0:r1, :keys] v[:keys]``;
-* backward (when the widths grow with the row, as under a causal mask): ``dp`` like ``s``, one kernel
-  for ``ds``, ``dq[r0:r1] = ds[r0:r1, :keys] k[:keys]``, and per block of keys ``[c0, c1)``, with
-  ``R`` the rows whose width passes ``c0`` (a suffix of the rows),
-  ``dv[c0:c1] = p[R, c0:c1]^T g[R]`` and ``dk[c0:c1] = ds[R, c0:c1]^T q[R]``.
+Only when the widths grow with the row (as under a causal mask): ``s`` and ``p`` block by block
+as in the forward, ``dp`` like ``s``, one kernel for ``ds``, ``dq[r0:r1] = ds[r0:r1, :keys] k[:keys]``,
+and per block of keys ``[c0, c1)``, with ``R`` the rows whose width passes ``c0`` (a suffix of the
+rows), ``dv[c0:c1] = p[R, c0:c1]^T g[R]`` and ``dk[c0:c1] = ds[R, c0:c1]^T q[R]``.
 
 The full computation multiplies the masked entries' zero probabilities with ``v`` (and, backward,
 the masked zeros of ``ds`` with ``q`` and ``k``, and ``g v^T`` enters every row's sum), so an
@@ -121,14 +124,18 @@ def _buffers(q3: Array, k3: Array) -> tuple[Array, Array]:
 
 def forward(q3: Array, k3: Array, v3: Array, plan: Plan, scale: float, out: Array) -> None:
     """``out[B, n, dv] = softmax(scale q k^T, masked) v`` block by block (rows with no key: 0); each
-    block's products run while its scores are still in cache."""
-    scores, probs = _buffers(q3, k3)
+    block's scores and probabilities live in compact scratch buffers that stay in cache."""
+    nb_ = q3.shape[0]
     for r0, r1, keys in plan.blocks:
-        if keys:
-            _block_probs(q3, k3, plan, scale, r0, r1, keys, scores, probs)
-            np.matmul(probs[:, r0:r1, :keys], v3[:, :keys], out=out[:, r0:r1])
-        else:
+        if not keys:
             out[:, r0:r1] = 0
+            continue
+        scores = scratch((nb_, r1 - r0, keys), q3.dtype, slot=1)
+        probs = scratch((nb_, r1 - r0, keys), q3.dtype, slot=2)
+        np.matmul(q3[:, r0:r1], np.swapaxes(k3[:, :keys], -1, -2), out=scores)
+        nb().prefix_softmax_rows(scores, plan.lengths[r0:r1], np.minimum(plan.widths[r0:r1], keys), float(scale),
+                                 probs, 0, r1 - r0)
+        np.matmul(probs, v3[:, :keys], out=out[:, r0:r1])
 
 
 def _key_rows(plan: Plan) -> list[tuple[int, int, int]]:
