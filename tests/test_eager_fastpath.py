@@ -9,6 +9,7 @@ PyTorch; float32 and float64, non-contiguous and zero-size inputs."""
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -416,6 +417,61 @@ def test_sigmoid_and_relu_match_pytorch_at_extremes_silently(dtype: Any) -> None
                                else 1e-15, atol=0)
     np.testing.assert_array_equal(relu.numpy(), torch.tensor(values).relu().numpy())
     assert tp.tensor(dtype(2.0)).sigmoid().shape == ()
+
+
+def _unary_names() -> list[str]:
+    from tensorplay.spec.table import PRIMITIVES
+    return [name for name, prim in PRIMITIVES.items() if prim.family == "unary" and not prim.params]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", _unary_names())
+def test_inline_unary_methods_equal_the_unary_path(name: str, dtype: Any) -> None:
+    """A float unary method runs its kernel inline; it must give what ``_unary`` (which checks every
+    case) gives: values, dtype, the tape node and its gradient, the same error for a dtype numpy refuses;
+    contiguous, transposed, zero-size and 0-d inputs, NaN and infinities, the input unchanged."""
+    extremes = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-30, 5.0, -7.5], dtype)
+    for x in [*layouts((3, 5), dtype), np.zeros((0, 4), dtype), np.asarray(dtype(0.7)), extremes]:
+        before = x.copy()
+        try:
+            with warnings.catch_warnings(record=True) as slow_warned:
+                warnings.simplefilter("always")
+                slow = eager._unary(name, tp.tensor(x))
+        except Exception:
+            same_error(lambda: getattr(eager, name)(tp.tensor(x)), lambda: eager._unary(name, tp.tensor(x)))
+            continue
+        with warnings.catch_warnings(record=True) as fast_warned:  # silent where ``_unary`` is
+            warnings.simplefilter("always")
+            same(getattr(eager, name)(tp.tensor(x)), slow)
+        assert [str(w.message) for w in fast_warned] == [str(w.message) for w in slow_warned]
+        np.testing.assert_array_equal(x, before)
+        leaf = tp.tensor(x, requires_grad=True)
+        with np.errstate(all="ignore"):  # the gradients of sin(inf) and the like are NaN
+            out = getattr(eager, name)(leaf)
+            if out.dtype.is_floating_point and x.size and name not in ("floor", "ceil", "round", "sign"):
+                assert out.grad_fn is not None
+                out.sum().backward()
+                reference = tp.tensor(x, requires_grad=True)
+                eager._unary(name, reference).sum().backward()
+                same(leaf.grad, reference.grad)
+        with tp.no_grad():
+            assert getattr(eager, name)(tp.tensor(x, requires_grad=True)).grad_fn is None
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_small_sigmoid_equals_the_kernel_entry_point(dtype: Any) -> None:
+    """The direct call of the jitted sigmoid on small arrays is the entry point's kernel: the same values
+    (same kernel, same flat order), and ``None`` where the entry point must convert or split."""
+    from tensorplay.interpreters.eager import kernels as K
+    from tensorplay.interpreters.eager.fastpath import small_sigmoid
+    for shape in ((2, 4), (3, 2, 5), (64, 64), (1,), (7,)):
+        x = data(shape, dtype) * 4
+        np.testing.assert_array_equal(small_sigmoid(x), K.sigmoid(x))
+        assert small_sigmoid(x).dtype == dtype
+    assert small_sigmoid(np.asfortranarray(data((3, 4), dtype))) is None
+    assert small_sigmoid(np.zeros((0, 4), dtype)) is None
+    assert small_sigmoid(np.zeros(5, np.int64)) is None
+    assert small_sigmoid(np.zeros((4096, 1024), dtype)) is None  # big enough for the threads
 
 
 # ---- fused nn.functional ------------------------------------------------------------------------------
