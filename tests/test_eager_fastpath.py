@@ -392,6 +392,51 @@ def test_where_and_cat_of_one_float_dtype_match_pytorch_and_keep_errors(dtype: A
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_cat_shortcut_equals_the_concat_primitive(dtype: Any) -> None:
+    """``tp.cat`` of eager float tensors of one dtype skips the primitive's method: the same values, dtype,
+    tape node (axis made non-negative) and gradients as ``eager.concat``, and the primitive's errors for
+    bad input; transposed and zero-size operands, lists, tuples and generators, inputs unchanged."""
+    for a, b in [layouts((3, 4), dtype), (np.zeros((0, 4), dtype), data((2, 4), dtype))]:
+        saved = (a.copy(), b.copy())
+        for dim in (0, -2, 1, -1):
+            x, y = tp.tensor(a, requires_grad=True), tp.tensor(b, requires_grad=True)
+            if dim in (1, -1) and a.shape[0] != b.shape[0]:
+                same_error(lambda: tp.cat([x, y], dim), lambda: eager.concat(x, y, axis=dim % 2))
+                continue
+            for items in ([x, y], (x, y)):
+                got = tp.cat(items, dim)
+                slow = eager.concat(x, y, axis=dim % 2)
+                same(got, slow)
+                assert got.grad_fn is not None and got._node.params == slow._node.params
+            same(tp.cat(t for t in (x, y)), eager.concat(x, y, axis=0))
+            weights = tp.tensor(data(tuple(got.shape), dtype, seed=3))
+            (tp.cat([x, y], dim) * weights).sum().backward()
+            gx, gy = x.grad, y.grad
+            x.grad = y.grad = None
+            (eager.concat(x, y, axis=dim % 2) * weights).sum().backward()
+            same(gx, x.grad)
+            same(gy, y.grad)
+        np.testing.assert_array_equal(a, saved[0])
+        np.testing.assert_array_equal(b, saved[1])
+    x = tp.tensor(data((3, 4), dtype))
+    with tp.no_grad():
+        assert tp.cat([tp.tensor(data((3, 4), dtype), requires_grad=True), x]).grad_fn is None
+    assert tp.cat([x, x]).grad_fn is None
+    same_error(lambda: tp.cat([x, tp.tensor(data((3, 5), dtype))]),
+               lambda: eager.concat(x, tp.tensor(data((3, 5), dtype)), axis=0))
+    same_error(lambda: tp.cat([x, tp.tensor(data((12,), dtype))]),
+               lambda: eager.concat(x, tp.tensor(data((12,), dtype)), axis=0))
+    with pytest.raises(tp.AxisError, match="cat"):
+        tp.cat([x, x], 2)
+    with pytest.raises(tp.DTypeError, match="element 1"):
+        tp.cat([x, a])  # type: ignore[list-item]
+    with pytest.raises(tp.ShapeError, match="non-empty"):
+        tp.cat([])
+    ints = tp.cat([tp.tensor(np.array([1, 2])), tp.tensor(np.array([3]))])
+    assert ints.dtype == tp.int64 and ints.tolist() == [1, 2, 3]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
 def test_softmax_fast_path_matches_pytorch_and_refuses_bad_axes(dtype: Any, name: str) -> None:
     for src in layouts((3, 5), dtype) + [np.zeros((0, 4), dtype)]:

@@ -380,6 +380,40 @@ def small_sigmoid(data: Array) -> Array | None:
     return out
 
 
+# ---- joins --------------------------------------------------------------------------------------------
+
+def cat(ops: Any, items: list[Any] | tuple[Any, ...], dim: Any) -> AnyTensor | None:
+    """``tp.cat(items, dim)`` of eager tensors (the caller checked that each item is a tensor of this
+    interpreter) of one float dtype along a valid int ``dim``: one ``numpy.concatenate`` (which checks the
+    ranks and the other sizes), recorded as the ``concat`` primitive. ``None`` otherwise, or when numpy
+    refuses: the caller runs the primitive, whose rule raises the clear error."""
+    first = items[0]._data
+    if type(first) is not np.ndarray or first.dtype.kind != "f" or type(dim) is not int:
+        return None
+    ndim = first.ndim
+    if not -ndim <= dim < ndim:
+        return None
+    dtype = first.dtype
+    arrays = []
+    grad = False
+    for x in items:
+        data = x._data
+        if type(data) is not np.ndarray or data.dtype is not dtype:
+            return None
+        arrays.append(data)
+        if x._requires_grad:
+            grad = True
+    try:
+        out = np.concatenate(arrays, axis=dim)
+    except (ValueError, TypeError):
+        return None
+    made: AnyTensor = Tensor(ops, out)
+    if grad and tape.grad_enabled():
+        made._node = tape.Node("concat", tuple(items), {"axis": dim % ndim}, made)
+        made._requires_grad = True
+    return made
+
+
 # ---- products -----------------------------------------------------------------------------------------
 
 def matmul(ops: Any, a: Any, b: Any) -> AnyTensor:
@@ -392,5 +426,5 @@ def matmul(ops: Any, a: Any, b: Any) -> AnyTensor:
     return _p.matmul(ops, a, b)
 
 
-__all__ = ["MEAN_NODE", "SELECT_NODE", "arg_reduce", "small_rows", "small_sigmoid", "extremum", "getitem", "matmul", "mean", "permute", "reduce", "reshape",
+__all__ = ["MEAN_NODE", "SELECT_NODE", "arg_reduce", "cat", "small_rows", "small_sigmoid", "extremum", "getitem", "matmul", "mean", "permute", "reduce", "reshape",
            "unsqueeze"]
