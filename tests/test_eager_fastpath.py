@@ -392,6 +392,30 @@ def test_where_and_cat_of_one_float_dtype_match_pytorch_and_keep_errors(dtype: A
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_small_matrix_products_equal_the_matmul_method(dtype: Any) -> None:
+    """``a @ b`` of small float matrices of one dtype calls numpy directly: the same values, dtype, tape
+    node and gradients as the ``matmul`` method, transposed and zero-size operands, and its errors."""
+    for a_shape, b_shape in [((2, 4), (4, 4)), ((5, 3), (3, 7)), ((0, 4), (4, 3)), ((3, 0), (0, 2)), ((1, 1), (1, 1))]:
+        for a in layouts(a_shape, dtype) if min(a_shape) > 1 else [data(a_shape, dtype)]:
+            for b in layouts(b_shape, dtype) if min(b_shape) > 1 else [data(b_shape, dtype)]:
+                x, y = tp.tensor(a, requires_grad=True), tp.tensor(b, requires_grad=True)
+                got, slow = x @ y, eager.matmul(x, y)
+                same(got, slow)
+                assert got.grad_fn is not None and got._node.name == slow._node.name
+                got.sum().backward()
+                gx, gy = x.grad, y.grad
+                x.grad = y.grad = None
+                slow.sum().backward()
+                same(gx, x.grad)
+                same(gy, y.grad)
+    x = tp.tensor(data((2, 4), dtype))
+    same_error(lambda: x @ tp.tensor(data((3, 4), dtype)), lambda: eager.matmul(x, tp.tensor(data((3, 4), dtype))))
+    assert (x @ tp.tensor(data((4, 4), dtype))).grad_fn is None
+    mixed = x @ tp.tensor(data((4, 2), np.float64 if dtype == np.float32 else np.float32))
+    assert mixed.dtype == tp.float64
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_cat_shortcut_equals_the_concat_primitive(dtype: Any) -> None:
     """``tp.cat`` of eager float tensors of one dtype skips the primitive's method: the same values, dtype,
     tape node (axis made non-negative) and gradients as ``eager.concat``, and the primitive's errors for

@@ -28,7 +28,7 @@ from tensorplay import derived as _p
 from tensorplay import sorting as _sorting
 from tensorplay.interpreters.eager import tape
 from tensorplay.interpreters.eager.kernels._support import nb
-from tensorplay.interpreters.eager.kernels.threads import threads_for
+from tensorplay.interpreters.eager.kernels.threads import OPENBLAS_SERIAL_MAX_MACS, PARALLEL_MIN_WORK, threads_for
 from tensorplay.interpreters.eager.results import result, view
 from tensorplay.tensor import Tensor
 
@@ -353,11 +353,12 @@ def small_rows(kernel: str, data: Array, *args: Any) -> Array | None:
     when the kernels' own entry point would not split it across threads either (``threads_for`` says 1):
     the same kernel call without the entry point's conversions, which cost several times the work at
     these sizes. ``args`` go between the input and the output (``gamma, beta, eps``). ``None`` otherwise."""
-    if not data.size or not data.flags.c_contiguous or data.dtype not in _FLOATS:
+    size = data.size
+    if not size or data.dtype not in _FLOATS or not data.flags.c_contiguous:
         return None
     n = data.shape[-1]
-    rows = data.size // n
-    if threads_for(rows, data.size) != 1:
+    rows = size // n
+    if size >= 2 * PARALLEL_MIN_WORK and threads_for(rows, size) != 1:
         return None
     out = np.empty(data.shape, data.dtype)
     if data.ndim == 2:
@@ -422,6 +423,14 @@ def matmul(ops: Any, a: Any, b: Any) -> AnyTensor:
     if isinstance(a, Tensor) and isinstance(b, Tensor):
         ad, bd = a._data, b._data
         if type(ad) is np.ndarray and type(bd) is np.ndarray and ad.ndim >= 2 and bd.ndim >= 2:
+            if ad.ndim == 2 and bd.ndim == 2 and ad.dtype is bd.dtype and ad.dtype.kind == "f" \
+                    and ad.shape[0] * ad.shape[1] * bd.shape[1] <= OPENBLAS_SERIAL_MAX_MACS:
+                try:  # a small GEMM, which OpenBLAS runs on this thread anyway (what the method does)
+                    out = np.matmul(ad, bd)
+                except ValueError:
+                    pass  # the method raises the rule's error
+                else:
+                    return result(ops, "matmul", (a, b), {}, out)
             return ops._matmul_arrays(a, b)
     return _p.matmul(ops, a, b)
 

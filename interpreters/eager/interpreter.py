@@ -215,6 +215,9 @@ BINARY_KERNELS: dict[str, Callable[[Any, Any], Any]] = {
 operands, already converted to the compute dtype."""
 
 
+_ROW_KERNELS = {"softmax": "softmax_rows", "log_softmax": "log_softmax_rows"}
+
+
 def _checks_foreign(method: Callable[..., Any]) -> Callable[..., Any]:
     """Mark a hand-written method that hands another interpreter's inputs over itself (after its fast
     path), so :func:`_install_generated_methods` does not wrap it in :func:`_accepting_foreign`."""
@@ -403,7 +406,7 @@ class EagerInterpreter(BaseInterpreter):
         """A row kernel of a float tensor along a valid int axis: the dtype is kept, so no rule is needed."""
         data = x._data if isinstance(x, Tensor) else None
         if type(data) is np.ndarray and data.dtype.kind == "f" and type(axis) is int and -data.ndim <= axis < data.ndim:
-            out = fastpath.small_rows(f"{name}_rows", data) if axis == -1 or axis == data.ndim - 1 else None
+            out = fastpath.small_rows(_ROW_KERNELS[name], data) if axis == -1 or axis == data.ndim - 1 else None
             if out is None:
                 out = getattr(K, name)(data, axis=axis)
             return _result(self, name, (x,), {"axis": axis}, out)
