@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from ._support import Array, all_finite, as_float, float_dtype, nb, scratch
+from . import winograd
 from .threads import blas_threads_for, chunk_bounds
 
 COLS_BLOCK_BYTES = 8 << 20
@@ -290,6 +291,20 @@ def _weight_grad(cv: _Conv, x5: Array, y5: Array) -> Array:
     return acc.reshape(cv.cy, cv.cxg, cv.taps)
 
 
+def _winograd(cv: _Conv, x5: Array, w: Array, y5: Array) -> bool:
+    """``y5 = conv(x5, w)`` by Winograd F(2x2, 3x3) when it applies (see :mod:`.winograd`: a 3x3
+    2-d kernel, stride 1, no dilation, one group, enough channels, a large enough output) and ``x5``
+    and ``w`` are finite;
+    returns whether it ran."""
+    if not (winograd.applies(cv.cx, cv.cy, cv.k, cv.s, cv.d, cv.groups, cv.big[0], cv.small[1:])
+            and all_finite(x5) and all_finite(w)):
+        return False
+    n, oh, ow = cv.n, cv.small[1], cv.small[2]
+    winograd.conv3x3(x5.reshape(n, cv.cx, cv.big[1], cv.big[2]), w.reshape(cv.cy, cv.cx, 3, 3), None,
+                     (cv.p[1], cv.p[2]), y5.reshape(n, cv.cy, oh, ow), COLS_BLOCK_BYTES)
+    return True
+
+
 # ---- public kernels ------------------------------------------------------------------------------
 
 def conv(x: Array, w: Array, *, stride: tuple[int, ...], padding: tuple[int, ...],
@@ -316,7 +331,9 @@ def conv(x: Array, w: Array, *, stride: tuple[int, ...], padding: tuple[int, ...
         return trivial
     out = np.empty(out_shape, dt)
     cv = _Conv(n, c, o_ch, groups, (x5s[2], x5s[3], x5s[4]), osp, k, s, p, d)
-    _forward(cv, as_float(x, dt).reshape(x5s), as_float(w, dt), out.reshape((n, o_ch) + osp))
+    x5, wf, y5 = as_float(x, dt).reshape(x5s), as_float(w, dt), out.reshape((n, o_ch) + osp)
+    if not _winograd(cv, x5, wf, y5):
+        _forward(cv, x5, wf, y5)
     return out
 
 
@@ -346,10 +363,19 @@ def conv_transpose(x: Array, w: Array, *, stride: tuple[int, ...], padding: tupl
     trivial = _trivial(x, w, out_shape, dt)
     if trivial is not None:
         return trivial
+    x5, wf = as_float(x, dt).reshape(x5s), as_float(w, dt)
+    fp = (k[0] - 1 - p[0], k[1] - 1 - p[1], k[2] - 1 - p[2])
+    if op == (0, 0, 0) and min(fp) >= 0 and winograd.applies(c, o_ch, k, s, d, groups, isp[0], osp[1:]):
+        # stride 1, one group: the conv of x with the flipped, transposed kernel and padding k - 1 - p
+        flipped = np.ascontiguousarray(wf.reshape((c, o_ch) + k)[:, :, ::-1, ::-1, ::-1].transpose(1, 0, 2, 3, 4))
+        full = _Conv(n, c, o_ch, groups, isp, osp, k, s, fp, d)
+        out = np.empty(out_shape, dt)
+        if _winograd(full, x5, flipped, out.reshape((n, o_ch) + osp)):
+            return out
     out = np.zeros(out_shape, dt)
     # the conv whose input gradient this is maps O channels (size osp) to C channels (size isp)
     cv = _Conv(n, o_ch, c, groups, osp, isp, k, s, p, d)
-    _input_grad(cv, as_float(x, dt).reshape(x5s), as_float(w, dt), out.reshape((n, o_ch) + osp))
+    _input_grad(cv, x5, wf, out.reshape((n, o_ch) + osp))
     return out
 
 
