@@ -368,17 +368,22 @@ def small_rows(kernel: str, data: Array, *args: Any) -> Array | None:
     return out
 
 
-def small_sigmoid(data: Array) -> Array | None:
-    """The jitted one-pass sigmoid of a non-empty row-major float ``data`` called directly when the
-    kernels' entry point (:func:`tensorplay.interpreters.eager.kernels.sigmoid`) would not split it
+def small_flat(data: Array, kernel: str) -> Array | None:
+    """The jitted elementwise ``kernel(x, out, start, stop)`` (e.g. ``sigmoid_flat``, ``relu_flat``) of a
+    non-empty row-major float ``data`` called directly when the kernels' entry point would not split it
     across threads either: the same kernel and results, without the entry point's conversions. ``None``
     otherwise."""
     n = data.size
     if not n or data.dtype not in _FLOATS or not data.flags.c_contiguous or threads_for(n, n) != 1:
         return None
     out = np.empty(data.shape, data.dtype)
-    nb().sigmoid_flat(data.reshape(-1), out.reshape(-1), 0, n)
+    getattr(nb(), kernel)(data.reshape(-1), out.reshape(-1), 0, n)
     return out
+
+
+def small_sigmoid(data: Array) -> Array | None:
+    """The jitted one-pass sigmoid (:func:`small_flat` of ``sigmoid_flat``)."""
+    return small_flat(data, "sigmoid_flat")
 
 
 # ---- joins --------------------------------------------------------------------------------------------
@@ -435,5 +440,5 @@ def matmul(ops: Any, a: Any, b: Any) -> AnyTensor:
     return _p.matmul(ops, a, b)
 
 
-__all__ = ["MEAN_NODE", "SELECT_NODE", "arg_reduce", "cat", "small_rows", "small_sigmoid", "extremum", "getitem", "matmul", "mean", "permute", "reduce", "reshape",
+__all__ = ["MEAN_NODE", "SELECT_NODE", "arg_reduce", "cat", "small_flat", "small_rows", "small_sigmoid", "extremum", "getitem", "matmul", "mean", "permute", "reduce", "reshape",
            "unsqueeze"]
