@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeVarTuple, overload
 
 import numpy as np
 
+from tensorplay.interpreters.eager import fastpath as _eager_fastpath
 from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay import dtypes as _dt
 from tensorplay import derived as _p
@@ -331,15 +332,20 @@ def _interpreter_of(tensors: Sequence[Any]) -> Any:
 
 def cat(tensors: Sequence[Tensor[*tuple[Any, ...]]], dim: int = 0) -> Tensor[*tuple[Any, ...]]:
     """Join tensors along an existing axis ``dim``."""
-    items = list(tensors)
+    items = tensors if type(tensors) is list or type(tensors) is tuple else list(tensors)  # never written to
     if not items:
         raise ShapeError("cat: expected a non-empty sequence of tensors")
     ops: Any = eager
-    for i, t in enumerate(items):
+    for t in items:
         if not isinstance(t, Tensor):
+            i = next(i for i, t in enumerate(items) if not isinstance(t, Tensor))
             raise DTypeError(f"cat: element {i} is a {type(t).__name__}, expected a Tensor")
         if t._ops is not ops:
             ops = pick_interpreter(ops, t._ops)
+    if ops is eager:
+        made: Tensor[*tuple[Any, ...]] | None = _eager_fastpath.cat(eager, items, dim)  # numpy checks the rest
+        if made is not None:
+            return made
     ndim = items[0].ndim
     axis = dim % ndim if type(dim) is int and -ndim <= dim < ndim else _p.normalize_axis(dim, ndim, "cat")
     return ops.concat(*items, axis=axis)  # type: ignore[no-any-return]

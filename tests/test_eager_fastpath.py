@@ -9,6 +9,7 @@ PyTorch; float32 and float64, non-contiguous and zero-size inputs."""
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -391,6 +392,75 @@ def test_where_and_cat_of_one_float_dtype_match_pytorch_and_keep_errors(dtype: A
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_small_matrix_products_equal_the_matmul_method(dtype: Any) -> None:
+    """``a @ b`` of small float matrices of one dtype calls numpy directly: the same values, dtype, tape
+    node and gradients as the ``matmul`` method, transposed and zero-size operands, and its errors."""
+    for a_shape, b_shape in [((2, 4), (4, 4)), ((5, 3), (3, 7)), ((0, 4), (4, 3)), ((3, 0), (0, 2)), ((1, 1), (1, 1))]:
+        for a in layouts(a_shape, dtype) if min(a_shape) > 1 else [data(a_shape, dtype)]:
+            for b in layouts(b_shape, dtype) if min(b_shape) > 1 else [data(b_shape, dtype)]:
+                x, y = tp.tensor(a, requires_grad=True), tp.tensor(b, requires_grad=True)
+                got, slow = x @ y, eager.matmul(x, y)
+                same(got, slow)
+                assert got.grad_fn is not None and got._node.name == slow._node.name
+                got.sum().backward()
+                gx, gy = x.grad, y.grad
+                x.grad = y.grad = None
+                slow.sum().backward()
+                same(gx, x.grad)
+                same(gy, y.grad)
+    x = tp.tensor(data((2, 4), dtype))
+    same_error(lambda: x @ tp.tensor(data((3, 4), dtype)), lambda: eager.matmul(x, tp.tensor(data((3, 4), dtype))))
+    assert (x @ tp.tensor(data((4, 4), dtype))).grad_fn is None
+    mixed = x @ tp.tensor(data((4, 2), np.float64 if dtype == np.float32 else np.float32))
+    assert mixed.dtype == tp.float64
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cat_shortcut_equals_the_concat_primitive(dtype: Any) -> None:
+    """``tp.cat`` of eager float tensors of one dtype skips the primitive's method: the same values, dtype,
+    tape node (axis made non-negative) and gradients as ``eager.concat``, and the primitive's errors for
+    bad input; transposed and zero-size operands, lists, tuples and generators, inputs unchanged."""
+    for a, b in [layouts((3, 4), dtype), (np.zeros((0, 4), dtype), data((2, 4), dtype))]:
+        saved = (a.copy(), b.copy())
+        for dim in (0, -2, 1, -1):
+            x, y = tp.tensor(a, requires_grad=True), tp.tensor(b, requires_grad=True)
+            if dim in (1, -1) and a.shape[0] != b.shape[0]:
+                same_error(lambda: tp.cat([x, y], dim), lambda: eager.concat(x, y, axis=dim % 2))
+                continue
+            for items in ([x, y], (x, y)):
+                got = tp.cat(items, dim)
+                slow = eager.concat(x, y, axis=dim % 2)
+                same(got, slow)
+                assert got.grad_fn is not None and got._node.params == slow._node.params
+            same(tp.cat(t for t in (x, y)), eager.concat(x, y, axis=0))
+            weights = tp.tensor(data(tuple(got.shape), dtype, seed=3))
+            (tp.cat([x, y], dim) * weights).sum().backward()
+            gx, gy = x.grad, y.grad
+            x.grad = y.grad = None
+            (eager.concat(x, y, axis=dim % 2) * weights).sum().backward()
+            same(gx, x.grad)
+            same(gy, y.grad)
+        np.testing.assert_array_equal(a, saved[0])
+        np.testing.assert_array_equal(b, saved[1])
+    x = tp.tensor(data((3, 4), dtype))
+    with tp.no_grad():
+        assert tp.cat([tp.tensor(data((3, 4), dtype), requires_grad=True), x]).grad_fn is None
+    assert tp.cat([x, x]).grad_fn is None
+    same_error(lambda: tp.cat([x, tp.tensor(data((3, 5), dtype))]),
+               lambda: eager.concat(x, tp.tensor(data((3, 5), dtype)), axis=0))
+    same_error(lambda: tp.cat([x, tp.tensor(data((12,), dtype))]),
+               lambda: eager.concat(x, tp.tensor(data((12,), dtype)), axis=0))
+    with pytest.raises(tp.AxisError, match="cat"):
+        tp.cat([x, x], 2)
+    with pytest.raises(tp.DTypeError, match="element 1"):
+        tp.cat([x, a])  # type: ignore[list-item]
+    with pytest.raises(tp.ShapeError, match="non-empty"):
+        tp.cat([])
+    ints = tp.cat([tp.tensor(np.array([1, 2])), tp.tensor(np.array([3]))])
+    assert ints.dtype == tp.int64 and ints.tolist() == [1, 2, 3]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
 def test_softmax_fast_path_matches_pytorch_and_refuses_bad_axes(dtype: Any, name: str) -> None:
     for src in layouts((3, 5), dtype) + [np.zeros((0, 4), dtype)]:
@@ -416,6 +486,61 @@ def test_sigmoid_and_relu_match_pytorch_at_extremes_silently(dtype: Any) -> None
                                else 1e-15, atol=0)
     np.testing.assert_array_equal(relu.numpy(), torch.tensor(values).relu().numpy())
     assert tp.tensor(dtype(2.0)).sigmoid().shape == ()
+
+
+def _unary_names() -> list[str]:
+    from tensorplay.spec.table import PRIMITIVES
+    return [name for name, prim in PRIMITIVES.items() if prim.family == "unary" and not prim.params]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", _unary_names())
+def test_inline_unary_methods_equal_the_unary_path(name: str, dtype: Any) -> None:
+    """A float unary method runs its kernel inline; it must give what ``_unary`` (which checks every
+    case) gives: values, dtype, the tape node and its gradient, the same error for a dtype numpy refuses;
+    contiguous, transposed, zero-size and 0-d inputs, NaN and infinities, the input unchanged."""
+    extremes = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-30, 5.0, -7.5], dtype)
+    for x in [*layouts((3, 5), dtype), np.zeros((0, 4), dtype), np.asarray(dtype(0.7)), extremes]:
+        before = x.copy()
+        try:
+            with warnings.catch_warnings(record=True) as slow_warned:
+                warnings.simplefilter("always")
+                slow = eager._unary(name, tp.tensor(x))
+        except Exception:
+            same_error(lambda: getattr(eager, name)(tp.tensor(x)), lambda: eager._unary(name, tp.tensor(x)))
+            continue
+        with warnings.catch_warnings(record=True) as fast_warned:  # silent where ``_unary`` is
+            warnings.simplefilter("always")
+            same(getattr(eager, name)(tp.tensor(x)), slow)
+        assert [str(w.message) for w in fast_warned] == [str(w.message) for w in slow_warned]
+        np.testing.assert_array_equal(x, before)
+        leaf = tp.tensor(x, requires_grad=True)
+        with np.errstate(all="ignore"):  # the gradients of sin(inf) and the like are NaN
+            out = getattr(eager, name)(leaf)
+            if out.dtype.is_floating_point and x.size and name not in ("floor", "ceil", "round", "sign"):
+                assert out.grad_fn is not None
+                out.sum().backward()
+                reference = tp.tensor(x, requires_grad=True)
+                eager._unary(name, reference).sum().backward()
+                same(leaf.grad, reference.grad)
+        with tp.no_grad():
+            assert getattr(eager, name)(tp.tensor(x, requires_grad=True)).grad_fn is None
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_small_sigmoid_equals_the_kernel_entry_point(dtype: Any) -> None:
+    """The direct call of the jitted sigmoid on small arrays is the entry point's kernel: the same values
+    (same kernel, same flat order), and ``None`` where the entry point must convert or split."""
+    from tensorplay.interpreters.eager import kernels as K
+    from tensorplay.interpreters.eager.fastpath import small_sigmoid
+    for shape in ((2, 4), (3, 2, 5), (64, 64), (1,), (7,)):
+        x = data(shape, dtype) * 4
+        np.testing.assert_array_equal(small_sigmoid(x), K.sigmoid(x))
+        assert small_sigmoid(x).dtype == dtype
+    assert small_sigmoid(np.asfortranarray(data((3, 4), dtype))) is None
+    assert small_sigmoid(np.zeros((0, 4), dtype)) is None
+    assert small_sigmoid(np.zeros(5, np.int64)) is None
+    assert small_sigmoid(np.zeros((4096, 1024), dtype)) is None  # big enough for the threads
 
 
 # ---- fused nn.functional ------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from tests.helpers import torch_smooth_max_pool
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
+import tensorplay as tp  # noqa: E402
 from tensorplay.interpreters.eager import kernels as K  # noqa: E402
 from tensorplay.interpreters.eager.kernels import _support  # noqa: E402
 
@@ -789,3 +790,29 @@ def test_sigmoid_kernel_matches_exact_sigmoid_and_pytorch(dtype: Any, layout: st
     np.testing.assert_allclose(got, torch.sigmoid(torch.from_numpy(np.ascontiguousarray(x))).numpy(),
                                rtol=4 * np.finfo(dtype).eps, atol=tiny)
     assert K.sigmoid(np.zeros((0, 4), dtype)).shape == (0, 4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "strided", "small"])
+def test_relu_kernel_is_numpy_maximum_bit_for_bit(dtype: Any, layout: str) -> None:
+    """The jitted relu gives ``numpy.maximum(x, 0)`` exactly (NaN stays NaN, ``-0`` becomes ``+0``, the
+    infinities stay), in any layout, through the kernel entry point and the eager ``relu`` on both sides
+    of the size where the eager interpreter switches to the kernel; the input is left alone; autograd's
+    gradient is PyTorch's."""
+    gen = np.random.default_rng(8)
+    base = np.concatenate([gen.standard_normal(5000), [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-310, -1e-310]])
+    x = np.resize(base.astype(dtype), (71, 103))
+    x = {"contiguous": x, "transposed": x.T, "strided": x[:, ::3], "small": x[:3, :5]}[layout]
+    before = x.copy()
+    want = np.maximum(x, np.zeros((), dtype))
+    for got in (K.relu(x), tp.tensor(x).relu().numpy()):
+        assert got.dtype == dtype and got.shape == x.shape
+        np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
+    np.testing.assert_array_equal(x, before)
+    leaf = tp.tensor(x, requires_grad=True)
+    leaf.relu().sum().backward()
+    ref = torch.tensor(np.ascontiguousarray(x), requires_grad=True)
+    torch.relu(ref).sum().backward()
+    finite = ~np.isnan(x)
+    np.testing.assert_array_equal(leaf.grad.numpy()[finite], ref.grad.numpy()[finite])
+    assert K.relu(np.zeros((0, 4), dtype)).shape == (0, 4)

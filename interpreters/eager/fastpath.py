@@ -28,7 +28,7 @@ from tensorplay import derived as _p
 from tensorplay import sorting as _sorting
 from tensorplay.interpreters.eager import tape
 from tensorplay.interpreters.eager.kernels._support import nb
-from tensorplay.interpreters.eager.kernels.threads import threads_for
+from tensorplay.interpreters.eager.kernels.threads import OPENBLAS_SERIAL_MAX_MACS, PARALLEL_MIN_WORK, threads_for
 from tensorplay.interpreters.eager.results import result, view
 from tensorplay.tensor import Tensor
 
@@ -353,11 +353,12 @@ def small_rows(kernel: str, data: Array, *args: Any) -> Array | None:
     when the kernels' own entry point would not split it across threads either (``threads_for`` says 1):
     the same kernel call without the entry point's conversions, which cost several times the work at
     these sizes. ``args`` go between the input and the output (``gamma, beta, eps``). ``None`` otherwise."""
-    if not data.size or not data.flags.c_contiguous or data.dtype not in _FLOATS:
+    size = data.size
+    if not size or data.dtype not in _FLOATS or not data.flags.c_contiguous:
         return None
     n = data.shape[-1]
-    rows = data.size // n
-    if threads_for(rows, data.size) != 1:
+    rows = size // n
+    if size >= 2 * PARALLEL_MIN_WORK and threads_for(rows, size) != 1:
         return None
     out = np.empty(data.shape, data.dtype)
     if data.ndim == 2:
@@ -365,6 +366,58 @@ def small_rows(kernel: str, data: Array, *args: Any) -> Array | None:
     else:
         getattr(nb(), kernel)(data.reshape(rows, n), *args, out.reshape(rows, n), 0, rows)
     return out
+
+
+def small_flat(data: Array, kernel: str) -> Array | None:
+    """The jitted elementwise ``kernel(x, out, start, stop)`` (e.g. ``sigmoid_flat``, ``relu_flat``) of a
+    non-empty row-major float ``data`` called directly when the kernels' entry point would not split it
+    across threads either: the same kernel and results, without the entry point's conversions. ``None``
+    otherwise."""
+    n = data.size
+    if not n or data.dtype not in _FLOATS or not data.flags.c_contiguous or threads_for(n, n) != 1:
+        return None
+    out = np.empty(data.shape, data.dtype)
+    getattr(nb(), kernel)(data.reshape(-1), out.reshape(-1), 0, n)
+    return out
+
+
+def small_sigmoid(data: Array) -> Array | None:
+    """The jitted one-pass sigmoid (:func:`small_flat` of ``sigmoid_flat``)."""
+    return small_flat(data, "sigmoid_flat")
+
+
+# ---- joins --------------------------------------------------------------------------------------------
+
+def cat(ops: Any, items: list[Any] | tuple[Any, ...], dim: Any) -> AnyTensor | None:
+    """``tp.cat(items, dim)`` of eager tensors (the caller checked that each item is a tensor of this
+    interpreter) of one float dtype along a valid int ``dim``: one ``numpy.concatenate`` (which checks the
+    ranks and the other sizes), recorded as the ``concat`` primitive. ``None`` otherwise, or when numpy
+    refuses: the caller runs the primitive, whose rule raises the clear error."""
+    first = items[0]._data
+    if type(first) is not np.ndarray or first.dtype.kind != "f" or type(dim) is not int:
+        return None
+    ndim = first.ndim
+    if not -ndim <= dim < ndim:
+        return None
+    dtype = first.dtype
+    arrays = []
+    grad = False
+    for x in items:
+        data = x._data
+        if type(data) is not np.ndarray or data.dtype is not dtype:
+            return None
+        arrays.append(data)
+        if x._requires_grad:
+            grad = True
+    try:
+        out = np.concatenate(arrays, axis=dim)
+    except (ValueError, TypeError):
+        return None
+    made: AnyTensor = Tensor(ops, out)
+    if grad and tape.grad_enabled():
+        made._node = tape.Node("concat", tuple(items), {"axis": dim % ndim}, made)
+        made._requires_grad = True
+    return made
 
 
 # ---- products -----------------------------------------------------------------------------------------
@@ -375,9 +428,17 @@ def matmul(ops: Any, a: Any, b: Any) -> AnyTensor:
     if isinstance(a, Tensor) and isinstance(b, Tensor):
         ad, bd = a._data, b._data
         if type(ad) is np.ndarray and type(bd) is np.ndarray and ad.ndim >= 2 and bd.ndim >= 2:
+            if ad.ndim == 2 and bd.ndim == 2 and ad.dtype is bd.dtype and ad.dtype.kind == "f" \
+                    and ad.shape[0] * ad.shape[1] * bd.shape[1] <= OPENBLAS_SERIAL_MAX_MACS:
+                try:  # a small GEMM, which OpenBLAS runs on this thread anyway (what the method does)
+                    out = np.matmul(ad, bd)
+                except ValueError:
+                    pass  # the method raises the rule's error
+                else:
+                    return result(ops, "matmul", (a, b), {}, out)
             return ops._matmul_arrays(a, b)
     return _p.matmul(ops, a, b)
 
 
-__all__ = ["MEAN_NODE", "SELECT_NODE", "arg_reduce", "small_rows", "extremum", "getitem", "matmul", "mean", "permute", "reduce", "reshape",
+__all__ = ["MEAN_NODE", "SELECT_NODE", "arg_reduce", "cat", "small_flat", "small_rows", "small_sigmoid", "extremum", "getitem", "matmul", "mean", "permute", "reduce", "reshape",
            "unsqueeze"]

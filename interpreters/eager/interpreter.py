@@ -115,10 +115,17 @@ def _rsqrt(x: Array) -> Array:
 
 
 def _sigmoid(x: Array) -> Array:
-    """``1 / (1 + exp(-x))``: float arrays in one jitted pass (the vectorised exp); otherwise in one numpy
-    buffer, accurate everywhere (``exp(-x)`` overflowing to inf gives the limit 0)."""
+    """``1 / (1 + exp(-x))``: float arrays in one jitted pass (the vectorised exp; no floating-point
+    warnings to silence); otherwise in one numpy buffer, accurate everywhere (``exp(-x)`` overflowing to
+    inf gives the limit 0, quietly)."""
     if type(x) is np.ndarray and x.dtype.kind == "f" and x.ndim > 0:
-        return K.sigmoid(x)
+        out = fastpath.small_sigmoid(x)  # the same kernel, without the wrapper's conversions, when small
+        return K.sigmoid(x) if out is None else out
+    exact: Array = _sigmoid_numpy(x)
+    return exact
+
+
+def _sigmoid_exact(x: Array) -> Array:
     out = np.negative(x)
     if type(out) is not np.ndarray:  # a 0-d input gives a numpy scalar
         out = np.asarray(out)
@@ -135,10 +142,26 @@ def _power(x: Any, y: Any) -> Any:
     return np.power(x, y)
 
 
+_ZEROS = {dtype: np.zeros((), dtype) for dtype in _NUMPY_DTYPES.values()}
+
+
+_RELU_JITTED = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+_RELU_JIT_MIN = 2048
+"""Below this many elements numpy's ``maximum`` beats the cost of calling a jitted kernel."""
+
+
 def _relu(x: Array) -> Array:
+    """``max(x, 0)`` (NaN stays NaN, ``-0`` gives ``+0``): a float32/float64 array of at least
+    :data:`_RELU_JIT_MIN` elements in the kernels' one jitted pass (numpy's ``maximum`` loop costs 2-4x
+    as much there); smaller arrays and other dtypes through ``numpy.maximum`` with a cached 0-d zero of
+    ``x``'s own dtype, so numpy picks the same loop without making a scalar each call."""
+    if type(x) is np.ndarray and x.size >= _RELU_JIT_MIN and x.dtype in _RELU_JITTED:
+        direct = fastpath.small_flat(x, "relu_flat")
+        return K.relu(x) if direct is None else direct
     if x.dtype.kind == "b":
         return x.copy()
-    out: Array = np.maximum(x, x.dtype.type(0))  # a zero of x's own type: numpy resolves the loop faster
+    zero = _ZEROS.get(x.dtype)
+    out: Array = np.maximum(x, x.dtype.type(0) if zero is None else zero)
     return out
 
 
@@ -180,10 +203,12 @@ def _quiet(fn: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
+_sigmoid_numpy = _quiet(_sigmoid_exact)
+
 UNARY_KERNELS: dict[str, Callable[..., Any]] = {
     "neg": np.negative, "abs": np.abs, "sign": np.sign, "exp": _quiet(np.exp), "log": _quiet(np.log),
     "log1p": _quiet(np.log1p), "expm1": _quiet(np.expm1), "sqrt": _quiet(np.sqrt), "rsqrt": _quiet(_rsqrt),
-    "sin": np.sin, "cos": np.cos, "tan": _quiet(np.tan), "tanh": np.tanh, "sigmoid": _quiet(_sigmoid), "relu": _relu, "floor": np.floor,
+    "sin": np.sin, "cos": np.cos, "tan": _quiet(np.tan), "tanh": np.tanh, "sigmoid": _sigmoid, "relu": _relu, "floor": np.floor,
     "ceil": np.ceil, "round": np.round, "logical_not": np.logical_not, "erf": erf, "gelu": K.gelu, "bitwise_not": np.invert,
 }
 """The eager kernel of each primitive of the ``unary`` family: ``kernel(x, **params)`` on the input array
@@ -198,6 +223,9 @@ BINARY_KERNELS: dict[str, Callable[[Any, Any], Any]] = {
 }
 """The eager kernel of each primitive of the ``binary`` family: a numpy ufunc (or one like it) on the two
 operands, already converted to the compute dtype."""
+
+
+_ROW_KERNELS = {"softmax": "softmax_rows", "log_softmax": "log_softmax_rows"}
 
 
 def _checks_foreign(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -388,7 +416,7 @@ class EagerInterpreter(BaseInterpreter):
         """A row kernel of a float tensor along a valid int axis: the dtype is kept, so no rule is needed."""
         data = x._data if isinstance(x, Tensor) else None
         if type(data) is np.ndarray and data.dtype.kind == "f" and type(axis) is int and -data.ndim <= axis < data.ndim:
-            out = fastpath.small_rows(f"{name}_rows", data) if axis == -1 or axis == data.ndim - 1 else None
+            out = fastpath.small_rows(_ROW_KERNELS[name], data) if axis == -1 or axis == data.ndim - 1 else None
             if out is None:
                 out = getattr(K, name)(data, axis=axis)
             return _result(self, name, (x,), {"axis": axis}, out)
@@ -624,7 +652,25 @@ def _valid_axes(axes: Any, ndim: int) -> bool:
 
 
 def _make_unary(name: str) -> Callable[..., Any]:
+    kernel = UNARY_KERNELS.get(name)
+
     def method(self: EagerInterpreter, x: Any, **params: Any) -> Any:
+        # the common case inline (what ``_unary`` and ``_result`` do for a float tensor without params): a
+        # float input keeps its dtype, so no rule runs; anything else takes ``_unary``
+        if not params and type(x) is Tensor and kernel is not None:
+            data = x._data
+            if type(data) is np.ndarray and data.dtype.kind == "f":
+                try:
+                    out = kernel(data)
+                except TypeError:  # numpy refuses the dtype: ``_unary`` raises the rule's error
+                    return self._unary(name, x)
+                if type(out) is not np.ndarray:
+                    out = np.asarray(out)
+                made: Tensor[*tuple[Any, ...]] = Tensor(self, out)
+                if x._requires_grad and out.dtype.kind == "f" and tape.grad_enabled():
+                    made._node = tape.Node(name, (x,), {}, made)
+                    made._requires_grad = True
+                return made
         return self._unary(name, x, **params)
     method.__name__ = name
     method.__doc__ = f"See :meth:`tensorplay.ops.Ops.{name}`."

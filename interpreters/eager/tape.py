@@ -89,18 +89,24 @@ class Node:
         self.name = name
         self.inputs: tuple[Any, ...] | None = inputs
         self.params = params
-        edges: list[Any] = []
-        versions: list[int] = []
-        for x in inputs:
-            if isinstance(x, Tensor):
-                edges.append((x if x._node is None else x._node) if x._requires_grad else None)
-                box_in = x._version
-                versions.append(0 if box_in is None else box_in[0])
-            else:
-                edges.append(None)
-                versions.append(0)
-        self.edges = tuple(edges)
-        self.versions = tuple(versions)
+        if len(inputs) == 1 and type(inputs[0]) is Tensor:  # the common one-input node, without the lists
+            x = inputs[0]
+            self.edges: tuple[Any, ...] = ((x if x._node is None else x._node) if x._requires_grad else None,)
+            box_in = x._version
+            self.versions: tuple[int, ...] = (0 if box_in is None else box_in[0],)
+        else:
+            edges: list[Any] = []
+            versions: list[int] = []
+            for x in inputs:
+                if isinstance(x, Tensor):
+                    edges.append((x if x._node is None else x._node) if x._requires_grad else None)
+                    box_in = x._version
+                    versions.append(0 if box_in is None else box_in[0])
+                else:
+                    edges.append(None)
+                    versions.append(0)
+            self.edges = tuple(edges)
+            self.versions = tuple(versions)
         self.output = weakref.ref(output)
         self.freed = False
         # the result's value, for rules that read ``output`` (the output tensor itself may be gone by the

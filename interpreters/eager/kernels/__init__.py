@@ -32,7 +32,7 @@ from .pool import max_pool_select as max_pool_select_nd
 from .smooth import smooth_max_pool_backward_nd, smooth_max_pool_nd
 from .randomness import random_normal, random_randint, random_uniform
 from .scan import argsort, cumsum
-from .rows import gelu, log_softmax, sigmoid, softmax
+from .rows import gelu, log_softmax, relu, sigmoid, softmax
 from .rows import layer_norm as layer_norm_last_axis
 
 apply_environment()
@@ -50,6 +50,7 @@ __all__ = [
     "conv_weight_grad_nd",
     "gather",
     "gelu",
+    "relu",
     "sigmoid",
     "layer_norm_last_axis",
     "log_softmax",

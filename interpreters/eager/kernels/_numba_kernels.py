@@ -526,6 +526,18 @@ def sigmoid_flat(x: Any, out: Any, start: Any, stop: Any) -> None:
 
 
 @jit
+def relu_flat(x: Any, out: Any, start: Any, stop: Any) -> None:
+    """``max(x, 0)`` on flat float arrays, as numpy's ``maximum(x, 0)``: NaN stays NaN, ``-0`` gives ``+0``
+    (a select the compiler vectorises)."""
+    zero = x.dtype.type(0.0)
+    xs = x[start:stop]
+    os_ = out[start:stop]
+    for i in range(stop - start):
+        v = xs[i]
+        os_[i] = v if (v > zero) | (v != v) else zero
+
+
+@jit
 def gelu_tanh(x: Any, out: Any, start: Any, stop: Any) -> None:
     """``x/2 * (1 + tanh(u))``, ``u = sqrt(2/pi) (x + 0.044715 x^3)``, written as
     ``x / (1 + exp(-2u))`` on flat arrays."""

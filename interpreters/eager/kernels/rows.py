@@ -93,6 +93,17 @@ def gelu(x: Array, *, approximate: str = "none") -> Array:
     return out
 
 
+def relu(x: Array) -> Array:
+    """``max(x, 0)`` of a float32 or float64 array in one jitted pass (split across the kernel threads when
+    large), the same values as ``numpy.maximum(x, 0)``: NaN stays NaN, ``-0`` gives ``+0``. Any layout;
+    the result is row-major."""
+    out = np.empty(x.shape, x.dtype)
+    if out.size:
+        xf = np.ascontiguousarray(x).reshape(-1)
+        split_call(nb().relu_flat, xf.size, xf.size, xf, out.reshape(-1))
+    return out
+
+
 def sigmoid(x: Array) -> Array:
     """``1 / (1 + exp(-x))`` elementwise in one pass (the vectorised exp), float32 or float64; other
     dtypes compute in the float dtype ``float_dtype`` gives them. Exact limits 0 and 1 far out; NaN stays NaN;
