@@ -106,7 +106,9 @@ def test_blocks_of_samples_give_the_same_results(monkeypatch: pytest.MonkeyPatch
 
 
 def test_blas_threads_do_not_change_the_results() -> None:
-    """One wide GEMM runs on OpenBLAS's threads; one thread or several give the same values."""
+    """One wide GEMM runs on OpenBLAS's threads; one thread or several give the same values up to the
+    float32 rounding of a different summation order (OpenBLAS splits the sums differently: a few ulps of
+    the output's scale, not bitwise)."""
     from tensorplay.interpreters.eager.kernels import _blas
     if _blas._api() is None:
         pytest.skip("OpenBLAS not found in this process")
@@ -127,7 +129,7 @@ def test_blas_threads_do_not_change_the_results() -> None:
     finally:
         threads.set_num_threads(before)
     for a, b in zip(one, two):
-        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5 * float(np.abs(a).max()))
 
 
 def test_gaps_never_leak_non_finite_values() -> None:
