@@ -20,7 +20,10 @@ def test_the_export_check_reloads_in_a_fresh_process_and_matches() -> None:
     report = exported.check_export(result, data, log=lines.append)
     assert report.matching == report.total == len(data.y_test)
     assert report.range_constraints == "{batch: [1, inf]}"
-    assert report.file_bytes > 10_000 and report.max_logit_difference == 0.0
+    # Every prediction matches; the logits agree to float32 rounding, not always bitwise: the reloaded
+    # program and the eager model can round a sum differently by an ulp for some trained weights (seen
+    # when other kernels ran earlier in the same process).
+    assert report.file_bytes > 10_000 and report.max_logit_difference <= 1e-5
     assert "fresh process" in lines[-1] and result.model.training
     assert exported.export_step in POST_TRAINING_STEPS
 
