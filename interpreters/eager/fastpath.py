@@ -381,11 +381,6 @@ def small_flat(data: Array, kernel: str) -> Array | None:
     return out
 
 
-def small_sigmoid(data: Array) -> Array | None:
-    """The jitted one-pass sigmoid (:func:`small_flat` of ``sigmoid_flat``)."""
-    return small_flat(data, "sigmoid_flat")
-
-
 # ---- joins --------------------------------------------------------------------------------------------
 
 def cat(ops: Any, items: list[Any] | tuple[Any, ...], dim: Any) -> AnyTensor | None:
@@ -401,23 +396,16 @@ def cat(ops: Any, items: list[Any] | tuple[Any, ...], dim: Any) -> AnyTensor | N
         return None
     dtype = first.dtype
     arrays = []
-    grad = False
     for x in items:
         data = x._data
         if type(data) is not np.ndarray or data.dtype is not dtype:
             return None
         arrays.append(data)
-        if x._requires_grad:
-            grad = True
     try:
         out = np.concatenate(arrays, axis=dim)
     except (ValueError, TypeError):
         return None
-    made: AnyTensor = Tensor(ops, out)
-    if grad and tape.grad_enabled():
-        made._node = tape.Node("concat", tuple(items), {"axis": dim % ndim}, made)
-        made._requires_grad = True
-    return made
+    return result(ops, "concat", tuple(items), {"axis": dim % ndim}, out)
 
 
 # ---- products -----------------------------------------------------------------------------------------
@@ -440,5 +428,5 @@ def matmul(ops: Any, a: Any, b: Any) -> AnyTensor:
     return _p.matmul(ops, a, b)
 
 
-__all__ = ["MEAN_NODE", "SELECT_NODE", "arg_reduce", "cat", "small_flat", "small_rows", "small_sigmoid", "extremum", "getitem", "matmul", "mean", "permute", "reduce", "reshape",
+__all__ = ["MEAN_NODE", "SELECT_NODE", "arg_reduce", "cat", "small_flat", "small_rows", "extremum", "getitem", "matmul", "mean", "permute", "reduce", "reshape",
            "unsqueeze"]

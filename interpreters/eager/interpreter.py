@@ -119,7 +119,7 @@ def _sigmoid(x: Array) -> Array:
     warnings to silence); otherwise in one numpy buffer, accurate everywhere (``exp(-x)`` overflowing to
     inf gives the limit 0, quietly)."""
     if type(x) is np.ndarray and x.dtype.kind == "f" and x.ndim > 0:
-        out = fastpath.small_sigmoid(x)  # the same kernel, without the wrapper's conversions, when small
+        out = fastpath.small_flat(x, "sigmoid_flat")  # the same kernel, without the wrapper's conversions
         return K.sigmoid(x) if out is None else out
     exact: Array = _sigmoid_numpy(x)
     return exact
@@ -664,13 +664,7 @@ def _make_unary(name: str) -> Callable[..., Any]:
                     out = kernel(data)
                 except TypeError:  # numpy refuses the dtype: ``_unary`` raises the rule's error
                     return self._unary(name, x)
-                if type(out) is not np.ndarray:
-                    out = np.asarray(out)
-                made: Tensor[*tuple[Any, ...]] = Tensor(self, out)
-                if x._requires_grad and out.dtype.kind == "f" and tape.grad_enabled():
-                    made._node = tape.Node(name, (x,), {}, made)
-                    made._requires_grad = True
-                return made
+                return _result(self, name, (x,), {}, out if type(out) is np.ndarray else np.asarray(out))
         return self._unary(name, x, **params)
     method.__name__ = name
     method.__doc__ = f"See :meth:`tensorplay.ops.Ops.{name}`."
