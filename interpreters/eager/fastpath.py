@@ -19,6 +19,7 @@ runs the full checks and raises their errors.
 
 from __future__ import annotations
 
+import math
 from types import EllipsisType, NoneType
 from typing import Any
 
@@ -233,8 +234,42 @@ def reduce(ops: Any, prim: str, x: AnyTensor, dim: Any, keepdim: bool) -> AnyTen
     if type(data) is np.ndarray:
         axes = _axes(dim, data.ndim)
         if axes is not None:
+            if prim == "reduce_sum" and (keepdim is True or keepdim is False):
+                out = small_sum(data, axes, keepdim)
+                if out is not None:
+                    return result(ops, prim, (x,), {"axes": axes, "keepdims": keepdim}, out)
             return ops._reduce(prim, _UFUNCS[prim], x, axes, keepdim, True)
     return _p.reduce(ops, prim, x, dim, keepdim)
+
+
+SMALL_SUM_MAX = 1 << 16
+"""The most elements :func:`small_sum` sums itself (beyond that numpy's own loop, on whatever threads)."""
+
+
+def small_sum(data: Array, axes: tuple[int, ...], keepdim: bool) -> Array | None:
+    """``numpy.add.reduce(data, axis=axes, keepdims=keepdim)`` bit for bit, of a non-empty row-major
+    float ``data`` of at most :data:`SMALL_SUM_MAX` elements over every axis or the last one, by the
+    jitted kernels that add in numpy's pairwise order: one call without the ufunc machinery, which costs
+    several times the additions at these sizes. ``None`` for any other input, and when a sum is not
+    finite (numpy then warns of the overflow or the invalid operation: the caller's numpy call does)."""
+    n = data.size
+    ndim = data.ndim
+    if not 0 < n <= SMALL_SUM_MAX or not ndim or data.dtype not in _FLOATS or not data.flags.c_contiguous:
+        return None
+    if len(axes) == ndim:
+        total = nb().pairwise_sum(data.ravel())
+        if not math.isfinite(total):
+            return None
+        out = np.array(total, data.dtype)
+        return out.reshape((1,) * ndim) if keepdim else out
+    if axes[0] != ndim - 1:
+        return None
+    shape = data.shape
+    width = shape[-1]
+    sums = np.empty(shape[:-1] + (1,) if keepdim else shape[:-1], data.dtype)
+    if not nb().pairwise_sum_rows(data.ravel(), width, sums.ravel()):
+        return None
+    return sums
 
 
 def mean(ops: Any, x: AnyTensor, dim: Any, keepdim: bool) -> AnyTensor:
@@ -374,10 +409,11 @@ def small_flat(data: Array, kernel: str) -> Array | None:
     across threads either: the same kernel and results, without the entry point's conversions. ``None``
     otherwise."""
     n = data.size
-    if not n or data.dtype not in _FLOATS or not data.flags.c_contiguous or threads_for(n, n) != 1:
+    if not n or data.dtype not in _FLOATS or not data.flags.c_contiguous \
+            or (n >= 2 * PARALLEL_MIN_WORK and threads_for(n, n) != 1):
         return None
     out = np.empty(data.shape, data.dtype)
-    getattr(nb(), kernel)(data.reshape(-1), out.reshape(-1), 0, n)
+    getattr(nb(), kernel)(data.ravel(), out.ravel(), 0, n)  # row-major: ``ravel`` is a view (``reshape`` costs more)
     return out
 
 
@@ -428,5 +464,5 @@ def matmul(ops: Any, a: Any, b: Any) -> AnyTensor:
     return _p.matmul(ops, a, b)
 
 
-__all__ = ["MEAN_NODE", "SELECT_NODE", "arg_reduce", "cat", "small_flat", "small_rows", "extremum", "getitem", "matmul", "mean", "permute", "reduce", "reshape",
+__all__ = ["MEAN_NODE", "SELECT_NODE", "arg_reduce", "cat", "small_flat", "small_rows", "small_sum", "extremum", "getitem", "matmul", "mean", "permute", "reduce", "reshape",
            "unsqueeze"]
