@@ -122,6 +122,8 @@ def test_basic_indexing_matches_the_generic_path(key: Any, dtype: Any) -> None:
             same(fast, slow)
             np.testing.assert_array_equal(fast.detach().numpy(), array[key])
             if grad:
+                assert repr(fast.grad_fn) == repr(slow.grad_fn)  # the same last node (a view needs one at most)
+                assert (fast is x) == (slow is x)
                 w = tp.tensor(data(tuple(fast.shape), dtype, seed=2))
                 g_fast, = tp.autograd.grad((fast * w).sum(), x)
                 g_slow, = tp.autograd.grad((slow * w).sum(), x)
@@ -639,7 +641,10 @@ def test_small_sigmoid_equals_the_kernel_entry_point(dtype: Any) -> None:
         x = data(shape, dtype) * 4
         np.testing.assert_array_equal(small_sigmoid(x), K.sigmoid(x))
         assert small_sigmoid(x).dtype == dtype
-    assert small_sigmoid(np.asfortranarray(data((3, 4), dtype))) is None
+    for other_layout in (np.asfortranarray(data((3, 4), dtype)), data((4, 6), dtype)[:, ::2], data((5, 3), dtype).T):
+        np.testing.assert_array_equal(small_sigmoid(other_layout), K.sigmoid(other_layout))  # read in row-major order
+        assert small_sigmoid(other_layout).flags.c_contiguous
+        assert _bits(small_flat(other_layout, "relu_flat")) == _bits(K.relu(other_layout))
     assert small_sigmoid(np.zeros((0, 4), dtype)) is None
     assert small_sigmoid(np.zeros(5, np.int64)) is None
     assert small_sigmoid(np.zeros((4096, 1024), dtype)) is None  # big enough for the threads

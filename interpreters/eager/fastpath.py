@@ -37,6 +37,7 @@ Array = np.ndarray[Any, Any]
 AnyTensor = Any
 
 _BASIC_ITEMS = frozenset({int, slice, NoneType, EllipsisType})
+_EVERYTHING = slice(None)
 _INDEX_DTYPES = frozenset({np.dtype(np.int64), np.dtype(np.int32)})
 _FLOATS = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 _UFUNCS: dict[str, Any] = {"reduce_sum": np.add, "reduce_max": np.maximum, "reduce_min": np.minimum}
@@ -108,7 +109,13 @@ def _basic_index(ops: Any, x: AnyTensor, data: Array, key: Any) -> AnyTensor | N
         return None  # the generic path raises its own error
     if not (x._requires_grad and tape.grad_enabled()):
         return view(ops, "slice", x, {}, out)  # not recorded: the params are not needed
-    starts, stops, steps, reshaped, full = _slice_plan(data.shape, key if type(key) is tuple else (key,))
+    items = key if type(key) is tuple else (key,)
+    for item in items:
+        if item is not None and item is not Ellipsis and item != _EVERYTHING:
+            break
+    else:  # only ``:``, ``...`` and ``None``: every element in order, maybe new axes (what the plan finds)
+        return x if out.shape == data.shape else view(ops, "reshape", x, {"shape": out.shape}, out)
+    starts, stops, steps, reshaped, full = _slice_plan(data.shape, items)
     params = {"starts": starts, "stops": stops, "steps": steps}
     if not reshaped:
         return x if full else view(ops, "slice", x, params, out)
@@ -405,15 +412,15 @@ def small_rows(kernel: str, data: Array, *args: Any) -> Array | None:
 
 def small_flat(data: Array, kernel: str) -> Array | None:
     """The jitted elementwise ``kernel(x, out, start, stop)`` (e.g. ``sigmoid_flat``, ``relu_flat``) of a
-    non-empty row-major float ``data`` called directly when the kernels' entry point would not split it
-    across threads either: the same kernel and results, without the entry point's conversions. ``None``
-    otherwise."""
+    non-empty float ``data`` called directly when the kernels' entry point would not split it across
+    threads either: the same kernel and results, without the entry point's conversions. A layout other
+    than row-major is read through ``ravel``'s row-major copy (an elementwise kernel does not care which
+    order it visits). ``None`` otherwise."""
     n = data.size
-    if not n or data.dtype not in _FLOATS or not data.flags.c_contiguous \
-            or (n >= 2 * PARALLEL_MIN_WORK and threads_for(n, n) != 1):
+    if not n or data.dtype not in _FLOATS or (n >= 2 * PARALLEL_MIN_WORK and threads_for(n, n) != 1):
         return None
     out = np.empty(data.shape, data.dtype)
-    getattr(nb(), kernel)(data.ravel(), out.ravel(), 0, n)  # row-major: ``ravel`` is a view (``reshape`` costs more)
+    getattr(nb(), kernel)(data.ravel(), out.ravel(), 0, n)  # ``out`` is row-major: its ``ravel`` is a view
     return out
 
 
