@@ -725,6 +725,37 @@ def test_layer_norm_without_weight_matches_pytorch(dtype: Any) -> None:
     np.testing.assert_allclose(weight.grad.numpy(), wt.grad.numpy(), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_layer_norm_shape_forms_and_missing_parameters(dtype: Any) -> None:
+    """Every spelling of ``normalized_shape`` gives the same bits; a missing weight or bias is exactly ones or
+    zeros (the shared constants stay untouched after backward), a strided weight is read correctly, and
+    the node's gradient is the one with explicit ones and zeros."""
+    src = data((3, 4), dtype)
+    x = tp.tensor(src, requires_grad=True)
+    reference = F.layer_norm(x, (4,))
+    for form in (4, [4], (4,), tp.tensor(src).shape[-1:], (np.int64(4),), [True + 3]):
+        assert _bits(F.layer_norm(x, form).detach().numpy()) == _bits(reference.detach().numpy())
+    ones, zeros = tp.tensor(np.ones(4, dtype), requires_grad=True), tp.tensor(np.zeros(4, dtype), requires_grad=True)
+    explicit = F.layer_norm(x, (4,), ones, zeros)
+    assert _bits(explicit.detach().numpy()) == _bits(reference.detach().numpy())
+    w = tp.tensor(data((4,), dtype, seed=5))
+    g_ref, = tp.autograd.grad((reference * w).sum(), x)
+    g_explicit, = tp.autograd.grad((explicit * w).sum(), x)
+    assert _bits(g_ref.numpy()) == _bits(g_explicit.numpy())
+    again = F.layer_norm(x, (4,))
+    assert _bits(again.detach().numpy()) == _bits(reference.detach().numpy())
+    strided = tp.tensor(data((8,), dtype, seed=6)[::2])
+    for weight, bias in ((strided, None), (None, strided), (strided, strided)):
+        got = F.layer_norm(x, (4,), weight, bias)
+        xt = torch.tensor(src)
+        wt = None if weight is None else torch.tensor(weight.numpy())
+        bt = None if bias is None else torch.tensor(bias.numpy())
+        tol = 1e-5 if dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(got.detach().numpy(), TF.layer_norm(xt, (4,), wt, bt).numpy(), rtol=tol, atol=tol)
+    with pytest.raises(tp.ShapeError):
+        F.layer_norm(x, [5])
+
+
 def test_mean_is_one_node_with_the_generic_values_and_second_order() -> None:
     for src in layouts((3, 4), np.float64):
         x = tp.tensor(src, requires_grad=True)

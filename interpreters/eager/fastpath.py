@@ -459,14 +459,19 @@ def matmul(ops: Any, a: Any, b: Any) -> AnyTensor:
     if isinstance(a, Tensor) and isinstance(b, Tensor):
         ad, bd = a._data, b._data
         if type(ad) is np.ndarray and type(bd) is np.ndarray and ad.ndim >= 2 and bd.ndim >= 2:
-            if ad.ndim == 2 and bd.ndim == 2 and ad.dtype is bd.dtype and ad.dtype.kind == "f" \
-                    and ad.shape[0] * ad.shape[1] * bd.shape[1] <= OPENBLAS_SERIAL_MAX_MACS:
+            if ad.ndim == 2 and bd.ndim == 2 and ad.dtype is bd.dtype and ad.dtype in _FLOATS \
+                    and (ad.size * bd.size <= OPENBLAS_SERIAL_MAX_MACS  # bounds m*k*n (k >= 1), cheaper to read
+                         or ad.size * bd.shape[1] <= OPENBLAS_SERIAL_MAX_MACS):
                 try:  # a small GEMM, which OpenBLAS runs on this thread anyway (what the method does)
                     out = np.matmul(ad, bd)
                 except ValueError:
                     pass  # the method raises the rule's error
                 else:
-                    return result(ops, "matmul", (a, b), {}, out)
+                    made: AnyTensor = Tensor(ops, out)
+                    if (a._requires_grad or b._requires_grad) and tape.grad_enabled():  # ``result`` for two tensors
+                        made._node = tape.Node("matmul", (a, b), {}, made)
+                        made._requires_grad = True
+                    return made
             return ops._matmul_arrays(a, b)
     return _p.matmul(ops, a, b)
 
