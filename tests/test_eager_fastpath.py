@@ -546,6 +546,12 @@ def test_cat_shortcut_equals_the_concat_primitive(dtype: Any) -> None:
     with tp.no_grad():
         assert tp.cat([tp.tensor(data((3, 4), dtype), requires_grad=True), x]).grad_fn is None
     assert tp.cat([x, x]).grad_fn is None
+    leaf = tp.tensor(data((3, 4), dtype, seed=4), requires_grad=True)  # only a later item requires grad
+    joined = tp.cat([x, x, leaf])
+    assert joined.grad_fn is not None and all(a is b for a, b in zip(joined._node.inputs, (x, x, leaf), strict=True))
+    g, = tp.autograd.grad((joined * tp.tensor(data((9, 4), dtype, seed=5))).sum(), leaf)
+    slow_g, = tp.autograd.grad((eager.concat(x, x, leaf, axis=0) * tp.tensor(data((9, 4), dtype, seed=5))).sum(), leaf)
+    same(g, slow_g)
     same_error(lambda: tp.cat([x, tp.tensor(data((3, 5), dtype))]),
                lambda: eager.concat(x, tp.tensor(data((3, 5), dtype)), axis=0))
     same_error(lambda: tp.cat([x, tp.tensor(data((12,), dtype))]),

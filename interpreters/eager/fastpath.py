@@ -244,7 +244,11 @@ def reduce(ops: Any, prim: str, x: AnyTensor, dim: Any, keepdim: bool) -> AnyTen
             if prim == "reduce_sum" and (keepdim is True or keepdim is False):
                 out = small_sum(data, axes, keepdim)
                 if out is not None:
-                    return result(ops, prim, (x,), {"axes": axes, "keepdims": keepdim}, out)
+                    made: AnyTensor = Tensor(ops, out)
+                    if x._requires_grad and tape.grad_enabled():  # ``result``, its params made only here
+                        made._node = tape.Node(prim, (x,), {"axes": axes, "keepdims": keepdim}, made)
+                        made._requires_grad = True
+                    return made
             return ops._reduce(prim, _UFUNCS[prim], x, axes, keepdim, True)
     return _p.reduce(ops, prim, x, dim, keepdim)
 
@@ -432,23 +436,29 @@ def cat(ops: Any, items: list[Any] | tuple[Any, ...], dim: Any) -> AnyTensor | N
     ranks and the other sizes), recorded as the ``concat`` primitive. ``None`` otherwise, or when numpy
     refuses: the caller runs the primitive, whose rule raises the clear error."""
     first = items[0]._data
-    if type(first) is not np.ndarray or first.dtype.kind != "f" or type(dim) is not int:
-        return None
-    ndim = first.ndim
-    if not -ndim <= dim < ndim:
+    if type(first) is not np.ndarray or type(dim) is not int:
         return None
     dtype = first.dtype
+    ndim = first.ndim
+    if dtype not in _FLOATS or not -ndim <= dim < ndim:
+        return None
     arrays = []
+    recording = False
     for x in items:
         data = x._data
         if type(data) is not np.ndarray or data.dtype is not dtype:
             return None
         arrays.append(data)
+        recording = recording or x._requires_grad
     try:
         out = np.concatenate(arrays, axis=dim)
     except (ValueError, TypeError):
         return None
-    return result(ops, "concat", tuple(items), {"axis": dim % ndim}, out)
+    made: AnyTensor = Tensor(ops, out)
+    if recording and tape.grad_enabled():  # ``result``, with the node's inputs and params made only here
+        made._node = tape.Node("concat", tuple(items), {"axis": dim % ndim}, made)
+        made._requires_grad = True
+    return made
 
 
 # ---- products -----------------------------------------------------------------------------------------

@@ -42,7 +42,10 @@ def view(ops: Any, name: str, x: AnyTensor, params: dict[str, Any], out: Array) 
     """A view of ``x`` holding ``out`` (primitive ``name``): it shares ``x``'s version counter and
     names ``x``'s base, so in-place checks see through it."""
     made: AnyTensor = Tensor(ops, out)
-    made._version = share_version(x)
+    box = x._version  # ``share_version`` inline: views are made on every slice
+    if box is None:
+        box = x._version = [0]
+    made._version = box
     base = x._base
     made._base = x if base is None else base
     if x._requires_grad and out.dtype.kind == "f" and tape.grad_enabled():

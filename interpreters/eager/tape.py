@@ -93,6 +93,12 @@ class Node:
             self.edges: tuple[Any, ...] = ((x if x._node is None else x._node) if x._requires_grad else None,)
             box_in = x._version
             self.versions: tuple[int, ...] = (0 if box_in is None else box_in[0],)
+        elif len(inputs) == 2 and type(inputs[0]) is Tensor and type(inputs[1]) is Tensor:  # two, likewise
+            x, y = inputs
+            box_x, box_y = x._version, y._version
+            self.edges = ((x if x._node is None else x._node) if x._requires_grad else None,
+                          (y if y._node is None else y._node) if y._requires_grad else None)
+            self.versions = (0 if box_x is None else box_x[0], 0 if box_y is None else box_y[0])
         else:
             edges: list[Any] = []
             versions: list[int] = []
