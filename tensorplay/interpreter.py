@@ -122,6 +122,10 @@ class BaseInterpreter:
         """``a @ b`` (numpy's rules for 1-d operands, see :func:`tensorplay.derived.matmul`)."""
         return _DERIVED.matmul(self, a, b)
 
+    def run_binary(self, name: str, x: Any, y: Any) -> Any:
+        """The binary primitive ``name`` of ``x`` and ``y`` (the Tensor operators call this)."""
+        return getattr(self, name)(x, y)
+
 
 LAYER_OPS: tuple[str, ...] = ("linear", "map", "conv", "conv_transpose", "max_pool", "avg_pool",
                               "smooth_max_pool", "layer_norm", "attention", "dropout")

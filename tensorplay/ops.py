@@ -1171,6 +1171,11 @@ class Interpreter(Ops, Protocol):
         """``a @ b``."""
         ...
 
+    def run_binary(self, name: str, x: Any, y: Any) -> Any:
+        """The binary primitive ``name`` (``add``, ``lt``, ...) of ``x`` and ``y``: ``getattr(self, name)(x, y)``
+        (the Tensor operators' entry point)."""
+        ...
+
 
 PRIMITIVE_NAMES: tuple[str, ...] = tuple(PRIMITIVES)
 """Every primitive, in the order of the primitive table (:mod:`tensorplay.spec.table`)."""

@@ -277,8 +277,7 @@ class Tensor(Generic[*Shape]):
             other = _p.operand(other, ops)
             if isinstance(other, Tensor):
                 ops = pick_interpreter(ops, other._ops)
-        fn = getattr(ops, name)
-        return fn(other, self) if reverse else fn(self, other)
+        return ops.run_binary(name, other, self) if reverse else ops.run_binary(name, self, other)
 
     @overload
     def __add__(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]: ...

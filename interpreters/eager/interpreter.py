@@ -370,6 +370,8 @@ class EagerInterpreter(BaseInterpreter):
             result._requires_grad = True
         return result
 
+    run_binary = _binary  # every operator's primitive is a generated ``_binary`` method: skip its frame
+
     def _binary_checked(self, name: str, x: Any, y: Any, xd: Any, yd: Any) -> Array:
         """The slow path: dtype promotion and validation by the spec rule first."""
         if not isinstance(x, Tensor) and not isinstance(y, Tensor):
