@@ -384,7 +384,10 @@ class Tensor(Generic[*Shape]):
 
     def __matmul__(self, other: Any) -> Any:
         """``a[*B, M, K] @ b[*B, K, N] -> [*B, M, N]`` (also ``b[K, N]``, and a vector ``b[K]``)."""
-        return self._pick(other).tensor_matmul(self, other)
+        ops = self._ops
+        if isinstance(other, Tensor) and other._ops is not ops:  # what ``_pick`` does, without the call
+            ops = pick_interpreter(ops, other._ops)
+        return ops.tensor_matmul(self, other)
 
     def __rmatmul__(self, other: np.ndarray[Any, Any]) -> Tensor[*tuple[Any, ...]]:
         # Only a non-tensor left operand gets here (``array @ tensor``). Typed narrowly on purpose:

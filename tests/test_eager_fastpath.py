@@ -122,6 +122,8 @@ def test_basic_indexing_matches_the_generic_path(key: Any, dtype: Any) -> None:
             same(fast, slow)
             np.testing.assert_array_equal(fast.detach().numpy(), array[key])
             if grad:
+                assert repr(fast.grad_fn) == repr(slow.grad_fn)  # the same last node (a view needs one at most)
+                assert (fast is x) == (slow is x)
                 w = tp.tensor(data(tuple(fast.shape), dtype, seed=2))
                 g_fast, = tp.autograd.grad((fast * w).sum(), x)
                 g_slow, = tp.autograd.grad((slow * w).sum(), x)
@@ -276,6 +278,104 @@ def test_reductions_of_zero_size_and_integer_tensors() -> None:
     same(i.sum(1), generic.tensor_reduce(eager, "reduce_sum", i, 1, False))
     assert i.sum().dtype == tp.int64
     same_error(lambda: i.mean(0), lambda: generic.tensor_mean(eager, i, 0, False))
+
+
+def _bits(a: Any) -> bytes:
+    """The bytes of an array (``-0`` differs from ``+0``, NaNs compare by payload), with its dtype and shape."""
+    a = np.asarray(a)
+    return a.dtype.str.encode() + repr(a.shape).encode() + a.tobytes()
+
+
+def _spread(shape: tuple[int, ...], dtype: Any, seed: int = 0) -> np.ndarray[Any, Any]:
+    """Values over many magnitudes and both signs, where the order of the additions shows in the last bits."""
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape) * 10.0 ** rng.uniform(-4, 4, shape)).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_small_sum_is_numpys_sum_bit_for_bit(dtype: Any) -> None:
+    """The jitted pairwise sums add in numpy's order: every length through the 8-wide blocks, the 128-item
+    blocks and the halving beyond them, whole arrays and rows, signed zeros and subnormals included."""
+    from tensorplay.interpreters.eager.fastpath import small_sum
+
+    for n in list(range(1, 300)) + [1000, 4095, 4096, 4097, 65535, 1 << 16]:
+        x = _spread((n,), dtype, seed=n)
+        assert _bits(small_sum(x, (0,), False)) == _bits(np.add.reduce(x, axis=(0,)))
+        assert _bits(small_sum(x, (0,), True)) == _bits(np.add.reduce(x, axis=(0,), keepdims=True))
+    for shape in ((2, 4), (64, 64), (3, 5, 7), (5, 1), (7, 129), (2, 300), (1, 1000), (16, 4096)):
+        x = _spread(shape, dtype, seed=len(shape))
+        every = tuple(range(len(shape)))
+        last = (len(shape) - 1,)
+        for keepdim in (False, True):
+            assert _bits(small_sum(x, every, keepdim)) == _bits(np.add.reduce(x, axis=every, keepdims=keepdim))
+            assert _bits(small_sum(x, last, keepdim)) == _bits(np.add.reduce(x, axis=last, keepdims=keepdim))
+    tiny = np.finfo(dtype).smallest_subnormal
+    for special in ([-0.0] * 9, [-0.0], [-0.0] * 130, [tiny, -tiny, tiny] * 5, [1.0, -1.0] * 70):
+        x = np.array(special, dtype)
+        assert _bits(small_sum(x, (0,), False)) == _bits(np.add.reduce(x, axis=(0,)))
+        rows = np.stack([x, -x])
+        assert _bits(small_sum(rows, (1,), False)) == _bits(np.add.reduce(rows, axis=(1,)))
+
+
+def test_small_sum_leaves_other_inputs_to_numpy() -> None:
+    """``None`` (the caller's numpy reduction) for what the kernels do not cover, and for sums that are not
+    finite, whose warnings numpy must give."""
+    from tensorplay.interpreters.eager.fastpath import SMALL_SUM_MAX, small_sum
+
+    x = data((4, 6))
+    assert small_sum(x.T, (0, 1), False) is None  # not row-major
+    assert small_sum(x, (0,), False) is None  # not the last axis
+    assert small_sum(np.zeros((0, 3), np.float32), (1,), False) is None
+    assert small_sum(np.array(2.0, np.float32), (), False) is None
+    assert small_sum(np.ones((2, 3), np.int64), (1,), False) is None
+    assert small_sum(np.ones(SMALL_SUM_MAX + 1, np.float32), (0,), False) is None
+    for bad in ([np.inf, -np.inf], [np.nan, 1.0], [3e38, 3e38]):
+        values = np.array(bad, np.float32)
+        assert small_sum(values, (0,), False) is None
+        assert small_sum(np.stack([np.ones(2, np.float32), values]), (1,), False) is None
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sum_shortcut_equals_the_generic_path(dtype: Any) -> None:
+    """``x.sum()``/``x.sum(-1)`` give the generic path's bits, dtype, shape, node and gradient; transposed,
+    empty and 0-d inputs, with and without grad mode."""
+    arrays = [_spread((2, 4), dtype), _spread((64, 64), dtype), _spread((3, 5, 7), dtype), np.float32(1.5).astype(dtype),
+              np.zeros((0, 4), dtype), np.full((2, 9), -0.0, dtype)] + layouts((3, 4), dtype)
+    for array in arrays:
+        for args in ((), (-1,), (-1, True), (None, True)):
+            x = tp.tensor(array, requires_grad=True)
+            dim, keepdim = (args + (None, False)[len(args):])
+            if array.ndim == 0 and dim == -1:
+                same_error(lambda: x.sum(*args), lambda: generic.tensor_reduce(eager, "reduce_sum", x, dim, keepdim))
+                continue
+            fast = x.sum(*args)
+            slow = generic.tensor_reduce(eager, "reduce_sum", x, dim, keepdim)
+            assert _bits(fast.detach().numpy()) == _bits(slow.detach().numpy())
+            assert fast.grad_fn is not None and repr(fast.grad_fn) == repr(slow.grad_fn)
+            w = _spread(tuple(fast.shape), dtype, seed=3)
+            g_fast, = tp.autograd.grad((fast * tp.tensor(w)).sum(), x)
+            g_slow, = tp.autograd.grad((slow * tp.tensor(w)).sum(), x)
+            assert _bits(g_fast.numpy()) == _bits(g_slow.numpy())
+            with tp.no_grad():
+                assert x.sum(*args).grad_fn is None
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sum_shortcut_gives_numpys_warnings_and_values_for_inf_and_nan(dtype: Any) -> None:
+    big = np.finfo(dtype).max
+    for values in ([np.inf, -np.inf, 1.0], [np.nan, 1.0, 2.0], [big, big, 0.0], [np.inf, 1.0, 2.0]):
+        x = tp.tensor(np.array([values, [1.0, 2.0, 3.0]], dtype))
+        for args in ((), (-1,)):
+            dim = args[0] if args else None
+            with warnings.catch_warnings(record=True) as slow_warnings:
+                warnings.simplefilter("always")
+                slow = generic.tensor_reduce(eager, "reduce_sum", x, dim, False)
+            with warnings.catch_warnings(record=True) as fast_warnings:
+                warnings.simplefilter("always")
+                fast = x.sum(*args)
+            assert _bits(fast.numpy()) == _bits(slow.numpy())
+            assert [(w.category, str(w.message)) for w in fast_warnings] == \
+                [(w.category, str(w.message)) for w in slow_warnings]
 
 
 def test_reduction_errors_are_the_generic_ones() -> None:
@@ -541,7 +641,10 @@ def test_small_sigmoid_equals_the_kernel_entry_point(dtype: Any) -> None:
         x = data(shape, dtype) * 4
         np.testing.assert_array_equal(small_sigmoid(x), K.sigmoid(x))
         assert small_sigmoid(x).dtype == dtype
-    assert small_sigmoid(np.asfortranarray(data((3, 4), dtype))) is None
+    for other_layout in (np.asfortranarray(data((3, 4), dtype)), data((4, 6), dtype)[:, ::2], data((5, 3), dtype).T):
+        np.testing.assert_array_equal(small_sigmoid(other_layout), K.sigmoid(other_layout))  # read in row-major order
+        assert small_sigmoid(other_layout).flags.c_contiguous
+        assert _bits(small_flat(other_layout, "relu_flat")) == _bits(K.relu(other_layout))
     assert small_sigmoid(np.zeros((0, 4), dtype)) is None
     assert small_sigmoid(np.zeros(5, np.int64)) is None
     assert small_sigmoid(np.zeros((4096, 1024), dtype)) is None  # big enough for the threads
@@ -620,6 +723,37 @@ def test_layer_norm_without_weight_matches_pytorch(dtype: Any) -> None:
     yt.sum().backward()
     np.testing.assert_allclose(y.detach().numpy(), yt.detach().numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(weight.grad.numpy(), wt.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_layer_norm_shape_forms_and_missing_parameters(dtype: Any) -> None:
+    """Every spelling of ``normalized_shape`` gives the same bits; a missing weight or bias is exactly ones or
+    zeros (the shared constants stay untouched after backward), a strided weight is read correctly, and
+    the node's gradient is the one with explicit ones and zeros."""
+    src = data((3, 4), dtype)
+    x = tp.tensor(src, requires_grad=True)
+    reference = F.layer_norm(x, (4,))
+    for form in (4, [4], (4,), tp.tensor(src).shape[-1:], (np.int64(4),), [True + 3]):
+        assert _bits(F.layer_norm(x, form).detach().numpy()) == _bits(reference.detach().numpy())
+    ones, zeros = tp.tensor(np.ones(4, dtype), requires_grad=True), tp.tensor(np.zeros(4, dtype), requires_grad=True)
+    explicit = F.layer_norm(x, (4,), ones, zeros)
+    assert _bits(explicit.detach().numpy()) == _bits(reference.detach().numpy())
+    w = tp.tensor(data((4,), dtype, seed=5))
+    g_ref, = tp.autograd.grad((reference * w).sum(), x)
+    g_explicit, = tp.autograd.grad((explicit * w).sum(), x)
+    assert _bits(g_ref.numpy()) == _bits(g_explicit.numpy())
+    again = F.layer_norm(x, (4,))
+    assert _bits(again.detach().numpy()) == _bits(reference.detach().numpy())
+    strided = tp.tensor(data((8,), dtype, seed=6)[::2])
+    for weight, bias in ((strided, None), (None, strided), (strided, strided)):
+        got = F.layer_norm(x, (4,), weight, bias)
+        xt = torch.tensor(src)
+        wt = None if weight is None else torch.tensor(weight.numpy())
+        bt = None if bias is None else torch.tensor(bias.numpy())
+        tol = 1e-5 if dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(got.detach().numpy(), TF.layer_norm(xt, (4,), wt, bt).numpy(), rtol=tol, atol=tol)
+    with pytest.raises(tp.ShapeError):
+        F.layer_norm(x, [5])
 
 
 def test_mean_is_one_node_with_the_generic_values_and_second_order() -> None:

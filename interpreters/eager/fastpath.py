@@ -19,6 +19,7 @@ runs the full checks and raises their errors.
 
 from __future__ import annotations
 
+import math
 from types import EllipsisType, NoneType
 from typing import Any
 
@@ -36,6 +37,7 @@ Array = np.ndarray[Any, Any]
 AnyTensor = Any
 
 _BASIC_ITEMS = frozenset({int, slice, NoneType, EllipsisType})
+_EVERYTHING = slice(None)
 _INDEX_DTYPES = frozenset({np.dtype(np.int64), np.dtype(np.int32)})
 _FLOATS = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 _UFUNCS: dict[str, Any] = {"reduce_sum": np.add, "reduce_max": np.maximum, "reduce_min": np.minimum}
@@ -107,7 +109,13 @@ def _basic_index(ops: Any, x: AnyTensor, data: Array, key: Any) -> AnyTensor | N
         return None  # the generic path raises its own error
     if not (x._requires_grad and tape.grad_enabled()):
         return view(ops, "slice", x, {}, out)  # not recorded: the params are not needed
-    starts, stops, steps, reshaped, full = _slice_plan(data.shape, key if type(key) is tuple else (key,))
+    items = key if type(key) is tuple else (key,)
+    for item in items:
+        if item is not None and item is not Ellipsis and item != _EVERYTHING:
+            break
+    else:  # only ``:``, ``...`` and ``None``: every element in order, maybe new axes (what the plan finds)
+        return x if out.shape == data.shape else view(ops, "reshape", x, {"shape": out.shape}, out)
+    starts, stops, steps, reshaped, full = _slice_plan(data.shape, items)
     params = {"starts": starts, "stops": stops, "steps": steps}
     if not reshaped:
         return x if full else view(ops, "slice", x, params, out)
@@ -233,8 +241,42 @@ def reduce(ops: Any, prim: str, x: AnyTensor, dim: Any, keepdim: bool) -> AnyTen
     if type(data) is np.ndarray:
         axes = _axes(dim, data.ndim)
         if axes is not None:
+            if prim == "reduce_sum" and (keepdim is True or keepdim is False):
+                out = small_sum(data, axes, keepdim)
+                if out is not None:
+                    return result(ops, prim, (x,), {"axes": axes, "keepdims": keepdim}, out)
             return ops._reduce(prim, _UFUNCS[prim], x, axes, keepdim, True)
     return _p.reduce(ops, prim, x, dim, keepdim)
+
+
+SMALL_SUM_MAX = 1 << 16
+"""The most elements :func:`small_sum` sums itself (beyond that numpy's own loop, on whatever threads)."""
+
+
+def small_sum(data: Array, axes: tuple[int, ...], keepdim: bool) -> Array | None:
+    """``numpy.add.reduce(data, axis=axes, keepdims=keepdim)`` bit for bit, of a non-empty row-major
+    float ``data`` of at most :data:`SMALL_SUM_MAX` elements over every axis or the last one, by the
+    jitted kernels that add in numpy's pairwise order: one call without the ufunc machinery, which costs
+    several times the additions at these sizes. ``None`` for any other input, and when a sum is not
+    finite (numpy then warns of the overflow or the invalid operation: the caller's numpy call does)."""
+    n = data.size
+    ndim = data.ndim
+    if not 0 < n <= SMALL_SUM_MAX or not ndim or data.dtype not in _FLOATS or not data.flags.c_contiguous:
+        return None
+    if len(axes) == ndim:
+        total = nb().pairwise_sum(data.ravel())
+        if not math.isfinite(total):
+            return None
+        out = np.array(total, data.dtype)
+        return out.reshape((1,) * ndim) if keepdim else out
+    if axes[0] != ndim - 1:
+        return None
+    shape = data.shape
+    width = shape[-1]
+    sums = np.empty(shape[:-1] + (1,) if keepdim else shape[:-1], data.dtype)
+    if not nb().pairwise_sum_rows(data.ravel(), width, sums.ravel()):
+        return None
+    return sums
 
 
 def mean(ops: Any, x: AnyTensor, dim: Any, keepdim: bool) -> AnyTensor:
@@ -370,14 +412,15 @@ def small_rows(kernel: str, data: Array, *args: Any) -> Array | None:
 
 def small_flat(data: Array, kernel: str) -> Array | None:
     """The jitted elementwise ``kernel(x, out, start, stop)`` (e.g. ``sigmoid_flat``, ``relu_flat``) of a
-    non-empty row-major float ``data`` called directly when the kernels' entry point would not split it
-    across threads either: the same kernel and results, without the entry point's conversions. ``None``
-    otherwise."""
+    non-empty float ``data`` called directly when the kernels' entry point would not split it across
+    threads either: the same kernel and results, without the entry point's conversions. A layout other
+    than row-major is read through ``ravel``'s row-major copy (an elementwise kernel does not care which
+    order it visits). ``None`` otherwise."""
     n = data.size
-    if not n or data.dtype not in _FLOATS or not data.flags.c_contiguous or threads_for(n, n) != 1:
+    if not n or data.dtype not in _FLOATS or (n >= 2 * PARALLEL_MIN_WORK and threads_for(n, n) != 1):
         return None
     out = np.empty(data.shape, data.dtype)
-    getattr(nb(), kernel)(data.reshape(-1), out.reshape(-1), 0, n)
+    getattr(nb(), kernel)(data.ravel(), out.ravel(), 0, n)  # ``out`` is row-major: its ``ravel`` is a view
     return out
 
 
@@ -416,17 +459,22 @@ def matmul(ops: Any, a: Any, b: Any) -> AnyTensor:
     if isinstance(a, Tensor) and isinstance(b, Tensor):
         ad, bd = a._data, b._data
         if type(ad) is np.ndarray and type(bd) is np.ndarray and ad.ndim >= 2 and bd.ndim >= 2:
-            if ad.ndim == 2 and bd.ndim == 2 and ad.dtype is bd.dtype and ad.dtype.kind == "f" \
-                    and ad.shape[0] * ad.shape[1] * bd.shape[1] <= OPENBLAS_SERIAL_MAX_MACS:
+            if ad.ndim == 2 and bd.ndim == 2 and ad.dtype is bd.dtype and ad.dtype in _FLOATS \
+                    and (ad.size * bd.size <= OPENBLAS_SERIAL_MAX_MACS  # bounds m*k*n (k >= 1), cheaper to read
+                         or ad.size * bd.shape[1] <= OPENBLAS_SERIAL_MAX_MACS):
                 try:  # a small GEMM, which OpenBLAS runs on this thread anyway (what the method does)
                     out = np.matmul(ad, bd)
                 except ValueError:
                     pass  # the method raises the rule's error
                 else:
-                    return result(ops, "matmul", (a, b), {}, out)
+                    made: AnyTensor = Tensor(ops, out)
+                    if (a._requires_grad or b._requires_grad) and tape.grad_enabled():  # ``result`` for two tensors
+                        made._node = tape.Node("matmul", (a, b), {}, made)
+                        made._requires_grad = True
+                    return made
             return ops._matmul_arrays(a, b)
     return _p.matmul(ops, a, b)
 
 
-__all__ = ["MEAN_NODE", "SELECT_NODE", "arg_reduce", "cat", "small_flat", "small_rows", "extremum", "getitem", "matmul", "mean", "permute", "reduce", "reshape",
+__all__ = ["MEAN_NODE", "SELECT_NODE", "arg_reduce", "cat", "small_flat", "small_rows", "small_sum", "extremum", "getitem", "matmul", "mean", "permute", "reduce", "reshape",
            "unsqueeze"]

@@ -365,8 +365,9 @@ class EagerInterpreter(BaseInterpreter):
             out = self._binary_checked(name, x, y, xd, yd)
         result: Tensor[*tuple[Any, ...]] = Tensor(self, out)
         if ((isinstance(x, Tensor) and x._requires_grad) or (isinstance(y, Tensor) and y._requires_grad)) \
-                and tape.grad_enabled():
-            tape.record(name, (x, y), {}, result)
+                and out.dtype.kind == "f" and tape.grad_enabled():  # comparisons (bool) carry no gradient
+            result._node = tape.Node(name, (x, y), {}, result)
+            result._requires_grad = True
         return result
 
     def _binary_checked(self, name: str, x: Any, y: Any, xd: Any, yd: Any) -> Array:
@@ -667,7 +668,13 @@ def _make_unary(name: str) -> Callable[..., Any]:
                     out = kernel(data)
                 except TypeError:  # numpy refuses the dtype: ``_unary`` raises the rule's error
                     return self._unary(name, x)
-                return _result(self, name, (x,), {}, out if type(out) is np.ndarray else np.asarray(out))
+                if type(out) is not np.ndarray:
+                    out = np.asarray(out)
+                made: Tensor[*tuple[Any, ...]] = Tensor(self, out)
+                if x._requires_grad and out.dtype.kind == "f" and tape.grad_enabled():  # ``_result`` for one input
+                    made._node = tape.Node(name, (x,), {}, made)
+                    made._requires_grad = True
+                return made
         return self._unary(name, x, **params)
     method.__name__ = name
     method.__doc__ = f"See :meth:`tensorplay.ops.Ops.{name}`."

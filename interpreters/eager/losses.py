@@ -84,7 +84,9 @@ def _cross_entropy_vjp(ops: Any, g: AnyTensor, inputs: tuple[Any, ...], output: 
 
 tape.EXTRA_VJP[CROSS_ENTROPY_NODE] = _cross_entropy_vjp
 
-_ONES_ZEROS: dict[tuple[int, np.dtype[Any]], tuple[Array, Array]] = {}
+_ONES_ZEROS: dict[tuple[int, np.dtype[Any]], tuple[AnyTensor, AnyTensor]] = {}
+"""The eager ones and zeros that stand for a missing ``weight`` and ``bias`` of each size and dtype, made once
+(they are only ever read: by the kernel, and as the node's constant inputs)."""
 
 
 def layer_norm(ops: Any, x: AnyTensor, size: int, weight: AnyTensor | None, bias: AnyTensor | None,
@@ -100,15 +102,19 @@ def layer_norm(ops: Any, x: AnyTensor, size: int, weight: AnyTensor | None, bias
         if t is not None and (not isinstance(t, Tensor) or type(t._data) is not np.ndarray
                               or t._data.dtype is not data.dtype or t._data.shape != (size,)):
             return None
+    contiguous = True
     if weight is None or bias is None:
         key = (size, data.dtype)
         found = _ONES_ZEROS.get(key)
-        if found is None:
-            found = _ONES_ZEROS[key] = (np.ones(size, data.dtype), np.zeros(size, data.dtype))
-        weight = Tensor(ops, found[0]) if weight is None else weight
-        bias = Tensor(ops, found[1]) if bias is None else bias
+        if found is None or found[0]._ops is not ops:  # (a copy of the eager interpreter gets its own)
+            found = _ONES_ZEROS[key] = (Tensor(ops, np.ones(size, data.dtype)), Tensor(ops, np.zeros(size, data.dtype)))
+        contiguous = (weight is None or weight._data.flags.c_contiguous) and (bias is None or bias._data.flags.c_contiguous)
+        weight = found[0] if weight is None else weight
+        bias = found[1] if bias is None else bias
+    elif not (weight._data.flags.c_contiguous and bias._data.flags.c_contiguous):
+        contiguous = False
     g, b = weight._data, bias._data
-    out = small_rows("layer_norm_rows", data, g, b, eps) if g.flags.c_contiguous and b.flags.c_contiguous else None
+    out = small_rows("layer_norm_rows", data, g, b, eps) if contiguous else None
     if out is None:
         out = layer_norm_last_axis(data, g, b, eps=eps)
     return result(ops, "layer_norm_last_axis", (x, weight, bias), {"eps": eps}, out)

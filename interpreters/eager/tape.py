@@ -3,7 +3,8 @@
 Each recorded operation is a :class:`Node` holding the primitive, its input
 tensors (values for the vjp rule), the *edges* to the inputs' producers taken
 at record time (a node, or the leaf tensor itself), the inputs' version
-numbers and a weak reference to its output. Cotangents are keyed by node, so
+numbers and its result's value (the rules of ``USES_OUTPUT`` read it; the
+others get ``output=None``). Cotangents are keyed by node, so
 an in-place op that rebinds a tensor to a new node affects only later uses.
 The vjp rules (:mod:`tensorplay.rules.vjp`) run on the eager interpreter, so
 with ``create_graph=True`` the backward pass is itself recorded.
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -82,8 +82,7 @@ def enable_grad() -> _GradMode:
 class Node:
     """One recorded operation. ``name`` is the primitive (``grad_fn`` prints it)."""
 
-    __slots__ = ("name", "inputs", "params", "edges", "versions", "output", "freed", "out_data", "out_box",
-                 "out_version")
+    __slots__ = ("name", "inputs", "params", "edges", "versions", "out_data", "out_box", "out_version")
 
     def __init__(self, name: str, inputs: tuple[Any, ...], params: dict[str, Any], output: Tensor[*tuple[Any, ...]]):
         self.name = name
@@ -107,8 +106,6 @@ class Node:
                     versions.append(0)
             self.edges = tuple(edges)
             self.versions = tuple(versions)
-        self.output = weakref.ref(output)
-        self.freed = False
         # the result's value, for rules that read ``output`` (the output tensor itself may be gone by the
         # time backward reaches this node); ``out_box`` detects an in-place write into that memory
         self.out_data: Any = output._data
@@ -288,7 +285,7 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
             if g is None:
                 continue  # never push a cotangent through a node that received none
             inputs = node.inputs
-            if node.freed or inputs is None:
+            if inputs is None:  # freed by an earlier backward
                 raise AutogradError(
                     "backward: trying to backward through the graph a second time (its saved values were "
                     "freed after the first backward); pass retain_graph=True to the first backward call")
@@ -297,7 +294,7 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
             if not _versions_current(inputs, node.versions, edges, name not in value_free):
                 _check_versions(node)  # raises, with the input and versions named
             rule = (fused.get(name) if fused is not None else None) or _vjp_rule(name)
-            output = node.saved_output() if name in uses_output else node.output()
+            output = node.saved_output() if name in uses_output else None  # other rules never read it
             needed.mask = (edges[0] is not None,) if len(edges) == 1 else tuple([e is not None for e in edges])
             cotangents = rule(eager, g, inputs, output, **node.params)
             needed.mask = None
@@ -318,7 +315,6 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
             if not retain_graph:
                 node.inputs = None
                 node.out_data = None
-                node.freed = True
     finally:
         needed.mask = None
         set_grad_enabled(previous)
@@ -538,7 +534,6 @@ def _write(ops: Any, x: Tensor[*tuple[Any, ...]], new: Tensor[*tuple[Any, ...]],
     box[0] += 1
     if new._node is not None:
         x._node = new._node
-        x._node.output = weakref.ref(x)
         x._requires_grad = True
     elif x._node is not None and grad_enabled():
         # the whole value was replaced by a constant (zero_, fill_, copy_ of a constant): no history left

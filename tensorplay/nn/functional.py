@@ -20,7 +20,7 @@ from tensorplay.nn._util import IntOrTuple, check_padding_idx, is_eager, masked_
 from tensorplay.prefix import attention_scale, int_tuple
 from tensorplay.derived import transpose
 from tensorplay.spec.structure import index_range_error, out_of_range
-from tensorplay.tensor import Tensor
+from tensorplay.tensor import Size, Tensor
 
 prefix: Any = _prefix_module  # typed loosely: the layers check shapes at run time
 
@@ -38,6 +38,7 @@ C = TypeVar("C")
 AnyTensor = Tensor[*tuple[Any, ...]]
 
 _REDUCTIONS = ("mean", "sum", "none")
+_SHAPE_TYPES = (tuple, list, Size)
 
 
 # ``IndexRangeError`` (an index outside its range) is the public one of ``tensorplay.errors``.
@@ -225,7 +226,12 @@ def _check_avg_options(where: str, ceil_mode: bool, count_include_pad: bool) -> 
 def layer_norm(input: Tensor[*S], normalized_shape: int | Sequence[int], weight: AnyTensor | None = None,
                bias: AnyTensor | None = None, eps: float = 1e-5) -> Tensor[*S]:
     """Normalise over the trailing ``normalized_shape`` axes, then scale by ``weight`` and shift by ``bias``."""
-    norm = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(int(d) for d in normalized_shape)
+    if isinstance(normalized_shape, int):
+        norm: tuple[int, ...] = (normalized_shape,)
+    elif type(normalized_shape) in _SHAPE_TYPES and len(normalized_shape) == 1 and type(normalized_shape[0]) is int:
+        norm = (normalized_shape[0],)  # ``x.shape[-1:]``: what the general form below gives, without a generator
+    else:
+        norm = tuple(int(d) for d in normalized_shape)
     ops = ops_for("layer_norm", input, weight, bias)
     if len(norm) == 1 and is_eager(ops):  # the common case, checked by the fused form itself
         fused = _eager_losses.layer_norm(ops, input, norm[0], weight, bias, eps)

@@ -251,6 +251,107 @@ def exp_into(x: Any, out: Any, start: Any, stop: Any) -> None:
         os_[i] = vexp(xs[i])
 
 
+# ---- sums in numpy's order --------------------------------------------------------------------
+
+
+def _jit_strict(f: F) -> F:
+    """``njit`` without any fast-math flag: every addition rounds as written, signed zeros included."""
+    return cast(F, numba.njit(cache=True, nogil=True, error_model="numpy")(f))
+
+
+@_jit_strict
+def _pairwise_block(x: Any, lo: Any, n: Any) -> Any:
+    """The sum of ``x[lo:lo + n]`` (1-d, ``1 <= n <= 128``) in numpy's order: under 8 items one after
+    another from 0; otherwise 8 interleaved partial sums combined as ``((r0 + r1) + (r2 + r3)) +
+    ((r4 + r5) + (r6 + r7))``, then the items past the last multiple of 8 one after another. Indices are
+    unsigned, so no load pays for the negative-index fix-up."""
+    at = np.uint64(lo)
+    if n < 8:
+        res = x.dtype.type(0.0)
+        for i in range(n):
+            res += x[at + np.uint64(i)]
+        return res
+    r0, r1, r2, r3 = x[at], x[at + np.uint64(1)], x[at + np.uint64(2)], x[at + np.uint64(3)]
+    r4, r5, r6, r7 = x[at + np.uint64(4)], x[at + np.uint64(5)], x[at + np.uint64(6)], x[at + np.uint64(7)]
+    whole = n - n % 8
+    for i in range(8, whole, 8):
+        g = at + np.uint64(i)
+        r0 += x[g]
+        r1 += x[g + np.uint64(1)]
+        r2 += x[g + np.uint64(2)]
+        r3 += x[g + np.uint64(3)]
+        r4 += x[g + np.uint64(4)]
+        r5 += x[g + np.uint64(5)]
+        r6 += x[g + np.uint64(6)]
+        r7 += x[g + np.uint64(7)]
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for i in range(whole, n):
+        res += x[at + np.uint64(i)]
+    return res
+
+
+@_jit_strict
+def _pairwise(x: Any, lo: Any, n: Any) -> Any:
+    """The sum of ``x[lo:lo + n]`` (1-d, ``n >= 1``) in numpy's pairwise order: a block of at most 128
+    items as :func:`_pairwise_block`; a longer run as the sum of its two halves (the first a multiple
+    of 8 long), each summed the same way. The recursion runs on an explicit stack (numba's cache
+    cannot hold a recursive function); frame ``f`` is the run ``[starts[f], starts[f] + sizes[f])``
+    whose left half ``splits[f]`` long is summed into ``lefts[f]`` before its right half starts."""
+    if n <= 128:
+        return _pairwise_block(x, lo, n)
+    starts = np.empty(64, np.int64)
+    sizes = np.empty(64, np.int64)
+    splits = np.empty(64, np.int64)
+    lefts = np.empty(64, x.dtype)
+    starts[0] = lo
+    sizes[0] = n
+    top = 0
+    while True:
+        size = sizes[top]
+        if size > 128:  # descend into the left half
+            half = size // 2
+            half -= half % 8
+            splits[top] = half
+            starts[top + 1] = starts[top]
+            sizes[top + 1] = half
+            top += 1
+            continue
+        value = _pairwise_block(x, starts[top], size)
+        while True:  # hand the value up until a frame still needs its right half
+            if top == 0:
+                return value
+            parent = top - 1
+            if starts[top] == starts[parent]:  # the left half: keep it, then sum the right half
+                lefts[parent] = value
+                starts[top] = starts[parent] + splits[parent]
+                sizes[top] = sizes[parent] - splits[parent]
+                break
+            value = lefts[parent] + value  # the right half: the parent's sum is complete
+            top = parent
+
+
+@_jit_strict
+def pairwise_sum(x: Any) -> Any:
+    """``numpy.add.reduce(x)`` of a non-empty 1-d float array, bit for bit (numpy adds the pairwise sum
+    to the identity 0, so ``-0`` sums to ``+0``)."""
+    return x.dtype.type(0.0) + _pairwise(x, 0, x.shape[0])
+
+
+@_jit_strict
+def pairwise_sum_rows(x: Any, width: Any, out: Any) -> Any:
+    """``out[r] = numpy.add.reduce(x[r * width:(r + 1) * width])`` for each row of the row-major rows
+    of a flat float array (``width >= 1``), bit for bit; returns whether every sum is finite (a caller
+    that must reproduce numpy's overflow warnings redoes the others with numpy)."""
+    zero = x.dtype.type(0.0)
+    finite = True
+    for r in range(out.shape[0]):
+        v = zero + (_pairwise_block(x, r * width, width) if width <= 128 else _pairwise(x, r * width, width))
+        out[r] = v
+        if not math.isfinite(v):
+            finite = False
+    return finite
+
+
 # ---- row kernels: layer_norm, softmax, log_softmax ------------------------------------------
 
 
