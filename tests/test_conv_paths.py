@@ -1,6 +1,7 @@
-"""Both strategies of the convolution kernels (stride-1 flat-tap wide GEMM, strided im2col) against the
-``spec`` references (float64) and PyTorch (float32), on odd sizes, non-contiguous inputs, in blocks,
-and with non-finite values next to the gaps of the stride-1 layout."""
+"""The strategies of the convolution kernels (stride-1 flat taps: in cache or one wide GEMM; strided
+im2col) against the ``spec`` references (float64) and PyTorch (float32), on odd sizes, non-contiguous
+inputs, in blocks, and with non-finite values next to the gaps of the stride-1 layout. Every test runs
+twice: with the in-cache path allowed (it takes the stride-1, one-group cases) and with it off."""
 
 from __future__ import annotations
 
@@ -33,6 +34,14 @@ CASES = [
     ((5, 6, 7), (2, 3, 2), (2, 1, 3), (0, 1, 1), (1, 1, 1), 1, 2, 2),
     ((13, 13), (3, 3), (1, 1), (1, 1), (1, 1), 4, 8, 8),
 ]
+
+
+@pytest.fixture(autouse=True, params=["in cache", "wide GEMM"])
+def stride1_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs the test on the in-cache path where it applies, then with only the wide GEMM."""
+    if request.param == "wide GEMM":
+        monkeypatch.setattr(conv_mod, "_gemm_for_fused", lambda cv, dt: None)
+    return str(request.param)
 
 
 def _randn(shape: tuple[int, ...], dt: Any) -> np.ndarray:
@@ -97,10 +106,11 @@ def test_blocks_of_samples_give_the_same_results(monkeypatch: pytest.MonkeyPatch
         gy = _randn(y.shape, np.float64)
         whole = (y, K.conv_weight_grad_nd(x, gy, kernel_size=k, **params),
                  K.conv_transpose_nd(gy, w, output_padding=(0,) * len(k), **params))
-        monkeypatch.setattr(conv_mod, "COLS_BLOCK_BYTES", 1)  # one sample per block
-        blocked = (K.conv_nd(x, w, **params), K.conv_weight_grad_nd(x, gy, kernel_size=k, **params),
-                   K.conv_transpose_nd(gy, w, output_padding=(0,) * len(k), **params))
-        monkeypatch.undo()
+        with monkeypatch.context() as patch:
+            patch.setattr(conv_mod, "COLS_BLOCK_BYTES", 1)  # one sample per block
+            patch.setattr(conv_mod, "FUSED_BLOCK_BYTES", 1)
+            blocked = (K.conv_nd(x, w, **params), K.conv_weight_grad_nd(x, gy, kernel_size=k, **params),
+                       K.conv_transpose_nd(gy, w, output_padding=(0,) * len(k), **params))
         for a, b in zip(whole, blocked):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from tensorplay.interpreters.eager import kernels as K
+from tensorplay.interpreters.eager.fastpath_conv import CONV_BIAS_NODE, conv_bias_vjp
 from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay.interpreters.eager.kernels import backward as KB
 from tensorplay.rules.util import input_needed
@@ -311,6 +312,33 @@ def matmul_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any) -> Cotang
     ga = _wrap(K.matmul(gd, b._data.T)) if input_needed(0) else None
     gb = _wrap(K.matmul(a._data.T, gd)) if input_needed(1) else None
     return (ga, gb)
+
+
+def _conv_grads(g: Any, x: Any, w: Any, b: Any, params: dict[str, Any]) -> Cotangents | None:
+    """The convolution's gradients ``(dx, dw, db)`` (``db`` None without ``b``) from one read of ``g``
+    (:func:`.kernels.convolution.conv_backward`); None when that kernel does not apply."""
+    gd = _same_float(g, x, w, b)
+    if gd is None or not (isinstance(x, Tensor) and isinstance(w, Tensor)):
+        return None
+    grads = K.conv_backward_nd(x._data, w._data, gd, input_needed(0), input_needed(1),
+                               b is not None and input_needed(2), **params)
+    return None if grads is None else tuple(None if a is None else _wrap(a) for a in grads)
+
+
+@_register("conv_nd")
+def conv_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any, **params: Any) -> Cotangents:
+    """The input and weight gradients from one read of ``g`` (the in-cache path; otherwise the composite rule)."""
+    x, w = inputs
+    grads = _conv_grads(g, x, w, None, params)
+    return _composite("conv_nd", g, inputs, output, params) if grads is None else grads[:2]
+
+
+@_register(CONV_BIAS_NODE)
+def conv_bias_fused_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any, **params: Any) -> Cotangents:
+    """The input, weight and bias gradients from one read of ``g`` (otherwise the composite rule)."""
+    x, w, b = inputs
+    grads = _conv_grads(g, x, w, b, params)
+    return conv_bias_vjp(eager, g, inputs, output, **params) if grads is None else grads
 
 
 @_register("max_pool_nd")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tensorplay.interpreters.eager import kernels as K
-from tensorplay.interpreters.eager import fastpath, tape
+from tensorplay.interpreters.eager import fastpath, fastpath_conv, tape
 from tensorplay.interpreters.eager.results import result as _result
 from tensorplay.interpreters.eager.results import share_version as _share_version
 from tensorplay.interpreters.eager.results import view as _new_view
@@ -600,6 +600,9 @@ class EagerInterpreter(BaseInterpreter):
     tensor_arg_reduce = fastpath.arg_reduce
     tensor_extremum = fastpath.extremum
     tensor_matmul = fastpath.matmul
+
+    # ---- layers (see :mod:`tensorplay.interpreters.eager.fastpath_conv`) ---------------------------------
+    conv = fastpath_conv.conv
 
     def batch_norm(self, x: Any, mean: Any, var: Any, weight: Any, bias: Any, *, eps: float) -> Any:
         """See :meth:`tensorplay.ops.Ops.batch_norm` (composed numpy: scale and shift per channel)."""

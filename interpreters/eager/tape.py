@@ -183,18 +183,20 @@ def _toposort(roots: Sequence[Node]) -> list[Node]:
     order: list[Node] = []
     seen: set[int] = set()
     stack: list[tuple[Node, bool]] = [(r, False) for r in roots]
+    pop, push, add = stack.pop, stack.append, seen.add
     while stack:
-        node, expanded = stack.pop()
+        node, expanded = pop()
         if expanded:
             order.append(node)
             continue
-        if id(node) in seen:
+        key = id(node)
+        if key in seen:
             continue
-        seen.add(id(node))
-        stack.append((node, True))
+        add(key)
+        push((node, True))
         for edge in node.edges:
-            if isinstance(edge, Node) and id(edge) not in seen:
-                stack.append((edge, False))
+            if type(edge) is Node and id(edge) not in seen:
+                push((edge, False))
     return order  # producers before consumers
 
 
@@ -279,32 +281,42 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
     previous = grad_enabled()
     set_grad_enabled(create_graph)
     try:
+        value_free = _value_free().union(EXTRA_VALUE_FREE)
+        uses_output = _uses_output()
         for node in reversed(_toposort(roots)):
-            g = node_grads.pop(id(node), None)
-            if id(node) in target_nodes:
-                found[target_nodes[id(node)]] = g
+            key = id(node)
+            g = node_grads.pop(key, None)
+            if key in target_nodes:
+                found[target_nodes[key]] = g
             if g is None:
                 continue  # never push a cotangent through a node that received none
-            if node.inputs is None:  # freed by an earlier backward
+            inputs = node.inputs
+            if inputs is None:  # freed by an earlier backward
                 raise AutogradError(
                     "backward: trying to backward through the graph a second time (its saved values were "
                     "freed after the first backward); pass retain_graph=True to the first backward call")
-            _check_versions(node)
-            rule = (fused.get(node.name) if fused is not None else None) or _vjp_rule(node.name)
-            output = node.saved_output() if node.name in _uses_output() else None  # other rules never read it
-            needed.mask = tuple(edge is not None for edge in node.edges)  # rules may skip the others
-            cotangents = rule(eager, g, node.inputs, output, **node.params)
+            name = node.name
+            edges = node.edges
+            if not _versions_current(inputs, node.versions, edges, name not in value_free):
+                _check_versions(node)  # raises, with the input and versions named
+            rule = (fused.get(name) if fused is not None else None) or _vjp_rule(name)
+            output = node.saved_output() if name in uses_output else None  # other rules never read it
+            needed.mask = (edges[0] is not None,) if len(edges) == 1 else tuple([e is not None for e in edges])
+            cotangents = rule(eager, g, inputs, output, **node.params)
             needed.mask = None
-            for edge, ct in zip(node.edges, cotangents):
+            for edge, ct in zip(edges, cotangents):
                 if edge is None or ct is None:
                     continue
                 if not create_graph and isinstance(ct, Tensor):
                     ct = Tensor(eager, ct._data)
-                if isinstance(edge, Node):
-                    _accumulate(node_grads, id(edge), ct)
+                if type(edge) is Node:
+                    store, k = node_grads, id(edge)
                 else:
-                    leaves[id(edge)] = edge
-                    _accumulate(leaf_grads, id(edge), ct)
+                    k = id(edge)
+                    leaves[k] = edge
+                    store = leaf_grads
+                old = store.get(k)
+                store[k] = ct if old is None else old + ct
             cotangents = ct = ()  # let go of the rule's tensors (see _unshared_payload)
             if not retain_graph:
                 node.inputs = None
@@ -374,6 +386,21 @@ def _alone_counts() -> tuple[int, int]:
 
 def _value_free() -> frozenset[str]:
     return _rules().VALUE_FREE  # type: ignore[no-any-return]
+
+
+def _versions_current(inputs: tuple[Any, ...], versions: tuple[int, ...], edges: tuple[Any, ...],
+                      values_needed: bool) -> bool:
+    """Whether :func:`_check_versions` would pass: no input whose value the rule reads was modified in
+    place since it was recorded, and no input's producer had its result memory changed behind it."""
+    for x, saved, edge in zip(inputs, versions, edges):
+        if not isinstance(x, Tensor):
+            continue
+        box = x._version
+        if values_needed and (0 if box is None else box[0]) != saved:
+            return False
+        if type(edge) is Node and edge.out_box is not None and edge.out_box is box and saved != edge.out_version:
+            return False
+    return True
 
 
 def _check_versions(node: Node) -> None:

@@ -108,7 +108,7 @@ class _ConvNd(Module):
             y = prefix.conv_transpose(ops, w, b, x, self.stride, self.padding,
                                       self.output_padding, self.dilation, self.groups)
         else:
-            y = prefix.conv(ops, w, b, x, self.stride, self.padding, self.dilation, self.groups)
+            y = ops.conv(w, b, x, self.stride, self.padding, self.dilation, self.groups)
         check_out(y, out, type(self).__name__)
         return y  # type: ignore[no-any-return]
 

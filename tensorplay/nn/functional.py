@@ -116,7 +116,7 @@ def _conv(rank: int, input: AnyTensor, weight: AnyTensor, bias: AnyTensor | None
     stride, dilation = int_tuple(stride, rank, "stride", where), int_tuple(dilation, rank, "dilation", where)
     if not isinstance(padding, str):
         padding = int_tuple(padding, rank, "padding", where)
-    return prefix.conv(ops, weight, bias, input, stride, padding, dilation, groups)  # type: ignore[no-any-return]
+    return ops.conv(weight, bias, input, stride, padding, dilation, groups)  # type: ignore[no-any-return]
 
 
 def conv1d(input: AnyTensor, weight: AnyTensor, bias: AnyTensor | None = None, stride: IntOrTuple = 1,

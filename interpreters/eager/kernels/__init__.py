@@ -20,6 +20,8 @@ from . import allocator
 from .threads import apply_environment, matmul, num_threads, set_num_threads
 from .sdpa import attention as dot_product_attention
 from .convolution import conv as conv_nd
+from .convolution import conv_backward as conv_backward_nd
+from .convolution import conv_bias as conv_bias_nd
 from .convolution import conv_transpose as conv_transpose_nd
 from .convolution import conv_weight_grad as conv_weight_grad_nd
 from .indexing import check_index, gather, scatter_add
@@ -45,6 +47,8 @@ __all__ = [
     "dot_product_attention",
     "avg_pool_nd",
     "avg_pool_backward_nd",
+    "conv_backward_nd",
+    "conv_bias_nd",
     "conv_nd",
     "conv_transpose_nd",
     "conv_weight_grad_nd",

@@ -15,6 +15,9 @@ for good (``TP_NUM_THREADS``, :func:`.threads.set_num_threads`).
 it after (two C calls, ~1 us); it is a no-op where OpenBLAS cannot be found
 (another BLAS, another platform). The library is located through the loaded
 objects of this process, so no extra dependency is needed.
+
+:func:`gemm_address` gives the address of the same library's CBLAS ``sgemm``/``dgemm`` (the builds
+with 64-bit integers that numpy ships), which jitted kernels call directly (:mod:`._numba_conv`).
 """
 
 from __future__ import annotations
@@ -29,11 +32,16 @@ _NAMES = (("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads6
           ("openblas_set_num_threads64_", "openblas_get_num_threads64_"),
           ("openblas_set_num_threads", "openblas_get_num_threads"))
 
+_GEMM_NAMES = (("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_"), ("cblas_sgemm64_", "cblas_dgemm64_"))
+"""CBLAS ``gemm`` entry points taking 64-bit integers (what :mod:`._numba_conv` calls)."""
+
 _API: tuple[Any, Any] | None = None
 _SEARCHED = False
+_GEMM: dict[str, int] | None = None
 
 
-def _find_openblas() -> tuple[Any, Any] | None:
+def _openblas_paths() -> list[str]:
+    """The files of the OpenBLAS libraries loaded in this process (numpy's among them)."""
     import numpy  # noqa: F401  (makes sure numpy's BLAS is loaded)
 
     paths: list[str] = []
@@ -44,8 +52,12 @@ def _find_openblas() -> tuple[Any, Any] | None:
                 if len(parts) >= 6 and "openblas" in parts[-1].lower() and parts[-1] not in paths:
                     paths.append(parts[-1])
     except OSError:
-        return None
-    for path in paths:
+        return []
+    return paths
+
+
+def _find_openblas() -> tuple[Any, Any] | None:
+    for path in _openblas_paths():
         try:
             lib = ctypes.CDLL(path)
         except OSError:
@@ -68,6 +80,34 @@ def _api() -> tuple[Any, Any] | None:
         _API = _find_openblas()
         _SEARCHED = True
     return _API
+
+
+def gemm_address(dtype_name: str) -> int | None:
+    """The address of OpenBLAS's CBLAS ``sgemm`` (``"float32"``) or ``dgemm`` (``"float64"``) taking
+    64-bit integers, or ``None`` where there is none (another BLAS, a build with 32-bit integers)."""
+    global _GEMM
+    if _GEMM is None:
+        _GEMM = {}
+        for path in _openblas_paths():
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError:
+                continue
+            for single, double in _GEMM_NAMES:
+                s, d = getattr(lib, single, None), getattr(lib, double, None)
+                if s is not None and d is not None:
+                    _GEMM = {"float32": ctypes.cast(s, ctypes.c_void_p).value or 0,
+                             "float64": ctypes.cast(d, ctypes.c_void_p).value or 0}
+                    break
+            if _GEMM:
+                break
+    return _GEMM.get(dtype_name) or None
+
+
+def threads() -> int:
+    """OpenBLAS's current thread count (1 where OpenBLAS is not found)."""
+    api = _api()
+    return 1 if api is None else int(api[1]())
 
 
 def set_threads(n: int) -> None:

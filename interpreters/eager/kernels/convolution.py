@@ -26,6 +26,16 @@ Columns, padded planes and transposed blocks live in reused per-thread scratch b
 samples holds at most :data:`COLS_BLOCK_BYTES` of columns, so memory stays bounded for large
 batches. Everything runs on the calling thread, with OpenBLAS's threads in the GEMMs.
 
+* **Stride 1, in cache** (one group, and the GEMMs would run on one OpenBLAS thread anyway: one
+  thread, or a small convolution): the same columns and GEMMs, but one jitted call
+  (:mod:`._numba_conv`) runs the whole convolution in blocks of samples small enough that their
+  columns stay in the L2 cache (:data:`FUSED_BLOCK_BYTES`), calling OpenBLAS's ``gemm`` from the
+  jitted code; the layout passes read and write cache instead of memory, the bias is added in the
+  output write, and the backward computes the input gradient, the weight gradient and the bias
+  gradient (a sum in the cotangent's read) from one read of the cotangent. Measured on the benchmark
+  CNN's layers (batch 64, one thread): forward with bias 1->16 channels on 28x28 0.45-0.5 ms against
+  0.79 ms by the wide GEMM; 16->32 on 13x13 1.26-1.33 ms against 1.65 ms.
+
 Direct numba kernels for few input channels (one vectorised pass per input plane, output plane and
 tap over the wide positions) were tried for the first layer of the benchmark CNN (1 -> 16 channels,
 28x28, batch 64) and not kept: with the flat im2col (nine contiguous copies of the input) the wide
@@ -35,6 +45,7 @@ GEMM path was as fast or faster (forward 0.9 ms against 0.85-1.05 ms, weight gra
 
 from __future__ import annotations
 
+import importlib
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -42,11 +53,16 @@ from typing import Any
 import numpy as np
 
 from ._support import Array, all_finite, as_float, float_dtype, nb, scratch
-from . import winograd
-from .threads import blas_threads_for, chunk_bounds
+from . import _blas, winograd
+from .threads import BLAS_THREADED_MIN_MACS, blas_threads_for, chunk_bounds
 
 COLS_BLOCK_BYTES = 8 << 20
 """Upper bound on one block's column buffer; larger batches are processed in blocks of samples."""
+
+FUSED_BLOCK_BYTES = 192 << 10
+"""The in-cache path's block of samples holds about this many bytes of columns (at least one sample):
+well inside a 512 KiB L2 cache. (Measured on the 16->32 channel layer: blocks of 1-2 samples,
+79-158 KiB, 1.26-1.33 ms; 4-8 samples 1.27-1.8 ms; all 64 samples at once, 5 MiB, 1.4-2.1 ms.)"""
 
 Triple = tuple[int, int, int]
 
@@ -110,6 +126,11 @@ class _Conv:
         count = max(1, min(self.n, -(-self.n * per_sample // COLS_BLOCK_BYTES)))
         bounds = chunk_bounds(count, self.n)
         return [(bounds[i], bounds[i + 1]) for i in range(count)]
+
+    def fused_block(self, itemsize: int) -> int:
+        """Samples per block of the in-cache path (see :data:`FUSED_BLOCK_BYTES`)."""
+        per_sample = max(self.cx * self.taps, self.cy) * self.wide * itemsize
+        return max(1, min(self.n, FUSED_BLOCK_BYTES // per_sample))
 
     def gemm_context(self, m: int) -> Any:
         """The BLAS thread setting for this conv's GEMMs over ``m`` samples (one per group)."""
@@ -231,6 +252,61 @@ def _im2col(cv: _Conv, x5: Array, cols: Array, finite: bool) -> None:
         nb().im2col(x5, cols, *cv.k, *cv.s, *cv.p, *cv.d, *cv.small, 0, x5.shape[0])
 
 
+# ---- stride 1, in cache ----------------------------------------------------------------------------
+
+def _nc() -> Any:
+    """The jitted in-cache convolution (imports numba on first use; afterwards a ``sys.modules`` lookup)."""
+    return importlib.import_module("._numba_conv", __package__)
+
+
+def _gemm_for_fused(cv: _Conv, dt: np.dtype[Any]) -> int | None:
+    """The CBLAS ``gemm`` address the in-cache path calls, when it applies: stride 1, one group, and
+    GEMMs that would run on one OpenBLAS thread anyway (OpenBLAS at one thread, or a convolution below
+    :data:`.threads.BLAS_THREADED_MIN_MACS` multiply-adds); ``None`` otherwise."""
+    if not cv.stride1 or cv.groups != 1:
+        return None
+    if cv.cy * cv.cx * cv.taps * cv.n * cv.wide >= BLAS_THREADED_MIN_MACS and _blas.threads() > 1:
+        return None
+    return _blas.gemm_address(dt.name)
+
+
+def _pad_buffer(cv: _Conv, m: int, dt: np.dtype[Any]) -> Array:
+    """The padded planes of a block (``[m, C, *padded]``; no samples when there is no padding: the
+    kernels read only its shape)."""
+    return scratch((m if cv.p != (0, 0, 0) else 0, cv.cx) + cv.padded, dt, slot=2)
+
+
+def _fused_forward(cv: _Conv, gemm: int, x5: Array, w: Array, bias: Array | None, y5: Array) -> None:
+    """``y5 = conv(x5, w) (+ bias)`` by :func:`._numba_conv.forward`."""
+    dt = x5.dtype
+    m = cv.fused_block(dt.itemsize)
+    b = np.empty(0, dt) if bias is None else bias
+    cols = scratch((cv.cx * cv.taps * m * cv.wide,), dt, slot=0)
+    out = scratch((cv.cy * m * cv.wide,), dt, slot=1)
+    _blas.call_on_one_thread(_nc().forward, gemm, x5, w.reshape(cv.cy, cv.cx * cv.taps), b, cv.offsets(),
+                             *cv.p, cv.wide, m, y5, _pad_buffer(cv, m, dt), cols, out)
+
+
+def _fused_backward(cv: _Conv, gemm: int, x5: Array | None, w: Array, g5: Array, dx5: Array | None,
+                    dw: Array | None, db: Array | None) -> None:
+    """By :func:`._numba_conv.backward`: ``dx5 =`` the input gradient (when given), ``dw`` (zeroed,
+    ``[Cy, Cx K]``) and ``db`` (zeroed, ``[Cy]``) ``+=`` the weight and bias gradients (when given);
+    ``x5`` is needed only for ``dw``."""
+    dt = g5.dtype
+    m = cv.fused_block(dt.itemsize)
+    empty5 = np.empty((0, cv.cx) + cv.big, dt)
+    x_in = x5 if dw is not None and x5 is not None else (dx5 if dx5 is not None else empty5)
+    x_finite = dw is None or all_finite(x_in)
+    w_finite = dx5 is None or all_finite(w)
+    gw = scratch((cv.cy * m * cv.wide,), dt, slot=1)
+    cols = scratch((cv.cx * cv.taps * m * cv.wide,), dt, slot=0)
+    _blas.call_on_one_thread(
+        _nc().backward, gemm, x_in, w.reshape(cv.cy, cv.cx * cv.taps), g5, cv.offsets(), *cv.p, cv.wide, m,
+        x_finite, w_finite, empty5 if dx5 is None else dx5,
+        np.empty((0, 0), dt) if dw is None else dw, np.empty(0, dt) if db is None else db,
+        _pad_buffer(cv, m, dt), gw, cols)
+
+
 # ---- the three operations ------------------------------------------------------------------------
 
 def _forward(cv: _Conv, x5: Array, w: Array, y5: Array) -> None:
@@ -291,8 +367,8 @@ def _weight_grad(cv: _Conv, x5: Array, y5: Array) -> Array:
     return acc.reshape(cv.cy, cv.cxg, cv.taps)
 
 
-def _winograd(cv: _Conv, x5: Array, w: Array, y5: Array) -> bool:
-    """``y5 = conv(x5, w)`` by Winograd F(2x2, 3x3) when it applies (see :mod:`.winograd`: a 3x3
+def _winograd(cv: _Conv, x5: Array, w: Array, bias: Array | None, y5: Array) -> bool:
+    """``y5 = conv(x5, w) (+ bias)`` by Winograd F(2x2, 3x3) when it applies (see :mod:`.winograd`: a 3x3
     2-d kernel, stride 1, no dilation, one group, enough channels, a large enough output) and ``x5``
     and ``w`` are finite;
     returns whether it ran."""
@@ -300,7 +376,7 @@ def _winograd(cv: _Conv, x5: Array, w: Array, y5: Array) -> bool:
             and all_finite(x5) and all_finite(w)):
         return False
     n, oh, ow = cv.n, cv.small[1], cv.small[2]
-    winograd.conv3x3(x5.reshape(n, cv.cx, cv.big[1], cv.big[2]), w.reshape(cv.cy, cv.cx, 3, 3), None,
+    winograd.conv3x3(x5.reshape(n, cv.cx, cv.big[1], cv.big[2]), w.reshape(cv.cy, cv.cx, 3, 3), bias,
                      (cv.p[1], cv.p[2]), y5.reshape(n, cv.cy, oh, ow), COLS_BLOCK_BYTES)
     return True
 
@@ -311,12 +387,21 @@ def conv(x: Array, w: Array, *, stride: tuple[int, ...], padding: tuple[int, ...
          dilation: tuple[int, ...], groups: int) -> Array:
     """Cross-correlation ``x[N, C, *in] * w[O, C/groups, *k] -> [N, O, *out]`` with
     ``out = (in + 2p - d(k-1) - 1)//s + 1`` (zero padding). No bias."""
+    return conv_bias(x, w, None, stride=stride, padding=padding, dilation=dilation, groups=groups)
+
+
+def conv_bias(x: Array, w: Array, b: Array | None, *, stride: tuple[int, ...], padding: tuple[int, ...],
+              dilation: tuple[int, ...], groups: int) -> Array:
+    """:func:`conv` plus ``b[O]`` on every output channel (``None``: no bias), added as the output is
+    written where the path allows (Winograd, in cache)."""
     nsp = _check_common("conv", x, w, groups)
     n, c = x.shape[0], x.shape[1]
     o_ch = w.shape[0]
     if c % groups or o_ch % groups or w.shape[1] * groups != c:
         raise ValueError(f"conv: x{list(x.shape)} and w{list(w.shape)} do not fit groups={groups} "
                          f"(need C % groups == 0, O % groups == 0 and w.shape[1] == C/groups)")
+    if b is not None and tuple(b.shape) != (o_ch,):
+        raise ValueError(f"conv: bias must have shape ({o_ch},) for w{list(w.shape)}, got {tuple(b.shape)}")
     t = _triples("conv", nsp, stride=stride, padding=padding, dilation=dilation,
                  kernel_size=tuple(w.shape[2:]))
     k, s, p, d = t["kernel_size"], t["stride"], t["padding"], t["dilation"]
@@ -324,16 +409,26 @@ def conv(x: Array, w: Array, *, stride: tuple[int, ...], padding: tuple[int, ...
     osp = _conv_spatial(x5s, k, s, p, d)
     if min(s) < 1 or min(d) < 1 or min(p) < 0:
         raise ValueError(f"conv: need stride >= 1, dilation >= 1, padding >= 0; got {stride}, {dilation}, {padding}")
-    dt = float_dtype(x, w)
+    dt = float_dtype(x, w) if b is None else float_dtype(x, w, b)
     out_shape = (n, o_ch) + osp[3 - nsp:]
+    bf = None if b is None else as_float(b, dt)
     trivial = _trivial(x, w, out_shape, dt)
     if trivial is not None:
+        if bf is not None and trivial.size:
+            trivial += bf.reshape((o_ch,) + (1,) * nsp)
         return trivial
     out = np.empty(out_shape, dt)
     cv = _Conv(n, c, o_ch, groups, (x5s[2], x5s[3], x5s[4]), osp, k, s, p, d)
     x5, wf, y5 = as_float(x, dt).reshape(x5s), as_float(w, dt), out.reshape((n, o_ch) + osp)
-    if not _winograd(cv, x5, wf, y5):
-        _forward(cv, x5, wf, y5)
+    if _winograd(cv, x5, wf, bf, y5):
+        return out
+    gemm = _gemm_for_fused(cv, dt)
+    if gemm is not None:
+        _fused_forward(cv, gemm, x5, wf, bf, y5)
+        return out
+    _forward(cv, x5, wf, y5)
+    if bf is not None:
+        y5 += bf.reshape(o_ch, 1, 1, 1)
     return out
 
 
@@ -370,11 +465,16 @@ def conv_transpose(x: Array, w: Array, *, stride: tuple[int, ...], padding: tupl
         flipped = np.ascontiguousarray(wf.reshape((c, o_ch) + k)[:, :, ::-1, ::-1, ::-1].transpose(1, 0, 2, 3, 4))
         full = _Conv(n, c, o_ch, groups, isp, osp, k, s, fp, d)
         out = np.empty(out_shape, dt)
-        if _winograd(full, x5, flipped, out.reshape((n, o_ch) + osp)):
+        if _winograd(full, x5, flipped, None, out.reshape((n, o_ch) + osp)):
             return out
-    out = np.zeros(out_shape, dt)
     # the conv whose input gradient this is maps O channels (size osp) to C channels (size isp)
     cv = _Conv(n, o_ch, c, groups, osp, isp, k, s, p, d)
+    gemm = _gemm_for_fused(cv, dt)
+    if gemm is not None:
+        out = np.empty(out_shape, dt)
+        _fused_backward(cv, gemm, None, wf, x5, out.reshape((n, o_ch) + osp), None, None)
+        return out
+    out = np.zeros(out_shape, dt)
     _input_grad(cv, x5, wf, out.reshape((n, o_ch) + osp))
     return out
 
@@ -402,4 +502,48 @@ def conv_weight_grad(x: Array, g: Array, *, kernel_size: tuple[int, ...], stride
     if x.size == 0 or g.size == 0 or math.prod(res_shape) == 0:
         return np.zeros(res_shape, dt)
     cv = _Conv(n, c, o_ch, groups, (x5s[2], x5s[3], x5s[4]), osp, k, s, p, d)
-    return _weight_grad(cv, as_float(x, dt).reshape(x5s), as_float(g, dt).reshape((n, o_ch) + osp)).reshape(res_shape)
+    x5, g5 = as_float(x, dt).reshape(x5s), as_float(g, dt).reshape((n, o_ch) + osp)
+    gemm = _gemm_for_fused(cv, dt)
+    if gemm is not None:
+        dw = np.zeros((o_ch, c * cv.taps), dt)
+        _fused_backward(cv, gemm, x5, dw, g5, None, dw, None)  # w is read only for the input gradient
+        return dw.reshape(res_shape)
+    return _weight_grad(cv, x5, g5).reshape(res_shape)
+
+
+def conv_backward(x: Array, w: Array, g: Array, need_x: bool, need_w: bool, need_b: bool, *,
+                  stride: tuple[int, ...], padding: tuple[int, ...], dilation: tuple[int, ...],
+                  groups: int) -> tuple[Array | None, Array | None, Array | None] | None:
+    """The gradients of ``conv_bias(x, w, b)`` for the cotangent ``g`` from one read of ``g``: the input
+    gradient (``conv_transpose``), the weight gradient (``conv_weight_grad``) and the bias gradient (``g``
+    summed over all axes but the channels), each only when needed (``None`` otherwise). ``x``, ``w``, ``g``
+    are arrays of one float dtype and the shapes of a valid convolution. Returns ``None`` when the
+    in-cache path does not apply (then the caller composes :func:`conv_transpose`,
+    :func:`conv_weight_grad` and a sum)."""
+    nsp = x.ndim - 2
+    t = _triples("conv", nsp, stride=stride, padding=padding, dilation=dilation, kernel_size=tuple(w.shape[2:]))
+    k, s, p, d = t["kernel_size"], t["stride"], t["padding"], t["dilation"]
+    x5s = _shape5(x.shape, nsp)
+    osp = _conv_spatial(x5s, k, s, p, d)
+    n, c, o_ch = x.shape[0], x.shape[1], w.shape[0]
+    cv = _Conv(n, c, o_ch, groups, (x5s[2], x5s[3], x5s[4]), osp, k, s, p, d)
+    dt = g.dtype
+    gemm = _gemm_for_fused(cv, dt) if x.size and w.size and g.size else None
+    if gemm is None:
+        return None
+    dx = None
+    if need_x and min(k[i] - 1 - p[i] for i in range(3)) >= 0 \
+            and winograd.applies(o_ch, c, k, s, d, groups, osp[0], cv.big[1:]):
+        # many channels: the input gradient by Winograd (conv_transpose takes it when g and w are finite)
+        dx = conv_transpose(g, w, stride=stride, padding=padding, output_padding=(0,) * nsp, dilation=dilation,
+                            groups=groups)
+        need_x = False
+        if not (need_w or need_b):
+            return dx, None, None
+    if need_x:
+        dx = np.empty(x.shape, dt)
+    dw = np.zeros((o_ch, c * cv.taps), dt) if need_w else None
+    db = np.zeros(o_ch, dt) if need_b else None
+    _fused_backward(cv, gemm, as_float(x, dt).reshape(x5s), as_float(w, dt), as_float(g, dt).reshape((n, o_ch) + osp),
+                    dx.reshape(x5s) if need_x and dx is not None else None, dw, db)
+    return dx, None if dw is None else dw.reshape(w.shape), db

@@ -1,0 +1,247 @@
+"""The in-cache stride-1 convolution (``kernels.convolution``'s jitted path calling OpenBLAS's ``gemm``)
+and the eager shortcut of the convolution layer (``interpreters.eager.fastpath_conv``): values against
+``spec`` and PyTorch, the tape's gradients (fused and ``create_graph``), the nodes recorded, what graph
+recorders see, and the errors. Each test checks that the path it is about actually ran."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tensorplay as tp
+import tensorplay.nn.functional as TF
+from tensorplay.interpreters.eager import fastpath_conv
+from tensorplay.interpreters.eager import kernels as K
+from tensorplay.interpreters.eager.kernels import _blas
+from tensorplay.interpreters.eager.kernels import convolution as conv_mod
+from tensorplay.spec.conv import conv_nd_ref, conv_transpose_nd_ref, conv_weight_grad_nd_ref
+
+torch = pytest.importorskip("torch")
+TORCH_CONV = {1: torch.nn.functional.conv1d, 2: torch.nn.functional.conv2d, 3: torch.nn.functional.conv3d}
+TP_CONV = {1: TF.conv1d, 2: TF.conv2d, 3: TF.conv3d}
+RNG = np.random.default_rng(11)
+
+if _blas.gemm_address("float32") is None:  # pragma: no cover - a BLAS without 64-bit CBLAS entry points
+    pytest.skip("no CBLAS gemm with 64-bit integers in this process", allow_module_level=True)
+
+
+@pytest.fixture
+def ran(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Counts the in-cache kernels' runs (``forward``, ``backward``) and the eager shortcut's."""
+    seen = {"forward": 0, "backward": 0, "shortcut": 0}
+    for name in ("forward", "backward"):
+        real = getattr(conv_mod, f"_fused_{name}")
+
+        def counting(*args: Any, _real: Any = real, _name: str = name) -> None:
+            seen[_name] += 1
+            _real(*args)
+        monkeypatch.setattr(conv_mod, f"_fused_{name}", counting)
+    real_shortcut = fastpath_conv._shortcut
+
+    def shortcut(*args: Any) -> Any:
+        made = real_shortcut(*args)
+        seen["shortcut"] += made is not None
+        return made
+    monkeypatch.setattr(fastpath_conv, "_shortcut", shortcut)
+    return seen
+
+
+def _randn(shape: tuple[int, ...], dt: Any) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(dt)
+
+
+def _close(got: Any, want: Any, dt: Any) -> None:
+    got, want = np.asarray(got), np.asarray(want)
+    scale = max(1.0, float(np.abs(want[np.isfinite(want)]).max(initial=0.0)))
+    tol = 2e-5 if dt == np.float32 else 1e-11
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * scale, equal_nan=True)
+
+
+# spatial, kernel, padding, dilation, C, O, N
+CASES = [
+    ((28, 28), (3, 3), (0, 0), (1, 1), 1, 16, 9),     # the CNN's first layer, fewer samples
+    ((13, 13), (3, 3), (0, 0), (1, 1), 16, 32, 5),    # its second layer
+    ((11, 9), (3, 2), (1, 2), (2, 1), 3, 5, 4),       # odd sizes, padding, dilation
+    ((13,), (5,), (2,), (1,), 2, 3, 3),               # 1-d
+    ((5, 6, 4), (3, 2, 3), (1, 0, 1), (1, 2, 1), 2, 3, 2),  # 3-d
+    ((7, 7), (1, 1), (0, 0), (1, 1), 4, 2, 3),        # 1x1
+]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("case", CASES)
+def test_in_cache_kernels_match_spec(dt: Any, case: Any, ran: dict[str, int]) -> None:
+    sp, k, p, d, c, o, n = case
+    params: dict[str, Any] = dict(stride=(1,) * len(sp), padding=p, dilation=d, groups=1)
+    x = _randn((n, c) + sp, dt)[..., ::-1]  # non-contiguous
+    w, b = _randn((o, c) + k, dt), _randn((o,), dt)
+    x_before = x.copy()
+    y = K.conv_bias_nd(x, w, b, **params)
+    want = conv_nd_ref(x, w, **params) + b.reshape((o,) + (1,) * len(sp))
+    _close(y, want, dt)
+    assert y.dtype == dt
+    np.testing.assert_array_equal(x, x_before)  # inputs never mutated
+    _close(K.conv_nd(x, w, **params), conv_nd_ref(x, w, **params), dt)
+    g = _randn(y.shape, dt)
+    _close(K.conv_transpose_nd(g, w, output_padding=(0,) * len(sp), **params),
+           conv_transpose_nd_ref(g, w, output_padding=(0,) * len(sp), **params), dt)
+    _close(K.conv_weight_grad_nd(x, g, kernel_size=k, **params),
+           conv_weight_grad_nd_ref(x, g, kernel_size=k, **params), dt)
+    grads = K.conv_backward_nd(x, w, g, True, True, True, **params)
+    assert grads is not None
+    gx, gw, gb = grads
+    _close(gx, conv_transpose_nd_ref(g, w, output_padding=(0,) * len(sp), **params), dt)
+    _close(gw, conv_weight_grad_nd_ref(x, g, kernel_size=k, **params), dt)
+    _close(gb, g.sum(axis=(0,) + tuple(range(2, g.ndim)), dtype=np.float64), dt)
+    only_w = K.conv_backward_nd(x, w, g, False, True, False, **params)
+    assert only_w is not None and only_w[0] is None and only_w[2] is None
+    _close(only_w[1], gw, dt)
+    assert ran["forward"] == 2 and ran["backward"] == 4
+
+
+def test_in_cache_path_keeps_non_finite_values_where_torch_does(ran: dict[str, int]) -> None:
+    x, w, b = _randn((3, 2, 9, 8), np.float64), _randn((4, 2, 3, 3), np.float64), _randn((4,), np.float64)
+    x[0, 1, 4, 0] = np.inf  # a column read by one tap column only: the gaps must not spread it
+    x[2, 0, 0, 7] = np.nan
+    w[3, 1, 0, 0] = -np.inf
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    ty = torch.nn.functional.conv2d(tx, tw, tb, 1, 1)
+    g = _randn(tuple(ty.shape), np.float64)
+    ty.backward(torch.tensor(g))
+    y = K.conv_bias_nd(x, w, b, stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
+    grads = K.conv_backward_nd(x, w, g, True, True, True, stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
+    assert grads is not None
+    for got, want in zip((y,) + grads, (ty, tx.grad, tw.grad, tb.grad)):
+        assert want is not None and got is not None
+        want_np = want.detach().numpy()
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want_np))
+        np.testing.assert_array_equal(np.isinf(got), np.isinf(want_np))
+        _close(got, want_np, np.float64)
+    assert ran["forward"] == 1 and ran["backward"] == 1
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("with_bias", [True, False])
+@pytest.mark.parametrize("case", CASES[:5])
+def test_the_layer_shortcut_matches_torch_with_tape_gradients(dt: Any, with_bias: bool, case: Any,
+                                                              ran: dict[str, int]) -> None:
+    sp, k, p, d, c, o, n = case
+    rank = len(sp)
+    x, w, b = _randn((n, c) + sp, dt), _randn((o, c) + k, dt), _randn((o,), dt)
+    tx, tw, tb = (tp.tensor(a, requires_grad=True) for a in (x, w, b))
+    y = TP_CONV[rank](tx, tw, tb if with_bias else None, 1, p, d)
+    assert y._node is not None and y._node.name == ("conv_bias" if with_bias else "conv_nd")
+    rx, rw, rb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    ry = TORCH_CONV[rank](rx, rw, rb if with_bias else None, 1, p, d)
+    _close(y.detach().numpy(), ry.detach().numpy(), dt)
+    g = _randn(tuple(ry.shape), dt)
+    y.backward(tp.tensor(g))
+    ry.backward(torch.tensor(g))
+    pairs = [(tx, rx), (tw, rw)] + ([(tb, rb)] if with_bias else [])
+    for got, want in pairs:
+        assert got.grad is not None and want.grad is not None
+        _close(got.grad.numpy(), want.grad.numpy(), dt)
+    assert tb.grad is None or with_bias
+    assert ran["shortcut"] == 1 and ran["forward"] == 1 and ran["backward"] == 1
+
+
+def test_the_shortcut_agrees_with_the_generic_layer_on_values_and_second_derivatives(ran: dict[str, int]) -> None:
+    x, w, b = _randn((3, 2, 7, 6), np.float64), _randn((3, 2, 3, 3), np.float64), _randn((3,), np.float64)
+
+    def run(shortcut: bool) -> list[np.ndarray]:
+        tx, tw, tb = (tp.tensor(a, requires_grad=True) for a in (x, w, b))
+        if shortcut:
+            y = TF.conv2d(tx, tw, tb, 1, 1)
+        else:
+            y = tp.prefix.conv(tp.eager, tw, tb, tx, 1, 1)  # the generic layer: conv_nd, reshape, add
+        loss = (y * y).sum()
+        gx, gw, gb = tp.autograd.grad(loss, [tx, tw, tb], create_graph=True)
+        (ggw,) = tp.autograd.grad((gx * gx).sum() + gb.sum(), [tw])
+        return [y.detach().numpy(), gx.detach().numpy(), gw.detach().numpy(), gb.detach().numpy(), ggw.numpy()]
+
+    for got, want in zip(run(True), run(False)):
+        _close(got, want, np.float64)
+    assert ran["shortcut"] == 1
+
+
+def test_without_grad_and_with_frozen_parts(ran: dict[str, int]) -> None:
+    x, w, b = _randn((4, 1, 10, 10), np.float32), _randn((5, 1, 3, 3), np.float32), _randn((5,), np.float32)
+    with tp.no_grad():
+        y = TF.conv2d(tp.tensor(x, requires_grad=True), tp.tensor(w, requires_grad=True), tp.tensor(b))
+    assert y._node is None
+    tx, tw, tb = tp.tensor(x), tp.tensor(w), tp.tensor(b, requires_grad=True)  # only the bias trains
+    y = TF.conv2d(tx, tw, tb)
+    y.sum().backward()
+    assert tb.grad is not None and tx.grad is None and tw.grad is None
+    _close(tb.grad.numpy(), np.full(5, 4 * 8 * 8, np.float32), np.float32)
+    assert ran["shortcut"] == 2
+
+
+def test_empty_batch_and_non_contiguous_inputs(ran: dict[str, int]) -> None:
+    w, b = _randn((3, 2, 3, 3), np.float32), _randn((3,), np.float32)
+    tw, tb = tp.tensor(w, requires_grad=True), tp.tensor(b, requires_grad=True)
+    empty = TF.conv2d(tp.tensor(np.zeros((0, 2, 6, 6), np.float32), requires_grad=True), tw, tb)
+    assert tuple(empty.shape) == (0, 3, 4, 4)
+    empty.sum().backward()
+    assert tw.grad is not None and tb.grad is not None
+    np.testing.assert_array_equal(tw.grad.numpy(), np.zeros_like(w))
+    np.testing.assert_array_equal(tb.grad.numpy(), np.zeros_like(b))
+    x = _randn((6, 2, 8, 9), np.float32).transpose(0, 1, 3, 2)  # non-contiguous payload
+    y = TF.conv2d(tp.tensor(x), tp.tensor(w), tp.tensor(b), padding=1)
+    want = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), padding=1)
+    _close(y.numpy(), want.numpy(), np.float32)
+    assert ran["shortcut"] == 2
+
+
+def test_modules_take_the_shortcut(ran: dict[str, int]) -> None:
+    tp.manual_seed(0)
+    layer = tp.nn.Conv2d(2, 4, 3, padding=1)
+    x = _randn((3, 2, 6, 5), np.float32)
+    y = layer(tp.tensor(x))
+    ref = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(layer.weight.detach().numpy()),
+                                     torch.tensor(layer.bias.detach().numpy()), padding=1)
+    _close(y.detach().numpy(), ref.detach().numpy(), np.float32)
+    assert y._node is not None and y._node.name == "conv_bias"
+    assert ran["shortcut"] == 1
+
+
+def test_unusual_calls_take_the_generic_path_with_its_errors(ran: dict[str, int]) -> None:
+    x, w = tp.tensor(_randn((2, 3, 8, 8), np.float32)), tp.tensor(_randn((4, 3, 3, 3), np.float32))
+    unbatched = TF.conv2d(tp.tensor(_randn((3, 8, 8), np.float32)), w, None)
+    assert tuple(unbatched.shape) == (4, 6, 6)
+    same = TF.conv2d(x, w, None, padding="same")
+    assert tuple(same.shape) == (2, 4, 8, 8)
+    mixed = TF.conv2d(x, tp.tensor(_randn((4, 3, 3, 3), np.float64)), None)
+    assert mixed.dtype == tp.float64
+    assert ran["shortcut"] == 0
+    with pytest.raises(tp.ShapeError, match=r"bias must be \[4\]"):
+        TF.conv2d(x, w, tp.tensor(np.zeros(5, np.float32)))
+    with pytest.raises(tp.ShapeError) as shortcut_error:
+        TF.conv2d(x, tp.tensor(_randn((4, 2, 3, 3), np.float32)))
+    with pytest.raises(tp.ShapeError) as generic_error:
+        tp.prefix.conv(tp.eager, tp.tensor(_randn((4, 2, 3, 3), np.float32)), None, x)
+    assert str(shortcut_error.value) == str(generic_error.value)
+    assert ran["shortcut"] == 0
+
+
+def test_graph_recorders_and_transforms_see_the_primitives(ran: dict[str, int]) -> None:
+    x, w, b = _randn((2, 2, 6, 6), np.float64), _randn((3, 2, 3, 3), np.float64), _randn((3,), np.float64)
+
+    def f(w: Any, b: Any, x: Any) -> Any:
+        return (TF.conv2d(x, w, b, padding=1) ** 2).sum()
+
+    for execute in (False, True):  # symbolic and concrete recording
+        module = tp.graph.trace(f, tp.tensor(w), tp.tensor(b), tp.tensor(x), execute=execute)
+        names = [node.target for node in module.graph.nodes]
+        assert "conv_nd" in names and "add" in names and "conv_bias" not in names
+    gw, gb = tp.func.grad(f, argnums=(0, 1))(tp.tensor(w), tp.tensor(b), tp.tensor(x))
+    tw, tb = torch.tensor(w, requires_grad=True), torch.tensor(b, requires_grad=True)
+    (torch.nn.functional.conv2d(torch.tensor(x), tw, tb, padding=1) ** 2).sum().backward()
+    assert tw.grad is not None and tb.grad is not None
+    _close(gw.numpy(), tw.grad.numpy(), np.float64)
+    _close(gb.numpy(), tb.grad.numpy(), np.float64)
+    batched = tp.func.vmap(lambda xs: TF.conv2d(xs, tp.tensor(w), tp.tensor(b)))(tp.tensor(_randn((2, 1, 2, 5, 5), np.float64)))
+    assert tuple(batched.shape) == (2, 1, 3, 3, 3)
+    assert ran["shortcut"] == 0  # transforms record through their own interpreters
