@@ -357,10 +357,36 @@ def _unshared_payload(g: Tensor[*tuple[Any, ...]]) -> Any:
     held = _holder_counts(g)
     alone = _alone_counts()
     d = g._data
-    if (held[0] <= alone[0] and held[1] <= alone[1] and type(d) is np.ndarray and d.base is None
-            and d.flags.owndata and d.flags.writeable):
+    if held[0] <= alone[0] and held[1] <= alone[1] and type(d) is np.ndarray and d.flags.writeable \
+            and (d.flags.owndata or _whole_private_view(d)):
         return d
     return np.array(d, copy=True)
+
+
+def _whole_private_view(d: Any) -> bool:
+    """Whether ``d`` views all of an array that only ``d`` holds (a transpose or same-shape reshape of a
+    fresh result, e.g. the weight gradient of ``x @ w.T``: it keeps the transposed layout of ``w``)."""
+    holders = _base_holders(d)  # counted before this frame holds the base too
+    base = d.base
+    return (type(base) is np.ndarray and base.base is None and base.flags.owndata and base.flags.writeable
+            and d.nbytes == base.nbytes and holders <= _alone_base_holders())
+
+
+def _base_holders(d: Any) -> int:
+    """``sys.getrefcount`` of ``d.base``, from one call below the caller."""
+    base = d.base
+    return sys.getrefcount(base)
+
+
+_ALONE_BASE: list[int] = []
+
+
+def _alone_base_holders() -> int:
+    """:func:`_base_holders` of a view that alone holds its base."""
+    if not _ALONE_BASE:
+        probe = np.empty((2, 3)).T
+        _ALONE_BASE.append(_base_holders(probe))
+    return _ALONE_BASE[0]
 
 
 def _holder_counts(g: Tensor[*tuple[Any, ...]]) -> tuple[int, int]:
