@@ -297,8 +297,9 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
                     "freed after the first backward); pass retain_graph=True to the first backward call")
             name = node.name
             edges = node.edges
-            if not _versions_current(inputs, node.versions, edges, name not in value_free):
-                _check_versions(node)  # raises, with the input and versions named
+            stale = _stale_input(inputs, node.versions, edges, name not in value_free)
+            if stale is not None:
+                _raise_stale(node, *stale)
             rule = (fused.get(name) if fused is not None else None) or _vjp_rule(name)
             output = node.saved_output() if name in uses_output else None  # other rules never read it
             needed.mask = (edges[0] is not None,) if len(edges) == 1 else tuple([e is not None for e in edges])
@@ -358,54 +359,40 @@ def _unshared_payload(g: Tensor[*tuple[Any, ...]]) -> Any:
     alone = _alone_counts()
     d = g._data
     if held[0] <= alone[0] and held[1] <= alone[1] and type(d) is np.ndarray and d.flags.writeable \
-            and (d.flags.owndata or _whole_private_view(d)):
+            and (d.flags.owndata or (held[2] <= alone[2] and _views_all_of_base(d))):
         return d
     return np.array(d, copy=True)
 
 
-def _whole_private_view(d: Any) -> bool:
-    """Whether ``d`` views all of an array that only ``d`` holds (a transpose or same-shape reshape of a
-    fresh result, e.g. the weight gradient of ``x @ w.T``: it keeps the transposed layout of ``w``)."""
-    holders = _base_holders(d)  # counted before this frame holds the base too
+def _views_all_of_base(d: Any) -> bool:
+    """Whether ``d`` views all of an array that owns its memory (a transpose or same-shape reshape of a
+    fresh result, e.g. the weight gradient of ``x @ w.T``, which keeps ``w``'s transposed layout); with
+    :func:`_holder_counts` saying nothing else holds that array, ``.grad`` may take ``d``."""
     base = d.base
     return (type(base) is np.ndarray and base.base is None and base.flags.owndata and base.flags.writeable
-            and d.nbytes == base.nbytes and holders <= _alone_base_holders())
+            and d.nbytes == base.nbytes)
 
 
-def _base_holders(d: Any) -> int:
-    """``sys.getrefcount`` of ``d.base``, from one call below the caller."""
-    base = d.base
-    return sys.getrefcount(base)
-
-
-_ALONE_BASE: list[int] = []
-
-
-def _alone_base_holders() -> int:
-    """:func:`_base_holders` of a view that alone holds its base."""
-    if not _ALONE_BASE:
-        probe = np.empty((2, 3)).T
-        _ALONE_BASE.append(_base_holders(probe))
-    return _ALONE_BASE[0]
-
-
-def _holder_counts(g: Tensor[*tuple[Any, ...]]) -> tuple[int, int]:
-    """``sys.getrefcount`` of ``g`` and of its array, from two calls below the frame that holds ``g``."""
+def _holder_counts(g: Tensor[*tuple[Any, ...]]) -> tuple[int, int, int]:
+    """``sys.getrefcount`` of ``g``, of its array and of that array's base (``None`` for an array that owns
+    its memory), from two calls below the frame that holds ``g``."""
     d = g._data
-    return sys.getrefcount(g), sys.getrefcount(d)
+    base = d.base
+    return sys.getrefcount(g), sys.getrefcount(d), sys.getrefcount(base)
 
 
-def _probe_counts(probe: Tensor[*tuple[Any, ...]]) -> tuple[int, int]:
+def _probe_counts(probe: Tensor[*tuple[Any, ...]]) -> tuple[int, int, int]:
     return _holder_counts(probe)
 
 
-_ALONE: list[tuple[int, int]] = []
+_ALONE: list[tuple[int, int, int]] = []
 
 
-def _alone_counts() -> tuple[int, int]:
-    """:func:`_holder_counts` of a tensor held by one local only, whose array only it holds."""
+def _alone_counts() -> tuple[int, int, int]:
+    """:func:`_holder_counts` of a tensor held by one local only, whose array (a transposed view) only it
+    holds, and whose array's base only that array holds."""
     if not _ALONE:
-        probe: Tensor[*tuple[Any, ...]] = Tensor(None, np.empty(1))
+        probe: Tensor[*tuple[Any, ...]] = Tensor(None, np.empty((3, 2)).T)
         _ALONE.append(_probe_counts(probe))
     return _ALONE[0]
 
@@ -414,33 +401,32 @@ def _value_free() -> frozenset[str]:
     return _rules().VALUE_FREE  # type: ignore[no-any-return]
 
 
-def _versions_current(inputs: tuple[Any, ...], versions: tuple[int, ...], edges: tuple[Any, ...],
-                      values_needed: bool) -> bool:
-    """Whether :func:`_check_versions` would pass: no input whose value the rule reads was modified in
-    place since it was recorded, and no input's producer had its result memory changed behind it."""
-    for x, saved, edge in zip(inputs, versions, edges):
+def _stale_input(inputs: tuple[Any, ...], versions: tuple[int, ...], edges: tuple[Any, ...],
+                 values_needed: bool) -> tuple[int, bool] | None:
+    """The first input the rule must not use, as ``(index, modified)``: ``modified`` when the rule reads
+    its value and it was modified in place since it was recorded, else its producer's result memory was
+    changed behind the producer. ``None`` when every input is as recorded (the common case)."""
+    for i, (x, saved, edge) in enumerate(zip(inputs, versions, edges)):
         if not isinstance(x, Tensor):
             continue
         box = x._version
         if values_needed and (0 if box is None else box[0]) != saved:
-            return False
+            return i, True
         if type(edge) is Node and edge.out_box is not None and edge.out_box is box and saved != edge.out_version:
-            return False
-    return True
+            return i, False
+    return None
 
 
-def _check_versions(node: Node) -> None:
+def _raise_stale(node: Node, index: int, modified: bool) -> None:
+    """The error for :func:`_stale_input`'s finding on ``node``."""
     assert node.inputs is not None
-    values_needed = node.name not in _value_free() and node.name not in EXTRA_VALUE_FREE
-    for i, (x, saved, edge) in enumerate(zip(node.inputs, node.versions, node.edges)):
-        if values_needed and _version(x) != saved:
-            raise AutogradError(
-                f"backward: input {i} of '{node.name}' (shape {list(x._data.shape)}) was modified in place "
-                f"after it was saved for backward (version {saved} then, {_version(x)} now); "
-                "compute on a .clone() or do the in-place update after backward")
-        if isinstance(edge, Node) and edge.out_box is not None and edge.out_box is x._version \
-                and saved != edge.out_version:
-            raise AutogradError(_stale_message(f"input {i} of '{node.name}'", x, edge))
+    x, saved = node.inputs[index], node.versions[index]
+    if modified:
+        raise AutogradError(
+            f"backward: input {index} of '{node.name}' (shape {list(x._data.shape)}) was modified in place "
+            f"after it was saved for backward (version {saved} then, {_version(x)} now); "
+            "compute on a .clone() or do the in-place update after backward")
+    raise AutogradError(_stale_message(f"input {index} of '{node.name}'", x, node.edges[index]))
 
 
 def _stale_message(what: str, x: Tensor[*tuple[Any, ...]], producer: Node) -> str:
