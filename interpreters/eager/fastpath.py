@@ -28,7 +28,7 @@ import numpy as np
 from tensorplay import derived as _p
 from tensorplay import sorting as _sorting
 from tensorplay.interpreters.eager import tape
-from tensorplay.interpreters.eager.kernels._support import nb
+from tensorplay.interpreters.eager.kernels._support import FLOATS as _FLOATS, nb
 from tensorplay.interpreters.eager.kernels.threads import OPENBLAS_SERIAL_MAX_MACS, PARALLEL_MIN_WORK, threads_for
 from tensorplay.interpreters.eager.results import result, view
 from tensorplay.tensor import Tensor
@@ -39,7 +39,6 @@ AnyTensor = Any
 _BASIC_ITEMS = frozenset({int, slice, NoneType, EllipsisType})
 _EVERYTHING = slice(None)
 _INDEX_DTYPES = frozenset({np.dtype(np.int64), np.dtype(np.int32)})
-_FLOATS = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 _UFUNCS: dict[str, Any] = {"reduce_sum": np.add, "reduce_max": np.maximum, "reduce_min": np.minimum}
 _ARG = {"argmax": np.ndarray.argmax, "argmin": np.ndarray.argmin}
 _ALL_AXES: dict[int, tuple[int, ...]] = {}
@@ -246,8 +245,7 @@ def reduce(ops: Any, prim: str, x: AnyTensor, dim: Any, keepdim: bool) -> AnyTen
                 if out is not None:
                     made: AnyTensor = Tensor(ops, out)
                     if x._requires_grad and tape.grad_enabled():  # ``result``, its params made only here
-                        made._node = tape.Node(prim, (x,), {"axes": axes, "keepdims": keepdim}, made)
-                        made._requires_grad = True
+                        tape.attach(made, prim, (x,), {"axes": axes, "keepdims": keepdim})
                     return made
             return ops._reduce(prim, _UFUNCS[prim], x, axes, keepdim, True)
     return _p.reduce(ops, prim, x, dim, keepdim)
@@ -456,8 +454,7 @@ def cat(ops: Any, items: list[Any] | tuple[Any, ...], dim: Any) -> AnyTensor | N
         return None
     made: AnyTensor = Tensor(ops, out)
     if recording and tape.grad_enabled():  # ``result``, with the node's inputs and params made only here
-        made._node = tape.Node("concat", tuple(items), {"axis": dim % ndim}, made)
-        made._requires_grad = True
+        tape.attach(made, "concat", tuple(items), {"axis": dim % ndim})
     return made
 
 
@@ -479,8 +476,7 @@ def matmul(ops: Any, a: Any, b: Any) -> AnyTensor:
                 else:
                     made: AnyTensor = Tensor(ops, out)
                     if (a._requires_grad or b._requires_grad) and tape.grad_enabled():  # ``result`` for two tensors
-                        made._node = tape.Node("matmul", (a, b), {}, made)
-                        made._requires_grad = True
+                        tape.attach(made, "matmul", (a, b), {})
                     return made
             return ops._matmul_arrays(a, b)
     return _p.matmul(ops, a, b)

@@ -26,10 +26,13 @@ from typing import Any
 
 import numpy as np
 
+from tensorplay.errors import ShapeError
 from tensorplay.interpreter import BaseInterpreter
 from tensorplay.interpreters.eager import kernels as K
 from tensorplay.interpreters.eager import tape
+from tensorplay.interpreters.eager.kernels._support import FLOATS as _FLOATS
 from tensorplay.interpreters.eager.results import result
+from tensorplay.prefix import int_tuple
 from tensorplay.rules.util import input_needed
 from tensorplay.tensor import Tensor
 
@@ -37,19 +40,6 @@ AnyTensor = Any
 
 CONV_BIAS_NODE = "conv_bias"
 """The tape node of a convolution with a bias (the generic path records ``conv_nd``, ``reshape``, ``add``)."""
-
-_FLOATS = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
-
-
-def _ints(value: Any, rank: int) -> tuple[int, ...] | None:
-    """``value`` (an int, or a tuple or list of ``rank`` ints; never a bool) as a tuple; None otherwise."""
-    if type(value) is int:
-        return (value,) * rank
-    if type(value) is tuple or type(value) is list:
-        if len(value) == rank and all(type(v) is int for v in value):
-            return tuple(value)
-    return None
-
 
 def conv(ops: Any, w: Any, b: Any, x: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: int = 1,
          *, out: Any = None) -> AnyTensor:
@@ -74,8 +64,10 @@ def _shortcut(ops: Any, w: Any, b: Any, x: Any, stride: Any, padding: Any, dilat
         if type(bd) is not np.ndarray or bd.dtype is not xd.dtype or bd.shape != wd.shape[:1]:
             return None
     rank = wd.ndim - 2
-    s, p, d = _ints(stride, rank), _ints(padding, rank), _ints(dilation, rank)
-    if s is None or p is None or d is None:
+    try:  # what the generic layer reads (a string padding is not a tuple: the generic path handles it)
+        s, p, d = (int_tuple(v, rank, n, "conv") for v, n in ((stride, "stride"), (padding, "padding"),
+                                                               (dilation, "dilation")))
+    except ShapeError:
         return None
     params: dict[str, Any] = {"stride": s, "padding": p, "dilation": d, "groups": groups}
     try:

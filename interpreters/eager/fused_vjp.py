@@ -30,6 +30,7 @@ from tensorplay.interpreters.eager import kernels as K
 from tensorplay.interpreters.eager.fastpath_conv import CONV_BIAS_NODE, conv_bias_vjp
 from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay.interpreters.eager.kernels import backward as KB
+from tensorplay.interpreters.eager.kernels._support import FLOATS as _FLOATS
 from tensorplay.rules.util import input_needed
 from tensorplay.rules.vjp import VJP_RULES
 from tensorplay.tensor import Tensor
@@ -41,7 +42,6 @@ FusedRule = Callable[..., Cotangents]
 FUSED_VJP: dict[str, FusedRule] = {}
 """Primitive name -> fused backward rule (only for ``create_graph=False``)."""
 
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _register(*names: str) -> Callable[[FusedRule], FusedRule]:

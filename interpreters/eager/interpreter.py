@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tensorplay.interpreters.eager import kernels as K
+from tensorplay.interpreters.eager.kernels._support import FLOATS
 from tensorplay.interpreters.eager import fastpath, fastpath_conv, tape
 from tensorplay.interpreters.eager.results import result as _result
 from tensorplay.interpreters.eager.results import share_version as _share_version
@@ -145,7 +146,6 @@ def _power(x: Any, y: Any) -> Any:
 _ZEROS = {dtype: np.zeros((), dtype) for dtype in _NUMPY_DTYPES.values()}
 
 
-_RELU_JITTED = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 _RELU_JIT_MIN = 2048
 """Below this many elements numpy's ``maximum`` beats the cost of calling a jitted kernel."""
 
@@ -155,7 +155,7 @@ def _relu(x: Array) -> Array:
     :data:`_RELU_JIT_MIN` elements in the kernels' one jitted pass (numpy's ``maximum`` loop costs 2-4x
     as much there); smaller arrays and other dtypes through ``numpy.maximum`` with a cached 0-d zero of
     ``x``'s own dtype, so numpy picks the same loop without making a scalar each call."""
-    if type(x) is np.ndarray and x.size >= _RELU_JIT_MIN and x.dtype in _RELU_JITTED:
+    if type(x) is np.ndarray and x.size >= _RELU_JIT_MIN and x.dtype in FLOATS:
         direct = fastpath.small_flat(x, "relu_flat")
         return K.relu(x) if direct is None else direct
     if x.dtype.kind == "b":
@@ -366,8 +366,7 @@ class EagerInterpreter(BaseInterpreter):
         result: Tensor[*tuple[Any, ...]] = Tensor(self, out)
         if ((isinstance(x, Tensor) and x._requires_grad) or (isinstance(y, Tensor) and y._requires_grad)) \
                 and out.dtype.kind == "f" and tape.grad_enabled():  # comparisons (bool) carry no gradient
-            result._node = tape.Node(name, (x, y), {}, result)
-            result._requires_grad = True
+            tape.attach(result, name, (x, y), {})
         return result
 
     run_binary = _binary  # every operator's primitive is a generated ``_binary`` method: skip its frame
@@ -674,8 +673,7 @@ def _make_unary(name: str) -> Callable[..., Any]:
                     out = np.asarray(out)
                 made: Tensor[*tuple[Any, ...]] = Tensor(self, out)
                 if x._requires_grad and out.dtype.kind == "f" and tape.grad_enabled():  # ``_result`` for one input
-                    made._node = tape.Node(name, (x,), {}, made)
-                    made._requires_grad = True
+                    tape.attach(made, name, (x,), {})
                 return made
         return self._unary(name, x, **params)
     method.__name__ = name

@@ -16,6 +16,7 @@ import numpy as np
 
 from tensorplay.interpreters.eager import tape
 from tensorplay.interpreters.eager.kernels import layer_norm_last_axis
+from tensorplay.interpreters.eager.kernels._support import FLOATS as _FLOATS
 from tensorplay.interpreters.eager.fastpath import small_rows
 from tensorplay.interpreters.eager.results import result
 from tensorplay.tensor import Tensor
@@ -27,7 +28,6 @@ CROSS_ENTROPY_NODE = "cross_entropy"
 """The tape node of the fused cross-entropy (its rule is :func:`_cross_entropy_vjp`)."""
 
 _KERNELS: Any = None
-_FLOATS = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 _INT64 = np.dtype(np.int64)
 
 

@@ -24,8 +24,7 @@ def result(ops: Any, name: str, inputs: tuple[Any, ...], params: dict[str, Any],
     for x in inputs:
         if isinstance(x, Tensor) and x._requires_grad:
             if out.dtype.kind == "f" and tape.grad_enabled():  # integer and bool results carry no gradient
-                made._node = tape.Node(name, inputs, params, made)
-                made._requires_grad = True
+                tape.attach(made, name, inputs, params)
             break
     return made
 
@@ -49,8 +48,7 @@ def view(ops: Any, name: str, x: AnyTensor, params: dict[str, Any], out: Array) 
     base = x._base
     made._base = x if base is None else base
     if x._requires_grad and out.dtype.kind == "f" and tape.grad_enabled():
-        made._node = tape.Node(name, (x,), params, made)  # its saved output watches the shared counter
-        made._requires_grad = True
+        tape.attach(made, name, (x,), params)  # its saved output watches the shared counter
     return made
 
 

@@ -163,6 +163,12 @@ def record(name: str, inputs: tuple[Any, ...], params: dict[str, Any], output: T
     """Attach a node for ``output`` (called by the eager interpreter when an input requires grad)."""
     if output._data.dtype.kind != "f":
         return  # integer and bool results carry no gradient
+    attach(output, name, inputs, params)
+
+
+def attach(output: Tensor[*tuple[Any, ...]], name: str, inputs: tuple[Any, ...], params: dict[str, Any]) -> None:
+    """Give ``output`` its node: :func:`record` for callers that already know the result is float, an input
+    requires grad and recording is on (the eager fast paths)."""
     output._node = Node(name, inputs, params, output)
     output._requires_grad = True
 

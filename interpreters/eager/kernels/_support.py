@@ -38,6 +38,8 @@ def nb() -> Any:
 
 F32 = np.dtype(np.float32)
 F64 = np.dtype(np.float64)
+FLOATS = frozenset({F32, F64})
+"""The dtypes the float kernels compute in."""
 
 
 def float_dtype(*arrays: Array) -> np.dtype[Any]:
