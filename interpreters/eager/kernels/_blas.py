@@ -56,22 +56,30 @@ def _openblas_paths() -> list[str]:
     return paths
 
 
-def _find_openblas() -> tuple[Any, Any] | None:
+def _symbol_pair(names: tuple[tuple[str, str], ...]) -> tuple[Any, Any] | None:
+    """The two functions of the first pair in ``names`` that one loaded OpenBLAS library exports."""
     for path in _openblas_paths():
         try:
             lib = ctypes.CDLL(path)
         except OSError:
             continue
-        for set_name, get_name in _NAMES:
-            setter = getattr(lib, set_name, None)
-            getter = getattr(lib, get_name, None)
-            if setter is not None and getter is not None:
-                setter.argtypes = [ctypes.c_int]
-                setter.restype = None
-                getter.argtypes = []
-                getter.restype = ctypes.c_int
-                return setter, getter
+        for first, second in names:
+            f, g = getattr(lib, first, None), getattr(lib, second, None)
+            if f is not None and g is not None:
+                return f, g
     return None
+
+
+def _find_openblas() -> tuple[Any, Any] | None:
+    found = _symbol_pair(_NAMES)
+    if found is None:
+        return None
+    setter, getter = found
+    setter.argtypes = [ctypes.c_int]
+    setter.restype = None
+    getter.argtypes = []
+    getter.restype = ctypes.c_int
+    return setter, getter
 
 
 def _api() -> tuple[Any, Any] | None:
@@ -87,20 +95,9 @@ def gemm_address(dtype_name: str) -> int | None:
     64-bit integers, or ``None`` where there is none (another BLAS, a build with 32-bit integers)."""
     global _GEMM
     if _GEMM is None:
-        _GEMM = {}
-        for path in _openblas_paths():
-            try:
-                lib = ctypes.CDLL(path)
-            except OSError:
-                continue
-            for single, double in _GEMM_NAMES:
-                s, d = getattr(lib, single, None), getattr(lib, double, None)
-                if s is not None and d is not None:
-                    _GEMM = {"float32": ctypes.cast(s, ctypes.c_void_p).value or 0,
-                             "float64": ctypes.cast(d, ctypes.c_void_p).value or 0}
-                    break
-            if _GEMM:
-                break
+        found = _symbol_pair(_GEMM_NAMES)
+        _GEMM = {} if found is None else {name: ctypes.cast(f, ctypes.c_void_p).value or 0
+                                          for name, f in zip(("float32", "float64"), found)}
     return _GEMM.get(dtype_name) or None
 
 
