@@ -198,8 +198,8 @@ def test_closure_is_evaluated() -> None:
 
 @pytest.mark.parametrize("kind", ["sgd", "adam"])
 def test_updates_with_any_memory_layout_match_pytorch(kind: str) -> None:
-    """Row-major weights used through F.linear get column-major gradients: the update falls back from
-    the fused kernel and must still match PyTorch; so must float64 parameters."""
+    """Row-major weights used as ``x @ w.T`` get column-major gradients (the transpose of ``x^T g``): the
+    update falls back from the fused kernel and must still match PyTorch; so must float64 parameters."""
     rng = np.random.default_rng(4)
     w_np = rng.standard_normal((5, 3)).astype(np.float32)
     w64_np = rng.standard_normal((3, 2))
@@ -215,7 +215,7 @@ def test_updates_with_any_memory_layout_match_pytorch(kind: str) -> None:
     for _ in range(5):
         opt.zero_grad()
         opt_t.zero_grad()
-        (F.linear(tp.tensor(x_np), w).tanh().sum() + (w64 * w64).sum()).backward()
+        ((tp.tensor(x_np) @ w.T).tanh().sum() + (w64 * w64).sum()).backward()
         (torch.nn.functional.linear(torch.tensor(x_np), wt).tanh().sum() + (wt64 * wt64).sum()).backward()
         assert w.grad is not None and not w.grad.numpy().flags.c_contiguous
         opt.step()

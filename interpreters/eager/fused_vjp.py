@@ -28,8 +28,10 @@ import numpy as np
 
 from tensorplay.interpreters.eager import kernels as K
 from tensorplay.interpreters.eager.fastpath_conv import CONV_BIAS_NODE, conv_bias_vjp
+from tensorplay.interpreters.eager.fastpath_linear import LINEAR_NODE, linear_vjp
 from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay.interpreters.eager.kernels import backward as KB
+from tensorplay.interpreters.eager.kernels import linear as KL
 from tensorplay.interpreters.eager.kernels._support import FLOATS as _FLOATS
 from tensorplay.rules.util import input_needed
 from tensorplay.rules.vjp import VJP_RULES
@@ -312,6 +314,19 @@ def matmul_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any) -> Cotang
     ga = _wrap(K.matmul(gd, b._data.T)) if input_needed(0) else None
     gb = _wrap(K.matmul(a._data.T, gd)) if input_needed(1) else None
     return (ga, gb)
+
+
+@_register(LINEAR_NODE)
+def linear_fused_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any) -> Cotangents:
+    """The dense layer's input, weight and bias gradients with three BLAS calls (otherwise the composite rule)."""
+    x, w = inputs[0], inputs[1]
+    has_bias = len(inputs) == 3
+    gd = _same_float(g, *inputs)
+    if gd is None:
+        return linear_vjp(eager, g, inputs, output)
+    grads = KL.linear_backward(x._data, w._data, gd, input_needed(0), input_needed(1),
+                               has_bias and input_needed(2))
+    return tuple(None if a is None else _wrap(a) for a in grads[:len(inputs)])
 
 
 def _conv_grads(g: Any, x: Any, w: Any, b: Any, params: dict[str, Any]) -> Cotangents | None:

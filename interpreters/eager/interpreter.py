@@ -18,7 +18,7 @@ import numpy as np
 
 from tensorplay.interpreters.eager import kernels as K
 from tensorplay.interpreters.eager.kernels._support import FLOATS
-from tensorplay.interpreters.eager import fastpath, fastpath_conv, tape
+from tensorplay.interpreters.eager import fastpath, fastpath_conv, fastpath_linear, tape
 from tensorplay.interpreters.eager.results import result as _result
 from tensorplay.interpreters.eager.results import share_version as _share_version
 from tensorplay.interpreters.eager.results import view as _new_view
@@ -600,8 +600,9 @@ class EagerInterpreter(BaseInterpreter):
     tensor_extremum = fastpath.extremum
     tensor_matmul = fastpath.matmul
 
-    # ---- layers (see :mod:`tensorplay.interpreters.eager.fastpath_conv`) ---------------------------------
+    # ---- layers (see :mod:`.fastpath_conv` and :mod:`.fastpath_linear`) ---------------------------------
     conv = fastpath_conv.conv
+    linear = fastpath_linear.linear
 
     def batch_norm(self, x: Any, mean: Any, var: Any, weight: Any, bias: Any, *, eps: float) -> Any:
         """See :meth:`tensorplay.ops.Ops.batch_norm` (composed numpy: scale and shift per channel)."""

@@ -105,7 +105,7 @@ class MultiheadAttention(Module, Generic[D]):
         for i, x in enumerate((query, key, value)):
             wi = ops.slice(w, starts=(i * d, 0), stops=((i + 1) * d, d), steps=(1, 1))
             bi = None if b is None else ops.slice(b, starts=(i * d,), stops=((i + 1) * d,), steps=(1,))
-            out.append(_split_heads(ops, prefix.linear(ops, wi, bi, x), h))
+            out.append(_split_heads(ops, ops.linear(wi, bi, x), h))
         return out[0], out[1], out[2]
 
     def _masks(self, ops: Any, lead: tuple[Any, ...], n: int, m: int, attn_mask: AnyTensor | None,

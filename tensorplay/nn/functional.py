@@ -103,8 +103,7 @@ def log_softmax(input: Tensor[*S], dim: int | None = None) -> Tensor[*S]:
 
 def linear(input: Tensor[*Lead, In], weight: Tensor[Out, In], bias: Tensor[Out] | None = None) -> Tensor[*Lead, Out]:
     """``input[*lead, in] @ weight[out, in]^T + bias[out]``."""
-    ops = ops_for("linear", input, weight, bias)
-    return prefix.linear(ops, weight, bias, input)  # type: ignore[no-any-return]
+    return ops_for("linear", input, weight, bias).linear(weight, bias, input)  # type: ignore[no-any-return]
 
 
 def _conv(rank: int, input: AnyTensor, weight: AnyTensor, bias: AnyTensor | None, stride: IntOrTuple,

@@ -66,7 +66,7 @@ class Linear(Module, Generic[In, Out]):
         """``x[*lead, In] -> [*lead, Out]``."""
         w = self.weight
         b = self.bias
-        return prefix.linear(ops_for("Linear", x, w, b), w, b, x)  # type: ignore[no-any-return]
+        return ops_for("Linear", x, w, b).linear(w, b, x)  # type: ignore[no-any-return]
 
     if TYPE_CHECKING:
         __call__ = forward
