@@ -11,8 +11,10 @@ common argument forms directly on the numpy payload:
 - reductions, ``argmax`` and ``max(dim)`` take a validated axis straight to the ufunc;
 - an integer tensor index is one ``numpy.take``.
 
-The result, its dtype and its tape nodes are the ones the generic path makes (``max(dim)`` records one
-node instead of the gather chain, with the same gradient). Anything unusual (a payload that is not a
+The result, its dtype and its gradient are the ones the generic path makes, with fewer tape nodes:
+``max(dim)`` records one node instead of the gather chain, and basic indexing one ``basic_index`` node
+that keeps the key (the generic path records ``slice`` and ``reshape``; the slice's parameters are worked
+out only when backward reaches the node). Anything unusual (a payload that is not a
 numpy array, an argument of an unexpected type, an index numpy refuses) goes to the generic path, which
 runs the full checks and raises their errors.
 """
@@ -108,18 +110,41 @@ def _basic_index(ops: Any, x: AnyTensor, data: Array, key: Any) -> AnyTensor | N
         return None  # the generic path raises its own error
     if not (x._requires_grad and tape.grad_enabled()):
         return view(ops, "slice", x, {}, out)  # not recorded: the params are not needed
-    items = key if type(key) is tuple else (key,)
-    for item in items:
-        if item is not None and item is not Ellipsis and item != _EVERYTHING:
-            break
-    else:  # only ``:``, ``...`` and ``None``: every element in order, maybe new axes (what the plan finds)
-        return x if out.shape == data.shape else view(ops, "reshape", x, {"shape": out.shape}, out)
-    starts, stops, steps, reshaped, full = _slice_plan(data.shape, items)
-    params = {"starts": starts, "stops": stops, "steps": steps}
-    if not reshaped:
-        return x if full else view(ops, "slice", x, params, out)
-    sliced = x if full else ops.slice(x, **params)
-    return sliced if out.shape == sliced._data.shape else view(ops, "reshape", sliced, {"shape": out.shape}, out)
+    # one node that keeps the key: the slice plan is worked out only if backward reaches it
+    return view(ops, BASIC_INDEX_NODE, x, {"shape": data.shape, "key": key}, out)
+
+
+BASIC_INDEX_NODE = "basic_index"
+"""The tape node of ``x[key]`` for a basic ``key`` (ints, slices, ``None``, ``...``) on an eager tensor,
+with params ``shape`` (``x``'s) and ``key``: what the generic path records as ``slice`` and ``reshape``
+nodes, with their gradient (:func:`basic_index_plan`, :func:`basic_index_vjp`)."""
+
+
+def basic_index_plan(shape: tuple[int, ...], key: Any) -> tuple[dict[str, Any], tuple[int, ...], bool]:
+    """``(slice params, sliced shape, full)`` of a basic ``key`` numpy accepted for ``shape``: the ``slice``
+    primitive's ``starts``/``stops``/``steps``, the shape the slice has before ints drop axes and ``None``
+    adds them, and whether the slice takes every element in order."""
+    starts, stops, steps, _, full = _slice_plan(shape, key if type(key) is tuple else (key,))
+    sliced = tuple(len(range(a, b, c)) for a, b, c in zip(starts, stops, steps))
+    return {"starts": starts, "stops": stops, "steps": steps}, sliced, full
+
+
+def basic_index_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any, *, shape: tuple[int, ...],
+                    key: Any) -> tuple[Any, ...]:
+    """The backward rule of :data:`BASIC_INDEX_NODE`, written with primitives: the cotangent reshaped to
+    the slice's shape, then the ``slice`` rule (zeros around it), as the generic path's nodes give."""
+    from tensorplay.rules.vjp import VJP_RULES
+
+    params, sliced, full = basic_index_plan(shape, key)
+    if tuple(g.shape) != sliced:
+        g = ops.reshape(g, shape=sliced)
+    if full:
+        return (g,)
+    return VJP_RULES["slice"](ops, g, inputs, None, **params)
+
+
+tape.EXTRA_VJP[BASIC_INDEX_NODE] = basic_index_vjp
+tape.EXTRA_VALUE_FREE.add(BASIC_INDEX_NODE)
 
 
 def _slice_plan(shape: tuple[int, ...], items: tuple[Any, ...]) -> tuple[Any, Any, Any, bool, bool]:

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from tensorplay.interpreters.eager import kernels as K
+from tensorplay.interpreters.eager.fastpath import BASIC_INDEX_NODE, basic_index_plan, basic_index_vjp
 from tensorplay.interpreters.eager.fastpath_conv import CONV_BIAS_NODE, conv_bias_vjp
 from tensorplay.interpreters.eager.fastpath_linear import LINEAR_NODE, linear_vjp
 from tensorplay.interpreters.eager.interpreter import eager
@@ -298,6 +299,22 @@ def slice_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any, *, starts:
     out = np.zeros(x._data.shape, gd.dtype)
     index = tuple(slice(a, None if (b < 0 and c < 0) else b, c) for a, b, c in zip(starts, stops, steps))
     out[index] = gd
+    return (_wrap(out),)
+
+
+@_register(BASIC_INDEX_NODE)
+def basic_index_fused_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any, *, shape: tuple[int, ...],
+                          key: Any) -> Cotangents:
+    """``g`` written into zeros through the forward's own key (a key that takes every element in order:
+    ``g`` reshaped, no copy)."""
+    (x,) = inputs
+    gd = _same_float(g, x)
+    if gd is None:
+        return basic_index_vjp(eager, g, inputs, output, shape=shape, key=key)
+    if basic_index_plan(shape, key)[2]:
+        return (_wrap(gd.reshape(shape)),)
+    out = np.zeros(shape, gd.dtype)
+    out[key] = gd
     return (_wrap(out),)
 
 
