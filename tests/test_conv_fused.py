@@ -245,3 +245,56 @@ def test_graph_recorders_and_transforms_see_the_primitives(ran: dict[str, int]) 
     batched = tp.func.vmap(lambda xs: TF.conv2d(xs, tp.tensor(w), tp.tensor(b)))(tp.tensor(_randn((2, 1, 2, 5, 5), np.float64)))
     assert tuple(batched.shape) == (2, 1, 3, 3, 3)
     assert ran["shortcut"] == 0  # transforms record through their own interpreters
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_the_in_cache_path_splits_samples_over_threads(dt: Any, ran: dict[str, int],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """With two threads the in-cache path runs blocks of samples on both (OpenBLAS held to one thread):
+    the forward and the input gradient are bitwise the one-thread results; the weight and bias
+    gradients are summed per thread and then added (float rounding of that order); a non-finite input
+    in the second chunk and each gradient alone take the same split."""
+    from tensorplay.interpreters.eager.kernels import threads
+
+    monkeypatch.setattr(threads, "BLAS_CHUNK_MIN_MACS", 1 << 12)
+    chunks: list[int] = []
+    real_run = conv_mod.run_blas_chunks
+
+    def run(bounds: list[int], body: Any) -> None:
+        chunks.append(len(bounds) - 1)
+        real_run(bounds, body)
+    monkeypatch.setattr(conv_mod, "run_blas_chunks", run)
+    params: dict[str, Any] = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
+    x, w, b = _randn((7, 3, 9, 8), dt), _randn((5, 3, 3, 3), dt), _randn((5,), dt)
+    x[6, 1, 4, 4] = np.inf
+    g = _randn((7, 5, 9, 8), dt)
+    needs = [(True, True, True), (True, False, False), (False, True, False), (False, False, True)]
+
+    def compute() -> list[Any]:
+        out: list[Any] = [K.conv_bias_nd(x, w, b, **params)]
+        for need in needs:
+            out.extend(K.conv_backward_nd(x, w, g, *need, **params))
+        return out
+
+    before = threads.num_threads()
+    try:
+        threads.set_num_threads(1)
+        one = compute()
+        threads.set_num_threads(2)
+        two = compute()
+    finally:
+        threads.set_num_threads(before)
+    assert chunks == [1] * 5 + [2] * 5
+    np.testing.assert_array_equal(one[0], two[0])
+    for i, (a, c) in enumerate(zip(one[1:], two[1:])):
+        assert (a is None) == (c is None)
+        if a is None:
+            continue
+        if i % 3 == 0:  # input gradients: each sample on one thread, computed alike
+            np.testing.assert_array_equal(a, c)
+        else:
+            np.testing.assert_array_equal(np.isfinite(a), np.isfinite(c))
+            _close(np.where(np.isfinite(a), a, 0), np.where(np.isfinite(c), c, 0), dt)
+    want = conv_nd_ref(x, w, **params) + b[:, None, None]
+    _close(two[0], want, dt)
+    assert ran["forward"] == 2 and ran["backward"] == 8

@@ -54,7 +54,7 @@ import numpy as np
 
 from ._support import Array, all_finite, as_float, float_dtype, nb, scratch
 from . import _blas, winograd
-from .threads import BLAS_THREADED_MIN_MACS, blas_threads_for, chunk_bounds
+from .threads import BLAS_THREADED_MIN_MACS, blas_chunks, blas_threads_for, chunk_bounds, run_blas_chunks
 
 COLS_BLOCK_BYTES = 8 << 20
 """Upper bound on one block's column buffer; larger batches are processed in blocks of samples."""
@@ -127,10 +127,13 @@ class _Conv:
         bounds = chunk_bounds(count, self.n)
         return [(bounds[i], bounds[i + 1]) for i in range(count)]
 
+    def sample_bytes(self, itemsize: int) -> int:
+        """The in-cache path's columns (or output rows) of one sample, in bytes."""
+        return max(self.cx * self.taps, self.cy) * self.wide * itemsize
+
     def fused_block(self, itemsize: int) -> int:
         """Samples per block of the in-cache path (see :data:`FUSED_BLOCK_BYTES`)."""
-        per_sample = max(self.cx * self.taps, self.cy) * self.wide * itemsize
-        return max(1, min(self.n, FUSED_BLOCK_BYTES // per_sample))
+        return max(1, min(self.n, FUSED_BLOCK_BYTES // self.sample_bytes(itemsize)))
 
     def gemm_context(self, m: int) -> Any:
         """The BLAS thread setting for this conv's GEMMs over ``m`` samples (one per group)."""
@@ -259,13 +262,24 @@ def _nc() -> Any:
     return importlib.import_module("._numba_conv", __package__)
 
 
+def _macs(cv: _Conv) -> int:
+    """The multiply-adds of the in-cache path's GEMMs for one pass over every sample."""
+    return cv.cy * cv.cx * cv.taps * cv.n * cv.wide
+
+
 def _gemm_for_fused(cv: _Conv, dt: np.dtype[Any]) -> int | None:
     """The CBLAS ``gemm`` address the in-cache path calls, when it applies: stride 1, one group, and
-    GEMMs that would run on one OpenBLAS thread anyway (OpenBLAS at one thread, or a convolution below
-    :data:`.threads.BLAS_THREADED_MIN_MACS` multiply-adds); ``None`` otherwise."""
+    either GEMMs that would run on one OpenBLAS thread anyway (OpenBLAS at one thread, or a convolution
+    below :data:`.threads.BLAS_THREADED_MIN_MACS` multiply-adds) or samples whose columns fit in
+    :data:`FUSED_BLOCK_BYTES`, enough of them to give every thread its own (:func:`.threads.blas_chunks`).
+    ``None`` otherwise: few samples, or large ones (ResNet-sized planes, whose columns leave the cache
+    and two threads then share the memory bandwidth: measured 54-59 ms against 37-42 ms for a
+    b8 64->64 56x56 forward and backward) take the wide GEMM on OpenBLAS's threads."""
     if not cv.stride1 or cv.groups != 1:
         return None
-    if cv.cy * cv.cx * cv.taps * cv.n * cv.wide >= BLAS_THREADED_MIN_MACS and _blas.threads() > 1:
+    macs = _macs(cv)
+    if macs >= BLAS_THREADED_MIN_MACS and _blas.threads() > 1 and (
+            cv.sample_bytes(dt.itemsize) > FUSED_BLOCK_BYTES or len(blas_chunks(cv.n, macs)) <= 2):
         return None
     return _blas.gemm_address(dt.name)
 
@@ -277,14 +291,19 @@ def _pad_buffer(cv: _Conv, m: int, dt: np.dtype[Any]) -> Array:
 
 
 def _fused_forward(cv: _Conv, gemm: int, x5: Array, w: Array, bias: Array | None, y5: Array) -> None:
-    """``y5 = conv(x5, w) (+ bias)`` by :func:`._numba_conv.forward`."""
+    """``y5 = conv(x5, w) (+ bias)`` by :func:`._numba_conv.forward`, the samples split over the threads
+    (:func:`.threads.run_blas_chunks`; each output element is computed alike on any thread)."""
     dt = x5.dtype
     m = cv.fused_block(dt.itemsize)
     b = np.empty(0, dt) if bias is None else bias
-    cols = scratch((cv.cx * cv.taps * m * cv.wide,), dt, slot=0)
-    out = scratch((cv.cy * m * cv.wide,), dt, slot=1)
-    _blas.call_on_one_thread(_nc().forward, gemm, x5, w.reshape(cv.cy, cv.cx * cv.taps), b, cv.offsets(),
-                             *cv.p, cv.wide, m, y5, _pad_buffer(cv, m, dt), cols, out)
+    w2, offs = w.reshape(cv.cy, cv.cx * cv.taps), cv.offsets()
+
+    def samples(n0: int, n1: int) -> None:
+        cols = scratch((cv.cx * cv.taps * m * cv.wide,), dt, slot=0)  # per thread
+        out = scratch((cv.cy * m * cv.wide,), dt, slot=1)
+        _nc().forward(gemm, x5[n0:n1], w2, b, offs, *cv.p, cv.wide, m, y5[n0:n1], _pad_buffer(cv, m, dt),
+                      cols, out)
+    run_blas_chunks(blas_chunks(cv.n, _macs(cv)), samples)
 
 
 def _fused_backward(cv: _Conv, gemm: int, x5: Array | None, w: Array, g5: Array, dx5: Array | None,
@@ -298,13 +317,26 @@ def _fused_backward(cv: _Conv, gemm: int, x5: Array | None, w: Array, g5: Array,
     x_in = x5 if dw is not None and x5 is not None else (dx5 if dx5 is not None else empty5)
     x_finite = dw is None or all_finite(x_in)
     w_finite = dx5 is None or all_finite(w)
-    gw = scratch((cv.cy * m * cv.wide,), dt, slot=1)
-    cols = scratch((cv.cx * cv.taps * m * cv.wide,), dt, slot=0)
-    _blas.call_on_one_thread(
-        _nc().backward, gemm, x_in, w.reshape(cv.cy, cv.cx * cv.taps), g5, cv.offsets(), *cv.p, cv.wide, m,
-        x_finite, w_finite, empty5 if dx5 is None else dx5,
-        np.empty((0, 0), dt) if dw is None else dw, np.empty(0, dt) if db is None else db,
-        _pad_buffer(cv, m, dt), gw, cols)
+    w2, offs = w.reshape(cv.cy, cv.cx * cv.taps), cv.offsets()
+    dx_all = empty5 if dx5 is None else dx5
+    bounds = blas_chunks(cv.n, _macs(cv) * 2)
+    # the first chunk adds into dw and db; each other chunk into its own zeroed copy, summed after
+    extra = len(bounds) - 2
+    no_dw, no_db = np.empty((0, 0), dt), np.empty(0, dt)
+    dws = [no_dw if dw is None else dw] + [no_dw if dw is None else np.zeros_like(dw) for _ in range(extra)]
+    dbs = [no_db if db is None else db] + [no_db if db is None else np.zeros_like(db) for _ in range(extra)]
+
+    def samples(n0: int, n1: int) -> None:
+        t = bounds.index(n0)
+        gw = scratch((cv.cy * m * cv.wide,), dt, slot=1)  # per thread
+        cols = scratch((cv.cx * cv.taps * m * cv.wide,), dt, slot=0)
+        _nc().backward(gemm, x_in[n0:n1], w2, g5[n0:n1], offs, *cv.p, cv.wide, m, x_finite, w_finite,
+                       dx_all[n0:n1], dws[t], dbs[t], _pad_buffer(cv, m, dt), gw, cols)
+    run_blas_chunks(bounds, samples)
+    for part in dws[1:] if dw is not None else ():
+        dw += part
+    for part in dbs[1:] if db is not None else ():
+        db += part
 
 
 # ---- the three operations ------------------------------------------------------------------------
