@@ -157,3 +157,51 @@ def test_gradients_through_the_tape_match_pytorch(dt: Any, n: int) -> None:
     for a, b in zip(ours, theirs):
         assert a.grad is not None and b.grad is not None
         np.testing.assert_allclose(np.asarray(a.grad.numpy()), b.grad.numpy(), **tol)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("kind", ["causal", "no mask", "padding mask", "shrinking prefix"])
+def test_heads_split_over_threads_give_the_one_thread_results_bitwise(dt: Any, kind: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """With two threads a stack of heads runs in chunks on the kernel threads (OpenBLAS held to one
+    thread): every head is computed as on one thread, so forward and all three gradients are bitwise
+    equal; one head keeps the single call."""
+    from tensorplay.interpreters.eager.kernels import threads
+
+    monkeypatch.setattr(threads, "BLAS_CHUNK_MIN_MACS", 1 << 10)
+    splits: list[int] = []
+    real = sdpa.run_blas_chunks
+
+    def counting(bounds: list[int], body: Any) -> None:
+        splits.append(len(bounds) - 1)
+        real(bounds, body)
+    monkeypatch.setattr(sdpa, "run_blas_chunks", counting)
+    b, h, n, d = 3, 2, 19, 8
+    q, k, v, g = (_randn(b, h, n, d, dt=dt) for _ in range(4))
+    mask: np.ndarray | None = None
+    if kind == "causal":
+        mask = np.tril(np.ones((n, n), bool))
+    elif kind == "padding mask":
+        mask = RNG.random((b, 1, n, n)) < 0.7
+        mask[..., 0] = True
+    elif kind == "shrinking prefix":
+        mask = np.tril(np.ones((n, n), bool))[::-1].copy()
+
+    def run() -> list[Any]:
+        out = sdpa.attention(q, k, v, mask, scale=0.3)
+        return [out, *KB.attention_backward(q, k, v, mask, g, scale=0.3)]
+
+    before = threads.num_threads()
+    try:
+        threads.set_num_threads(1)
+        one = run()
+        threads.set_num_threads(2)
+        two = run()
+        first = None if mask is None else (mask[:1, :1] if mask.ndim == 4 else mask)
+        single = sdpa.attention(q[:1, :1], k[:1, :1], v[:1, :1], first, scale=0.3)
+    finally:
+        threads.set_num_threads(before)
+    for a, c in zip(one, two):
+        np.testing.assert_array_equal(a, c)
+    assert splits == [1, 1, 2, 2]  # one thread: one chunk; two: a chunk each (one head: no split)
+    np.testing.assert_allclose(single, one[0][:1, :1], **_tol(dt))

@@ -150,36 +150,32 @@ def _key_rows(plan: Plan) -> list[tuple[int, int, int]]:
     return out
 
 
-def backward(q3: Array, k3: Array, v3: Array, g3: Array, plan: Plan, scale: float,
-             need: tuple[bool, bool, bool]) -> tuple[Array | None, Array | None, Array | None]:
-    """``(dq, dk, dv)`` (``[B, n, d], [B, m, d], [B, m, dv]``; ``None`` where ``need`` says so) of
-    :func:`forward` for the cotangent ``g3[B, n, dv]``; ``plan.growing`` must hold."""
+def backward(q3: Array, k3: Array, v3: Array, g3: Array, plan: Plan, scale: float, dq: Array | None,
+             dk: Array | None, dv: Array | None) -> None:
+    """The cotangents of :func:`forward` for ``g3[B, n, dv]`` written into ``dq[B, n, d]`` (overwritten),
+    ``dk[B, m, d]`` and ``dv[B, m, dv]`` (zeroed by the caller: key rows no query sees stay 0), each
+    skipped when ``None``; ``plan.growing`` must hold."""
     from .backward import nbb
     nb_, n, m = q3.shape[0], q3.shape[1], k3.shape[1]
     ds, probs = _buffers(q3, k3)
     for r0, r1, keys in plan.blocks:
         _block_probs(q3, k3, plan, scale, r0, r1, keys, ds, probs)
     key_rows = _key_rows(plan)
-    dq = dk = dv = None
-    if need[2]:
-        dv = np.zeros(v3.shape, q3.dtype)
+    if dv is not None:
         for c0, c1, first in key_rows:
             np.matmul(np.swapaxes(probs[:, first:, c0:c1], -1, -2), g3[:, first:], out=dv[:, c0:c1])
-    if need[0] or need[1]:
+    if dq is not None or dk is not None:
         dp = scratch((nb_, n, m), q3.dtype, slot=3)
         for r0, r1, keys in plan.blocks:
             if keys:
                 np.matmul(g3[:, r0:r1], np.swapaxes(v3[:, :keys], -1, -2), out=dp[:, r0:r1, :keys])
         nbb().prefix_ds_rows(probs, dp, plan.lengths, plan.widths, float(scale), ds, 0, n)  # over the scores
-        if need[0]:
-            dq = np.empty(q3.shape, q3.dtype)
+        if dq is not None:
             for r0, r1, keys in plan.blocks:
                 if keys:
                     np.matmul(ds[:, r0:r1, :keys], k3[:, :keys], out=dq[:, r0:r1])
                 else:
                     dq[:, r0:r1] = 0
-        if need[1]:
-            dk = np.zeros(k3.shape, q3.dtype)
+        if dk is not None:
             for c0, c1, first in key_rows:
                 np.matmul(np.swapaxes(ds[:, first:, c0:c1], -1, -2), q3[:, first:], out=dk[:, c0:c1])
-    return dq, dk, dv

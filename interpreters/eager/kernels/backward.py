@@ -164,37 +164,52 @@ def attention_backward(q: Array, k: Array, v: Array, mask: Array | None, g: Arra
     v3 = as_float(v, dt).reshape(nb_, m, dv)
     g3 = as_float(g, dt).reshape(nb_, n, dv)
     from . import attention_blocks
-    from ._support import nb
-    from .threads import single_threaded_blas
+    from ._support import nb, scratch
+    from .sdpa import over_heads
 
+    # per head: dq overwritten; dk and dv accumulated over key blocks (rows no query sees stay 0)
+    dq3 = np.empty(q3.shape, dt) if need[0] else None
+    dk3 = np.zeros(k3.shape, dt) if need[1] else None
+    dv3 = np.zeros(v3.shape, dt) if need[2] else None
     plan = None if mask is None else attention_blocks.usable(mask, n, m, q3, k3, v3, g3)
-    if plan is not None and plan.growing:  # a causal mask: skip the keys no row of a block sees
-        with single_threaded_blas(nb_ > 1):
-            dq3, dk3, dv3 = attention_blocks.backward(q3, k3, v3, g3, plan, float(scale), need)
-        return (None if dq3 is None else dq3.reshape(q.shape), None if dk3 is None else dk3.reshape(k.shape),
-                None if dv3 is None else dv3.reshape(v.shape))
-    with single_threaded_blas(nb_ > 1):
-        scores = np.matmul(q3, np.swapaxes(k3, -1, -2))
-        probs = np.empty_like(scores)
-        rows = nb_ * n
-        s2 = scores.reshape(rows, m)
-        p2 = probs.reshape(rows, m)
-        if mask is None:
-            nb().scaled_softmax_rows(s2, float(scale), p2, 0, rows)
+    if plan is not None and not plan.growing:
+        plan = None
+    m2 = None
+    if mask is not None and plan is None:
+        m2 = np.ascontiguousarray(np.broadcast_to(np.asarray(mask, np.bool_), batch + (n, m))).reshape(nb_ * n, m)
+
+    def part(a: Array | None, s: int, e: int) -> Array | None:
+        return None if a is None else a[s:e]
+
+    def heads(s: int, e: int) -> None:
+        if plan is not None:  # a causal mask: skip the keys no row of a block sees
+            attention_blocks.backward(q3[s:e], k3[s:e], v3[s:e], g3[s:e], plan, float(scale), part(dq3, s, e),
+                                      part(dk3, s, e), part(dv3, s, e))
+            return
+        cnt = e - s
+        scores = scratch((cnt, n, m), dt, slot=1)
+        probs = scratch((cnt, n, m), dt, slot=2)
+        np.matmul(q3[s:e], np.swapaxes(k3[s:e], -1, -2), out=scores)
+        s2, p2 = scores.reshape(cnt * n, m), probs.reshape(cnt * n, m)
+        if m2 is None:
+            nb().scaled_softmax_rows(s2, float(scale), p2, 0, cnt * n)
         else:
-            m2 = np.ascontiguousarray(np.broadcast_to(np.asarray(mask, np.bool_), batch + (n, m))).reshape(rows, m)
-            nb().masked_softmax_rows(s2, m2, float(scale), p2, 0, rows)
-        if need[2]:
-            outs[2] = np.matmul(np.swapaxes(probs, -1, -2), g3).reshape(v.shape)
-        if need[0] or need[1]:
-            dp = np.matmul(g3, np.swapaxes(v3, -1, -2))
+            nb().masked_softmax_rows(s2, m2[s * n:e * n], float(scale), p2, 0, cnt * n)
+        if dv3 is not None:
+            np.matmul(np.swapaxes(probs, -1, -2), g3[s:e], out=dv3[s:e])
+        if dq3 is not None or dk3 is not None:
+            dp = scratch((cnt, n, m), dt, slot=3)
+            np.matmul(g3[s:e], np.swapaxes(v3[s:e], -1, -2), out=dp)
             ds = scores  # the scores are no longer needed: reuse their buffer
-            nbb().attention_ds_rows(p2, dp.reshape(rows, m), float(scale), ds.reshape(rows, m), 0, rows)
-            if need[0]:
-                outs[0] = np.matmul(ds, k3).reshape(q.shape)
-            if need[1]:
-                outs[1] = np.matmul(np.swapaxes(ds, -1, -2), q3).reshape(k.shape)
-    return outs[0], outs[1], outs[2]
+            nbb().attention_ds_rows(p2, dp.reshape(cnt * n, m), float(scale), s2, 0, cnt * n)
+            if dq3 is not None:
+                np.matmul(ds, k3[s:e], out=dq3[s:e])
+            if dk3 is not None:
+                np.matmul(np.swapaxes(ds, -1, -2), q3[s:e], out=dk3[s:e])
+
+    over_heads(nb_, nb_ * n * m * (2 * d + 2 * dv), heads)
+    return (None if dq3 is None else dq3.reshape(q.shape), None if dk3 is None else dk3.reshape(k.shape),
+            None if dv3 is None else dv3.reshape(v.shape))
 
 
 def max_pool_backward(x: Array, g: Array, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],

@@ -1,15 +1,17 @@
 """Scaled dot-product attention: two BLAS batched matmuls around a fused (masked) softmax; under a causal
-(prefix) mask, block by block over the keys each block of queries sees (:mod:`.attention_blocks`)."""
+(prefix) mask, block by block over the keys each block of queries sees (:mod:`.attention_blocks`). A
+stack of heads is split over the kernel threads (:func:`over_heads`)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 from . import attention_blocks
 from ._support import Array, as_float, float_dtype, nb, scratch
-from .threads import single_threaded_blas
+from .threads import blas_chunks, run_blas_chunks
 
 
 def attention(q: Array, k: Array, v: Array, mask: Array | None, *, scale: float) -> Array:
@@ -56,12 +58,10 @@ def attention(q: Array, k: Array, v: Array, mask: Array | None, *, scale: float)
     kern = nb()
     sc = float(scale)
     plan = attention_blocks.usable(mask, n, m, v3) if mask is not None else None
-    if plan is not None:  # a causal (prefix) mask: skip the keys no row of a block sees
-        with single_threaded_blas(nb_ > 1):
-            attention_blocks.forward(q3, k3, v3, plan, sc, out)
-        return out.reshape(out_shape)
-
     def heads(start: int, stop: int) -> None:
+        if plan is not None:  # a causal (prefix) mask: skip the keys no row of a block sees
+            attention_blocks.forward(q3[start:stop], k3[start:stop], v3[start:stop], plan, sc, out[start:stop])
+            return
         # scores and probabilities live in reused per-thread scratch buffers; they are
         # separate arrays because the softmax kernels only vectorise when input and output
         # do not alias
@@ -77,9 +77,18 @@ def attention(q: Array, k: Array, v: Array, mask: Array | None, *, scale: float)
             kern.masked_softmax_rows(s2, m3[start:stop].reshape(-1, m), sc, p2, 0, s2.shape[0])
         np.matmul(probs, v3[start:stop], out=out[start:stop])
 
-    # a stack of GEMMs: OpenBLAS held to one thread, everything on the calling thread (the
-    # thread policy, .threads, says what splitting the stack over threads cost)
-    with single_threaded_blas(nb_ > 1):
-        heads(0, nb_)
+    over_heads(nb_, nb_ * n * m * (d + dv), heads)
     result: Array = out.reshape(out_shape)
     return result
+
+
+def over_heads(heads: int, macs: int, body: Callable[[int, int], None]) -> None:
+    """``body(start, stop)`` over the flattened heads ``range(heads)`` (``macs``: the multiply-adds of all
+    their GEMMs). One head keeps OpenBLAS's threads for its GEMMs; a stack of heads is split over the
+    kernel threads (:func:`.threads.run_blas_chunks`), each calling single-threaded GEMMs on its own
+    heads (numpy's batched ``matmul`` synchronises OpenBLAS's workers once per matrix). Every head is
+    computed alike on any thread."""
+    if heads == 1:
+        body(0, 1)
+    else:
+        run_blas_chunks(blas_chunks(heads, macs), body)

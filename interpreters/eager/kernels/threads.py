@@ -29,9 +29,10 @@ pools spun; OpenBLAS called from two threads at once stalled for 100-480 ms unde
 OpenBLAS's threads: that is where the second core pays off. Every smaller GEMM runs with OpenBLAS
 held to one thread (:func:`blas_threads_for`, :func:`matmul`): a single one (OpenBLAS itself threads
 any GEMM above :data:`OPENBLAS_SERIAL_MAX_MACS`, e.g. the 128x256x10 last layer of a small MLP, and
-its hand-off costs more than the split saves) and a stack (attention heads, grouped convolutions,
-batched ``matmul``: numpy calls BLAS once per matrix and OpenBLAS synchronises its workers once per
-call). Each hand-off is also where a multi-threaded GEMM stalls when another process holds a core
+its hand-off costs more than the split saves) and a stack (grouped convolutions, batched ``matmul``:
+numpy calls BLAS once per matrix and OpenBLAS synchronises its workers once per call). The stacks
+that are split instead go to :func:`run_blas_chunks`: the heads of attention and the blocks of
+samples of a stride-1 convolution, a chunk per kernel thread, each calling single-threaded GEMMs. Each hand-off is also where a multi-threaded GEMM stalls when another process holds a core
 (measured under load: ``(8, 4, 128, 64) @ (8, 4, 64, 128)`` took 26.6 ms with two OpenBLAS threads
 and 0.87 ms with one; a 128x784x256 GEMM 4.2 ms against 1.0 ms). GEMMs at or below
 :data:`OPENBLAS_SERIAL_MAX_MACS` are left alone (OpenBLAS runs them on one thread anyway), which
