@@ -58,3 +58,80 @@ def torch_smooth_max_pool(x: Any, k: tuple[int, ...], s: tuple[int, ...], p: tup
     for i in range(len(k)):
         xp = xp.unfold(2 + i, k[i], s[i])
     return torch.logsumexp(beta * xp, dim=tuple(range(-len(k), 0))) / beta
+
+
+def on_one_then_two_threads(run: Any) -> tuple[Any, Any]:
+    """``(run() with one eager thread, run() with two)``; the thread count is restored afterwards."""
+    from tensorplay.interpreters.eager.kernels import threads
+
+    before = threads.num_threads()
+    try:
+        threads.set_num_threads(1)
+        one = run()
+        threads.set_num_threads(2)
+        two = run()
+    finally:
+        threads.set_num_threads(before)
+    return one, two
+
+
+def count_blas_chunks(monkeypatch: Any, module: Any) -> list[int]:
+    """The number of chunks of each ``module.run_blas_chunks`` call from now on (the calls still run),
+    with chunks allowed from 1,024 multiply-adds so that small test shapes split."""
+    from tensorplay.interpreters.eager.kernels import threads
+
+    monkeypatch.setattr(threads, "BLAS_CHUNK_MIN_MACS", 1 << 10)
+    seen: list[int] = []
+    real = module.run_blas_chunks
+
+    def counting(bounds: list[int], body: Any) -> None:
+        seen.append(len(bounds) - 1)
+        real(bounds, body)
+    monkeypatch.setattr(module, "run_blas_chunks", counting)
+    return seen
+
+
+def count_calls(monkeypatch: Any, module: Any, names: dict[str, str]) -> dict[str, int]:
+    """``{key: calls}`` of the functions ``module.<name>`` for ``names`` (name -> key) from now on (the
+    calls still run and return what they return)."""
+    seen = {key: 0 for key in names.values()}
+    for name, key in names.items():
+        real = getattr(module, name)
+
+        def counting(*args: Any, _real: Any = real, _key: str = key) -> Any:
+            seen[_key] += 1
+            return _real(*args)
+        monkeypatch.setattr(module, name, counting)
+    return seen
+
+
+def assert_close_to_scale(got: Any, want: Any, tol: float) -> None:
+    """``got`` equals ``want`` within ``tol`` relative to each value and to the largest finite ``|want|``
+    (at least 1); NaN where ``want`` has NaN."""
+    got, want = np.asarray(got), np.asarray(want)
+    scale = max(1.0, float(np.abs(want[np.isfinite(want)]).max(initial=0.0)))
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * scale, equal_nan=True)
+
+
+def layer_matches_torch(tp_layer: Any, torch_layer: Any, arrays: tuple[Any, Any, Any], with_bias: bool,
+                        cotangent: Any, close: Any) -> tuple[Any, tuple[Any, Any, Any]]:
+    """Runs ``tp_layer(x, w, b or None)`` and ``torch_layer`` on tensors of ``arrays = (x, w, b)`` that
+    require grad, checks with ``close(got, want)`` the outputs and, after a backward of the cotangent
+    ``cotangent(shape)``, each gradient (``b``'s only ``with_bias``; otherwise none is made). Returns
+    tensorplay's output and its three input tensors."""
+    import tensorplay as tp
+    import torch
+
+    tx, tw, tb = (tp.tensor(a, requires_grad=True) for a in arrays)
+    y = tp_layer(tx, tw, tb if with_bias else None)
+    rx, rw, rb = (torch.tensor(a, requires_grad=True) for a in arrays)
+    ry = torch_layer(rx, rw, rb if with_bias else None)
+    close(y.detach().numpy(), ry.detach().numpy())
+    g = cotangent(tuple(ry.shape))
+    y.backward(tp.tensor(g))
+    ry.backward(torch.tensor(g))
+    for got, want in [(tx, rx), (tw, rw)] + ([(tb, rb)] if with_bias else []):
+        assert got.grad is not None and want.grad is not None
+        close(got.grad.numpy(), want.grad.numpy())
+    assert with_bias or tb.grad is None
+    return y, (tx, tw, tb)

@@ -17,6 +17,7 @@ import tensorplay.nn.functional as TF  # noqa: E402
 from tensorplay.interpreters.eager.kernels import attention_blocks  # noqa: E402
 from tensorplay.interpreters.eager.kernels import backward as KB  # noqa: E402
 from tensorplay.interpreters.eager.kernels import sdpa  # noqa: E402
+from tests.helpers import count_blas_chunks, on_one_then_two_threads  # noqa: E402
 
 RNG = np.random.default_rng(14)
 DTYPES = [np.float32, np.float64]
@@ -166,16 +167,7 @@ def test_heads_split_over_threads_give_the_one_thread_results_bitwise(dt: Any, k
     """With two threads a stack of heads runs in chunks on the kernel threads (OpenBLAS held to one
     thread): every head is computed as on one thread, so forward and all three gradients are bitwise
     equal; one head keeps the single call."""
-    from tensorplay.interpreters.eager.kernels import threads
-
-    monkeypatch.setattr(threads, "BLAS_CHUNK_MIN_MACS", 1 << 10)
-    splits: list[int] = []
-    real = sdpa.run_blas_chunks
-
-    def counting(bounds: list[int], body: Any) -> None:
-        splits.append(len(bounds) - 1)
-        real(bounds, body)
-    monkeypatch.setattr(sdpa, "run_blas_chunks", counting)
+    splits = count_blas_chunks(monkeypatch, sdpa)
     b, h, n, d = 3, 2, 19, 8
     q, k, v, g = (_randn(b, h, n, d, dt=dt) for _ in range(4))
     mask: np.ndarray | None = None
@@ -191,17 +183,10 @@ def test_heads_split_over_threads_give_the_one_thread_results_bitwise(dt: Any, k
         out = sdpa.attention(q, k, v, mask, scale=0.3)
         return [out, *KB.attention_backward(q, k, v, mask, g, scale=0.3)]
 
-    before = threads.num_threads()
-    try:
-        threads.set_num_threads(1)
-        one = run()
-        threads.set_num_threads(2)
-        two = run()
-        first = None if mask is None else (mask[:1, :1] if mask.ndim == 4 else mask)
-        single = sdpa.attention(q[:1, :1], k[:1, :1], v[:1, :1], first, scale=0.3)
-    finally:
-        threads.set_num_threads(before)
+    one, two = on_one_then_two_threads(run)
+    first = None if mask is None else (mask[:1, :1] if mask.ndim == 4 else mask)
+    single = sdpa.attention(q[:1, :1], k[:1, :1], v[:1, :1], first, scale=0.3)  # one head: no split
     for a, c in zip(one, two):
         np.testing.assert_array_equal(a, c)
-    assert splits == [1, 1, 2, 2]  # one thread: one chunk; two: a chunk each (one head: no split)
+    assert splits == [1, 1, 2, 2]  # one thread: one chunk; two: a chunk each
     np.testing.assert_allclose(single, one[0][:1, :1], **_tol(dt))

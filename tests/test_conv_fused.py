@@ -17,6 +17,8 @@ from tensorplay.interpreters.eager import kernels as K
 from tensorplay.interpreters.eager.kernels import _blas
 from tensorplay.interpreters.eager.kernels import convolution as conv_mod
 from tensorplay.spec.conv import conv_nd_ref, conv_transpose_nd_ref, conv_weight_grad_nd_ref
+from tests.helpers import (assert_close_to_scale, count_blas_chunks, count_calls, layer_matches_torch,
+                           on_one_then_two_threads)
 
 torch = pytest.importorskip("torch")
 TORCH_CONV = {1: torch.nn.functional.conv1d, 2: torch.nn.functional.conv2d, 3: torch.nn.functional.conv3d}
@@ -30,14 +32,8 @@ if _blas.gemm_address("float32") is None:  # pragma: no cover - a BLAS without 6
 @pytest.fixture
 def ran(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Counts the in-cache kernels' runs (``forward``, ``backward``) and the eager shortcut's."""
-    seen = {"forward": 0, "backward": 0, "shortcut": 0}
-    for name in ("forward", "backward"):
-        real = getattr(conv_mod, f"_fused_{name}")
-
-        def counting(*args: Any, _real: Any = real, _name: str = name) -> None:
-            seen[_name] += 1
-            _real(*args)
-        monkeypatch.setattr(conv_mod, f"_fused_{name}", counting)
+    seen = count_calls(monkeypatch, conv_mod, {"_fused_forward": "forward", "_fused_backward": "backward"})
+    seen["shortcut"] = 0
     real_shortcut = fastpath_conv._shortcut
 
     def shortcut(*args: Any) -> Any:
@@ -53,10 +49,7 @@ def _randn(shape: tuple[int, ...], dt: Any) -> np.ndarray:
 
 
 def _close(got: Any, want: Any, dt: Any) -> None:
-    got, want = np.asarray(got), np.asarray(want)
-    scale = max(1.0, float(np.abs(want[np.isfinite(want)]).max(initial=0.0)))
-    tol = 2e-5 if dt == np.float32 else 1e-11
-    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * scale, equal_nan=True)
+    assert_close_to_scale(got, want, 2e-5 if dt == np.float32 else 1e-11)
 
 
 # spatial, kernel, padding, dilation, C, O, N
@@ -130,20 +123,10 @@ def test_the_layer_shortcut_matches_torch_with_tape_gradients(dt: Any, with_bias
     sp, k, p, d, c, o, n = case
     rank = len(sp)
     x, w, b = _randn((n, c) + sp, dt), _randn((o, c) + k, dt), _randn((o,), dt)
-    tx, tw, tb = (tp.tensor(a, requires_grad=True) for a in (x, w, b))
-    y = TP_CONV[rank](tx, tw, tb if with_bias else None, 1, p, d)
+    y, _ = layer_matches_torch(lambda xx, ww, bb: TP_CONV[rank](xx, ww, bb, 1, p, d),
+                               lambda xx, ww, bb: TORCH_CONV[rank](xx, ww, bb, 1, p, d), (x, w, b), with_bias,
+                               lambda shape: _randn(shape, dt), lambda a, c: _close(a, c, dt))
     assert y._node is not None and y._node.name == ("conv_bias" if with_bias else "conv_nd")
-    rx, rw, rb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
-    ry = TORCH_CONV[rank](rx, rw, rb if with_bias else None, 1, p, d)
-    _close(y.detach().numpy(), ry.detach().numpy(), dt)
-    g = _randn(tuple(ry.shape), dt)
-    y.backward(tp.tensor(g))
-    ry.backward(torch.tensor(g))
-    pairs = [(tx, rx), (tw, rw)] + ([(tb, rb)] if with_bias else [])
-    for got, want in pairs:
-        assert got.grad is not None and want.grad is not None
-        _close(got.grad.numpy(), want.grad.numpy(), dt)
-    assert tb.grad is None or with_bias
     assert ran["shortcut"] == 1 and ran["forward"] == 1 and ran["backward"] == 1
 
 
@@ -254,16 +237,7 @@ def test_the_in_cache_path_splits_samples_over_threads(dt: Any, ran: dict[str, i
     the forward and the input gradient are bitwise the one-thread results; the weight and bias
     gradients are summed per thread and then added (float rounding of that order); a non-finite input
     in the second chunk and each gradient alone take the same split."""
-    from tensorplay.interpreters.eager.kernels import threads
-
-    monkeypatch.setattr(threads, "BLAS_CHUNK_MIN_MACS", 1 << 12)
-    chunks: list[int] = []
-    real_run = conv_mod.run_blas_chunks
-
-    def run(bounds: list[int], body: Any) -> None:
-        chunks.append(len(bounds) - 1)
-        real_run(bounds, body)
-    monkeypatch.setattr(conv_mod, "run_blas_chunks", run)
+    chunks = count_blas_chunks(monkeypatch, conv_mod)
     params: dict[str, Any] = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
     x, w, b = _randn((7, 3, 9, 8), dt), _randn((5, 3, 3, 3), dt), _randn((5,), dt)
     x[6, 1, 4, 4] = np.inf
@@ -276,14 +250,7 @@ def test_the_in_cache_path_splits_samples_over_threads(dt: Any, ran: dict[str, i
             out.extend(K.conv_backward_nd(x, w, g, *need, **params))
         return out
 
-    before = threads.num_threads()
-    try:
-        threads.set_num_threads(1)
-        one = compute()
-        threads.set_num_threads(2)
-        two = compute()
-    finally:
-        threads.set_num_threads(before)
+    one, two = on_one_then_two_threads(compute)
     assert chunks == [1] * 5 + [2] * 5
     np.testing.assert_array_equal(one[0], two[0])
     for i, (a, c) in enumerate(zip(one[1:], two[1:])):

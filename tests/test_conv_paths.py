@@ -12,10 +12,10 @@ import pytest
 
 from tensorplay.interpreters.eager import kernels as K
 from tensorplay.interpreters.eager.kernels import convolution as conv_mod
-from tensorplay.interpreters.eager.kernels import threads
 from tensorplay.spec.conv import conv_nd_ref as conv_ref
 from tensorplay.spec.conv import conv_transpose_nd_ref as conv_transpose_ref
 from tensorplay.spec.conv import conv_weight_grad_nd_ref as conv_weight_grad_ref
+from tests.helpers import on_one_then_two_threads
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -130,14 +130,7 @@ def test_blas_threads_do_not_change_the_results() -> None:
         return [y, K.conv_transpose_nd(y, w, output_padding=(0, 0), **params),
                 K.conv_weight_grad_nd(x, y, kernel_size=(3, 3), **params)]
 
-    before = threads.num_threads()
-    try:
-        threads.set_num_threads(1)
-        one = run()
-        threads.set_num_threads(2)
-        two = run()
-    finally:
-        threads.set_num_threads(before)
+    one, two = on_one_then_two_threads(run)
     for a, b in zip(one, two):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5 * float(np.abs(a).max()))
 

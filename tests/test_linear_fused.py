@@ -14,6 +14,7 @@ import pytest
 import tensorplay as tp
 import tensorplay.nn.functional as TF
 from tensorplay.interpreters.eager.kernels import linear as linear_kernels
+from tests.helpers import assert_close_to_scale, count_calls, layer_matches_torch
 
 torch = pytest.importorskip("torch")
 RNG = np.random.default_rng(5)
@@ -22,15 +23,7 @@ RNG = np.random.default_rng(5)
 @pytest.fixture
 def ran(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Counts the runs of the shortcut's forward and of its fused backward."""
-    seen = {"forward": 0, "backward": 0}
-    for name, key in (("linear", "forward"), ("linear_backward", "backward")):
-        real = getattr(linear_kernels, name)
-
-        def counting(*args: Any, _real: Any = real, _key: str = key) -> Any:
-            seen[_key] += 1
-            return _real(*args)
-        monkeypatch.setattr(linear_kernels, name, counting)
-    return seen
+    return count_calls(monkeypatch, linear_kernels, {"linear": "forward", "linear_backward": "backward"})
 
 
 def _randn(shape: tuple[int, ...], dt: Any) -> np.ndarray:
@@ -38,10 +31,7 @@ def _randn(shape: tuple[int, ...], dt: Any) -> np.ndarray:
 
 
 def _close(got: Any, want: Any, dt: Any) -> None:
-    got, want = np.asarray(got), np.asarray(want)
-    scale = max(1.0, float(np.abs(want[np.isfinite(want)]).max(initial=0.0)))
-    tol = 2e-6 if dt == np.float32 else 1e-13
-    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * scale, equal_nan=True)
+    assert_close_to_scale(got, want, 2e-6 if dt == np.float32 else 1e-13)
 
 
 # input shape, out features, weight order, input layout
@@ -73,21 +63,10 @@ def test_the_shortcut_matches_torch_with_tape_gradients(dt: Any, with_bias: bool
     w = np.asarray(_randn((out, shape[-1]), dt), order=order)
     b = _randn((out,), dt)
     before = (x.copy(), w.copy(), b.copy())
-    tx, tw, tb = (tp.tensor(a, requires_grad=True) for a in (x, w, b))
-    assert tw._data.flags.f_contiguous == (order == "F" or w.shape[0] == 1 or w.shape[1] == 1)
-    y = TF.linear(tx, tw, tb if with_bias else None)
+    y, (tx, tw, tb) = layer_matches_torch(TF.linear, torch.nn.functional.linear, (x, w, b), with_bias,
+                                          lambda shape: _randn(shape, dt), lambda a, c: _close(a, c, dt))
     assert y._node is not None and y._node.name == "linear"
-    rx, rw, rb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
-    ry = torch.nn.functional.linear(rx, rw, rb if with_bias else None)
-    _close(y.detach().numpy(), ry.detach().numpy(), dt)
-    g = _randn(tuple(ry.shape), dt)
-    y.backward(tp.tensor(g))
-    ry.backward(torch.tensor(g))
-    pairs = [(tx, rx), (tw, rw)] + ([(tb, rb)] if with_bias else [])
-    for got, want in pairs:
-        assert got.grad is not None and want.grad is not None
-        _close(got.grad.numpy(), want.grad.numpy(), dt)
-    assert with_bias or tb.grad is None
+    assert tw._data.flags.f_contiguous == (order == "F" or w.shape[0] == 1 or w.shape[1] == 1)
     assert tw.grad is not None and tw.grad.numpy().flags.f_contiguous == tw._data.flags.f_contiguous
     for given, copy in zip((x, w, b), before):
         np.testing.assert_array_equal(given, copy)
