@@ -168,6 +168,7 @@ def test_heads_split_over_threads_give_the_one_thread_results_bitwise(dt: Any, k
     thread): every head is computed as on one thread, so forward and all three gradients are bitwise
     equal; one head keeps the single call."""
     splits = count_blas_chunks(monkeypatch, sdpa)
+    monkeypatch.setattr(sdpa, "BLAS_THREADED_MIN_MACS", 1 << 10)  # the heads' least chunk
     b, h, n, d = 3, 2, 19, 8
     q, k, v, g = (_randn(b, h, n, d, dt=dt) for _ in range(4))
     mask: np.ndarray | None = None

@@ -210,12 +210,13 @@ def parallel_for(n_items: int, work: int, body: Callable[[int, int], None]) -> N
         _run_chunks(threads, n_items, body)
 
 
-def blas_chunks(n_items: int, work: int) -> list[int]:
+def blas_chunks(n_items: int, work: int, min_chunk: int | None = None) -> list[int]:
     """The chunk boundaries (:func:`chunk_bounds`) a split of ``n_items`` items costing ``work``
-    multiply-adds in all gets from :func:`run_blas_chunks`: one chunk below ``2 * BLAS_CHUNK_MIN_MACS``
-    or with one thread, otherwise up to one per thread, each of at least ``BLAS_CHUNK_MIN_MACS``."""
-    threads = 1 if work < 2 * BLAS_CHUNK_MIN_MACS else max(1, min(num_threads(), n_items,
-                                                                  work // BLAS_CHUNK_MIN_MACS))
+    multiply-adds in all gets from :func:`run_blas_chunks`: one chunk below ``2 * min_chunk`` or with one
+    thread, otherwise up to one per thread, each of at least ``min_chunk`` (default
+    :data:`BLAS_CHUNK_MIN_MACS`; a caller whose chunks make many Python-level calls asks for more)."""
+    least = BLAS_CHUNK_MIN_MACS if min_chunk is None else min_chunk
+    threads = 1 if work < 2 * least else max(1, min(num_threads(), n_items, work // least))
     return chunk_bounds(threads, n_items)
 
 
