@@ -12,8 +12,10 @@ or all CPUs), which is the same number unless the user chose otherwise.
   GEMM they keep spinning for a while before they sleep.
 * tensorplay's kernel threads (:func:`parallel_for`, :func:`split_call`): plain Python threads that
   run jitted numba kernels, which release the GIL. Idle, they sleep on a queue (no spinning). They
-  start only for at least ``2 * PARALLEL_MIN_WORK`` units of work (about one unit per element),
-  where a hand-off (a few microseconds) is negligible.
+  start only for at least ``2 * PARALLEL_MIN_WORK`` units of work (about one unit per element).
+  A hand-off is not free: on the two-core virtual machines these numbers come from, a round trip
+  to an idle pool thread (submit a no-op, wait for it) took 33-99 us at best and 67-156 us as a median,
+  with a tail to 1 ms, because waking a sleeping thread there is slow.
 
 numba's own parallel pool (``parallel=True``, OpenMP/TBB/workqueue) is never started: no kernel
 uses it. So there are never three pools, and numba never spins.
@@ -69,7 +71,10 @@ or in stacks, are held to one thread."""
 
 BLAS_CHUNK_MIN_MACS = 1 << 20
 """The least work (multiply-adds) a chunk of :func:`run_blas_chunks` gets its own kernel thread for: about
-12 us of single-threaded GEMM here, against a hand-off of a few microseconds."""
+25 us of single-threaded GEMM here, less than a hand-off (see above), but a convolution's chunk also
+builds its columns (the benchmark CNN's first layer, 6.2M multiply-adds, takes about 1 ms on one
+thread), and there the split measured faster: forward+backward 1.84 / 2.59 ms (min / median) against
+2.56 / 2.87 ms. Callers whose chunks cost little besides their GEMMs ask :func:`blas_chunks` for more."""
 
 OPENBLAS_SERIAL_MAX_MACS = 1 << 18
 """OpenBLAS's own threshold: it runs a GEMM of at most this many multiply-adds (``m*n*k``) on the
