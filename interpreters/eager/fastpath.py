@@ -39,7 +39,6 @@ Array = np.ndarray[Any, Any]
 AnyTensor = Any
 
 _BASIC_ITEMS = frozenset({int, slice, NoneType, EllipsisType})
-_EVERYTHING = slice(None)
 _INDEX_DTYPES = frozenset({np.dtype(np.int64), np.dtype(np.int32)})
 _UFUNCS: dict[str, Any] = {"reduce_sum": np.add, "reduce_max": np.maximum, "reduce_min": np.minimum}
 _ARG = {"argmax": np.ndarray.argmax, "argmin": np.ndarray.argmin}
@@ -492,8 +491,7 @@ def matmul(ops: Any, a: Any, b: Any) -> AnyTensor:
         ad, bd = a._data, b._data
         if type(ad) is np.ndarray and type(bd) is np.ndarray and ad.ndim >= 2 and bd.ndim >= 2:
             if ad.ndim == 2 and bd.ndim == 2 and ad.dtype is bd.dtype and ad.dtype in _FLOATS \
-                    and (ad.size * bd.size <= OPENBLAS_SERIAL_MAX_MACS  # bounds m*k*n (k >= 1), cheaper to read
-                         or ad.size * bd.shape[1] <= OPENBLAS_SERIAL_MAX_MACS):
+                    and ad.size * bd.shape[1] <= OPENBLAS_SERIAL_MAX_MACS:  # m*k*n
                 try:  # a small GEMM, which OpenBLAS runs on this thread anyway (what the method does)
                     out = np.matmul(ad, bd)
                 except ValueError:

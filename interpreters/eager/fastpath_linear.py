@@ -18,6 +18,7 @@ never see this code: they implement ``linear`` through :func:`tensorplay.prefix.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -57,9 +58,7 @@ def linear_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any) -> tuple[
     the folded leading axes, ``db`` the cotangent summed over them."""
     x, w = inputs[0], inputs[1]
     n, k = w.shape
-    rows = 1
-    for size in x.shape[:-1]:
-        rows *= size
+    rows = math.prod(x.shape[:-1])
     g2 = g if g.ndim == 2 else ops.reshape(g, shape=(rows, n))
     grads: list[Any] = [None] * len(inputs)
     if input_needed(0):

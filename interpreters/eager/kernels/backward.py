@@ -15,7 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from ._support import F64, Array, as_float, float_dtype, normalize_axis
+from . import attention_blocks
+from ._support import F64, Array, as_float, float_dtype, nb, normalize_axis, scratch
+from .sdpa import over_heads
 from .threads import parallel_for, split_call
 
 _NBB: ModuleType | None = None
@@ -163,17 +165,14 @@ def attention_backward(q: Array, k: Array, v: Array, mask: Array | None, g: Arra
     k3 = as_float(k, dt).reshape(nb_, m, d)
     v3 = as_float(v, dt).reshape(nb_, m, dv)
     g3 = as_float(g, dt).reshape(nb_, n, dv)
-    from . import attention_blocks
-    from ._support import nb, scratch
-    from .sdpa import over_heads
-
-    # per head: dq overwritten; dk and dv accumulated over key blocks (rows no query sees stay 0)
-    dq3 = np.empty(q3.shape, dt) if need[0] else None
-    dk3 = np.zeros(k3.shape, dt) if need[1] else None
-    dv3 = np.zeros(v3.shape, dt) if need[2] else None
     plan = None if mask is None else attention_blocks.usable(mask, n, m, q3, k3, v3, g3)
     if plan is not None and not plan.growing:
         plan = None
+    # per head: dq overwritten; the causal path writes dk and dv only for key rows some query sees
+    keys_alloc = np.empty if plan is None else np.zeros
+    dq3 = np.empty(q3.shape, dt) if need[0] else None
+    dk3 = keys_alloc(k3.shape, dt) if need[1] else None
+    dv3 = keys_alloc(v3.shape, dt) if need[2] else None
     m2 = None
     if mask is not None and plan is None:
         m2 = np.ascontiguousarray(np.broadcast_to(np.asarray(mask, np.bool_), batch + (n, m))).reshape(nb_ * n, m)

@@ -190,15 +190,20 @@ def chunk_bounds(threads: int, n_items: int) -> list[int]:
     return [n_items * t // threads for t in range(threads + 1)]
 
 
-def _run_chunks(threads: int, n_items: int, body: Callable[[int, int], None]) -> None:
-    bounds = chunk_bounds(threads, n_items)
+def _run_bounds(bounds: list[int], body: Callable[[int, int], None]) -> None:
+    """``body(bounds[t], bounds[t + 1])`` for each chunk: the first on this thread, the others on the
+    kernel threads; returns when all are done (re-raising a chunk's error)."""
     pool = _pool()
-    futures: list[Future[None]] = [pool.submit(body, bounds[t], bounds[t + 1]) for t in range(1, threads)]
+    futures: list[Future[None]] = [pool.submit(body, bounds[t], bounds[t + 1]) for t in range(1, len(bounds) - 1)]
     try:
         body(bounds[0], bounds[1])
     finally:
         for f in futures:
             f.result()
+
+
+def _run_chunks(threads: int, n_items: int, body: Callable[[int, int], None]) -> None:
+    _run_bounds(chunk_bounds(threads, n_items), body)
 
 
 def parallel_for(n_items: int, work: int, body: Callable[[int, int], None]) -> None:
@@ -231,17 +236,8 @@ def run_blas_chunks(bounds: list[int], body: Callable[[int, int], None]) -> None
     thread that calls it (the two pools are still never busy at once; OpenBLAS's own workers sleep)."""
     if len(bounds) <= 2:
         _blas.call_on_one_thread(body, bounds[0], bounds[-1])
-        return
-
-    def chunks() -> None:
-        pool = _pool()
-        futures = [pool.submit(body, bounds[t], bounds[t + 1]) for t in range(1, len(bounds) - 1)]
-        try:
-            body(bounds[0], bounds[1])
-        finally:
-            for f in futures:
-                f.result()
-    _blas.call_on_one_thread(chunks)
+    else:
+        _blas.call_on_one_thread(_run_bounds, bounds, body)
 
 
 def split_call(kernel: Callable[..., None], n_items: int, work: int, *args: Any) -> None:
