@@ -10,17 +10,19 @@ or all CPUs), which is the same number unless the user chose otherwise.
 
 * OpenBLAS's workers run GEMMs (``matmul``, the wide GEMMs of convolution, attention). After a
   GEMM they keep spinning for a while before they sleep.
-* tensorplay's kernel threads (:func:`parallel_for`, :func:`split_call`): plain Python threads that
-  run jitted numba kernels, which release the GIL. Idle, they sleep on a queue (no spinning). They
-  start only for at least ``2 * PARALLEL_MIN_WORK`` units of work (about one unit per element).
-  A hand-off is not free: on the two-core virtual machines these numbers come from, a round trip
-  to an idle pool thread (submit a no-op, wait for it) took 33-99 us at best and 67-156 us as a median,
-  with a tail to 1 ms, because waking a sleeping thread there is slow.
+* tensorplay's kernel threads (:func:`parallel_for`, :func:`split_call`, :mod:`.workers`): Python
+  threads that run jitted numba kernels, which release the GIL. They start only for at least
+  ``2 * PARALLEL_MIN_WORK`` units of work (about one unit per element). Waking a sleeping thread is
+  slow on the two-core virtual machines these numbers come from (a round trip to a thread asleep on
+  a queue took 33-99 us at best, 67-156 us as a median, with a tail to 1 ms), so after a chunk a
+  kernel thread spins for up to a millisecond, without the GIL, for the next one
+  (:data:`.workers.IDLE_SPIN_US`); then it sleeps.
 
 numba's own parallel pool (``parallel=True``, OpenMP/TBB/workqueue) is never started: no kernel
 uses it. So there are never three pools, and numba never spins.
 
-**Never both at once.** A kernel that calls BLAS runs on the calling thread and never inside the
+**Never both at once.** Before any GEMM that may use OpenBLAS's threads (:func:`blas_threads_for`,
+:func:`matmul`), spinning kernel threads are sent to sleep (:func:`.workers.park`). A kernel that calls BLAS runs on the calling thread and never inside the
 kernel threads; the kernel threads run only jitted code that calls no BLAS, with one exception:
 :func:`run_blas_chunks` (the in-cache convolution over blocks of samples) holds OpenBLAS to one thread
 for the whole split, so each kernel thread's GEMMs run on that thread and OpenBLAS's workers stay idle. (Measured on two cores:
@@ -48,15 +50,13 @@ threads, OpenBLAS's, PyTorch's OpenMP) can stall for scheduler ticks at its sync
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Callable
 
 import numpy as np
 
-from . import _blas
+from . import _blas, workers
 
 ENV_VAR = "TP_NUM_THREADS"
 MAX_THREADS = 16
@@ -80,8 +80,6 @@ OPENBLAS_SERIAL_MAX_MACS = 1 << 18
 """OpenBLAS's own threshold: it runs a GEMM of at most this many multiply-adds (``m*n*k``) on the
 calling thread, so the policy need not hold it."""
 
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
 _NUM_THREADS: int | None = None
 
 
@@ -138,7 +136,10 @@ def blas_threads_for(macs_per_gemm: int, gemms: int = 1) -> Any:
     """The context to run ``gemms`` GEMMs of ``macs_per_gemm`` multiply-adds each in: OpenBLAS keeps
     its threads for GEMMs large enough to profit (at least :data:`BLAS_THREADED_MIN_MACS` each);
     otherwise it is held to one thread for the block."""
-    return single_threaded_blas(_hold_to_one(macs_per_gemm, gemms))
+    hold = _hold_to_one(macs_per_gemm, gemms)
+    if not hold:
+        workers.park()
+    return single_threaded_blas(hold)
 
 
 def matmul(a: Any, b: Any, out: Any = None) -> Any:
@@ -148,6 +149,7 @@ def matmul(a: Any, b: Any, out: Any = None) -> Any:
     macs = a.shape[0] * a.shape[1] * b.shape[-1]
     if _hold_to_one(macs, 1):
         return _blas.call_on_one_thread(np.matmul, a, b, out)
+    workers.park()
     return np.matmul(a, b, out=out)
 
 
@@ -159,24 +161,6 @@ def single_threaded_blas(enabled: bool = True) -> Iterator[None]:
 
 
 # ---- kernel threads -----------------------------------------------------------------------------
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        with _POOL_LOCK:
-            if _POOL is None:
-                _POOL = ThreadPoolExecutor(max_workers=MAX_THREADS - 1, thread_name_prefix="tp-kernel")
-    return _POOL
-
-
-def _reset_after_fork() -> None:
-    global _POOL
-    _POOL = None
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_after_fork)
-
 
 def threads_for(n_items: int, work: int) -> int:
     """Threads a split of ``n_items`` items costing ``work`` in all would use (1: the calling thread)."""
@@ -193,13 +177,7 @@ def chunk_bounds(threads: int, n_items: int) -> list[int]:
 def _run_bounds(bounds: list[int], body: Callable[[int, int], None]) -> None:
     """``body(bounds[t], bounds[t + 1])`` for each chunk: the first on this thread, the others on the
     kernel threads; returns when all are done (re-raising a chunk's error)."""
-    pool = _pool()
-    futures: list[Future[None]] = [pool.submit(body, bounds[t], bounds[t + 1]) for t in range(1, len(bounds) - 1)]
-    try:
-        body(bounds[0], bounds[1])
-    finally:
-        for f in futures:
-            f.result()
+    workers.kernel_threads(MAX_THREADS - 1).run(bounds, body)
 
 
 def _run_chunks(threads: int, n_items: int, body: Callable[[int, int], None]) -> None:
