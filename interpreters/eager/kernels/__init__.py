@@ -16,7 +16,7 @@ the large temporaries of every step to the kernel (``TP_MALLOC_TUNING=0`` disabl
 
 from __future__ import annotations
 
-from . import allocator
+from . import _blas, allocator
 from .threads import apply_environment, matmul, num_threads, set_num_threads
 from .sdpa import attention as dot_product_attention
 from .convolution import conv as conv_nd
@@ -39,6 +39,7 @@ from .rows import layer_norm as layer_norm_last_axis
 
 apply_environment()
 allocator.tune()
+_blas.claim_buffers()
 
 __all__ = [
     "argsort",
