@@ -62,6 +62,11 @@ One = Literal[1]
 def int_tuple(value: IntOrTuple, rank: int, name: str, where: str) -> tuple[int, ...]:
     """``value`` as a tuple of ``rank`` ints (an int is repeated). A float (``stride=1.5``), a bool or a
     tuple of the wrong length is a :class:`ShapeError` naming ``where`` and ``name``, never truncated."""
+    if type(value) is int:  # the common spellings first: no checks left to make
+        return (value,) * rank
+    if type(value) is tuple and len(value) == rank and all(type(v) is int for v in value):
+        return value
+
     def one(v: Any) -> int:
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise ShapeError(f"{where}: {name} must be an int or a tuple of {rank} ints, got {value!r}")

@@ -72,7 +72,7 @@ def _shortcut(ops: Any, w: Any, b: Any, x: Any, stride: Any, padding: Any, dilat
     params: dict[str, Any] = {"stride": s, "padding": p, "dilation": d, "groups": groups}
     try:
         from tensorplay.interpreters.eager.interpreter import _rule
-        _rule("conv_nd", (x, w), params, exact=True)
+        _rule("conv_nd", (x, w), params)  # the params are ints already (``int_tuple``): no need to key by type
     except (ValueError, TypeError):  # the generic path raises the rule's error, naming the input as given
         return None
     y = K.conv_bias_nd(xd, wd, bd, **params)

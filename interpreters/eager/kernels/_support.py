@@ -4,6 +4,8 @@ buffers (threading is :mod:`.threads`). Imports neither numba nor torch.
 
 from __future__ import annotations
 
+import importlib
+
 import math
 import threading
 from types import ModuleType
@@ -19,6 +21,19 @@ Array = npt.NDArray[Any]
 # ---- lazy numba ---------------------------------------------------------------------------
 
 _NB: ModuleType | None = None
+
+
+_JITTED: dict[str, Any] = {}
+
+
+def jitted(module: str) -> Any:
+    """The jitted module ``module`` of this package (``"_numba_conv"``, ...): imported, with numba, on the
+    first call; afterwards one dictionary lookup (``importlib.import_module`` costs a few microseconds
+    per call, a noticeable share of a small kernel's time)."""
+    found = _JITTED.get(module)
+    if found is None:
+        found = _JITTED[module] = importlib.import_module("." + module, __package__)
+    return found
 
 
 def nb() -> Any:
@@ -72,22 +87,29 @@ SCRATCH_MAX_BYTES = 256 << 20
 
 def scratch(shape: tuple[int, ...], dtype: np.dtype[Any], slot: int = 0) -> Array:
     """An uninitialised C-contiguous temporary of ``shape``; valid until the next call with this
-    ``slot`` on this thread. Never return it to a caller."""
+    ``slot`` on this thread. Never return it to a caller. (A repeated request, a layer's on every
+    call, gets the same view back: making it cost more than a small kernel's work.)"""
+    views: dict[int, tuple[tuple[int, ...], np.dtype[Any], Array]] | None = getattr(_SCRATCH, "views", None)
+    if views is None:
+        views = _SCRATCH.views = {}
+        _SCRATCH.bufs = {}
+    last = views.get(slot)
+    if last is not None and last[0] == shape and last[1] == dtype:
+        return last[2]
     size = 1
     for s in shape:
         size *= s
     nbytes = size * dtype.itemsize
     if nbytes > SCRATCH_MAX_BYTES:
         return np.empty(shape, dtype)
-    bufs: dict[int, Array] | None = getattr(_SCRATCH, "bufs", None)
-    if bufs is None:
-        bufs = {}
-        _SCRATCH.bufs = bufs
+    bufs: dict[int, Array] = _SCRATCH.bufs
     buf = bufs.get(slot)
     if buf is None or buf.nbytes < nbytes:
         buf = np.empty(max(nbytes, 1 << 16), np.uint8)
         bufs[slot] = buf
-    return buf[:nbytes].view(dtype).reshape(shape)
+    view = buf[:nbytes].view(dtype).reshape(shape)
+    views[slot] = (shape, dtype, view)
+    return view
 
 
 def normalize_axis(axis: int, ndim: int, name: str) -> int:

@@ -45,16 +45,16 @@ GEMM path was as fast or faster (forward 0.9 ms against 0.85-1.05 ms, weight gra
 
 from __future__ import annotations
 
-import importlib
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ._support import Array, all_finite, as_float, float_dtype, nb, scratch
+from ._support import Array, all_finite, as_float, float_dtype, jitted, nb, scratch
 from . import _blas, winograd
-from .threads import BLAS_THREADED_MIN_MACS, blas_chunks, blas_threads_for, chunk_bounds, run_blas_chunks
+from .threads import BLAS_THREADED_MIN_MACS, blas_chunks, blas_threads_for, chunk_bounds, num_threads, run_blas_chunks
 
 COLS_BLOCK_BYTES = 8 << 20
 """Upper bound on one block's column buffer; larger batches are processed in blocks of samples."""
@@ -65,6 +65,7 @@ well inside a 512 KiB L2 cache. (Measured on the 16->32 channel layer: blocks of
 79-158 KiB, 1.26-1.33 ms; 4-8 samples 1.27-1.8 ms; all 64 samples at once, 5 MiB, 1.4-2.1 ms.)"""
 
 Triple = tuple[int, int, int]
+Shape5 = tuple[int, int, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -98,12 +99,12 @@ class _Conv:
     def stride1(self) -> bool:
         return self.s == (1, 1, 1)
 
-    @property
+    @functools.cached_property
     def padded(self) -> Triple:
         b, p = self.big, self.p
         return (b[0] + 2 * p[0], b[1] + 2 * p[1], b[2] + 2 * p[2])
 
-    @property
+    @functools.cached_property
     def wide(self) -> int:
         """Wide positions per sample (stride 1): up to the last output position of the padded plane."""
         (_, hp, wp), (od, oh, ow) = self.padded, self.small
@@ -114,11 +115,14 @@ class _Conv:
         """Column positions per sample: wide positions (stride 1) or output positions (strided)."""
         return self.wide if self.stride1 else math.prod(self.small)
 
-    def offsets(self) -> Array:
-        """Each tap's offset in the flattened padded plane (taps in row-major order)."""
+    @functools.cached_property
+    def tap_offsets(self) -> Array:
+        """Each tap's offset in the flattened padded plane (taps in row-major order; read-only)."""
         (_, hp, wp), (kd, kh, kw), (dd, dh, dw) = self.padded, self.k, self.d
-        return np.array([(a * dd * hp + b * dh) * wp + e * dw
+        offs = np.array([(a * dd * hp + b * dh) * wp + e * dw
                          for a in range(kd) for b in range(kh) for e in range(kw)], np.int64)
+        offs.flags.writeable = False
+        return offs
 
     def blocks(self, itemsize: int) -> list[tuple[int, int]]:
         """Sample ranges of about equal size whose columns fit in :data:`COLS_BLOCK_BYTES` each."""
@@ -186,6 +190,23 @@ def _trivial(x: Array, w: Array, out_shape: tuple[int, ...], dt: np.dtype[Any]) 
     return None
 
 
+@functools.lru_cache(maxsize=512)
+def _geometry(name: str, x_shape: tuple[int, ...], c_out: int, kernel_size: tuple[int, ...], groups: int,
+              stride: tuple[int, ...], padding: tuple[int, ...], dilation: tuple[int, ...]) -> tuple[_Conv, Shape5]:
+    """The convolution of an ``x`` of ``x_shape`` to ``c_out`` channels with these parameters, in 3-d form,
+    and ``x``'s 5-d shape; raises ``ValueError`` (naming ``name``) for parameters of the wrong length or
+    range. Cached: a layer asks with the same shapes on every call, and working this out cost more than
+    a small convolution's arithmetic."""
+    nsp = len(x_shape) - 2
+    t = _triples(name, nsp, stride=stride, padding=padding, dilation=dilation, kernel_size=kernel_size)
+    k, s, p, d = t["kernel_size"], t["stride"], t["padding"], t["dilation"]
+    if min(s) < 1 or min(d) < 1 or min(p) < 0:
+        raise ValueError(f"{name}: need stride >= 1, dilation >= 1, padding >= 0; got {stride}, {dilation}, {padding}")
+    x5s = _shape5(x_shape, nsp)
+    osp = _conv_spatial(x5s, k, s, p, d)
+    return _Conv(x_shape[0], x_shape[1], c_out, groups, (x5s[2], x5s[3], x5s[4]), osp, k, s, p, d), x5s
+
+
 # ---- layouts -------------------------------------------------------------------------------------
 
 def _padded_planes(cv: _Conv, x5: Array, slot: int) -> Array:
@@ -210,12 +231,12 @@ def _unpad(cv: _Conv, planes: Array, out5: Array) -> None:
 
 def _taps_to_cols(cv: _Conv, planes: Array, cols: Array) -> None:
     """``cols[C, K, m, Lw]``: each tap's wide positions of the flat ``planes[m, C, P]``."""
-    nb().taps_to_cols(planes, cv.offsets(), cols)
+    nb().taps_to_cols(planes, cv.tap_offsets, cols)
 
 
 def _cols_to_taps(cv: _Conv, cols: Array, planes: Array) -> None:
     """The adjoint of :func:`_taps_to_cols`: ``planes[m, C, P] +=`` each tap's columns at its offset."""
-    nb().cols_to_taps(cols, cv.offsets(), planes)
+    nb().cols_to_taps(cols, cv.tap_offsets, planes)
 
 
 def _zero_gaps(cv: _Conv, wide: Array) -> None:
@@ -258,8 +279,8 @@ def _im2col(cv: _Conv, x5: Array, cols: Array, finite: bool) -> None:
 # ---- stride 1, in cache ----------------------------------------------------------------------------
 
 def _nc() -> Any:
-    """The jitted in-cache convolution (imports numba on first use; afterwards a ``sys.modules`` lookup)."""
-    return importlib.import_module("._numba_conv", __package__)
+    """The jitted in-cache convolution (imports numba on first use)."""
+    return jitted("_numba_conv")
 
 
 def _macs(cv: _Conv) -> int:
@@ -274,14 +295,25 @@ def _gemm_for_fused(cv: _Conv, dt: np.dtype[Any]) -> int | None:
     :data:`FUSED_BLOCK_BYTES`, enough of them to give every thread its own (:func:`.threads.blas_chunks`).
     ``None`` otherwise: few samples, or large ones (ResNet-sized planes, whose columns leave the cache
     and two threads then share the memory bandwidth: measured 54-59 ms against 37-42 ms for a
-    b8 64->64 56x56 forward and backward) take the wide GEMM on OpenBLAS's threads."""
+    b8 64->64 56x56 forward and backward) take the wide GEMM on OpenBLAS's threads. Cached per
+    convolution, dtype and thread counts."""
     if not cv.stride1 or cv.groups != 1:
         return None
-    macs = _macs(cv)
-    if macs >= BLAS_THREADED_MIN_MACS and _blas.threads() > 1 and (
-            cv.sample_bytes(dt.itemsize) > FUSED_BLOCK_BYTES or len(blas_chunks(cv.n, macs)) <= 2):
-        return None
-    return _blas.gemm_address(dt.name)
+    key = (cv, dt.char, _blas.threads(), num_threads())
+    found = _FUSED_GEMM.get(key, _UNKNOWN)
+    if found is _UNKNOWN:
+        macs = _macs(cv)
+        wide = macs >= BLAS_THREADED_MIN_MACS and key[2] > 1 and (
+            cv.sample_bytes(dt.itemsize) > FUSED_BLOCK_BYTES or len(blas_chunks(cv.n, macs)) <= 2)
+        found = None if wide else _blas.gemm_address(dt.name)
+        if len(_FUSED_GEMM) >= 512:
+            _FUSED_GEMM.clear()
+        _FUSED_GEMM[key] = found
+    return found if isinstance(found, int) else None
+
+
+_FUSED_GEMM: dict[tuple[Any, ...], object] = {}
+_UNKNOWN = object()
 
 
 def _pad_buffer(cv: _Conv, m: int, dt: np.dtype[Any]) -> Array:
@@ -296,7 +328,7 @@ def _fused_forward(cv: _Conv, gemm: int, x5: Array, w: Array, bias: Array | None
     dt = x5.dtype
     m = cv.fused_block(dt.itemsize)
     b = np.empty(0, dt) if bias is None else bias
-    w2, offs = w.reshape(cv.cy, cv.cx * cv.taps), cv.offsets()
+    w2, offs = w.reshape(cv.cy, cv.cx * cv.taps), cv.tap_offsets
 
     def samples(n0: int, n1: int) -> None:
         cols = scratch((cv.cx * cv.taps * m * cv.wide,), dt, slot=0)  # per thread
@@ -317,7 +349,7 @@ def _fused_backward(cv: _Conv, gemm: int, x5: Array | None, w: Array, g5: Array,
     x_in = x5 if dw is not None and x5 is not None else (dx5 if dx5 is not None else empty5)
     x_finite = dw is None or all_finite(x_in)
     w_finite = dx5 is None or all_finite(w)
-    w2, offs = w.reshape(cv.cy, cv.cx * cv.taps), cv.offsets()
+    w2, offs = w.reshape(cv.cy, cv.cx * cv.taps), cv.tap_offsets
     dx_all = empty5 if dx5 is None else dx5
     bounds = blas_chunks(cv.n, _macs(cv) * 2)
     # the first chunk adds into dw and db; each other chunk into its own zeroed copy, summed after
@@ -434,13 +466,9 @@ def conv_bias(x: Array, w: Array, b: Array | None, *, stride: tuple[int, ...], p
                          f"(need C % groups == 0, O % groups == 0 and w.shape[1] == C/groups)")
     if b is not None and tuple(b.shape) != (o_ch,):
         raise ValueError(f"conv: bias must have shape ({o_ch},) for w{list(w.shape)}, got {tuple(b.shape)}")
-    t = _triples("conv", nsp, stride=stride, padding=padding, dilation=dilation,
-                 kernel_size=tuple(w.shape[2:]))
-    k, s, p, d = t["kernel_size"], t["stride"], t["padding"], t["dilation"]
-    x5s = _shape5(x.shape, nsp)
-    osp = _conv_spatial(x5s, k, s, p, d)
-    if min(s) < 1 or min(d) < 1 or min(p) < 0:
-        raise ValueError(f"conv: need stride >= 1, dilation >= 1, padding >= 0; got {stride}, {dilation}, {padding}")
+    cv, x5s = _geometry("conv", x.shape, o_ch, tuple(w.shape[2:]), groups, tuple(stride), tuple(padding),
+                        tuple(dilation))
+    osp = cv.small
     dt = float_dtype(x, w) if b is None else float_dtype(x, w, b)
     out_shape = (n, o_ch) + osp[3 - nsp:]
     bf = None if b is None else as_float(b, dt)
@@ -450,7 +478,6 @@ def conv_bias(x: Array, w: Array, b: Array | None, *, stride: tuple[int, ...], p
             trivial += bf.reshape((o_ch,) + (1,) * nsp)
         return trivial
     out = np.empty(out_shape, dt)
-    cv = _Conv(n, c, o_ch, groups, (x5s[2], x5s[3], x5s[4]), osp, k, s, p, d)
     x5, wf, y5 = as_float(x, dt).reshape(x5s), as_float(w, dt), out.reshape((n, o_ch) + osp)
     if _winograd(cv, x5, wf, bf, y5):
         return out
@@ -553,12 +580,10 @@ def conv_backward(x: Array, w: Array, g: Array, need_x: bool, need_w: bool, need
     in-cache path does not apply (then the caller composes :func:`conv_transpose`,
     :func:`conv_weight_grad` and a sum)."""
     nsp = x.ndim - 2
-    t = _triples("conv", nsp, stride=stride, padding=padding, dilation=dilation, kernel_size=tuple(w.shape[2:]))
-    k, s, p, d = t["kernel_size"], t["stride"], t["padding"], t["dilation"]
-    x5s = _shape5(x.shape, nsp)
-    osp = _conv_spatial(x5s, k, s, p, d)
     n, c, o_ch = x.shape[0], x.shape[1], w.shape[0]
-    cv = _Conv(n, c, o_ch, groups, (x5s[2], x5s[3], x5s[4]), osp, k, s, p, d)
+    cv, x5s = _geometry("conv", x.shape, o_ch, tuple(w.shape[2:]), groups, tuple(stride), tuple(padding),
+                        tuple(dilation))
+    k, s, p, d, osp = cv.k, cv.s, cv.p, cv.d, cv.small
     dt = g.dtype
     gemm = _gemm_for_fused(cv, dt) if x.size and w.size and g.size else None
     if gemm is None:

@@ -21,12 +21,11 @@ as :mod:`.threads` decides.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import numpy as np
 
-from ._support import Array, scratch
+from ._support import Array, jitted, scratch
 from .threads import blas_threads_for, chunk_bounds
 
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
@@ -48,8 +47,8 @@ on 16x16, batch 16: 6.3-6.8 against 7.2-7.5 ms; 128 -> 128 on 28x28, batch 8: 22
 
 
 def _nw() -> Any:
-    """The jitted transforms (imports numba on first use; afterwards a ``sys.modules`` lookup)."""
-    return importlib.import_module("._numba_winograd", __package__)
+    """The jitted transforms (imports numba on first use)."""
+    return jitted("_numba_winograd")
 
 
 def applies(cx: int, cy: int, k: tuple[int, ...], s: tuple[int, ...], d: tuple[int, ...], groups: int,
