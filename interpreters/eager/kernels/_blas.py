@@ -151,7 +151,8 @@ def call_on_one_thread(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def claim_buffers() -> None:
-    """Make OpenBLAS map its work buffers now, with one tiny single-threaded GEMM per float dtype.
+    """Make OpenBLAS map its work buffers now, with one 8x8 GEMM per float dtype (far below the size
+    OpenBLAS threads, so it runs on this thread).
 
     OpenBLAS maps them on the first GEMM. Mapped after the process has grown and freed a large heap
     (a first GEMM after a few 16 MB arrays came and went), they were slow on these virtual machines
@@ -162,4 +163,4 @@ def claim_buffers() -> None:
 
     for dt in (np.float32, np.float64):
         a = np.ones((8, 8), dt)
-        call_on_one_thread(np.matmul, a, a)
+        np.matmul(a, a)

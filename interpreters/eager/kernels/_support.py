@@ -5,10 +5,8 @@ buffers (threading is :mod:`.threads`). Imports neither numba nor torch.
 from __future__ import annotations
 
 import importlib
-
 import math
 import threading
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -19,9 +17,6 @@ from tensorplay.spec.errors import AxisError
 Array = npt.NDArray[Any]
 
 # ---- lazy numba ---------------------------------------------------------------------------
-
-_NB: ModuleType | None = None
-
 
 _JITTED: dict[str, Any] = {}
 
@@ -41,12 +36,7 @@ def nb() -> Any:
 
     Each kernel compiles (or loads from numba's on-disk cache) on its first call.
     """
-    global _NB
-    if _NB is None:
-        from . import _numba_kernels
-
-        _NB = _numba_kernels
-    return _NB
+    return jitted("_numba_kernels")
 
 
 # ---- dtypes -------------------------------------------------------------------------------

@@ -299,21 +299,18 @@ def _gemm_for_fused(cv: _Conv, dt: np.dtype[Any]) -> int | None:
     convolution, dtype and thread counts."""
     if not cv.stride1 or cv.groups != 1:
         return None
-    key = (cv, dt.char, _blas.threads(), num_threads())
-    found = _FUSED_GEMM.get(key, _UNKNOWN)
-    if found is _UNKNOWN:
-        macs = _macs(cv)
-        wide = macs >= BLAS_THREADED_MIN_MACS and key[2] > 1 and (
-            cv.sample_bytes(dt.itemsize) > FUSED_BLOCK_BYTES or len(blas_chunks(cv.n, macs)) <= 2)
-        found = None if wide else _blas.gemm_address(dt.name)
-        if len(_FUSED_GEMM) >= 512:
-            _FUSED_GEMM.clear()
-        _FUSED_GEMM[key] = found
-    return found if isinstance(found, int) else None
+    return _fused_gemm(cv, dt, _blas.threads(), num_threads())
 
 
-_FUSED_GEMM: dict[tuple[Any, ...], object] = {}
-_UNKNOWN = object()
+@functools.lru_cache(maxsize=512)
+def _fused_gemm(cv: _Conv, dt: np.dtype[Any], blas_threads: int, threads: int) -> int | None:
+    """:func:`_gemm_for_fused` for a stride-1 ungrouped ``cv`` at these thread counts (``threads`` is
+    what :func:`.threads.blas_chunks` reads)."""
+    macs = _macs(cv)
+    if macs >= BLAS_THREADED_MIN_MACS and blas_threads > 1 and (
+            cv.sample_bytes(dt.itemsize) > FUSED_BLOCK_BYTES or len(blas_chunks(cv.n, macs)) <= 2):
+        return None
+    return _blas.gemm_address(dt.name)
 
 
 def _pad_buffer(cv: _Conv, m: int, dt: np.dtype[Any]) -> Array:

@@ -32,12 +32,13 @@ finished. The threads are daemons; they leave at exit, and a forked child starts
 from __future__ import annotations
 
 import atexit
-import importlib
 import os
 import threading
 from typing import Any, Callable
 
 import numpy as np
+
+from ._support import jitted
 
 CELLS_PER_WORKER = 8
 """``int64`` cells per thread: one 64-byte cache line, so two threads' counters never share one."""
@@ -64,8 +65,8 @@ Body = Callable[[int, int], None]
 
 
 def _spin() -> Any:
-    """The jitted waits (imports numba on first use; afterwards a ``sys.modules`` lookup)."""
-    return importlib.import_module("._numba_spin", __package__)
+    """The jitted waits (imports numba on first use)."""
+    return jitted("_numba_spin")
 
 
 class _Worker:
