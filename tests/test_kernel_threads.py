@@ -168,3 +168,39 @@ def test_the_process_pool_serves_parallel_for_and_a_forked_child() -> None:
             os._exit(2)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_claim_blas_buffers_runs_a_gemm_on_every_kernel_thread_before_it_serves(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """At import the caller and each kernel thread run their first GEMM (OpenBLAS maps a thread's buffers
+    then), the kernel threads with OpenBLAS held to one thread; the pool made later adopts those threads."""
+    from tensorplay.interpreters.eager.kernels import _blas
+
+    seen: list[tuple[str, int]] = []
+    claimers: set[int | None] = set()
+    real = _blas.claim_buffers
+
+    def recording() -> None:
+        seen.append((threading.current_thread().name, _blas.threads()))
+        claimers.add(threading.get_ident())
+        real()
+    monkeypatch.setattr(_blas, "claim_buffers", recording)
+    monkeypatch.setattr(workers, "_POOL", None)  # a fresh process's state: no pool yet
+    monkeypatch.setattr(workers, "_SPARES", [])
+    before = threads.num_threads()
+    try:
+        threads.set_num_threads(3)
+        threads.claim_blas_buffers()
+        claimed = {name for name, _ in seen[1:]}
+        assert seen[0][0] == threading.current_thread().name and claimed == {"tp-kernel-0", "tp-kernel-1"}, seen
+        assert all(count == 1 for _, count in seen[1:]), seen
+        served: set[int | None] = set()
+        workers.kernel_threads(threads.MAX_THREADS - 1).run(
+            [0, 1, 2, 3], lambda start, stop: served.add(threading.get_ident()))
+        assert served == claimers and len(claimers) == 3
+        assert workers._SPARES == []
+    finally:
+        threads.set_num_threads(before)
+        made = workers._POOL
+        if made is not None:
+            made.close()

@@ -17,7 +17,7 @@ the large temporaries of every step to the kernel (``TP_MALLOC_TUNING=0`` disabl
 from __future__ import annotations
 
 from . import _blas, allocator
-from .threads import apply_environment, matmul, num_threads, set_num_threads
+from .threads import apply_environment, claim_blas_buffers, matmul, num_threads, set_num_threads
 from .sdpa import attention as dot_product_attention
 from .convolution import conv as conv_nd
 from .convolution import conv_backward as conv_backward_nd
@@ -39,7 +39,7 @@ from .rows import layer_norm as layer_norm_last_axis
 
 apply_environment()
 allocator.tune()
-_blas.claim_buffers()
+claim_blas_buffers()
 
 __all__ = [
     "argsort",

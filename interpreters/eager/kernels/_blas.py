@@ -151,14 +151,15 @@ def call_on_one_thread(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def claim_buffers() -> None:
-    """Make OpenBLAS map its work buffers now, with one 8x8 GEMM per float dtype (far below the size
-    OpenBLAS threads, so it runs on this thread).
+    """Make OpenBLAS map the calling thread's work buffers now, with one 8x8 GEMM per float dtype (far
+    below the size OpenBLAS threads, so it runs on this thread).
 
-    OpenBLAS maps them on the first GEMM. Mapped after the process has grown and freed a large heap
-    (a first GEMM after a few 16 MB arrays came and went), they were slow on these virtual machines
-    whenever two threads ran GEMMs at once: the benchmark CNN's second convolution split over two
-    threads took 1.9-4.4 ms instead of 0.95-1.1 ms, for the life of the process. Claimed at import,
-    before the user's arrays, they are not."""
+    OpenBLAS maps a thread's buffers at that thread's first GEMM. Mapped after the process has grown and
+    freed a large heap (a first GEMM after a few 16 MB arrays came and went), they were slow on these
+    virtual machines whenever two threads ran GEMMs at once, for the life of the process: the benchmark
+    CNN's second convolution, split over two threads, took 3.6-6.1 ms instead of 1.1 ms when a (4096, 1024)
+    gelu step ran first. :func:`.threads.claim_blas_buffers` calls this on every thread that may run GEMMs,
+    when the kernels are imported, before the program's own arrays."""
     import numpy as np
 
     for dt in (np.float32, np.float64):

@@ -79,8 +79,12 @@ class _Worker:
         self.job: tuple[Body, int, int] | None = None
         self.error: BaseException | None = None
         self.ticket = 0
-        self.thread = threading.Thread(target=self._serve, name=f"tp-kernel-{index}", daemon=True)
-        self.thread.start()
+        spare = _SPARES.pop(0) if _SPARES else None
+        if spare is None:
+            self.thread = threading.Thread(target=self._serve, name=f"tp-kernel-{index}", daemon=True)
+            self.thread.start()
+        else:
+            self.thread = spare.adopt(self._serve, f"tp-kernel-{index}")
 
     # ---- the caller's side ----
 
@@ -151,6 +155,50 @@ class _Worker:
                     self.cond.wait(1.0)
             spin.post(cells, b + _ASLEEP, 0, b + _JOB)
         return int(spin.peek(cells, b + _JOB))
+
+
+class _Spare:
+    """A thread started before the pool needs it (:func:`prestart`): it runs ``first`` at once, then waits,
+    without numba, to be adopted as a kernel thread."""
+
+    def __init__(self, first: Callable[[], None], name: str) -> None:
+        self.first_done = threading.Event()
+        self.adopted = threading.Event()
+        self.serve: Callable[[], None] | None = None
+        self.thread = threading.Thread(target=self._main, args=(first,), name=name, daemon=True)
+        self.thread.start()
+
+    def _main(self, first: Callable[[], None]) -> None:
+        try:
+            first()
+        except Exception:  # a warm-up that fails loses only its purpose: the thread must still serve
+            pass
+        self.first_done.set()
+        self.adopted.wait()
+        if self.serve is not None:
+            self.serve()
+
+    def adopt(self, serve: Callable[[], None], name: str) -> threading.Thread:
+        """Run ``serve`` on this thread from now on (its name becomes ``name``); the thread."""
+        self.thread.name = name
+        self.serve = serve
+        self.adopted.set()
+        return self.thread
+
+
+_SPARES: list[_Spare] = []
+
+
+def prestart(count: int, first: Callable[[], None]) -> None:
+    """Start threads now so that the first ``count`` kernel threads exist, each running ``first`` on itself
+    before it serves (:func:`.threads.claim_blas_buffers`: a thread's first GEMM), and return once every
+    new thread has run it. Imports no numba: the threads wait on a plain event until the pool adopts
+    them."""
+    started = (0 if _POOL is None else len(_POOL.workers)) + len(_SPARES)
+    made = [_Spare(first, f"tp-kernel-{index}") for index in range(started, count)]
+    _SPARES.extend(made)
+    for spare in made:
+        spare.first_done.wait()
 
 
 class KernelThreads:
@@ -240,6 +288,7 @@ def _close_at_exit() -> None:
 def _forget_after_fork() -> None:
     global _POOL
     _POOL = None
+    _SPARES.clear()  # their threads did not survive the fork
 
 
 atexit.register(_close_at_exit)
