@@ -15,8 +15,10 @@ tiles into NaN. The caller (:mod:`.convolution`) therefore takes this path only 
 ``w`` are all finite and falls back to im2col otherwise.
 
 Work is done in blocks of samples whose transformed inputs fit in
-:data:`.convolution.COLS_BLOCK_BYTES`; the GEMMs run on the calling thread with OpenBLAS's threads
-as :mod:`.threads` decides.
+:data:`.convolution.COLS_BLOCK_BYTES`. Several blocks are split over the kernel threads
+(:func:`.threads.run_blas_chunks`: each thread runs whole blocks, its GEMMs on one OpenBLAS thread; every
+output element is computed alike on any thread, so the result is bitwise the one-thread result); a single
+block runs on the calling thread, its GEMMs with OpenBLAS's threads as :mod:`.threads` decides.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ._support import Array, jitted, scratch
-from .threads import blas_threads_for, chunk_bounds
+from .threads import blas_chunks, blas_threads_for, chunk_bounds, run_blas_chunks
 
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
 """The filter transform ``G`` (4x3)."""
@@ -83,12 +85,22 @@ def conv3x3(x: Array, w: Array, bias: Array | None, padding: tuple[int, int], y:
     count = max(1, min(n, -(-n * per_sample // block_bytes)))
     bounds = chunk_bounds(count, n)
     nw = _nw()
-    for i in range(count):
-        n0, n1 = bounds[i], bounds[i + 1]
-        tiles = (n1 - n0) * th * (tw + 1)
-        v = scratch((16, c, tiles), dt, slot=0)
-        nw.input_tiles(x, v, padding[0], padding[1], th, tw, n0, n1)
-        m = scratch((16, o_ch, tiles), dt, slot=1)
-        with blas_threads_for(o_ch * c * tiles, 16), np.errstate(all="ignore"):
-            np.matmul(u, v, out=m)
-        nw.output_tiles(m, b, y, th, tw, n0, n1)
+
+    def blocks(i0: int, i1: int) -> None:
+        for i in range(i0, i1):
+            n0, n1 = bounds[i], bounds[i + 1]
+            tiles = (n1 - n0) * th * (tw + 1)
+            v = scratch((16, c, tiles), dt, slot=0)  # per thread
+            nw.input_tiles(x, v, padding[0], padding[1], th, tw, n0, n1)
+            m = scratch((16, o_ch, tiles), dt, slot=1)
+            with blas_threads_for(o_ch * c * tiles, 16), np.errstate(all="ignore"):
+                np.matmul(u, v, out=m)
+            nw.output_tiles(m, b, y, th, tw, n0, n1)
+
+    # several blocks: a chunk of them per kernel thread (OpenBLAS held to one thread); one block keeps
+    # the GEMM's own thread setting
+    split = blas_chunks(count, 16 * o_ch * c * n * th * (tw + 1))
+    if len(split) > 2:
+        run_blas_chunks(split, blocks)
+    else:
+        blocks(0, count)
