@@ -15,7 +15,7 @@ from tensorplay.interpreters.eager.kernels import convolution as conv_mod
 from tensorplay.spec.conv import conv_nd_ref as conv_ref
 from tensorplay.spec.conv import conv_transpose_nd_ref as conv_transpose_ref
 from tensorplay.spec.conv import conv_weight_grad_nd_ref as conv_weight_grad_ref
-from tests.helpers import on_one_then_two_threads
+from tests.helpers import count_blas_chunks, on_one_then_two_threads
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -133,6 +133,27 @@ def test_blas_threads_do_not_change_the_results() -> None:
     one, two = on_one_then_two_threads(run)
     for a, b in zip(one, two):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5 * float(np.abs(a).max()))
+
+
+def test_weight_gradient_blocks_split_over_threads_give_the_one_thread_result_bitwise(
+        monkeypatch: pytest.MonkeyPatch, stride1_path: str) -> None:
+    """The wide GEMM's blocks of samples: a chunk of blocks per kernel thread, each block's GEMM on one
+    OpenBLAS thread, the blocks' products summed in block order: bitwise the one-thread result (the in-cache
+    path sums per-thread partial products instead: test_conv_fused checks it within rounding)."""
+    if stride1_path == "in cache":
+        pytest.skip("the in-cache path's own split is tested in test_conv_fused")
+    chunks = count_blas_chunks(monkeypatch, conv_mod)
+    monkeypatch.setattr(conv_mod, "COLS_BLOCK_BYTES", 1)  # one sample per block
+    for dt in (np.float32, np.float64):
+        x, gy = _randn((5, 6, 11, 10), dt), _randn((5, 4, 9, 8), dt)
+        params: dict[str, Any] = dict(stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1)
+        chunks.clear()
+        one, two = on_one_then_two_threads(lambda: K.conv_weight_grad_nd(x, gy, kernel_size=(3, 3), **params))
+        assert 2 in chunks, chunks  # the two-thread run split its five blocks
+        np.testing.assert_array_equal(one, two)
+        want = conv_weight_grad_ref(x.astype(np.float64), gy.astype(np.float64), kernel_size=(3, 3), **params)
+        np.testing.assert_allclose(two, want, rtol=1e-4 if dt == np.float32 else 1e-12,
+                                   atol=(1e-4 if dt == np.float32 else 1e-12) * float(np.abs(want).max()))
 
 
 def test_gaps_never_leak_non_finite_values() -> None:

@@ -411,20 +411,41 @@ def _input_grad(cv: _Conv, y5: Array, w: Array, x5: Array) -> None:
 
 
 def _weight_grad(cv: _Conv, x5: Array, y5: Array) -> Array:
-    """The adjoint of ``conv(x5, .)`` applied to ``y5``: ``[Cy, Cx/groups, K]``."""
+    """The adjoint of ``conv(x5, .)`` applied to ``y5``: ``[Cy, Cx/groups, K]``.
+
+    Each block of samples gives its own product, and the products are summed in block order. Several
+    blocks are split over the kernel threads (:func:`.threads.run_blas_chunks`), each block's GEMM on one
+    OpenBLAS thread: bitwise the one-thread result (the same GEMMs, summed in the same order)."""
     dt = x5.dtype
-    acc = np.zeros((cv.groups, cv.cyg, cv.cxg * cv.taps), dt)
-    part = np.empty_like(acc)
+    shape = (cv.groups, cv.cyg, cv.cxg * cv.taps)
     x_finite = cv.stride1 and all_finite(x5)
-    for n0, n1 in cv.blocks(dt.itemsize):
+    blocks = cv.blocks(dt.itemsize)
+
+    def product(n0: int, n1: int, out: Array) -> None:
         m = n1 - n0
         cols = scratch((cv.cx * cv.taps, m, cv.columns), dt, slot=0)
         _im2col(cv, x5[n0:n1], cols, x_finite)
         ycols = _small_to_columns(cv, y5[n0:n1], slot=1)
         with cv.gemm_context(m), np.errstate(all="ignore"):
             np.matmul(ycols.reshape(cv.groups, cv.cyg, m * cv.columns),
-                      cols.reshape(cv.groups, cv.cxg * cv.taps, m * cv.columns).transpose(0, 2, 1), out=part)
-        acc += part
+                      cols.reshape(cv.groups, cv.cxg * cv.taps, m * cv.columns).transpose(0, 2, 1), out=out)
+
+    split = blas_chunks(len(blocks), cv.cyg * cv.cxg * cv.taps * cv.n * cv.columns * cv.groups)
+    acc = np.zeros(shape, dt)
+    if len(split) > 2:
+        parts = np.empty((len(blocks),) + shape, dt)
+
+        def chunk(i0: int, i1: int) -> None:
+            for i in range(i0, i1):
+                product(blocks[i][0], blocks[i][1], parts[i])
+        run_blas_chunks(split, chunk)
+        for part in parts:
+            acc += part
+    else:
+        part = np.empty(shape, dt)
+        for n0, n1 in blocks:
+            product(n0, n1, part)
+            acc += part
     return acc.reshape(cv.cy, cv.cxg, cv.taps)
 
 
