@@ -21,6 +21,7 @@ import tensorplay.nn.functional as F
 from tensorplay.interpreter import BaseInterpreter
 from tensorplay.interpreters.eager.interpreter import aval_of
 from tensorplay.spec import SPECS
+from tests.helpers import on_one_then_two_threads
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -592,6 +593,38 @@ def test_sigmoid_and_relu_match_pytorch_at_extremes_silently(dtype: Any) -> None
                                else 1e-15, atol=0)
     np.testing.assert_array_equal(relu.numpy(), torch.tensor(values).relu().numpy())
     assert tp.tensor(dtype(2.0)).sigmoid().shape == ()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_exp_of_large_arrays_is_within_an_ulp_everywhere_silently(dtype: Any) -> None:
+    """From ``_EXP_JIT_MIN`` elements ``exp`` is the kernels' vectorised one: within 1 ulp of the exact
+    result over the whole range, subnormal results included, inf and 0 at the ends, NaN kept, no
+    warning; any layout; the same bits split over two threads; its gradient is ``g * exp(x)``."""
+    from tensorplay.interpreters.eager import interpreter as eager_mod
+    from tensorplay.interpreters.eager.kernels.threads import PARALLEL_MIN_WORK
+
+    finfo = np.finfo(dtype)
+    lo, hi = (-110.0, 90.0) if dtype == np.float32 else (-750.0, 711.0)
+    x = np.linspace(lo, hi, 6 * eager_mod._EXP_JIT_MIN - 3).astype(dtype)
+    x[:4] = [np.nan, np.inf, -np.inf, -0.0]
+    with np.errstate(all="raise"):
+        got = tp.tensor(x).exp().numpy()
+    exact = np.exp(x.astype(np.longdouble))
+    ok = np.isfinite(x) & (exact <= finfo.max)
+    ulps = np.abs(got[ok].astype(np.longdouble) - exact[ok]) / np.spacing(exact[ok].astype(dtype)).astype(np.longdouble)
+    assert float(ulps.max()) < 1.0
+    assert (got[ok] > 0).sum() == (exact[ok].astype(dtype) > 0).sum()  # subnormal results are not flushed
+    np.testing.assert_array_equal(got[:4], [np.nan, np.inf, 0.0, 1.0])
+    assert np.all(got[np.isfinite(x) & (exact > finfo.max)] == np.inf)
+    for layout in (np.asfortranarray(x[:4096].reshape(64, 64)), x[::2]):
+        np.testing.assert_array_equal(tp.tensor(layout).exp().numpy(), tp.tensor(np.ascontiguousarray(layout)).exp().numpy())
+    big = np.random.default_rng(1).standard_normal(2 * PARALLEL_MIN_WORK + 5).astype(dtype) * 10
+    one, two = on_one_then_two_threads(lambda: tp.tensor(big).exp().numpy())
+    np.testing.assert_array_equal(one, two)
+    leaf = tp.tensor(x[8:4104].reshape(64, 64) / 50, requires_grad=True)
+    y = leaf.exp()
+    (y * 3.0).sum().backward()
+    np.testing.assert_array_equal(leaf.grad.numpy(), 3.0 * y.detach().numpy())
 
 
 def _unary_names() -> list[str]:

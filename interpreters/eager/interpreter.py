@@ -165,6 +165,21 @@ def _relu(x: Array) -> Array:
     return out
 
 
+_EXP_JIT_MIN = 1024
+"""From this many elements a float array's ``exp`` is the kernels' vectorised one (within 1 ulp, like numpy's;
+2-3.5x faster than numpy's float32 ``exp`` here from 2,048 elements, slower below 1,024)."""
+
+
+def _exp(x: Array) -> Array:
+    """``exp(x)``: a float32/float64 array of at least :data:`_EXP_JIT_MIN` elements in the kernels' one
+    jitted pass, anything else through numpy's ``exp`` with its warnings off (overflow gives inf quietly)."""
+    if type(x) is np.ndarray and x.size >= _EXP_JIT_MIN and x.dtype in FLOATS:
+        direct = fastpath.small_flat(x, "exp_into")
+        return K.exp(x) if direct is None else direct
+    out: Array = _quiet_exp(x)
+    return out
+
+
 def _fp_error_state() -> tuple[Any, Any]:
     """numpy's floating-point error state variable and its "ignore everything" value, when this numpy keeps
     them where ``np.errstate`` does (a context variable); ``(None, None)`` otherwise. Setting the variable
@@ -204,9 +219,10 @@ def _quiet(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 _sigmoid_numpy = _quiet(_sigmoid_exact)
+_quiet_exp = _quiet(np.exp)
 
 UNARY_KERNELS: dict[str, Callable[..., Any]] = {
-    "neg": np.negative, "abs": np.abs, "sign": np.sign, "exp": _quiet(np.exp), "log": _quiet(np.log),
+    "neg": np.negative, "abs": np.abs, "sign": np.sign, "exp": _exp, "log": _quiet(np.log),
     "log1p": _quiet(np.log1p), "expm1": _quiet(np.expm1), "sqrt": _quiet(np.sqrt), "rsqrt": _quiet(_rsqrt),
     "sin": np.sin, "cos": np.cos, "tan": _quiet(np.tan), "tanh": np.tanh, "sigmoid": _sigmoid, "relu": _relu, "floor": np.floor,
     "ceil": np.ceil, "round": np.round, "logical_not": np.logical_not, "erf": erf, "gelu": K.gelu, "bitwise_not": np.invert,
