@@ -24,7 +24,9 @@ Two strategies:
 
 Columns, padded planes and transposed blocks live in reused per-thread scratch buffers; a block of
 samples holds at most :data:`COLS_BLOCK_BYTES` of columns, so memory stays bounded for large
-batches. Everything runs on the calling thread, with OpenBLAS's threads in the GEMMs.
+batches. The forward and the input gradient run on the calling thread, with OpenBLAS's threads in the
+GEMMs; the weight gradient's blocks (and Winograd's, :mod:`.winograd`) are split over the kernel threads,
+each block's GEMM on one OpenBLAS thread.
 
 * **Stride 1, in cache** (one group, and the GEMMs would run on one OpenBLAS thread anyway: one
   thread, or a small convolution): the same columns and GEMMs, but one jitted call
