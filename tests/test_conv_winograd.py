@@ -20,7 +20,7 @@ from tensorplay.interpreters.eager import kernels as K
 from tensorplay.interpreters.eager.kernels import convolution as conv_mod
 from tensorplay.interpreters.eager.kernels import winograd
 from tensorplay.spec.conv import conv_nd_ref as conv_ref
-from tests.helpers import on_one_then_two_threads
+from tests.helpers import count_blas_chunks, on_one_then_two_threads
 from tensorplay.spec.conv import conv_transpose_nd_ref as conv_transpose_ref
 
 torch = pytest.importorskip("torch")
@@ -204,28 +204,12 @@ def test_blocks_split_over_threads_give_the_one_thread_result_bitwise(calls: lis
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Several blocks of samples run in chunks on the kernel threads, each block's GEMMs on one OpenBLAS
     thread: the result is bitwise the one-thread result, bias included."""
-    from tensorplay.interpreters.eager.kernels import threads
-
-    splits: list[int] = []
-    real = winograd.run_blas_chunks
-
-    def counting(bounds: list[int], body: Any) -> None:
-        splits.append(len(bounds) - 1)
-        real(bounds, body)
-    monkeypatch.setattr(winograd, "run_blas_chunks", counting)
+    splits = count_blas_chunks(monkeypatch, winograd)
     x, w, b = _randn((5, C, 12, 13), np.float32), _randn((C, C, 3, 3), np.float32), _randn((C,), np.float32)
     params: dict[str, Any] = dict(stride=(1, 1), padding=(1, 0), dilation=(1, 1), groups=1)
     block = 16 * C * 6 * 7 * 4  # the transformed tiles of one sample: five blocks
     monkeypatch.setattr(conv_mod, "COLS_BLOCK_BYTES", block)
-    monkeypatch.setattr(threads, "BLAS_CHUNK_MIN_MACS", 1 << 10)
-    before = threads.num_threads()
-    try:
-        threads.set_num_threads(1)
-        one = K.conv_bias_nd(x, w, b, **params)
-        threads.set_num_threads(2)
-        two = K.conv_bias_nd(x, w, b, **params)
-    finally:
-        threads.set_num_threads(before)
+    one, two = on_one_then_two_threads(lambda: K.conv_bias_nd(x, w, b, **params))
     np.testing.assert_array_equal(one, two)
     assert splits == [2] and len(calls) == 2
     want = conv_ref(x.astype(np.float64), w.astype(np.float64), **params) + b[:, None, None]
