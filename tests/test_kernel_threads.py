@@ -204,3 +204,19 @@ def test_claim_blas_buffers_runs_a_gemm_on_every_kernel_thread_before_it_serves(
         made = workers._POOL
         if made is not None:
             made.close()
+
+
+def test_claim_blas_buffers_survives_a_process_that_cannot_start_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Importing the kernels must not fail because a warm-up thread could not start."""
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("can't start new thread")
+    monkeypatch.setattr(workers, "_POOL", None)
+    monkeypatch.setattr(workers, "_SPARES", [])
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    before = threads.num_threads()
+    try:
+        threads.set_num_threads(2)
+        threads.claim_blas_buffers()  # no exception
+    finally:
+        threads.set_num_threads(before)
+    assert workers._SPARES == []

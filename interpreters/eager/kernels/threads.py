@@ -235,7 +235,10 @@ def claim_blas_buffers() -> None:
     second convolution: 3.6-6.1 ms against 1.1 ms after a (4096, 1024) gelu)."""
     _blas.claim_buffers()
     if num_threads() > 1:  # the kernel threads start now, but import numba only when first used
-        _blas.call_on_one_thread(workers.prestart, num_threads() - 1, _blas.claim_buffers)
+        try:
+            _blas.call_on_one_thread(workers.prestart, num_threads() - 1, _blas.claim_buffers)
+        except RuntimeError:  # no thread can be started here: importing must not fail for a warm-up
+            pass
 
 
 def split_call(kernel: Callable[..., None], n_items: int, work: int, *args: Any) -> None:
