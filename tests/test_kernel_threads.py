@@ -187,9 +187,8 @@ def test_claim_blas_buffers_runs_a_gemm_on_every_kernel_thread_before_it_serves(
     monkeypatch.setattr(_blas, "claim_buffers", recording)
     monkeypatch.setattr(workers, "_POOL", None)  # a fresh process's state: no pool yet
     monkeypatch.setattr(workers, "_SPARES", [])
-    before = threads.num_threads()
+    monkeypatch.setattr(threads, "_NUM_THREADS", 3)  # as TP_NUM_THREADS=3 at import
     try:
-        threads.set_num_threads(3)
         threads.claim_blas_buffers()
         claimed = {name for name, _ in seen[1:]}
         assert seen[0][0] == threading.current_thread().name and claimed == {"tp-kernel-0", "tp-kernel-1"}, seen
@@ -200,7 +199,6 @@ def test_claim_blas_buffers_runs_a_gemm_on_every_kernel_thread_before_it_serves(
         assert served == claimers and len(claimers) == 3
         assert workers._SPARES == []
     finally:
-        threads.set_num_threads(before)
         made = workers._POOL
         if made is not None:
             made.close()
@@ -220,3 +218,34 @@ def test_claim_blas_buffers_survives_a_process_that_cannot_start_threads(monkeyp
     finally:
         threads.set_num_threads(before)
     assert workers._SPARES == []
+
+
+def test_raising_the_thread_count_starts_and_claims_the_new_kernel_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``set_num_threads`` above the count the kernel threads were started for starts the missing ones now,
+    each running its first GEMM before it serves."""
+    from tensorplay.interpreters.eager.kernels import _blas
+
+    names: list[str] = []
+    real = _blas.claim_buffers
+
+    def recording() -> None:
+        names.append(threading.current_thread().name)
+        real()
+    monkeypatch.setattr(_blas, "claim_buffers", recording)
+    monkeypatch.setattr(workers, "_POOL", None)
+    monkeypatch.setattr(workers, "_SPARES", [])
+    before = threads.num_threads()
+    try:
+        threads.set_num_threads(2)
+        assert names == ["tp-kernel-0"]
+        threads.set_num_threads(4)
+        assert names == ["tp-kernel-0", "tp-kernel-1", "tp-kernel-2"]
+        threads.set_num_threads(3)  # enough threads already: none starts
+        assert len(names) == 3 and len(workers._SPARES) == 3
+        workers.kernel_threads(threads.MAX_THREADS - 1).run([0, 1, 2, 3, 4], lambda start, stop: None)
+        assert workers._SPARES == []  # adopted (and closed below)
+    finally:
+        threads.set_num_threads(before)
+        made = workers._POOL
+        if made is not None:
+            made.close()
