@@ -601,6 +601,7 @@ def test_exp_of_large_arrays_is_within_an_ulp_everywhere_silently(dtype: Any) ->
     result over the whole range, subnormal results included, inf and 0 at the ends, NaN kept, no
     warning; any layout; the same bits split over two threads; its gradient is ``g * exp(x)``."""
     from tensorplay.interpreters.eager import interpreter as eager_mod
+    from tensorplay.interpreters.eager import kernels as K
     from tensorplay.interpreters.eager.kernels.threads import PARALLEL_MIN_WORK
 
     finfo = np.finfo(dtype)
@@ -609,6 +610,11 @@ def test_exp_of_large_arrays_is_within_an_ulp_everywhere_silently(dtype: Any) ->
     x[:4] = [np.nan, np.inf, -np.inf, -0.0]
     with np.errstate(all="raise"):
         got = tp.tensor(x).exp().numpy()
+        small = x[4:4 + eager_mod._EXP_JIT_MIN - 1]
+        got_small = tp.tensor(small).exp().numpy()
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(got_small, np.exp(small))  # below the threshold: numpy's exp
+    np.testing.assert_array_equal(got, K.exp(x))  # the kernel's bits (numpy's differ in about 1 entry of 8)
     exact = np.exp(x.astype(np.longdouble))
     ok = np.isfinite(x) & (exact <= finfo.max)
     ulps = np.abs(got[ok].astype(np.longdouble) - exact[ok]) / np.spacing(exact[ok].astype(dtype)).astype(np.longdouble)

@@ -16,7 +16,7 @@ the large temporaries of every step to the kernel (``TP_MALLOC_TUNING=0`` disabl
 
 from __future__ import annotations
 
-from . import _blas, allocator
+from . import allocator
 from .threads import apply_environment, claim_blas_buffers, matmul, num_threads, set_num_threads
 from .sdpa import attention as dot_product_attention
 from .convolution import conv as conv_nd

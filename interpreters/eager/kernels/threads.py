@@ -26,11 +26,10 @@ uses it. So there are never three pools, and numba never spins.
 calls BLAS runs on the calling thread and never inside the kernel threads; the kernel threads run
 only jitted code that calls no BLAS, with one exception: :func:`run_blas_chunks` (convolutions over
 blocks of samples: in cache, Winograd, the wide GEMM's weight gradient; the heads of attention) holds
-OpenBLAS to one thread for the
-whole split, so each kernel thread's GEMMs run on that thread and OpenBLAS's workers stay idle.
-(Measured on two cores:
-a threaded numba kernel alternating with a threaded GEMM cost 8.6 ms instead of 0.7 ms when both
-pools spun; OpenBLAS called from two threads at once stalled for 100-480 ms under load.)
+OpenBLAS to one thread for the whole split, so each kernel thread's GEMMs run on that thread and
+OpenBLAS's workers stay idle. (Measured on two cores: a threaded numba kernel alternating with a
+threaded GEMM cost 8.6 ms instead of 0.7 ms when both pools spun; OpenBLAS called from two threads at
+once stalled for 100-480 ms under load.)
 
 **Which GEMMs get threads.** A GEMM of at least :data:`BLAS_THREADED_MIN_MACS` multiply-adds keeps
 OpenBLAS's threads: that is where the second core pays off. Every smaller GEMM runs with OpenBLAS
@@ -40,16 +39,17 @@ its hand-off costs more than the split saves) and a stack (grouped convolutions,
 numpy calls BLAS once per matrix and OpenBLAS synchronises its workers once per call). The stacks
 that are split instead go to :func:`run_blas_chunks`: the heads of attention and the blocks of
 samples of a convolution, a chunk per kernel thread, each calling single-threaded GEMMs.
-
-**Started at import.** OpenBLAS maps a thread's work buffers at that thread's first GEMM, and buffers
-mapped after the program's large arrays came and went stayed slow whenever two threads ran GEMMs
-(:func:`claim_blas_buffers`). So when the kernels are imported and more than one thread is allowed, the
-kernel threads start and each runs one tiny GEMM; they import numba only when a split first needs them.
 Each hand-off is also where a multi-threaded GEMM stalls when another process holds a core
 (measured under load: ``(8, 4, 128, 64) @ (8, 4, 64, 128)`` took 26.6 ms with two OpenBLAS threads
 and 0.87 ms with one; a 128x784x256 GEMM 4.2 ms against 1.0 ms). GEMMs at or below
 :data:`OPENBLAS_SERIAL_MAX_MACS` are left alone (OpenBLAS runs them on one thread anyway), which
 saves the two C calls that hold and restore the count (~1 us).
+
+**Started at import.** OpenBLAS maps a thread's work buffers at that thread's first GEMM, and buffers
+mapped after the program's large arrays came and went stayed slow whenever two threads ran GEMMs
+(:func:`claim_blas_buffers`). So when the kernels are imported and more than one thread is allowed
+(and when :func:`set_num_threads` raises the count), the kernel threads start and each runs one tiny
+GEMM; they import numba only when a split first needs them.
 
 When the cores are oversubscribed (other processes running), every multi-threaded scheme (these
 threads, OpenBLAS's, PyTorch's OpenMP) can stall for scheduler ticks at its synchronisation points;
