@@ -265,3 +265,96 @@ def test_the_in_cache_path_splits_samples_over_threads(dt: Any, ran: dict[str, i
     want = conv_nd_ref(x, w, **params) + b[:, None, None]
     _close(two[0], want, dt)
     assert ran["forward"] == 2 and ran["backward"] == 8
+
+
+# spatial, kernel, padding, dilation, C, O, N: few column rows (2 C K <= 3 O), so the forward builds its
+# columns at the output positions only
+FEW_ROWS = [
+    ((28, 28), (3, 3), (0, 0), (1, 1), 1, 16, 6),     # the CNN's first layer
+    ((9, 11), (3, 3), (1, 1), (1, 1), 3, 18, 4),      # padded, 2 C K = 3 O exactly
+    ((12, 10), (3, 2), (2, 1), (2, 3), 2, 9, 3),      # dilation, odd sizes
+    ((17,), (5,), (2,), (2,), 1, 4, 3),               # 1-d
+    ((5, 6, 4), (2, 2, 2), (1, 0, 1), (1, 2, 1), 1, 6, 2),  # 3-d
+    ((6, 5), (1, 1), (0, 0), (1, 1), 2, 3, 3),        # 1x1
+]
+
+
+@pytest.fixture
+def output_columns(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Counts the runs of the output-columns forward kernel."""
+    return count_calls(monkeypatch, conv_mod._nc(), {"forward_output_columns": "runs"})
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("with_bias", [True, False])
+@pytest.mark.parametrize("case", FEW_ROWS)
+def test_few_column_rows_take_output_columns_and_match_spec(dt: Any, with_bias: bool, case: Any,
+                                                            output_columns: dict[str, int]) -> None:
+    sp, k, p, d, c, o, n = case
+    params: dict[str, Any] = dict(stride=(1,) * len(sp), padding=p, dilation=d, groups=1)
+    x = _randn((n, c) + sp, dt)[..., ::-1]  # non-contiguous
+    w, b = _randn((o, c) + k, dt), (_randn((o,), dt) if with_bias else None)
+    x_before, w_before = x.copy(), w.copy()
+    y = K.conv_bias_nd(x, w, b, **params)
+    want = conv_nd_ref(x, w, **params)
+    if b is not None:
+        want = want + b.reshape((o,) + (1,) * len(sp))
+    assert y.dtype == dt and y.shape == want.shape
+    _close(y, want, dt)
+    np.testing.assert_array_equal(x, x_before)
+    np.testing.assert_array_equal(w, w_before)
+    assert output_columns["runs"] == 1
+
+
+def test_more_column_rows_keep_the_wide_layout(output_columns: dict[str, int]) -> None:
+    """Above 1.5 column rows per output channel the forward keeps the flat taps and their wide GEMM."""
+    params: dict[str, Any] = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
+    x, w = _randn((2, 3, 7, 6), np.float64), _randn((17, 3, 3, 3), np.float64)  # 2 * 27 > 3 * 17
+    _close(K.conv_nd(x, w, **params), conv_nd_ref(x, w, **params), np.float64)
+    assert output_columns["runs"] == 0
+
+
+def test_output_columns_keep_non_finite_values_where_torch_does(output_columns: dict[str, int]) -> None:
+    x, w, b = _randn((3, 1, 9, 8), np.float64), _randn((6, 1, 3, 3), np.float64), _randn((6,), np.float64)
+    x[0, 0, 4, 0] = np.inf   # the first column: read by one tap column only
+    x[1, 0, 8, 7] = -np.inf  # the last corner
+    x[2, 0, 0, 3] = np.nan
+    w[5, 0, 2, 2] = np.inf
+    want = torch.nn.functional.conv2d(*(torch.tensor(a) for a in (x, w, b)), stride=1, padding=1).numpy()
+    y = K.conv_bias_nd(x, w, b, stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(y), np.isinf(want))
+    _close(y, want, np.float64)
+    assert output_columns["runs"] == 1
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_output_columns_split_over_threads_bitwise(dt: Any, output_columns: dict[str, int],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """With two threads each sample is still computed alone, on one thread: the one-thread bits."""
+    chunks = count_blas_chunks(monkeypatch, conv_mod)
+    x, w, b = _randn((7, 2, 10, 9), dt), _randn((12, 2, 3, 3), dt), _randn((12,), dt)
+    x[5, 1, 3, 3] = np.nan
+    one, two = on_one_then_two_threads(
+        lambda: K.conv_bias_nd(x, w, b, stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1))
+    assert chunks == [1, 2]
+    np.testing.assert_array_equal(one, two)
+    assert output_columns["runs"] == 3
+    _close(two, conv_nd_ref(x, w, stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1) + b[:, None, None], dt)
+
+
+def test_the_cnn_layer_on_output_columns_matches_torch_with_gradients(output_columns: dict[str, int]) -> None:
+    """The benchmark CNN's first layer through ``conv2d``: values and tape gradients against PyTorch."""
+    x, w, b = _randn((5, 1, 28, 28), np.float32), _randn((16, 1, 3, 3), np.float32), _randn((16,), np.float32)
+    tx, tw, tb = (tp.tensor(a, requires_grad=True) for a in (x, w, b))
+    y = TF.conv2d(tx, tw, tb)
+    rx, rw, rb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    ry = torch.nn.functional.conv2d(rx, rw, rb)
+    assert_close_to_scale(y.detach().numpy(), ry.detach().numpy(), 1e-5)
+    g = _randn(tuple(ry.shape), np.float32)
+    (y * tp.tensor(g)).sum().backward()
+    ry.backward(torch.tensor(g))
+    for got, want in ((tx.grad, rx.grad), (tw.grad, rw.grad), (tb.grad, rb.grad)):
+        assert got is not None and want is not None
+        assert_close_to_scale(got.numpy(), want.numpy(), 1e-4)
+    assert output_columns["runs"] == 1

@@ -7,6 +7,8 @@ One call runs a whole convolution: for each block of ``m`` samples it builds the
 (called from the jitted code through its C API, :func:`_gemm`), and writes the result into its final
 layout (adding the bias, or summing the bias gradient, in the same pass). A block's columns fit in
 the L2 cache, so the copies around the GEMM never go to memory, and no Python runs between blocks.
+:func:`forward_output_columns` is the forward for few column rows: one sample's columns at its output
+positions only, and a GEMM straight into the output.
 
 Importing this module imports numba; :mod:`.convolution` imports it on first use. Kept apart from
 ``_numba_kernels``: it depends on nothing there.
@@ -241,6 +243,58 @@ def forward(gemm: Any, x: Any, w2: Any, bias: Any, offs: Any, pd: Any, ph: Any, 
             _taps(planes, n0, mb, offs, lw, cols)
         _gemm(gemm, NO_TRANS, NO_TRANS, o_ch, width, ck, w2, ck, cols, width, out, width, False)
         _write_output(out, mb, lw, hp, wp, bias, y, n0)
+
+
+@_inline
+def _output_columns(planes: Any, j: Any, kd: Any, kh: Any, kw: Any, dd: Any, dh: Any, dw: Any, od: Any, oh: Any,
+                    ow: Any, cols: Any) -> None:  # pragma: no cover
+    """``cols[(c K + t) L + (i oh + r) ow + s] = planes[j, c, i + a dd, r + b dh, s + e dw]`` for tap ``t = (a, b, e)``
+    (``L = od oh ow``): sample ``j``'s columns at its output positions only, one short row at a time."""
+    big_l = od * oh * ow
+    row = 0
+    for ci in range(planes.shape[1]):
+        for a in range(kd):
+            for b in range(kh):
+                for e in range(kw):
+                    at = row * big_l
+                    for i in range(od):
+                        for r in range(oh):
+                            src = planes[j, ci, i + a * dd, r + b * dh, e * dw:e * dw + ow]
+                            dst = cols[at:at + ow]
+                            for s in range(ow):
+                                dst[s] = src[s]
+                            at += ow
+                    row += 1
+
+
+@_jit
+def forward_output_columns(gemm: Any, x: Any, w2: Any, bias: Any, kd: Any, kh: Any, kw: Any, dd: Any, dh: Any,
+                           dw: Any, pd: Any, ph: Any, pw: Any, y: Any, pad_buf: Any,
+                           cols: Any) -> None:  # pragma: no cover
+    """:func:`forward` for few column rows (``C K`` at most ``O``), one sample at a time: the sample's columns
+    at its output positions only (``cols[C K, L]``, ``L = od oh ow``, no gaps) and one GEMM straight into
+    ``y[n]``, which holds the bias first when there is one (the GEMM adds to it). Short rows are then
+    copied into the columns (``C K`` per output row) instead of out of the GEMM's result (``O`` per row),
+    and the output is written once. ``kd, kh, kw`` are the kernel's sizes, ``dd, dh, dw`` its dilation,
+    ``pad_buf`` holds one padded sample (no samples when there is no padding)."""
+    n, o_ch, ck = x.shape[0], w2.shape[0], w2.shape[1]
+    od, oh, ow = y.shape[2], y.shape[3], y.shape[4]
+    big_l = od * oh * ow
+    has_bias = bias.shape[0] > 0
+    out = y.reshape(n, o_ch, big_l)
+    for j in range(n):
+        if pd > 0 or ph > 0 or pw > 0:
+            _pad(x, j, 1, pd, ph, pw, pad_buf)
+            _output_columns(pad_buf, 0, kd, kh, kw, dd, dh, dw, od, oh, ow, cols)
+        else:
+            _output_columns(x, j, kd, kh, kw, dd, dh, dw, od, oh, ow, cols)
+        yj = out[j]
+        if has_bias:
+            for o in range(o_ch):
+                bo = bias[o]
+                for q in range(big_l):
+                    yj[o, q] = bo
+        _gemm(gemm, NO_TRANS, NO_TRANS, o_ch, big_l, ck, w2, ck, cols, big_l, yj, big_l, has_bias)
 
 
 @_jit
