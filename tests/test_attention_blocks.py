@@ -191,3 +191,47 @@ def test_heads_split_over_threads_give_the_one_thread_results_bitwise(dt: Any, k
         np.testing.assert_array_equal(a, c)
     assert splits == [1, 1, 2, 2]  # one thread: one chunk; two: a chunk each
     np.testing.assert_allclose(single, one[0][:1, :1], **_tol(dt))
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("n, m", [(128, 128), (131, 64), (70, 133)])
+def test_jitted_forward_gives_the_numpy_paths_bits(dt: Any, n: int, m: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The forward's one jitted call (OpenBLAS's ``gemm`` from numba) makes the numpy path's GEMM calls:
+    the same bits, also for a query broadcast over the batch (a zero batch stride) and for rows that see
+    no key (``n > m``: the first rows of a lower-right causal mask)."""
+    from tests.helpers import count_calls
+
+    q = _randn(1, 3, n, 16, dt=dt)  # broadcast over the batch of 2
+    k, v = _randn(2, 3, m, 16, dt=dt), _randn(2, 3, m, 8, dt=dt)
+    mask = np.tril(np.ones((n, m), bool), k=m - n if m < n else 0)
+    assert attention_blocks.prefix_blocks(mask, n, m) is not None
+    ran = count_calls(monkeypatch, attention_blocks.nb(), {"prefix_attention": "jitted"})
+    jitted = sdpa.attention(q, k, v, mask, scale=0.25)
+    calls = ran["jitted"]
+    assert calls >= 1
+    monkeypatch.setattr(attention_blocks, "gemm_address", lambda name: None)
+    through_numpy = sdpa.attention(q, k, v, mask, scale=0.25)
+    assert ran["jitted"] == calls  # the numpy path ran
+    np.testing.assert_array_equal(jitted, through_numpy)
+    want = _reference_grads(np.repeat(q, 2, axis=0), k, v, mask, np.zeros((2, 3, n, 8), dt), 0.25)[0]
+    np.testing.assert_allclose(jitted, want, **_tol(dt))
+    if n > m:
+        np.testing.assert_array_equal(jitted[:, :, :n - m], 0)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_blocked_heads_split_over_threads_give_the_one_thread_results_bitwise(
+        dt: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    splits = count_blas_chunks(monkeypatch, sdpa)
+    monkeypatch.setattr(sdpa, "BLAS_THREADED_MIN_MACS", 1 << 10)
+    q, k, v, g = (_randn(2, 3, 100, 8, dt=dt) for _ in range(4))
+    mask = np.tril(np.ones((100, 100), bool))
+    assert attention_blocks.prefix_blocks(mask, 100, 100) is not None
+
+    def run() -> list[Any]:
+        return [sdpa.attention(q, k, v, mask, scale=0.3), *KB.attention_backward(q, k, v, mask, g, scale=0.3)]
+
+    one, two = on_one_then_two_threads(run)
+    assert splits == [1, 1, 2, 2]
+    for a, c in zip(one, two):
+        np.testing.assert_array_equal(a, c)

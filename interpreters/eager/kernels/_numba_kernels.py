@@ -8,7 +8,8 @@ Why one module: numba's cache is invalidated by the timestamp of the file that
 defines a kernel, not by the files it calls into. Keeping the shared helpers
 (``vexp``, the LLVM intrinsics, the fast-math flags) in the same file as the
 kernels that inline them means an edit to a helper can never leave a stale
-compiled kernel behind.
+compiled kernel behind. The one import is :func:`._numba_conv._gemm`, the call of CBLAS's
+``gemm`` (its arguments are CBLAS's; an edit to it needs numba's cache cleared).
 
 Conventions: kernels take C-contiguous float32 or float64 arrays (the wrappers
 make sure), write into a preallocated ``out`` and return nothing; those that can be
@@ -41,6 +42,8 @@ import numpy as np
 from numba.core import types
 from numba.extending import intrinsic, overload
 from numba.misc.special import literally
+
+from ._numba_conv import NO_TRANS, TRANS, _gemm
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -540,6 +543,27 @@ def masked_softmax_rows(x: Any, mask: Any, scale: Any, out: Any, start: Any, sto
 
 
 
+@_jit_inline
+def _prefix_softmax_row(xr: Any, n: Any, width: Any, c: Any, orow: Any) -> None:
+    """``orow[:n]`` = softmax of ``c * xr[:n]``, ``orow[n:width]`` = 0 (nothing written when ``width`` is 0)."""
+    zero = xr.dtype.type(0)
+    for j in range(n, width):
+        orow[j] = zero
+    if n == 0:
+        return
+    m = xr[0] * c
+    for j in range(n):
+        m = fmaximum(m, xr[j] * c)
+    s = zero
+    for j in range(n):
+        e = vexp_nonpos(xr[j] * c - m)
+        orow[j] = e
+        s += e
+    inv = xr.dtype.type(1) / s
+    for j in range(n):
+        orow[j] *= inv
+
+
 @jit
 def prefix_softmax_rows(x: Any, lengths: Any, widths: Any, scale: Any, out: Any, start: Any, stop: Any) -> None:
     """Softmax of ``scale * x[b, i, :lengths[i]]`` into ``out[b, i, :lengths[i]]`` and zeros in
@@ -547,28 +571,40 @@ def prefix_softmax_rows(x: Any, lengths: Any, widths: Any, scale: Any, out: Any,
     ``lengths <= widths <= M`` (int64 ``[N]``), for the rows ``i`` in ``[start, stop)``: attention
     under a mask that lets row ``i`` see the keys ``[0, lengths[i])`` (causal), only the computed
     part of each row touched."""
-    zero = x.dtype.type(0)
     c = x.dtype.type(scale)
     for b in range(x.shape[0]):
         for i in range(start, stop):
-            n = lengths[i]
-            xr = x[b, i]
-            orow = out[b, i]
-            for j in range(n, widths[i]):
-                orow[j] = zero
-            if n == 0:
+            _prefix_softmax_row(x[b, i], lengths[i], widths[i], c, out[b, i])
+
+
+@jit
+def prefix_attention(gemm: Any, q: Any, k: Any, v: Any, blocks: Any, lengths: Any, scale: Any, out: Any,
+                     scores: Any, probs: Any) -> None:
+    """``out[B, n, dv] = softmax(scale q k^T, row i sees keys [0, lengths[i])) v`` for ``q[B, n, d]``,
+    ``k[B, m, d]``, ``v[B, m, dv]`` (C-contiguous), head by head and block by block of query rows:
+    ``blocks[j] = (r0, r1, keys)`` (int64 ``[J, 3]``; rows ``[r0, r1)`` see keys below ``keys``, which is at
+    least each of their lengths). Per block, the CBLAS ``gemm`` at address ``gemm`` (of the arrays' dtype;
+    :func:`._numba_conv._gemm`) writes ``scores = q[r0:r1] k[:keys]^T``, :func:`_prefix_softmax_row` makes
+    each row's probabilities (zeros past its length), and ``gemm`` writes ``out[r0:r1] = probs v[:keys]``;
+    rows with no key get 0. ``scores`` and ``probs`` are flat scratch of at least ``(r1 - r0) keys``
+    elements. The same calls, in the same order, as the numpy path of :mod:`.attention_blocks`, without
+    the GIL between them."""
+    d, dv = q.shape[2], v.shape[2]
+    c = q.dtype.type(scale)
+    zero = q.dtype.type(0)
+    for b in range(q.shape[0]):
+        for j in range(blocks.shape[0]):
+            r0, r1, keys = blocks[j, 0], blocks[j, 1], blocks[j, 2]
+            if keys == 0:
+                for i in range(r0, r1):
+                    for t in range(dv):
+                        out[b, i, t] = zero
                 continue
-            m = xr[0] * c
-            for j in range(n):
-                m = fmaximum(m, xr[j] * c)
-            s = zero
-            for j in range(n):
-                e = vexp_nonpos(xr[j] * c - m)
-                orow[j] = e
-                s += e
-            inv = x.dtype.type(1) / s
-            for j in range(n):
-                orow[j] *= inv
+            _gemm(gemm, NO_TRANS, TRANS, r1 - r0, keys, d, q[b, r0:r1], d, k[b], d, scores, keys, False)
+            for i in range(r1 - r0):
+                _prefix_softmax_row(scores[i * keys:(i + 1) * keys], lengths[r0 + i], keys, c,
+                                    probs[i * keys:(i + 1) * keys])
+            _gemm(gemm, NO_TRANS, NO_TRANS, r1 - r0, dv, keys, probs, keys, v[b], dv, out[b, r0:r1], dv, False)
 
 # Flat kernels index views ``x[start:stop]`` with ``range(stop - start)``: with
 # ``range(start, stop)`` numba cannot prove the index non-negative, keeps the wraparound
