@@ -235,3 +235,28 @@ def test_blocked_heads_split_over_threads_give_the_one_thread_results_bitwise(
     assert splits == [1, 1, 2, 2]
     for a, c in zip(one, two):
         np.testing.assert_array_equal(a, c)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("n, m", [(128, 128), (131, 64), (70, 133)])
+def test_jitted_backward_gives_the_numpy_paths_bits(dt: Any, n: int, m: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The backward's one jitted call makes the numpy path's GEMM calls: the same bits for every subset of
+    the cotangents asked for, and the reference's values."""
+    from tests.helpers import count_calls
+
+    q, k, v, g = _randn(2, 3, n, 16, dt=dt), _randn(2, 3, m, 16, dt=dt), _randn(2, 3, m, 8, dt=dt), _randn(2, 3, n, 8, dt=dt)
+    mask = np.tril(np.ones((n, m), bool), k=m - n if m < n else 0)
+    needs = [(True, True, True), (True, False, False), (False, True, False), (False, False, True), (False, True, True)]
+    ran = count_calls(monkeypatch, attention_blocks.nb(), {"prefix_attention_backward": "jitted"})
+    jitted = [KB.attention_backward(q, k, v, mask, g, scale=0.25, need=need) for need in needs]
+    assert ran["jitted"] == len(needs)
+    monkeypatch.setattr(attention_blocks, "gemm_address", lambda name: None)
+    through_numpy = [KB.attention_backward(q, k, v, mask, g, scale=0.25, need=need) for need in needs]
+    assert ran["jitted"] == len(needs)
+    want = _reference_grads(q, k, v, mask, g, 0.25)[1:]
+    for need, a, b in zip(needs, jitted, through_numpy):
+        for wanted, x, y, z in zip(need, a, b, want):
+            assert (x is None) == (y is None) == (not wanted)
+            if x is not None:
+                np.testing.assert_array_equal(x, y)
+                np.testing.assert_allclose(x, z, **_tol(dt))

@@ -497,29 +497,6 @@ def attention_ds_rows(p: Any, dp: Any, scale: Any, out: Any, start: Any, stop: A
 
 
 
-@jit
-def prefix_ds_rows(p: Any, dp: Any, lengths: Any, widths: Any, scale: Any, out: Any, start: Any,
-                   stop: Any) -> None:
-    """:func:`attention_ds_rows` on ``out[b, i, :lengths[i]]`` of ``p, dp, out[B, N, M]`` (separate,
-    C-contiguous), zeros in ``out[b, i, lengths[i]:widths[i]]``: the scores' cotangent under a
-    mask that lets row ``i`` see the keys ``[0, lengths[i])``, only the computed part touched; rows
-    ``i`` in ``[start, stop)``."""
-    zero = p.dtype.type(0.0)
-    c = p.dtype.type(scale)
-    for b in range(p.shape[0]):
-        for i in range(start, stop):
-            n = lengths[i]
-            pr = p[b, i]
-            dr = dp[b, i]
-            orow = out[b, i]
-            dot = zero
-            for j in range(n):
-                dot += dr[j] * pr[j]
-            for j in range(n):
-                orow[j] = pr[j] * (dr[j] - dot) * c
-            for j in range(n, widths[i]):
-                orow[j] = zero
-
 # ---- max-pool backward, 2x2 windows with stride 2 --------------------------------------------------
 
 

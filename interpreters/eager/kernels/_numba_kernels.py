@@ -606,6 +606,88 @@ def prefix_attention(gemm: Any, q: Any, k: Any, v: Any, blocks: Any, lengths: An
                                     probs[i * keys:(i + 1) * keys])
             _gemm(gemm, NO_TRANS, NO_TRANS, r1 - r0, dv, keys, probs, keys, v[b], dv, out[b, r0:r1], dv, False)
 
+@_jit_inline
+def _prefix_ds_row(pr: Any, dr: Any, n: Any, width: Any, c: Any, orow: Any) -> None:
+    """``orow[:n] = c * pr * (dr - <dr, pr>)`` over the first ``n`` entries (the scores' cotangent of a
+    softmax row ``pr`` whose output's cotangent is ``dr``), ``orow[n:width]`` = 0."""
+    zero = pr.dtype.type(0.0)
+    dot = zero
+    for j in range(n):
+        dot += dr[j] * pr[j]
+    for j in range(n):
+        orow[j] = pr[j] * (dr[j] - dot) * c
+    for j in range(n, width):
+        orow[j] = zero
+
+
+@jit
+def prefix_ds_rows(p: Any, dp: Any, lengths: Any, widths: Any, scale: Any, out: Any, start: Any,
+                   stop: Any) -> None:
+    """The scores' cotangent ``out[b, i, :lengths[i]]`` of ``p, dp, out[B, N, M]`` (separate,
+    C-contiguous; ``dp`` the probabilities' cotangent), zeros in ``out[b, i, lengths[i]:widths[i]]``:
+    attention under a mask that lets row ``i`` see the keys ``[0, lengths[i])``, only the computed part
+    touched; rows ``i`` in ``[start, stop)``."""
+    c = p.dtype.type(scale)
+    for b in range(p.shape[0]):
+        for i in range(start, stop):
+            _prefix_ds_row(p[b, i], dp[b, i], lengths[i], widths[i], c, out[b, i])
+
+
+@jit
+def prefix_attention_backward(gemm: Any, q: Any, k: Any, v: Any, g: Any, blocks: Any, key_blocks: Any,
+                              lengths: Any, widths: Any, scale: Any, dq: Any, dk: Any, dv: Any,
+                              probs: Any, dp: Any, ds: Any) -> None:
+    """The cotangents of :func:`prefix_attention` for ``g[B, n, dv]``, head by head, each GEMM by the
+    CBLAS ``gemm`` at address ``gemm``: ``dq[B, n, d]`` (overwritten), ``dk[B, m, d]`` and ``dv[B, m, dv]``
+    (zeroed by the caller: key rows no query sees stay 0); an empty (size-0) one is not computed.
+    ``blocks[j] = (r0, r1, keys)`` are the query blocks, ``key_blocks[j] = (c0, c1, first)`` the key
+    blocks (rows from ``first`` on hold their probabilities), ``widths[i]`` each row's written width
+    (non-decreasing), ``probs``, ``dp``, ``ds`` scratch of at least ``n m`` elements each (one head's
+    scores). Per head, as :func:`.attention_blocks.backward` does through numpy: the probabilities block
+    by block, ``dv[c0:c1] = p[first:, c0:c1]^T g[first:]``, ``dp = g v^T`` and the scores' cotangent
+    ``ds`` block by block, ``dq[r0:r1] = ds[r0:r1, :keys] k[:keys]``, ``dk[c0:c1] = ds[first:, c0:c1]^T q[first:]``."""
+    n, d, m, dvd = q.shape[1], q.shape[2], k.shape[1], v.shape[2]
+    need_q, need_k, need_v = dq.size > 0, dk.size > 0, dv.size > 0
+    c = q.dtype.type(scale)
+    zero = q.dtype.type(0)
+    p2 = probs[:n * m].reshape(n, m)
+    dp2 = dp[:n * m].reshape(n, m)
+    ds2 = ds[:n * m].reshape(n, m)
+    for b in range(q.shape[0]):
+        for j in range(blocks.shape[0]):
+            r0, r1, keys = blocks[j, 0], blocks[j, 1], blocks[j, 2]
+            if keys:
+                _gemm(gemm, NO_TRANS, TRANS, r1 - r0, keys, d, q[b, r0:r1], d, k[b], d, ds2[r0:r1], m, False)
+            for i in range(r0, r1):
+                _prefix_softmax_row(ds2[i], lengths[i], widths[i], c, p2[i])
+        if need_v:
+            for j in range(key_blocks.shape[0]):
+                c0, c1, first = key_blocks[j, 0], key_blocks[j, 1], key_blocks[j, 2]
+                _gemm(gemm, TRANS, NO_TRANS, c1 - c0, dvd, n - first, p2[first:, c0:], m, g[b, first:], dvd,
+                      dv[b, c0:c1], dvd, False)
+        if not (need_q or need_k):
+            continue
+        for j in range(blocks.shape[0]):
+            r0, r1, keys = blocks[j, 0], blocks[j, 1], blocks[j, 2]
+            if keys:
+                _gemm(gemm, NO_TRANS, TRANS, r1 - r0, keys, dvd, g[b, r0:r1], dvd, v[b], dvd, dp2[r0:r1], m, False)
+        for i in range(n):
+            _prefix_ds_row(p2[i], dp2[i], lengths[i], widths[i], c, ds2[i])
+        if need_q:
+            for j in range(blocks.shape[0]):
+                r0, r1, keys = blocks[j, 0], blocks[j, 1], blocks[j, 2]
+                if keys:
+                    _gemm(gemm, NO_TRANS, NO_TRANS, r1 - r0, d, keys, ds2[r0:r1], m, k[b], d, dq[b, r0:r1], d, False)
+                else:
+                    for i in range(r0, r1):
+                        for t in range(d):
+                            dq[b, i, t] = zero
+        if need_k:
+            for j in range(key_blocks.shape[0]):
+                c0, c1, first = key_blocks[j, 0], key_blocks[j, 1], key_blocks[j, 2]
+                _gemm(gemm, TRANS, NO_TRANS, c1 - c0, d, n - first, ds2[first:, c0:], m, q[b, first:], d,
+                      dk[b, c0:c1], d, False)
+
 # Flat kernels index views ``x[start:stop]`` with ``range(stop - start)``: with
 # ``range(start, stop)`` numba cannot prove the index non-negative, keeps the wraparound
 # fix-up, and the loop runs 6x slower (measured on vexp).

@@ -54,12 +54,14 @@ Blocks = list[tuple[int, int, int]]
 class Plan(NamedTuple):
     """The blocks ``[(r0, r1, keys)]`` (rows ``[r0, r1)`` need keys ``[0, keys)``), each row's prefix
     length and written width (int64 ``[n]``), whether the widths never decrease (the backward's
-    condition), and the blocks again as a read-only int64 ``[blocks, 3]`` array (for the jitted forward)."""
+    condition), the blocks again as a read-only int64 ``[blocks, 3]`` array (for the jitted kernels), and
+    the key blocks ``[(c0, c1, first)]`` of the backward (:func:`_key_rows`), as such an array too."""
     blocks: Blocks
     lengths: Array
     widths: Array
     growing: bool
     grid: Array
+    key_grid: Array
 
 
 _PLANS: dict[tuple[int, int, bytes], Plan | None] = {}
@@ -101,9 +103,10 @@ def _plan(m2: Array) -> Plan | None:
     for r0, r1, keys in blocks:
         widths[r0:r1] = min(m, -(-keys // BLOCK_ROWS) * BLOCK_ROWS)
     grid = np.array(blocks, np.int64).reshape(len(blocks), 3)
-    for a in (lengths, widths, grid):
+    key_grid = np.array(_key_rows(widths), np.int64).reshape(-1, 3)
+    for a in (lengths, widths, grid, key_grid):
         a.flags.writeable = False
-    return Plan(blocks, lengths, widths, bool(np.all(widths[1:] >= widths[:-1])), grid)
+    return Plan(blocks, lengths, widths, bool(np.all(widths[1:] >= widths[:-1])), grid, key_grid)
 
 
 def usable(mask: Any, n: int, m: int, *finite: Array) -> Plan | None:
@@ -153,14 +156,14 @@ def forward(q3: Array, k3: Array, v3: Array, plan: Plan, scale: float, out: Arra
         np.matmul(probs, v3[:, :keys], out=out[:, r0:r1])
 
 
-def _key_rows(plan: Plan) -> list[tuple[int, int, int]]:
-    """``[(c0, c1, first)]``: the key blocks of the grid and the first row whose width passes ``c0``
-    (the rows from there on hold the block's probabilities, zeros included); blocks no row reaches
-    are left out."""
-    m_written = int(plan.widths[-1]) if plan.widths.size else 0
+def _key_rows(widths: Array) -> list[tuple[int, int, int]]:
+    """``[(c0, c1, first)]``: the key blocks of the grid and the first row whose width (of the rows'
+    ``widths``) passes ``c0`` (the rows from there on hold the block's probabilities, zeros included);
+    blocks no row reaches are left out."""
+    m_written = int(widths[-1]) if widths.size else 0
     out = []
     for c0 in range(0, m_written, BLOCK_ROWS):
-        first = int(np.searchsorted(plan.widths, c0, side="right"))
+        first = int(np.searchsorted(widths, c0, side="right"))
         out.append((c0, min(m_written, c0 + BLOCK_ROWS), first))
     return out
 
@@ -169,13 +172,23 @@ def backward(q3: Array, k3: Array, v3: Array, g3: Array, plan: Plan, scale: floa
              dk: Array | None, dv: Array | None) -> None:
     """The cotangents of :func:`forward` for ``g3[B, n, dv]`` written into ``dq[B, n, d]`` (overwritten),
     ``dk[B, m, d]`` and ``dv[B, m, dv]`` (zeroed by the caller: key rows no query sees stay 0), each
-    skipped when ``None``; ``plan.growing`` must hold."""
-    from .backward import nbb
+    skipped when ``None``; ``plan.growing`` must hold. One jitted call
+    (:func:`._numba_kernels.prefix_attention_backward`, calling OpenBLAS's ``gemm``) where the BLAS allows
+    it, else numpy's ``matmul`` around the row kernels; both make the same GEMM calls."""
     nb_, n, m = q3.shape[0], q3.shape[1], k3.shape[1]
+    gemm = gemm_address(q3.dtype.name)
+    if gemm is not None:
+        none = np.empty((0, 0, 0), q3.dtype)
+        nb().prefix_attention_backward(
+            gemm, q3, k3, v3, g3, plan.grid, plan.key_grid, plan.lengths, plan.widths, float(scale),
+            none if dq is None else dq, none if dk is None else dk, none if dv is None else dv,
+            scratch((n * m,), q3.dtype, slot=1), scratch((n * m,), q3.dtype, slot=2),
+            scratch((n * m,), q3.dtype, slot=3))
+        return
     ds, probs = _buffers(q3, k3)
     for r0, r1, keys in plan.blocks:
         _block_probs(q3, k3, plan, scale, r0, r1, keys, ds, probs)
-    key_rows = _key_rows(plan)
+    key_rows = plan.key_grid.tolist()
     if dv is not None:
         for c0, c1, first in key_rows:
             np.matmul(np.swapaxes(probs[:, first:, c0:c1], -1, -2), g3[:, first:], out=dv[:, c0:c1])
@@ -184,7 +197,7 @@ def backward(q3: Array, k3: Array, v3: Array, g3: Array, plan: Plan, scale: floa
         for r0, r1, keys in plan.blocks:
             if keys:
                 np.matmul(g3[:, r0:r1], np.swapaxes(v3[:, :keys], -1, -2), out=dp[:, r0:r1, :keys])
-        nbb().prefix_ds_rows(probs, dp, plan.lengths, plan.widths, float(scale), ds, 0, n)  # over the scores
+        nb().prefix_ds_rows(probs, dp, plan.lengths, plan.widths, float(scale), ds, 0, n)  # over the scores
         if dq is not None:
             for r0, r1, keys in plan.blocks:
                 if keys:
