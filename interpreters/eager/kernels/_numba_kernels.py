@@ -587,8 +587,8 @@ def prefix_attention(gemm: Any, q: Any, k: Any, v: Any, blocks: Any, lengths: An
     :func:`._numba_conv._gemm`) writes ``scores = q[r0:r1] k[:keys]^T``, :func:`_prefix_softmax_row` makes
     each row's probabilities (zeros past its length), and ``gemm`` writes ``out[r0:r1] = probs v[:keys]``;
     rows with no key get 0. ``scores`` and ``probs`` are flat scratch of at least ``(r1 - r0) keys``
-    elements. The same calls, in the same order, as the numpy path of :mod:`.attention_blocks`, without
-    the GIL between them."""
+    elements. The numpy path of :mod:`.attention_blocks` makes the same GEMM calls (block by block over
+    all heads instead of head by head: the same results), with the GIL taken between them."""
     d, dv = q.shape[2], v.shape[2]
     c = q.dtype.type(scale)
     zero = q.dtype.type(0)

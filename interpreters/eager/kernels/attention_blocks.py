@@ -14,10 +14,11 @@ over two threads, each thread's Python between numpy calls had to take the GIL f
 (measured on (8, 4, 128, 64) causal, one process, medians of 60: two threads 1.42-1.57 ms against
 1.86-2.05 ms through numpy, one thread 2.53-2.64 against 2.93 ms).
 
-Backward: the scores, probabilities and their cotangents live in full-size ``[B, n, m]`` scratch
-buffers, of which each block of rows fills only its first ``width`` columns (its keys rounded up to
-the key grid of :data:`BLOCK_ROWS`, the entries past a row's own prefix set to 0). Every product is
-then one batched GEMM on a strided view, none needs a sum over blocks:
+Backward: the scores, probabilities and their cotangents live in full-size ``[n, m]`` scratch
+buffers (one head's: the jitted backward, like the forward, runs head by head in one call; ``[B, n,
+m]`` on the numpy path), of which each block of rows fills only its first ``width`` columns (its keys
+rounded up to the key grid of :data:`BLOCK_ROWS`, the entries past a row's own prefix set to 0).
+Every product is then one GEMM on a strided view, none needs a sum over blocks:
 
 Only when the widths grow with the row (as under a causal mask): ``s`` and ``p`` block by block
 as in the forward, ``dp`` like ``s``, one kernel for ``ds``, ``dq[r0:r1] = ds[r0:r1, :keys] k[:keys]``,

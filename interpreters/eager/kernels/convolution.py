@@ -337,8 +337,9 @@ def _few_column_rows(cv: _Conv) -> bool:
 
 
 def _fused_forward(cv: _Conv, gemm: int, x5: Array, w: Array, bias: Array | None, y5: Array) -> None:
-    """``y5 = conv(x5, w) (+ bias)`` by :func:`._numba_conv.forward`, the samples split over the threads
-    (:func:`.threads.run_blas_chunks`; each output element is computed alike on any thread)."""
+    """``y5 = conv(x5, w) (+ bias)`` by :func:`._numba_conv.forward` (or, for few column rows,
+    :func:`._numba_conv.forward_output_columns`: :func:`_few_column_rows`), the samples split over the
+    threads (:func:`.threads.run_blas_chunks`; each output element is computed alike on any thread)."""
     dt = x5.dtype
     m = cv.fused_block(dt.itemsize)
     b = np.empty(0, dt) if bias is None else bias
