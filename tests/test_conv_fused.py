@@ -358,3 +358,41 @@ def test_the_cnn_layer_on_output_columns_matches_torch_with_gradients(output_col
         assert got is not None and want is not None
         assert_close_to_scale(got.numpy(), want.numpy(), 1e-4)
     assert output_columns["runs"] == 1
+
+
+def test_samples_of_any_size_up_to_a_block_split_over_threads_and_one_sample_keeps_openblas_threads() -> None:
+    """At two threads the in-cache path takes every convolution with enough samples to split whose
+    columns fit in ``COLS_BLOCK_BYTES`` (beyond ``FUSED_BLOCK_BYTES`` too); a single sample, or larger
+    ones, take the wide GEMM on OpenBLAS's threads; at one thread the in-cache path takes them all."""
+    def decisions() -> list[bool]:
+        out = []
+        for shape, w_shape in (((8, 64, 56, 56), (64, 64, 3, 3)), ((1, 64, 56, 56), (64, 64, 3, 3)),
+                               ((8, 64, 112, 112), (64, 64, 3, 3)), ((16, 3, 64, 64), (64, 3, 3, 3))):
+            cv = conv_mod._geometry("conv", shape, w_shape[0], w_shape[2:], 1, (1, 1), (1, 1), (1, 1))[0]
+            out.append(conv_mod._gemm_for_fused(cv, np.dtype(np.float32)) is not None)
+        return out
+
+    sizes = [conv_mod._geometry("conv", s, 64, (3, 3), 1, (1, 1), (1, 1), (1, 1))[0].sample_bytes(4)
+             for s in ((8, 64, 56, 56), (8, 64, 112, 112))]
+    assert conv_mod.FUSED_BLOCK_BYTES < sizes[0] <= conv_mod.COLS_BLOCK_BYTES < sizes[1]
+    one, two = on_one_then_two_threads(decisions)
+    assert one == [True, True, True, True]
+    assert two == [True, False, False, True]
+
+
+def test_large_samples_split_over_threads_give_the_one_thread_results(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Samples beyond ``FUSED_BLOCK_BYTES`` (one per block) split over two threads: the forward and the input
+    gradient bitwise as on one thread, the weight and bias gradients within rounding."""
+    monkeypatch.setattr(conv_mod, "FUSED_BLOCK_BYTES", 1 << 10)
+    chunks = count_blas_chunks(monkeypatch, conv_mod)
+    params: dict[str, Any] = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
+    x, w, b = _randn((4, 6, 12, 11), np.float64), _randn((5, 6, 3, 3), np.float64), _randn((5,), np.float64)
+    g = _randn((4, 5, 12, 11), np.float64)
+    one, two = on_one_then_two_threads(
+        lambda: [K.conv_bias_nd(x, w, b, **params), *K.conv_backward_nd(x, w, g, True, True, True, **params)])
+    assert chunks == [1, 1, 2, 2]
+    np.testing.assert_array_equal(one[0], two[0])
+    np.testing.assert_array_equal(one[1], two[1])
+    for a, c in zip(one[2:], two[2:]):
+        _close(c, a, np.float64)
+    _close(two[0], conv_nd_ref(x, w, **params) + b[:, None, None], np.float64)

@@ -8,7 +8,7 @@ operations is one of two directions through the same convolution ``Y = conv(X, W
 
 Two strategies:
 
-* **Stride 1, wide GEMM** (the common case). With the (zero-padded) input planes flattened, output
+* **Stride 1, wide GEMM** (one sample, or groups). With the (zero-padded) input planes flattened, output
   position ``q`` and kernel tap ``t`` read the input at ``q + offset[t]`` (see
   ``_numba_kernels``: the rows' tails are *gaps*, computed and dropped). So the columns of
   im2col are one contiguous copy per (channel, tap, sample): ``cols[C*K, samples*Lw]`` (``Lw``
@@ -28,10 +28,11 @@ batches. The forward and the input gradient run on the calling thread, with Open
 GEMMs; the weight gradient's blocks (and Winograd's, :mod:`.winograd`) are split over the kernel threads,
 each block's GEMM on one OpenBLAS thread.
 
-* **Stride 1, in cache** (one group, and the GEMMs would run on one OpenBLAS thread anyway: one
-  thread, or a small convolution): the same columns and GEMMs, but one jitted call
-  (:mod:`._numba_conv`) runs the whole convolution in blocks of samples small enough that their
-  columns stay in the L2 cache (:data:`FUSED_BLOCK_BYTES`), calling OpenBLAS's ``gemm`` from the
+* **Stride 1, in cache** (the common case: one group, and either GEMMs that would run on one
+  OpenBLAS thread anyway or enough samples to split over the kernel threads, :func:`_gemm_for_fused`):
+  the same columns and GEMMs, but one jitted call (:mod:`._numba_conv`) per chunk of samples runs the
+  convolution in blocks of samples small enough that their columns stay in the L2 cache
+  (:data:`FUSED_BLOCK_BYTES`; at least one sample), calling OpenBLAS's ``gemm`` from the
   jitted code; the layout passes read and write cache instead of memory, the bias is added in the
   output write, and the backward computes the input gradient, the weight gradient and the bias
   gradient (a sum in the cotangent's read) from one read of the cotangent. Measured on the benchmark
@@ -295,12 +296,19 @@ def _macs(cv: _Conv) -> int:
 def _gemm_for_fused(cv: _Conv, dt: np.dtype[Any]) -> int | None:
     """The CBLAS ``gemm`` address the in-cache path calls, when it applies: stride 1, one group, and
     either GEMMs that would run on one OpenBLAS thread anyway (OpenBLAS at one thread, or a convolution
-    below :data:`.threads.BLAS_THREADED_MIN_MACS` multiply-adds) or samples whose columns fit in
-    :data:`FUSED_BLOCK_BYTES`, enough of them to give every thread its own (:func:`.threads.blas_chunks`).
-    ``None`` otherwise: few samples, or large ones (ResNet-sized planes, whose columns leave the cache
-    and two threads then share the memory bandwidth: measured 54-59 ms against 37-42 ms for a
-    b8 64->64 56x56 forward and backward) take the wide GEMM on OpenBLAS's threads. Cached per
-    convolution, dtype and thread counts."""
+    below :data:`.threads.BLAS_THREADED_MIN_MACS` multiply-adds) or enough samples to give every thread
+    its own (:func:`.threads.blas_chunks`) whose columns (or output rows) fit in :data:`COLS_BLOCK_BYTES`
+    (each thread holds one sample's). ``None`` otherwise: a single sample, or larger ones, take the wide
+    GEMM on OpenBLAS's threads (its blocks of samples share one buffer of that size). Cached per
+    convolution, dtype and thread counts.
+
+    Large samples used to take the wide GEMM too (ResNet-sized planes: 54-59 ms against 37-42 ms for a
+    b8 64->64 56x56 forward and backward), until the kernel threads claimed their OpenBLAS buffers at
+    import (:func:`.threads.claim_blas_buffers`); since then the split is faster at two threads, each way
+    in its own process, medians of 10-25: backward (all three gradients) of b8 64->64 56x56 33-34 ms
+    against 38-39 ms, of b8 128->128 28x28 48-50 against 50-59 ms, of b8 16->32 56x56 4.4-4.9 against
+    12-15 ms; forward of b8 16->32 56x56 2.5 against 4.5-6.3 ms, of 1x1 16->64 on 28x28, batch 32,
+    0.91-1.02 against 2.67 ms, of 3->64 on 64x64, batch 16, 3.1-4.0 against 7.8-9.5 ms."""
     if not cv.stride1 or cv.groups != 1:
         return None
     return _fused_gemm(cv, dt, _blas.threads(), num_threads())
@@ -312,7 +320,7 @@ def _fused_gemm(cv: _Conv, dt: np.dtype[Any], blas_threads: int, threads: int) -
     what :func:`.threads.blas_chunks` reads)."""
     macs = _macs(cv)
     if macs >= BLAS_THREADED_MIN_MACS and blas_threads > 1 and (
-            cv.sample_bytes(dt.itemsize) > FUSED_BLOCK_BYTES or len(blas_chunks(cv.n, macs)) <= 2):
+            cv.sample_bytes(dt.itemsize) > COLS_BLOCK_BYTES or len(blas_chunks(cv.n, macs)) <= 2):
         return None
     return _blas.gemm_address(dt.name)
 
