@@ -214,3 +214,49 @@ def test_blocks_split_over_threads_give_the_one_thread_result_bitwise(calls: lis
     assert splits == [2] and len(calls) == 2
     want = conv_ref(x.astype(np.float64), w.astype(np.float64), **params) + b[:, None, None]
     np.testing.assert_allclose(two, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_filter_transform_is_g_w_g_transposed_without_blas(dt: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``U = G w G^T`` per filter (against a float64 ``einsum``), computed without a GEMM: OpenBLAS's threads,
+    once woken, spin while the kernel threads split the blocks."""
+    w = np.random.default_rng(3).standard_normal((6, 5, 3, 3)).astype(dt)
+    want = np.einsum("ai,ocij,bj->aboc", winograd._G, w.astype(np.float64), winograd._G).reshape(16, 6, 5)
+    called = []
+    real_matmul, real_einsum = np.matmul, np.einsum
+    monkeypatch.setattr(np, "matmul", lambda *a, **k: called.append("matmul") or real_matmul(*a, **k))
+    monkeypatch.setattr(np, "einsum", lambda *a, **k: called.append("einsum") or real_einsum(*a, **k))
+    u = winograd.filter_transform(w)
+    assert called == []
+    assert u.dtype == np.dtype(dt) and u.shape == (16, 6, 5) and u.flags.c_contiguous
+    np.testing.assert_allclose(u, want, rtol=1e-6 if dt == np.float32 else 1e-14, atol=1e-6 if dt == np.float32 else 1e-14)
+
+
+def test_blocks_come_in_multiples_of_the_cpus_whatever_the_thread_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three blocks' worth of samples on a two-CPU machine make four blocks (two per thread, not two and
+    one), at one thread as at two: the same blocks, so the same bits."""
+    monkeypatch.setattr(winograd, "cpu_threads", lambda: 2)
+    nw = winograd._nw()
+    blocks: list[int] = []
+    real_input_tiles = nw.input_tiles
+
+    class Counting:
+        def __getattr__(self, name: str) -> Any:
+            if name == "input_tiles":
+                return lambda *args: blocks.append(args[-1] - args[-2]) or real_input_tiles(*args)
+            return getattr(nw, name)
+    monkeypatch.setattr(winograd, "_nw", lambda: Counting())
+    n, c, o, h = 8, C, C + 2, 10
+    x, w = RNG.standard_normal((n, c, h, h)), RNG.standard_normal((o, c, 3, 3))
+    per_sample = 16 * (C + 2) * 5 * 6 * 8
+    one, two = on_one_then_two_threads(lambda: _conv3x3(x, w, n * per_sample // 3 + 1))
+    assert blocks == [2] * 8  # 4 blocks of 2 samples, at each setting
+    np.testing.assert_array_equal(one, two)
+    np.testing.assert_allclose(one, conv_ref(x, w, stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1),
+                               rtol=1e-12, atol=1e-12 * np.abs(one).max())
+
+
+def _conv3x3(x: np.ndarray, w: np.ndarray, block_bytes: int) -> np.ndarray:
+    y = np.empty((x.shape[0], w.shape[0]) + x.shape[2:], x.dtype)
+    winograd.conv3x3(x, w, None, (1, 1), y, block_bytes)
+    return y

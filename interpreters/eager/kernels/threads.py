@@ -102,6 +102,13 @@ def _default_threads() -> int:
         if n < 1:
             raise ValueError(f"{ENV_VAR} must be a positive integer, got {env!r}")
         return min(n, MAX_THREADS)
+    return cpu_threads()
+
+
+def cpu_threads() -> int:
+    """The CPUs this process may run on (at most :data:`MAX_THREADS`), whatever the thread setting: for
+    partitions of work into blocks that must not depend on it, so that results stay bitwise the same at
+    any thread count."""
     try:
         n = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux

@@ -15,7 +15,8 @@ tiles into NaN. The caller (:mod:`.convolution`) therefore takes this path only 
 ``w`` are all finite and falls back to im2col otherwise.
 
 Work is done in blocks of samples whose transformed inputs fit in
-:data:`.convolution.COLS_BLOCK_BYTES`. Several blocks are split over the kernel threads
+:data:`.convolution.COLS_BLOCK_BYTES`, as many blocks for each CPU (:func:`.threads.cpu_threads`, not the
+thread setting, so the blocks are the same at any setting). Several blocks are split over the kernel threads
 (:func:`.threads.run_blas_chunks`: each thread runs whole blocks, its GEMMs on one OpenBLAS thread; every
 output element is computed alike on any thread, so the result is bitwise the one-thread result); a single
 block runs on the calling thread, its GEMMs with OpenBLAS's threads as :mod:`.threads` decides.
@@ -28,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ._support import Array, jitted, scratch
-from .threads import blas_chunks, blas_threads_for, chunk_bounds, run_blas_chunks
+from .threads import blas_chunks, blas_threads_for, chunk_bounds, cpu_threads, run_blas_chunks
 
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
 """The filter transform ``G`` (4x3)."""
@@ -64,11 +65,23 @@ def applies(cx: int, cy: int, k: tuple[int, ...], s: tuple[int, ...], d: tuple[i
             and min(cx, cy) >= MIN_CHANNELS and min(out_hw) >= MIN_OUTPUT_SIZE)
 
 
+def _apply_g(a: Array, axis: int) -> Array:
+    """``G`` applied along ``axis`` (of size 3) of ``a``: the rows ``a0``, ``(a0 + a1 + a2) / 2``,
+    ``(a0 - a1 + a2) / 2``, ``a2`` along a new axis of size 4 there."""
+    a0, a1, a2 = (np.take(a, i, axis=axis) for i in range(3))
+    half = a.dtype.type(0.5)
+    return np.stack((a0, (a0 + a1 + a2) * half, (a0 - a1 + a2) * half, a2), axis=axis)
+
+
 def filter_transform(w: Array) -> Array:
-    """``U[16, O, C]`` from ``w[O, C, 3, 3]``: component ``4 a + b`` is ``(G w G^T)[a, b]``."""
-    g = _G.astype(w.dtype)
-    u = np.einsum("ai,ocij,bj->aboc", g, w, g, optimize=True)
-    return np.ascontiguousarray(u.reshape(16, w.shape[0], w.shape[1]))
+    """``U[16, O, C]`` from ``w[O, C, 3, 3]``: component ``4 a + b`` is ``(G w G^T)[a, b]``.
+
+    Elementwise passes, no BLAS call: an ``einsum`` here ran a GEMM on OpenBLAS's threads, whose workers
+    then spun (yielding) while the blocks' split ran on the kernel threads, and the blocks' GEMMs took
+    twice as long (b8 128 -> 128 channels on 28x28 at two threads, one process: 24-25 ms a call against
+    11 ms with the transform made beforehand)."""
+    u = _apply_g(_apply_g(w, 2), 3)  # [O, C, 4, 4]
+    return np.ascontiguousarray(u.transpose(2, 3, 0, 1).reshape(16, w.shape[0], w.shape[1]))
 
 
 def conv3x3(x: Array, w: Array, bias: Array | None, padding: tuple[int, int], y: Array,
@@ -83,6 +96,9 @@ def conv3x3(x: Array, w: Array, bias: Array | None, padding: tuple[int, int], y:
     b = np.zeros(o_ch, dt) if bias is None else bias
     per_sample = 16 * max(c, o_ch) * th * (tw + 1) * dt.itemsize
     count = max(1, min(n, -(-n * per_sample // block_bytes)))
+    if count > 1:  # as many blocks for each CPU (3 blocks on 2 threads take as long as 4; not the thread
+        cpus = cpu_threads()  # setting: the blocks, and so the bits, stay the same at any thread count)
+        count = min(n, -(-count // cpus) * cpus)
     bounds = chunk_bounds(count, n)
     nw = _nw()
 
