@@ -271,7 +271,7 @@ def _output_columns(planes: Any, j: Any, kd: Any, kh: Any, kw: Any, dd: Any, dh:
 def forward_output_columns(gemm: Any, x: Any, w2: Any, bias: Any, kd: Any, kh: Any, kw: Any, dd: Any, dh: Any,
                            dw: Any, pd: Any, ph: Any, pw: Any, y: Any, pad_buf: Any,
                            cols: Any) -> None:  # pragma: no cover
-    """:func:`forward` for few column rows (``C K`` at most ``O``), one sample at a time: the sample's columns
+    """:func:`forward` for few column rows (``2 C K <= 3 O``), one sample at a time: the sample's columns
     at its output positions only (``cols[C K, L]``, ``L = od oh ow``, no gaps) and one GEMM straight into
     ``y[n]``, which holds the bias first when there is one (the GEMM adds to it). Short rows are then
     copied into the columns (``C K`` per output row) instead of out of the GEMM's result (``O`` per row),

@@ -96,8 +96,10 @@ def conv3x3(x: Array, w: Array, bias: Array | None, padding: tuple[int, int], y:
     b = np.zeros(o_ch, dt) if bias is None else bias
     per_sample = 16 * max(c, o_ch) * th * (tw + 1) * dt.itemsize
     count = max(1, min(n, -(-n * per_sample // block_bytes)))
-    if count > 1:  # as many blocks for each CPU (3 blocks on 2 threads take as long as 4; not the thread
-        cpus = cpu_threads()  # setting: the blocks, and so the bits, stay the same at any thread count)
+    # as many blocks for each CPU (3 blocks on 2 threads take as long as 4); the CPUs, not the thread
+    # setting, so that the blocks, and so the bits, are the same at any setting
+    if count > 1:
+        cpus = cpu_threads()
         count = min(n, -(-count // cpus) * cpus)
     bounds = chunk_bounds(count, n)
     nw = _nw()
