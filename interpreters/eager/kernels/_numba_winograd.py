@@ -43,6 +43,29 @@ def _sub(p: Any, i: Any, q: Any, j: Any, out: Any, count: Any) -> None:  # pragm
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FLAGS, error_model="numpy")
+def filter_tiles(w9: Any, u: Any) -> None:  # pragma: no cover
+    """``u[4 a + b, f] = (G g G^T)[a, b]`` for each 3x3 filter ``g[i, j] = w9[f, 3 i + j]``, with
+    ``G = [[1, 0, 0], [1/2, 1/2, 1/2], [1/2, -1/2, 1/2], [0, 0, 1]]``: rows ``g0``, ``(g0 + g1 + g2) / 2``,
+    ``(g0 - g1 + g2) / 2``, ``g2``, then the same on the columns."""
+    half = w9.dtype.type(0.5)
+    t = np.empty((4, 3), w9.dtype)
+    for f in range(w9.shape[0]):
+        g = w9[f]
+        for j in range(3):
+            g0, g1, g2 = g[j], g[3 + j], g[6 + j]
+            t[0, j] = g0
+            t[1, j] = (g0 + g1 + g2) * half
+            t[2, j] = (g0 - g1 + g2) * half
+            t[3, j] = g2
+        for a in range(4):
+            t0, t1, t2 = t[a, 0], t[a, 1], t[a, 2]
+            u[4 * a, f] = t0
+            u[4 * a + 1, f] = (t0 + t1 + t2) * half
+            u[4 * a + 2, f] = (t0 - t1 + t2) * half
+            u[4 * a + 3, f] = t2
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FLAGS, error_model="numpy")
 def input_tiles(x: Any, v: Any, ph: Any, pw: Any, th: Any, tw: Any, n0: Any, n1: Any) -> None:  # pragma: no cover
     """``v[16, C, T] = B^T d B`` for every 4x4 patch ``d`` of ``x[N, C, H, W]`` in samples ``[n0, n1)``
     (component ``4 r + s`` of the transformed patch), tiles numbered *wide*: ``t = ((n - n0) th + ty)
