@@ -249,3 +249,33 @@ def test_raising_the_thread_count_starts_and_claims_the_new_kernel_threads(monke
         made = workers._POOL
         if made is not None:
             made.close()
+
+
+def test_kernel_threads_are_parked_before_openblas_threads_work_but_not_inside_a_split(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large GEMM on OpenBLAS's threads parks the kernel threads first; inside ``run_blas_chunks``
+    (OpenBLAS held to one thread, the kernel threads working) the same GEMM parks nothing."""
+    from tests.helpers import on_one_then_two_threads
+
+    parks: list[str] = []
+    monkeypatch.setattr(workers, "park", lambda: parks.append("park"))
+    a = np.ones((256, 256), np.float32)
+    big = threads.BLAS_THREADED_MIN_MACS * 4
+
+    def run() -> list[str]:
+        parks.clear()
+        with threads.blas_threads_for(big):
+            pass
+        threads.matmul(a, a)  # 16.8M multiply-adds: OpenBLAS keeps its threads
+        outside = len(parks)
+
+        def body(start: int, stop: int) -> None:
+            with threads.blas_threads_for(big):
+                pass
+            threads.matmul(a, a)
+        threads.run_blas_chunks([0, 1], body)
+        return ["park"] * outside + ["split"] + parks[outside:]
+
+    one, two = on_one_then_two_threads(run)
+    assert one == ["split"]  # OpenBLAS at one thread: nothing to make room for
+    assert two == ["park", "park", "split"]

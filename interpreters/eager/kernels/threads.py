@@ -157,8 +157,16 @@ def blas_threads_for(macs_per_gemm: int, gemms: int = 1) -> Any:
     otherwise it is held to one thread for the block."""
     hold = _hold_to_one(macs_per_gemm, gemms)
     if not hold:
-        workers.park()
+        _park_for_openblas()
     return single_threaded_blas(hold)
+
+
+def _park_for_openblas() -> None:
+    """Send spinning kernel threads to sleep before a GEMM that may use OpenBLAS's threads; nothing while
+    OpenBLAS is held to one thread (inside :func:`run_blas_chunks` the kernel threads are the ones working,
+    and parked they would wake slowly for the next split)."""
+    if _blas.threads() > 1:
+        workers.park()
 
 
 def matmul(a: Any, b: Any, out: Any = None) -> Any:
@@ -168,7 +176,7 @@ def matmul(a: Any, b: Any, out: Any = None) -> Any:
     macs = a.shape[0] * a.shape[1] * b.shape[-1]
     if _hold_to_one(macs, 1):
         return _blas.call_on_one_thread(np.matmul, a, b, out)
-    workers.park()
+    _park_for_openblas()
     return np.matmul(a, b, out=out)
 
 
