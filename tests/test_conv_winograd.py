@@ -54,16 +54,17 @@ MIN_OUTPUT_SIZE = winograd.MIN_OUTPUT_SIZE
 
 
 @pytest.fixture
-def calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the Winograd convolutions run (so each test proves the path it means was taken), with
-    the output-size threshold lowered to 1 so that small odd planes exercise the path."""
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """What each Winograd convolution run reported (``True``: its result stands; ``False``: something
+    was not finite and the caller computed the convolution again), so each test proves the path it
+    means was taken, with the output-size threshold lowered to 1 so that small odd planes exercise it."""
     monkeypatch.setattr(winograd, "MIN_OUTPUT_SIZE", 1)
-    seen: list[int] = []
+    seen: list[bool] = []
     real = winograd.conv3x3
 
-    def counting(*args: Any) -> None:
-        seen.append(1)
-        real(*args)
+    def counting(*args: Any) -> bool:
+        seen.append(real(*args))
+        return seen[-1]
 
     monkeypatch.setattr(winograd, "conv3x3", counting)
     return seen
@@ -75,7 +76,7 @@ def _pad(p: Any) -> tuple[int, int]:
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", SHAPES)
-def test_forward_and_input_gradient_match_the_reference(dt: Any, shape: Any, calls: list[int]) -> None:
+def test_forward_and_input_gradient_match_the_reference(dt: Any, shape: Any, calls: list[bool]) -> None:
     n, c, o, h, w, p = shape
     params: dict[str, Any] = dict(stride=(1, 1), padding=_pad(p), dilation=(1, 1), groups=1)
     x, wt = _randn((n, c, h, w), dt), _randn((o, c, 3, 3), dt)
@@ -90,7 +91,7 @@ def test_forward_and_input_gradient_match_the_reference(dt: Any, shape: Any, cal
     np.testing.assert_array_equal(wt, w_before)
 
 
-def test_matches_torch_float32_on_a_resnet_like_layer(calls: list[int]) -> None:
+def test_matches_torch_float32_on_a_resnet_like_layer(calls: list[bool]) -> None:
     x, w = _randn((2, 64, 23, 17), np.float32), _randn((64, 64, 3, 3), np.float32) / 24
     y = K.conv_nd(x, w, stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
     want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), None, 1, 1).numpy()
@@ -98,7 +99,7 @@ def test_matches_torch_float32_on_a_resnet_like_layer(calls: list[int]) -> None:
     assert calls == [1]
 
 
-def test_non_contiguous_inputs(calls: list[int]) -> None:
+def test_non_contiguous_inputs(calls: list[bool]) -> None:
     base = _randn((2, C, 9, 14), np.float64)
     x = base[:, :, :, ::2]  # strided columns
     w = np.asfortranarray(_randn((C, C, 3, 3), np.float64))
@@ -108,7 +109,7 @@ def test_non_contiguous_inputs(calls: list[int]) -> None:
     assert calls == [1]
 
 
-def test_blocks_of_samples_give_the_same_results(monkeypatch: pytest.MonkeyPatch, calls: list[int]) -> None:
+def test_blocks_of_samples_give_the_same_results(monkeypatch: pytest.MonkeyPatch, calls: list[bool]) -> None:
     x, w = _randn((5, C, 7, 6), np.float64), _randn((C + 2, C, 3, 3), np.float64)
     params: dict[str, Any] = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
     whole = K.conv_nd(x, w, **params)
@@ -118,14 +119,14 @@ def test_blocks_of_samples_give_the_same_results(monkeypatch: pytest.MonkeyPatch
     assert len(calls) == 2
 
 
-def test_deterministic_run_to_run(calls: list[int]) -> None:
+def test_deterministic_run_to_run(calls: list[bool]) -> None:
     x, w = _randn((3, C, 10, 11), np.float32), _randn((C, C, 3, 3), np.float32)
     params: dict[str, Any] = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
     np.testing.assert_array_equal(K.conv_nd(x, w, **params), K.conv_nd(x, w, **params))
     assert len(calls) == 2
 
 
-def test_blas_threads_do_not_change_the_results(calls: list[int]) -> None:
+def test_blas_threads_do_not_change_the_results(calls: list[bool]) -> None:
     """The sixteen GEMMs run on OpenBLAS's threads when large enough; one thread or two agree."""
     from tensorplay.interpreters.eager.kernels import _blas
     if _blas._api() is None:
@@ -144,9 +145,10 @@ def test_empty_batch() -> None:
 
 
 @pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
-def test_non_finite_inputs_take_the_exact_path(bad: float, calls: list[int]) -> None:
-    """A transform subtracts neighbours (inf - inf is NaN), so a non-finite input must not take the
-    Winograd path: the entries the reference leaves finite stay finite and equal."""
+def test_non_finite_inputs_take_the_exact_path(bad: float, calls: list[bool]) -> None:
+    """A transform subtracts neighbours (inf - inf is NaN), so Winograd's result for a non-finite input
+    is not the convolution's: it reports so and the exact im2col path computes it again, where the
+    entries the reference leaves finite stay finite and equal."""
     params: dict[str, Any] = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
     x, w = _randn((1, C, 8, 8), np.float64), _randn((C, C, 3, 3), np.float64)
     x[0, 3, 4, 4] = bad
@@ -160,16 +162,42 @@ def test_non_finite_inputs_take_the_exact_path(bad: float, calls: list[int]) -> 
     got_dx = K.conv_transpose_nd(x, w, output_padding=(0, 0), **params)
     want_dx = conv_transpose_ref(x, w, output_padding=(0, 0), **params)
     np.testing.assert_array_equal(np.isnan(got_dx), np.isnan(want_dx))
-    assert calls == []
+    assert calls == [False, False]
 
 
-def test_few_channels_keep_im2col(calls: list[int]) -> None:
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_non_finite_filter_takes_the_exact_path(dt: Any, calls: list[bool]) -> None:
+    params: dict[str, Any] = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
+    x, w = _randn((2, C, 7, 9), dt), _randn((C + 1, C, 3, 3), dt)
+    w[C, 2, 1, 1] = np.nan
+    got, want = K.conv_nd(x, w, **params), conv_ref(x, w, **params)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))  # output channel C only
+    ok = np.isfinite(want)
+    _close(got[ok], want[ok], dt)
+    assert calls == [False]
+
+
+def test_overflow_inside_the_transforms_takes_the_exact_path(calls: list[bool]) -> None:
+    """Finite float32 inputs whose transformed patches overflow (``3e38 - (-3e38)``) while the direct sums,
+    with small weights, do not: the result is the exact path's, all finite."""
+    params: dict[str, Any] = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
+    x = _randn((1, C, 6, 6), np.float32) * np.float32(1e-3)
+    x[0, 0, 2, 2], x[0, 0, 2, 4] = 3e38, -3e38
+    w = np.full((C, C, 3, 3), 1e-3, np.float32)
+    got, want = K.conv_nd(x, w, **params), conv_ref(x, w, **params)
+    assert np.isfinite(want).all()
+    np.testing.assert_array_equal(np.isfinite(got), True)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e30)
+    assert calls == [False]
+
+
+def test_few_channels_keep_im2col(calls: list[bool]) -> None:
     x, w = _randn((2, C - 1, 6, 6), np.float32), _randn((C, C - 1, 3, 3), np.float32)
     K.conv_nd(x, w, stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
     assert calls == []
 
 
-def test_only_large_outputs_take_the_path(monkeypatch: pytest.MonkeyPatch, calls: list[int]) -> None:
+def test_only_large_outputs_take_the_path(monkeypatch: pytest.MonkeyPatch, calls: list[bool]) -> None:
     monkeypatch.setattr(winograd, "MIN_OUTPUT_SIZE", MIN_OUTPUT_SIZE)
     params: dict[str, Any] = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
     w = _randn((C, C, 3, 3), np.float32)
@@ -183,7 +211,7 @@ def test_only_large_outputs_take_the_path(monkeypatch: pytest.MonkeyPatch, calls
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
-def test_gradients_through_the_tape_match_torch(dt: Any, calls: list[int]) -> None:
+def test_gradients_through_the_tape_match_torch(dt: Any, calls: list[bool]) -> None:
     x, w, b = _randn((2, C, 9, 8), dt), _randn((C + 1, C, 3, 3), dt) / 17, _randn((C + 1,), dt)
     gy = _randn((2, C + 1, 9, 8), dt)
     tx, tw, tb = (tp.tensor(a, requires_grad=True) for a in (x, w, b))
@@ -200,7 +228,7 @@ def test_gradients_through_the_tape_match_torch(dt: Any, calls: list[int]) -> No
 
 
 
-def test_blocks_split_over_threads_give_the_one_thread_result_bitwise(calls: list[int],
+def test_blocks_split_over_threads_give_the_one_thread_result_bitwise(calls: list[bool],
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Several blocks of samples run in chunks on the kernel threads, each block's GEMMs on one OpenBLAS
     thread: the result is bitwise the one-thread result, bias included."""

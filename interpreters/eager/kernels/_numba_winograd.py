@@ -129,12 +129,17 @@ def _sum3(p: Any, q: Any, r: Any, sq: Any, sr: Any, bias: Any, out: Any) -> None
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FLAGS, error_model="numpy")
-def output_tiles(m: Any, bias: Any, y: Any, th: Any, tw: Any, n0: Any, n1: Any) -> None:  # pragma: no cover
+def output_tiles(m: Any, bias: Any, y: Any, th: Any, tw: Any, n0: Any, n1: Any) -> bool:  # pragma: no cover
     """``y[n, o, 2 ty + i, 2 tx + j] = (A^T m A)[i, j] + bias[o]`` for samples ``[n0, n1)`` of
     ``y[N, O, OH, OW]`` from ``m[16, O, T]`` (the wide tiles of :func:`input_tiles`; the gap tiles
     are dropped, the last row and column of tiles cut at ``OH``, ``OW``). For each output channel:
     vectorised passes over all the block's tiles into four parity planes ``(i, j)``, then an
-    interleaving copy into ``y``."""
+    interleaving copy into ``y``.
+
+    Returns whether every value computed (gap tiles included) is finite: a non-finite input or filter
+    value reaches at least one of them (each input value enters some transformed patch, each patch
+    component some product, each product some output; ``inf * 0`` is NaN), so ``True`` means ``x`` and
+    ``w`` were finite and nothing overflowed, and the caller can skip checking them beforehand."""
     o_ch, oh, ow = y.shape[1], y.shape[2], y.shape[3]
     w1 = tw + 1
     per_sample = th * w1
@@ -144,6 +149,8 @@ def output_tiles(m: Any, bias: Any, y: Any, th: Any, tw: Any, n0: Any, n1: Any) 
     s = np.empty((8, tiles), y.dtype)
     par = np.empty((4, tiles), y.dtype)
     half = ow // 2
+    big = np.finfo(y.dtype).max
+    finite = 0  # how many values are finite (a comparison: fast-math may rewrite arithmetic tests)
     for o in range(o_ch):
         mo = m[:, o]
         for j in range(4):  # A^T m: s[j] = m0j + m1j + m2j, s[4 + j] = m1j - m2j - m3j
@@ -153,6 +160,10 @@ def output_tiles(m: Any, bias: Any, y: Any, th: Any, tw: Any, n0: Any, n1: Any) 
         for i in range(2):  # (A^T m) A plus the bias: parity planes (i, 0) and (i, 1)
             _sum3(s[4 * i], s[4 * i + 1], s[4 * i + 2], one, one, b, par[2 * i])
             _sum3(s[4 * i + 1], s[4 * i + 2], s[4 * i + 3], -one, -one, b, par[2 * i + 1])
+        for q in range(4):
+            pq = par[q]
+            for k in range(tiles):
+                finite += 1 if abs(pq[k]) <= big else 0
         for n in range(n0, n1):
             plane = y[n, o]
             first = (n - n0) * per_sample
@@ -166,3 +177,4 @@ def output_tiles(m: Any, bias: Any, y: Any, th: Any, tw: Any, n0: Any, n1: Any) 
                     dst[2 * tx + 1] = od[tx]
                 if ow % 2:
                     dst[ow - 1] = ev[half]
+    return finite == 4 * o_ch * tiles

@@ -482,16 +482,15 @@ def _weight_grad(cv: _Conv, x5: Array, y5: Array) -> Array:
 
 def _winograd(cv: _Conv, x5: Array, w: Array, bias: Array | None, y5: Array) -> bool:
     """``y5 = conv(x5, w) (+ bias)`` by Winograd F(2x2, 3x3) when it applies (see :mod:`.winograd`: a 3x3
-    2-d kernel, stride 1, no dilation, one group, enough channels, a large enough output) and ``x5``
-    and ``w`` are finite;
-    returns whether it ran."""
-    if not (winograd.applies(cv.cx, cv.cy, cv.k, cv.s, cv.d, cv.groups, cv.big[0], cv.small[1:])
-            and all_finite(x5) and all_finite(w)):
+    2-d kernel, stride 1, no dilation, one group, enough channels, a large enough output); returns whether
+    ``y5`` holds the result: not when the path does not apply, nor when ``x5`` or ``w`` has a non-finite
+    value or an intermediate overflowed (Winograd's output is then not the convolution's: the caller
+    computes it another way, overwriting ``y5``)."""
+    if not winograd.applies(cv.cx, cv.cy, cv.k, cv.s, cv.d, cv.groups, cv.big[0], cv.small[1:]):
         return False
     n, oh, ow = cv.n, cv.small[1], cv.small[2]
-    winograd.conv3x3(x5.reshape(n, cv.cx, cv.big[1], cv.big[2]), w.reshape(cv.cy, cv.cx, 3, 3), bias,
-                     (cv.p[1], cv.p[2]), y5.reshape(n, cv.cy, oh, ow), COLS_BLOCK_BYTES)
-    return True
+    return winograd.conv3x3(x5.reshape(n, cv.cx, cv.big[1], cv.big[2]), w.reshape(cv.cy, cv.cx, 3, 3), bias,
+                            (cv.p[1], cv.p[2]), y5.reshape(n, cv.cy, oh, ow), COLS_BLOCK_BYTES)
 
 
 # ---- public kernels ------------------------------------------------------------------------------
