@@ -129,7 +129,7 @@ def _sum3(p: Any, q: Any, r: Any, sq: Any, sr: Any, bias: Any, out: Any) -> None
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FLAGS, error_model="numpy")
-def output_tiles(m: Any, bias: Any, y: Any, th: Any, tw: Any, n0: Any, n1: Any) -> bool:  # pragma: no cover
+def output_tiles(m: Any, bias: Any, y: Any, th: Any, tw: Any, n0: Any, n1: Any) -> Any:  # pragma: no cover
     """``y[n, o, 2 ty + i, 2 tx + j] = (A^T m A)[i, j] + bias[o]`` for samples ``[n0, n1)`` of
     ``y[N, O, OH, OW]`` from ``m[16, O, T]`` (the wide tiles of :func:`input_tiles`; the gap tiles
     are dropped, the last row and column of tiles cut at ``OH``, ``OW``). For each output channel:
