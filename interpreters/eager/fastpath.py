@@ -30,7 +30,7 @@ import numpy as np
 from tensorplay import derived as _p
 from tensorplay import sorting as _sorting
 from tensorplay.interpreters.eager import tape
-from tensorplay.interpreters.eager.kernels._support import FLOATS as _FLOATS, nb
+from tensorplay.interpreters.eager.kernels._support import CONCATENATE, FLOATS as _FLOATS, nb
 from tensorplay.interpreters.eager.kernels.threads import OPENBLAS_SERIAL_MAX_MACS, PARALLEL_MIN_WORK, threads_for
 from tensorplay.interpreters.eager.results import result, view
 from tensorplay.tensor import Tensor
@@ -473,7 +473,7 @@ def cat(ops: Any, items: list[Any] | tuple[Any, ...], dim: Any) -> AnyTensor | N
         arrays.append(data)
         recording = recording or x._requires_grad
     try:
-        out = np.concatenate(arrays, axis=dim)
+        out = CONCATENATE(arrays, axis=dim)
     except (ValueError, TypeError):
         return None
     made: AnyTensor = Tensor(ops, out)

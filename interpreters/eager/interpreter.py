@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tensorplay.interpreters.eager import kernels as K
-from tensorplay.interpreters.eager.kernels._support import FLOATS
+from tensorplay.interpreters.eager.kernels._support import CONCATENATE, FLOATS, WHERE
 from tensorplay.interpreters.eager import fastpath, fastpath_conv, fastpath_linear, tape
 from tensorplay.interpreters.eager.results import result as _result
 from tensorplay.interpreters.eager.results import share_version as _share_version
@@ -448,7 +448,7 @@ class EagerInterpreter(BaseInterpreter):
             if type(cd) is np.ndarray and type(xd) is np.ndarray and type(yd) is np.ndarray \
                     and cd.dtype.kind == "b" and xd.dtype is yd.dtype and xd.dtype.kind == "f":
                 try:  # a bool condition and one float dtype: numpy's broadcasting is the rule's
-                    out = np.where(cd, xd, yd)
+                    out = WHERE(cd, xd, yd)
                 except ValueError:
                     _rule("where", (cond, x, y), {})
                     raise
@@ -549,7 +549,7 @@ class EagerInterpreter(BaseInterpreter):
         arrays = _same_float_arrays(xs)
         if arrays is not None and type(axis) is int:
             try:  # one float dtype: numpy checks the shapes and the axis as the rule would
-                out = np.concatenate(arrays, axis=axis)
+                out = CONCATENATE(arrays, axis=axis)
             except (ValueError, TypeError):
                 _rule("concat", xs, {"axis": axis})
                 raise
