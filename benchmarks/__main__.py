@@ -112,7 +112,8 @@ def main(argv: list[str]) -> int:
           f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     print(malloc_settings())
     print(f"each library alone in a fresh process; {args.rounds} rounds, library order alternating; "
-          f"median per library over rounds (± is the min-max spread over rounds)")
+          f"median per library over rounds (± is the min-max spread over rounds); tp/other is the ratio of "
+          f"the medians, then the range of each round's own ratio (its two processes ran back to back)")
     for name in selected:
         module: Any = importlib.import_module(f"benchmarks.bench_{name}")
         for threads in settings:

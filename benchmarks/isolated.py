@@ -7,7 +7,11 @@ parent started by ``python -m benchmarks`` never imports a benchmarked library: 
 starts one worker process per library (:mod:`benchmarks.worker`), alternating the order of the
 libraries from round to round; each worker builds its cases, warms them up and reports the median
 seconds per call over several timed batches. The table shows, per case and library, the median
-over rounds, the spread over rounds, and the ratio of tensorplay to each other library.
+over rounds, the spread over rounds, and the ratio of tensorplay to each other library: of the
+medians, then the range of the rounds' own ratios. The machines these run on change speed for
+minutes at a time (the same numpy loop 5.5-10.7 ms over 40 s, a whole process 2x slower than the one
+an hour before); a round's two workers run back to back, so the range says how far such spells moved
+the ratio.
 
 Thread settings (:data:`THREAD_SETTINGS`): ``"default"`` removes every thread-count variable from
 the workers' environment, so each library picks its own default (all cores); ``"1"`` sets them all to
@@ -215,16 +219,38 @@ def _fmt(seconds: float, unit: str = "s") -> str:
     return f"{seconds * 1e6:8.2f} us"
 
 
+def round_ratios(per_lib: dict[str, list[float]], other: str) -> list[float]:
+    """tensorplay's time over ``other``'s in each round (the two workers of a round ran back to back, so
+    a slow spell of a shared machine tends to hit both); empty unless both have one time per round."""
+    mine, theirs = per_lib.get("tensorplay", []), per_lib.get(other, [])
+    if len(mine) != len(theirs) or not all(t > 0 for t in theirs):
+        return []
+    return [a / b for a, b in zip(mine, theirs)]
+
+
+def _ratio_cell(per_lib: dict[str, list[float]], medians: dict[str, float], other: str) -> str:
+    """``tp / other`` as the ratio of the medians, then the range of the rounds' own ratios (when there
+    are several rounds): ``1.27x 1.18-1.35``."""
+    if "tensorplay" not in medians or other not in medians or medians[other] <= 0 or medians["tensorplay"] < 0:
+        return f"{'-':>20}"
+    cell = f"{medians['tensorplay'] / medians[other]:6.2f}x"
+    rounds = round_ratios(per_lib, other)
+    if len(rounds) > 1:
+        cell += f" {min(rounds):5.2f}-{max(rounds):<5.2f}"
+    return cell.rjust(20)
+
+
 def format_table(m: Measurements, libraries: Sequence[str], unit: str = "s") -> str:
     """One line per case: the median over rounds per library (with the spread min-max over rounds as
-    a percentage of the median) and the ratios tensorplay / other library (values in ``unit``:
-    seconds, shown as ms or us, unless another unit is named)."""
+    a percentage of the median) and the ratios tensorplay / other library: of the medians, then the
+    range of the rounds' own ratios (:func:`round_ratios`). Values in ``unit``: seconds, shown as ms or
+    us, unless another unit is named."""
     libs = [lib for lib in libraries if any(lib in t for t in m.times.values())]
     others = [lib for lib in libs if lib != "tensorplay"]
     width = max([len(n) for n in m.order] + [20])
     head = f"{'case':<{width}} | " + " | ".join(f"{lib:>20}" for lib in libs)
     if "tensorplay" in libs:
-        head += " | " + " | ".join(f"{'tp/' + lib.replace('tensorplay@', ''):>10}" for lib in others)
+        head += " | " + " | ".join(f"{'tp/' + lib.replace('tensorplay@', '') + ' (rounds)':>20}" for lib in others)
     lines = [head, "-" * len(head)]
     for name in m.order:
         per_lib = m.times[name]
@@ -239,13 +265,7 @@ def format_table(m: Measurements, libraries: Sequence[str], unit: str = "s") -> 
             cells.append(f"{_fmt(medians[lib], unit)} ±{spread:4.0f}%".rjust(20))
         line = f"{name:<{width}} | " + " | ".join(cells)
         if "tensorplay" in libs:
-            ratios = []
-            for lib in others:
-                if "tensorplay" in medians and lib in medians and medians[lib] > 0 and medians["tensorplay"] >= 0:
-                    ratios.append(f"{medians['tensorplay'] / medians[lib]:9.2f}x")
-                else:
-                    ratios.append(f"{'-':>10}")
-            line += " | " + " | ".join(ratios)
+            line += " | " + " | ".join(_ratio_cell(per_lib, medians, lib) for lib in others)
         lines.append(line)
     return "\n".join(lines)
 
