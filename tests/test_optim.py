@@ -199,7 +199,8 @@ def test_closure_is_evaluated() -> None:
 @pytest.mark.parametrize("kind", ["sgd", "adam"])
 def test_updates_with_any_memory_layout_match_pytorch(kind: str) -> None:
     """Row-major weights used as ``x @ w.T`` get column-major gradients (the transpose of ``x^T g``): the
-    update falls back from the fused kernel and must still match PyTorch; so must float64 parameters."""
+    fused update reads a row-major copy of the gradient and must still match PyTorch; so must float64
+    parameters."""
     rng = np.random.default_rng(4)
     w_np = rng.standard_normal((5, 3)).astype(np.float32)
     w64_np = rng.standard_normal((3, 2))
@@ -225,7 +226,7 @@ def test_updates_with_any_memory_layout_match_pytorch(kind: str) -> None:
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("dampening", [0.0, 0.25])
+@pytest.mark.parametrize("dampening", [0.0, 0.25, 0.999])  # 1 - 0.999 rounds apart in float32
 def test_fused_sgd_momentum_step_is_pytorchs_arithmetic_bitwise(dtype: Any, dampening: float) -> None:
     """The fused kernel's heavy-ball step (momentum, buffer already started, no weight decay, nesterov or
     maximize) does PyTorch's operations in PyTorch's order in the parameters' dtype:
@@ -234,9 +235,69 @@ def test_fused_sgd_momentum_step_is_pytorchs_arithmetic_bitwise(dtype: Any, damp
 
     gen = np.random.default_rng(5)
     p, g, buf = (gen.standard_normal(1001).astype(dtype) for _ in range(3))
-    lr, momentum, damp = dtype(0.05), dtype(0.9), dtype(dampening)
-    want_buf = momentum * buf + (dtype(1) - damp) * g
+    lr, momentum, keep = dtype(0.05), dtype(0.9), dtype(1 - dampening)  # PyTorch's alpha=1 - dampening
+    want_buf = momentum * buf + keep * g
     want_p = p - lr * want_buf
-    kernels.sgd_update(p, g, buf, lr, momentum, damp, dtype(0), False, False, False, True)
+    kernels.sgd_update(p, g, buf, lr, momentum, keep, dtype(0), False, False, False, True)
     np.testing.assert_array_equal(buf, want_buf)
     np.testing.assert_array_equal(p, want_p)
+
+
+@pytest.mark.parametrize("kind", ["sgd", "adam"])
+@pytest.mark.parametrize("weight_order", ["C", "F"])
+def test_a_gradient_in_another_layout_is_copied_for_the_fused_kernel(
+        kind: str, weight_order: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A weight and its state in one layout, its gradient in the other (the attention's packed
+    ``in_proj_weight``: column-major weight, row-major gradient): the fused kernel still runs, on a copy of
+    the gradient, which is left as it was; the result is the unfused update's within float32 rounding."""
+    from tensorplay.optim import _kernels
+
+    real = _kernels.kernels()
+    calls: list[str] = []
+
+    class Counting:
+        def __getattr__(self, name: str) -> Any:
+            calls.append(name)
+            return getattr(real, name)
+
+    rng = np.random.default_rng(6)
+    w_np = np.asarray(rng.standard_normal((6, 4)).astype(np.float32), order=weight_order)
+    g_np = np.asarray(rng.standard_normal((6, 4)).astype(np.float32), order="F" if weight_order == "C" else "C")
+    results = []
+    for fused in (True, False):
+        w = nn.Parameter(w_np.copy(order=weight_order))  # type: ignore[call-overload]
+        assert w.detach().numpy().flags[f"{weight_order}_CONTIGUOUS"]
+        opt = optim.SGD([w], lr=0.1, momentum=0.9) if kind == "sgd" else optim.Adam([w], lr=0.05)
+        monkeypatch.setattr(_kernels, "kernel_views", _kernels.kernel_views if fused else (lambda *a: None))
+        monkeypatch.setattr(_kernels, "kernels", (lambda: Counting()) if fused else _kernels.kernels)
+        for module in (optim.sgd, optim.adam):
+            monkeypatch.setattr(module, "kernel_views", _kernels.kernel_views)
+            monkeypatch.setattr(module, "kernels", _kernels.kernels)
+        for _ in range(3):
+            grad = g_np.copy(order="K")
+            w.grad = tp.tensor(grad)
+            before = grad.copy()
+            opt.step()
+            np.testing.assert_array_equal(grad, before)
+        results.append(w.detach().numpy().copy())
+    assert calls and all(name.endswith("_update") for name in calls)
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("cls", ["Adam", "AdamW"])
+def test_adam_takes_one_minus_beta_exactly_like_pytorch(cls: str) -> None:
+    """``1 - beta2`` taken in float32 (``1 - 0.999f``) is 1.3e-5 off ``0.001f`` (cancellation): the second
+    moment after one step must be PyTorch's bit for bit (``(c2 g) g`` from zero, no rounding to differ)."""
+    rng = np.random.default_rng(8)
+    w0 = rng.standard_normal((7, 5)).astype(np.float32)
+    g = rng.standard_normal((7, 5)).astype(np.float32)
+    w, wt = nn.Parameter(w0.copy()), torch.nn.Parameter(torch.tensor(w0))
+    opt, opt_t = getattr(optim, cls)([w], lr=1e-3), getattr(torch.optim, cls)([wt], lr=1e-3)
+    w.grad, wt.grad = tp.tensor(g.copy()), torch.tensor(g.copy())
+    opt.step()
+    opt_t.step()
+    ours = opt.state.get_state(w)["exp_avg_sq"]
+    theirs = opt_t.state[wt]["exp_avg_sq"].numpy()
+    np.testing.assert_array_equal(ours, theirs)
+    np.testing.assert_array_equal(opt.state.get_state(w)["exp_avg"], opt_t.state[wt]["exp_avg"].numpy())
+    np.testing.assert_allclose(w.detach().numpy(), wt.detach().numpy(), rtol=2e-7, atol=0)

@@ -38,11 +38,11 @@ def _sgd(p: Any, g: Any, b: Any, lr: Any, momentum: Any, keep: Any, weight_decay
 
 
 @_jit
-def sgd_update(p: Any, g: Any, buf: Any, lr: Any, momentum: Any, dampening: Any, weight_decay: Any,
+def sgd_update(p: Any, g: Any, buf: Any, lr: Any, momentum: Any, keep: Any, weight_decay: Any,
                nesterov: bool, maximize: bool, first: bool, use_momentum: bool) -> None:
     """PyTorch's SGD on each element (``first``: the momentum buffer starts as the gradient;
-    ``buf`` is only read and written with ``use_momentum``)."""
-    keep = p.dtype.type(1.0) - dampening  # a one of the parameters' dtype: an int 1 would promote float32 to float64
+    ``buf`` is only read and written with ``use_momentum``). ``keep = 1 - dampening`` comes in rounded to
+    the parameters' dtype from its exact value, as PyTorch passes it."""
     if use_momentum and not first and not nesterov and not maximize and weight_decay == 0:
         for i in range(p.size):  # the common heavy-ball step, branch-free so that it vectorises
             b = momentum * buf[i] + keep * g[i]
@@ -59,14 +59,14 @@ def sgd_update(p: Any, g: Any, buf: Any, lr: Any, momentum: Any, dampening: Any,
 
 
 @_jit
-def adam_update(p: Any, g: Any, m: Any, v: Any, vmax: Any, lr: Any, beta1: Any, beta2: Any, eps: Any,
-                weight_decay: Any, step_size: Any, bias_correction2_sqrt: Any, decoupled: bool,
+def adam_update(p: Any, g: Any, m: Any, v: Any, vmax: Any, c1: Any, beta2: Any, c2: Any, eps: Any,
+                weight_decay: Any, decay: Any, step_size: Any, bias_correction2_sqrt: Any, decoupled: bool,
                 amsgrad: bool) -> None:
-    """PyTorch's Adam/AdamW on each element (``vmax`` is only used with ``amsgrad``)."""
-    one = p.dtype.type(1.0)
-    decay = one - lr * weight_decay
-    c1 = one - beta1
-    c2 = one - beta2
+    """PyTorch's Adam/AdamW on each element (``vmax`` is only used with ``amsgrad``), in its operations
+    and order: ``m += c1 (g - m)``, ``v = beta2 v + c2 g g``, ``p -= (step_size m) / (sqrt(v) / bc2 + eps)``.
+    ``c1 = 1 - beta1``, ``c2 = 1 - beta2`` and ``decay = 1 - lr weight_decay`` come in already rounded to
+    the parameters' dtype from their exact (float64) values, as PyTorch passes them: ``1 - beta2`` taken
+    in float32 loses three digits to cancellation (1.3e-5 relative for 0.999)."""
     for i in range(p.size):
         gi = g[i]
         pi = p[i]
@@ -84,4 +84,4 @@ def adam_update(p: Any, g: Any, m: Any, v: Any, vmax: Any, lr: Any, beta1: Any, 
                 vi = vmax[i]
             vmax[i] = vi
         denom = math.sqrt(vi) / bias_correction2_sqrt + eps
-        p[i] = pi - step_size * (mi / denom)
+        p[i] = pi - step_size * mi / denom  # addcdiv's order: (value * m) / denom

@@ -65,8 +65,9 @@ class Adam(Optimizer):
             views = kernel_views(data, g, m, v, vmax)
             if views is not None:
                 scalar = data.dtype.type
-                kernels().adam_update(*views, scalar(lr), scalar(b1), scalar(b2), scalar(eps), scalar(weight_decay),
-                                      scalar(step_size), scalar(bias_correction2_sqrt), self.decoupled, bool(amsgrad))
+                kernels().adam_update(*views, scalar(1 - b1), scalar(b2), scalar(1 - b2), scalar(eps),
+                                      scalar(weight_decay), scalar(1 - lr * weight_decay), scalar(step_size),
+                                      scalar(bias_correction2_sqrt), self.decoupled, bool(amsgrad))
                 bump_version(p)
                 continue
             if weight_decay != 0:

@@ -50,7 +50,7 @@ class SGD(Optimizer):
                     views = kernel_views(data, g, buf)
                     assert views is not None
                 scalar = data.dtype.type
-                kernels().sgd_update(*views, scalar(lr), scalar(momentum), scalar(dampening), scalar(weight_decay),
+                kernels().sgd_update(*views, scalar(lr), scalar(momentum), scalar(1 - dampening), scalar(weight_decay),
                                      bool(nesterov), bool(maximize), first, momentum != 0)
                 bump_version(p)
                 continue
