@@ -204,7 +204,7 @@ def _adam(step: _Step, group: dict[str, Any]) -> None:
             denom_base = vmax_new
         denom = r.add(r.div(r.sqrt(denom_base), step.scalar("bias_correction2_sqrt", bias2, dtype)),
                       step.scalar("eps", lambda: float(group["eps"]), dtype))
-        update = r.mul(step.scalar("step_size", step_size, dtype), r.div(m_new, denom))
+        update = r.div(r.mul(step.scalar("step_size", step_size, dtype), m_new), denom)  # addcdiv's order, as eager
         step.write_param(p, r.sub(pv, update))
         step.handler.optimizer_effects.append((None, _step_effect(optimizer, p)))
 
