@@ -75,9 +75,10 @@ class Adam(Optimizer):
                     data *= 1 - lr * weight_decay
                 else:
                     g = g + weight_decay * data
+            # the fused kernel's operations in its order (a layout must not change the bits)
             m += (g - m) * (1 - b1)
             v *= b2
-            v += (1 - b2) * (g * g)
+            v += ((1 - b2) * g) * g
             if amsgrad:
                 np.maximum(vmax, v, out=vmax)
                 denom = np.sqrt(vmax)
@@ -85,8 +86,8 @@ class Adam(Optimizer):
                 denom = np.sqrt(v)
             denom /= bias_correction2_sqrt
             denom += eps
-            update = m / denom
-            update *= step_size
+            update = step_size * m
+            update /= denom
             data -= update
             bump_version(p)
 
