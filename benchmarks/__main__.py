@@ -113,7 +113,7 @@ def main(argv: list[str]) -> int:
     print(malloc_settings())
     print(f"each library alone in a fresh process; {args.rounds} rounds, library order alternating; "
           f"median per library over rounds (± is the min-max spread over rounds); tp/other is the ratio of "
-          f"the medians, then the range of each round's own ratio (its two processes ran back to back)")
+          f"the medians, then the range of each round's own ratio (a round's processes run one after another)")
     for name in selected:
         module: Any = importlib.import_module(f"benchmarks.bench_{name}")
         for threads in settings:

@@ -10,7 +10,7 @@ seconds per call over several timed batches. The table shows, per case and libra
 over rounds, the spread over rounds, and the ratio of tensorplay to each other library: of the
 medians, then the range of the rounds' own ratios. The machines these run on change speed for
 minutes at a time (the same numpy loop 5.5-10.7 ms over 40 s, a whole process 2x slower than the one
-an hour before); a round's two workers run back to back, so the range says how far such spells moved
+an hour before); a round's workers run one after another, so the range says how far such spells moved
 the ratio.
 
 Thread settings (:data:`THREAD_SETTINGS`): ``"default"`` removes every thread-count variable from
@@ -220,7 +220,7 @@ def _fmt(seconds: float, unit: str = "s") -> str:
 
 
 def round_ratios(per_lib: dict[str, list[float]], other: str) -> list[float]:
-    """tensorplay's time over ``other``'s in each round (the two workers of a round ran back to back, so
+    """tensorplay's time over ``other``'s in each round (a round's workers ran one after another, so
     a slow spell of a shared machine tends to hit both); empty unless both have one time per round."""
     mine, theirs = per_lib.get("tensorplay", []), per_lib.get(other, [])
     if len(mine) != len(theirs) or not all(t > 0 for t in theirs):
