@@ -44,3 +44,24 @@ def kernel_views(param: Array, grad: Array, *state: Array) -> list[Array] | None
     if all(a.flags.f_contiguous for a in kept):
         return kernel_views(param, np.asfortranarray(grad), *state)
     return None
+
+
+def run_update(kernel: Any, param: Array, grad: Array, state: tuple[Array, ...], *scalars: Any) -> None:
+    """``kernel(param, grad, *state, *scalars)`` on the 1-d views :func:`kernel_views` gives; a parameter
+    or state laid out otherwise (neither all row- nor all column-major contiguous) is updated through
+    row-major copies written back, so every layout gets the same bits. An array passed twice (``vmax``
+    standing in for an unused state) is copied once."""
+    views = kernel_views(param, grad, *state)
+    if views is not None:
+        kernel(*views, *scalars)
+        return
+    copies: dict[int, Array] = {}
+    for a in (param,) + state:
+        if id(a) not in copies:
+            copies[id(a)] = np.ascontiguousarray(a)
+    kernel(copies[id(param)].reshape(-1), np.ascontiguousarray(grad, dtype=param.dtype).reshape(-1),
+           *[copies[id(a)].reshape(-1) for a in state], *scalars)
+    for a in (param,) + state:
+        copy = copies.pop(id(a), None)
+        if copy is not None and copy is not a:
+            a[...] = copy

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorplay.optim._kernels import kernel_views, kernels
+from tensorplay.optim._kernels import kernels, run_update
 from tensorplay.optim.optimizer import AnyTensor, Optimizer, OptimizerError, bump_version, check_flag, check_number
 
 
@@ -47,8 +47,6 @@ class Adam(Optimizer):
             if g is None:
                 continue
             data = p._data
-            if maximize:
-                g = -g
             state = self.state.get_state(p)
             if not state:
                 state["step"] = 0
@@ -62,33 +60,10 @@ class Adam(Optimizer):
             bias_correction2_sqrt = math.sqrt(1 - b2 ** step)
             m, v = state["exp_avg"], state["exp_avg_sq"]
             vmax = state.setdefault("max_exp_avg_sq", np.zeros_like(data)) if amsgrad else m
-            views = kernel_views(data, g, m, v, vmax)
-            if views is not None:
-                scalar = data.dtype.type
-                kernels().adam_update(*views, scalar(1 - b1), scalar(b2), scalar(1 - b2), scalar(eps),
-                                      scalar(weight_decay), scalar(1 - lr * weight_decay), scalar(step_size),
-                                      scalar(bias_correction2_sqrt), self.decoupled, bool(amsgrad))
-                bump_version(p)
-                continue
-            if weight_decay != 0:
-                if self.decoupled:
-                    data *= 1 - lr * weight_decay
-                else:
-                    g = g + weight_decay * data
-            # the fused kernel's operations in its order (a layout must not change the bits)
-            m += (g - m) * (1 - b1)
-            v *= b2
-            v += ((1 - b2) * g) * g
-            if amsgrad:
-                np.maximum(vmax, v, out=vmax)
-                denom = np.sqrt(vmax)
-            else:
-                denom = np.sqrt(v)
-            denom /= bias_correction2_sqrt
-            denom += eps
-            update = step_size * m
-            update /= denom
-            data -= update
+            scalar = data.dtype.type
+            run_update(kernels().adam_update, data, g, (m, v, vmax), scalar(1 - b1), scalar(b2), scalar(1 - b2),
+                       scalar(eps), scalar(weight_decay), scalar(1 - lr * weight_decay), scalar(step_size),
+                       scalar(bias_correction2_sqrt), self.decoupled, bool(amsgrad), bool(maximize))
             bump_version(p)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorplay.optim._kernels import kernel_views, kernels
+from tensorplay.optim._kernels import kernels, run_update
 from tensorplay.optim.optimizer import AnyTensor, Optimizer, OptimizerError, bump_version, check_flag, check_number
 
 
@@ -43,30 +43,10 @@ class SGD(Optimizer):
             state = self.state.get_state(p) if momentum != 0 else {}
             buf = state.get("momentum_buffer")
             first = buf is None
-            views = kernel_views(data, g, data if buf is None else buf)
-            if views is not None:
-                if momentum != 0 and buf is None:
-                    buf = state["momentum_buffer"] = np.empty_like(data)
-                    views = kernel_views(data, g, buf)
-                    assert views is not None
-                scalar = data.dtype.type
-                kernels().sgd_update(*views, scalar(lr), scalar(momentum), scalar(1 - dampening), scalar(weight_decay),
-                                     bool(nesterov), bool(maximize), first, momentum != 0)
-                bump_version(p)
-                continue
-            if maximize:
-                g = -g
-            if weight_decay != 0:
-                g = g + weight_decay * data
-            if momentum != 0:
-                if buf is None:
-                    buf = state["momentum_buffer"] = np.array(g, copy=True)
-                else:
-                    buf *= momentum
-                    if dampening == 0:
-                        buf += g
-                    else:
-                        buf += (1 - dampening) * g
-                g = g + momentum * buf if nesterov else buf
-            data -= lr * g
+            if momentum != 0 and buf is None:
+                buf = state["momentum_buffer"] = np.empty_like(data)  # the kernel sets it to the first step's d
+            scalar = data.dtype.type
+            run_update(kernels().sgd_update, data, g, (data if buf is None else buf,), scalar(lr), scalar(momentum),
+                       scalar(1 - dampening), scalar(weight_decay), bool(nesterov), bool(maximize), first,
+                       momentum != 0)
             bump_version(p)

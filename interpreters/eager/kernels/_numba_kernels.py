@@ -91,12 +91,20 @@ def _llvm_float_intrinsic(name: str, nargs: int) -> Callable[..., Any]:
 
         return cast(Callable[..., Any], intrinsic(unary))
 
-    def binary(typingctx: Any, a: Any, b: Any) -> Any:
-        if not isinstance(a, types.Float) or a != b:
-            return None
-        return a(a, b), codegen
+    if nargs == 2:
+        def binary(typingctx: Any, a: Any, b: Any) -> Any:
+            if not isinstance(a, types.Float) or a != b:
+                return None
+            return a(a, b), codegen
 
-    return cast(Callable[..., Any], intrinsic(binary))
+        return cast(Callable[..., Any], intrinsic(binary))
+
+    def ternary(typingctx: Any, a: Any, b: Any, c: Any) -> Any:
+        if not isinstance(a, types.Float) or a != b or a != c:
+            return None
+        return a(a, b, c), codegen
+
+    return cast(Callable[..., Any], intrinsic(ternary))
 
 
 fmaximum = _llvm_float_intrinsic("llvm.maximum", 2)
@@ -104,6 +112,10 @@ fmaximum = _llvm_float_intrinsic("llvm.maximum", 2)
 
 rint = _llvm_float_intrinsic("llvm.rint", 1)
 """Round to nearest even (one instruction; vectorises)."""
+
+fma = _llvm_float_intrinsic("llvm.fma", 3)
+"""``a * b + c`` rounded once (one instruction where the CPU has FMA; vectorises), whatever the
+fast-math flags: what PyTorch's CPU kernels compute for ``add(x, alpha=a)``, ``lerp`` and ``addcmul``."""
 
 
 # ---- vectorisable exp -----------------------------------------------------------------------
