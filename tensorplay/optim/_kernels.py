@@ -22,27 +22,29 @@ def kernels() -> Any:
 
 def kernel_views(param: Array, grad: Array, *state: Array) -> list[Array] | None:
     """1-d views of ``param``, ``grad`` and the state arrays for the fused kernels, or ``None`` when they
-    cannot be used: not one float dtype, or the parameter and its state not all row-major (or all
-    column-major) contiguous. A gradient in another layout is copied into theirs (it is only read).
+    cannot be used: not one float dtype and shape, a read-only parameter, or the parameter and its state
+    not all row-major (or all column-major) contiguous. A gradient in another layout is copied into
+    theirs (it is only read).
 
     A ``Linear`` weight is stored column-major because its gradient arrives that way (through the
     transpose in ``x @ w^T``); its state arrays are made ``like`` it, so all of them line up. Other
     gradients of such a weight may arrive row-major (the attention's packed ``in_proj_weight``, from
-    its own backward): one copy of the gradient costs far less than the unfused update's ten passes."""
-    arrays = (param, grad) + state
-    dtype = param.dtype
-    if dtype.kind != "f" or not param.flags.writeable or any(a.dtype != dtype or a.shape != param.shape
-                                                               for a in arrays):
+    its own backward): copying the gradient costs less than copying the parameter and its state
+    (:func:`run_update`)."""
+    dtype, shape = param.dtype, param.shape
+    if dtype.kind != "f" or not param.flags.writeable or grad.dtype != dtype or grad.shape != shape:
         return None
-    if all(a.flags.c_contiguous for a in arrays):
-        return [a.reshape(-1) for a in arrays]
-    if all(a.flags.f_contiguous for a in arrays):
-        return [a.T.reshape(-1) for a in arrays]
-    kept = (param,) + state
-    if all(a.flags.c_contiguous for a in kept):
-        return kernel_views(param, np.ascontiguousarray(grad), *state)
-    if all(a.flags.f_contiguous for a in kept):
-        return kernel_views(param, np.asfortranarray(grad), *state)
+    row = column = True
+    for a in (param,) + state:
+        if a.dtype != dtype or a.shape != shape:
+            return None
+        flags = a.flags
+        row = row and flags.c_contiguous
+        column = column and flags.f_contiguous
+    if row:
+        return [a.reshape(-1) for a in (param, np.ascontiguousarray(grad)) + state]
+    if column:
+        return [a.T.reshape(-1) for a in (param, np.asfortranarray(grad)) + state]
     return None
 
 
