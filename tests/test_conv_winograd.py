@@ -187,7 +187,8 @@ def test_overflow_inside_the_transforms_takes_the_exact_path(calls: list[bool]) 
     got, want = K.conv_nd(x, w, **params), conv_ref(x, w, **params)
     assert np.isfinite(want).all()
     np.testing.assert_array_equal(np.isfinite(got), True)
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e30)
+    # the direct sums cancel 3e35 against -3e35: their rounding is relative to the largest term
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * float(np.abs(want).max()))
     assert calls == [False]
 
 
