@@ -151,7 +151,19 @@ def test_modules_take_the_shortcut(ran: dict[str, int]) -> None:
     assert q.grad is not None and rq.grad is not None and attention.in_proj_weight.grad is not None
     _close(q.grad.numpy(), rq.grad.numpy(), np.float32)
     _close(attention.in_proj_weight.grad.numpy(), ref_attention.in_proj_weight.grad.numpy(), np.float32)
-    assert ran == {"forward": 1 + 4, "backward": 4}  # q, k, v and the output projection
+    # self-attention: one in-projection (q, k and v together) and the output projection
+    assert ran == {"forward": 1 + 2, "backward": 2}
+    kv = tp.tensor(_randn((3, 6, 8), np.float32), requires_grad=True)
+    cross, _ = attention(q, kv, kv, need_weights=False)
+    cross.sum().backward()
+    rkv = torch.tensor(kv.detach().numpy(), requires_grad=True)
+    ref_cross, _ = ref_attention(rq, rkv, rkv, need_weights=False)
+    ref_cross.sum().backward()
+    _close(cross.detach().numpy(), ref_cross.detach().numpy(), np.float32)
+    assert kv.grad is not None and rkv.grad is not None
+    _close(kv.grad.numpy(), rkv.grad.numpy(), np.float32)
+    _close(q.grad.numpy(), rq.grad.numpy(), np.float32)  # both calls' gradients accumulated
+    assert ran == {"forward": 3 + 4, "backward": 2 + 4}  # cross-attention: q, k, v apart, and the output
 
 
 def test_unusual_calls_take_the_generic_path_with_its_errors(ran: dict[str, int]) -> None:

@@ -98,9 +98,19 @@ class MultiheadAttention(Module, Generic[D]):
 
     def _project(self, ops: Any, query: AnyTensor, key: AnyTensor,
                  value: AnyTensor) -> tuple[AnyTensor, AnyTensor, AnyTensor]:
+        """``q, k, v``, each ``[*lead, heads, n, head_dim]``. Self-attention (``key`` and ``value`` are
+        ``query``) runs one GEMM with the whole stacked weight and slices its ``[*lead, n, 3D]`` result;
+        otherwise each input gets its own projection by a row block of the stacked weight."""
         w, b, h, d = self.in_proj_weight, self.in_proj_bias, self.num_heads, int(self.embed_dim)
-        # one projection per input from row blocks of the stacked weight: slicing the small weight
-        # (rather than a fused [*lead, n, 3d] activation) keeps the backward's padding cheap
+        if key is query and value is query:
+            # one GEMM three times as wide: on the benchmark block (512 tokens, D=64) the step took
+            # 3.88 ms instead of 4.25 (two threads; one thread: 5.10 against 5.18)
+            y = ops.linear(w, b, query)
+            rank = y.ndim
+            starts, stops = (0,) * (rank - 1), tuple(y.shape[:-1])
+            return tuple(_split_heads(ops, ops.slice(y, starts=starts + (i * d,), stops=stops + ((i + 1) * d,),
+                                                     steps=(1,) * rank), h)
+                         for i in range(3))  # type: ignore[return-value]
         out = []
         for i, x in enumerate((query, key, value)):
             wi = ops.slice(w, starts=(i * d, 0), stops=((i + 1) * d, d), steps=(1, 1))
