@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from . import attention_blocks
+from . import attention_blocks, head_stacks
 from ._support import F64, Array, as_float, float_dtype, nb, normalize_axis, scratch
 from .sdpa import over_heads
 from .threads import parallel_for, split_call
@@ -161,52 +161,68 @@ def attention_backward(q: Array, k: Array, v: Array, mask: Array | None, g: Arra
     if nb_ == 0 or n == 0 or m == 0 or not any(need):  # nothing attends: zero cotangents
         outs = [np.zeros(a.shape, dt) if want else None for a, want in zip((q, k, v), need)]
         return outs[0], outs[1], outs[2]
-    q3 = as_float(q, dt).reshape(nb_, n, d)
-    k3 = as_float(k, dt).reshape(nb_, m, d)
-    v3 = as_float(v, dt).reshape(nb_, m, dv)
-    g3 = as_float(g, dt).reshape(nb_, n, dv)
-    plan = None if mask is None else attention_blocks.usable(mask, n, m, q3, k3, v3, g3)
-    if plan is not None and not plan.growing:
-        plan = None
-    # per head: dq overwritten; the causal path writes dk and dv only for key rows some query sees
-    keys_alloc = np.empty if plan is None else np.zeros
-    dq3 = np.empty(q3.shape, dt) if need[0] else None
-    dk3 = keys_alloc(k3.shape, dt) if need[1] else None
-    dv3 = keys_alloc(v3.shape, dt) if need[2] else None
+    plan = None if mask is None else attention_blocks.usable(mask, n, m, q, k, v, g)
+    if plan is not None and plan.growing:
+        return _prefix_attention_backward(q, k, v, g, plan, dt, scale, need)
+    groups = head_stacks.split(batch, q, k, v, g)
+    q4, k4, v4, g4 = (head_stacks.stack(a, groups, dt) for a in (q, k, v, g))
+    # per head: dq, dk and dv overwritten, each in the layout of its input
+    dq4 = head_stacks.empty_as(q4, d, dt) if need[0] else None
+    dk4 = head_stacks.empty_as(k4, d, dt) if need[1] else None
+    dv4 = head_stacks.empty_as(v4, dv, dt) if need[2] else None
     m2 = None
-    if mask is not None and plan is None:
+    if mask is not None:
         m2 = np.ascontiguousarray(np.broadcast_to(np.asarray(mask, np.bool_), batch + (n, m))).reshape(nb_ * n, m)
+    per = groups[1]
+    rows = per * n  # score rows per unit
+
+    def heads(s: int, e: int) -> None:
+        shape = (e - s, per, n, m)
+        scores = scratch(shape, dt, slot=1)
+        probs = scratch(shape, dt, slot=2)
+        np.matmul(q4[s:e], np.swapaxes(k4[s:e], -1, -2), out=scores)
+        s2, p2 = scores.reshape(-1, m), probs.reshape(-1, m)
+        if m2 is None:
+            nb().scaled_softmax_rows(s2, float(scale), p2, 0, s2.shape[0])
+        else:
+            nb().masked_softmax_rows(s2, m2[s * rows:e * rows], float(scale), p2, 0, s2.shape[0])
+        if dv4 is not None:
+            np.matmul(np.swapaxes(probs, -1, -2), g4[s:e], out=dv4[s:e])
+        if dq4 is not None or dk4 is not None:
+            dp = scratch(shape, dt, slot=3)
+            np.matmul(g4[s:e], np.swapaxes(v4[s:e], -1, -2), out=dp)
+            ds = scores  # the scores are no longer needed: reuse their buffer
+            nbb().attention_ds_rows(p2, dp.reshape(-1, m), float(scale), s2, 0, s2.shape[0])
+            if dq4 is not None:
+                np.matmul(ds, k4[s:e], out=dq4[s:e])
+            if dk4 is not None:
+                np.matmul(np.swapaxes(ds, -1, -2), q4[s:e], out=dk4[s:e])
+
+    over_heads(groups[0], per, nb_ * n * m * (2 * d + 2 * dv), heads)
+    return (None if dq4 is None else dq4.reshape(q.shape), None if dk4 is None else dk4.reshape(k.shape),
+            None if dv4 is None else dv4.reshape(v.shape))
+
+
+def _prefix_attention_backward(q: Array, k: Array, v: Array, g: Array, plan: attention_blocks.Plan,
+                               dt: np.dtype[Any], scale: float, need: tuple[bool, bool, bool]
+                               ) -> tuple[Array | None, Array | None, Array | None]:
+    """:func:`attention_backward` under a causal (prefix) mask whose widths grow with the row: block by
+    block (:func:`.attention_blocks.backward`); the key rows no query sees get 0."""
+    nb_ = math.prod(q.shape[:-2])
+    q3, k3, v3, g3 = (as_float(a, dt).reshape(nb_, a.shape[-2], a.shape[-1]) for a in (q, k, v, g))
+    dq3 = np.empty(q3.shape, dt) if need[0] else None
+    dk3 = np.zeros(k3.shape, dt) if need[1] else None
+    dv3 = np.zeros(v3.shape, dt) if need[2] else None
 
     def part(a: Array | None, s: int, e: int) -> Array | None:
         return None if a is None else a[s:e]
 
     def heads(s: int, e: int) -> None:
-        if plan is not None:  # a causal mask: skip the keys no row of a block sees
-            attention_blocks.backward(q3[s:e], k3[s:e], v3[s:e], g3[s:e], plan, float(scale), part(dq3, s, e),
-                                      part(dk3, s, e), part(dv3, s, e))
-            return
-        cnt = e - s
-        scores = scratch((cnt, n, m), dt, slot=1)
-        probs = scratch((cnt, n, m), dt, slot=2)
-        np.matmul(q3[s:e], np.swapaxes(k3[s:e], -1, -2), out=scores)
-        s2, p2 = scores.reshape(cnt * n, m), probs.reshape(cnt * n, m)
-        if m2 is None:
-            nb().scaled_softmax_rows(s2, float(scale), p2, 0, cnt * n)
-        else:
-            nb().masked_softmax_rows(s2, m2[s * n:e * n], float(scale), p2, 0, cnt * n)
-        if dv3 is not None:
-            np.matmul(np.swapaxes(probs, -1, -2), g3[s:e], out=dv3[s:e])
-        if dq3 is not None or dk3 is not None:
-            dp = scratch((cnt, n, m), dt, slot=3)
-            np.matmul(g3[s:e], np.swapaxes(v3[s:e], -1, -2), out=dp)
-            ds = scores  # the scores are no longer needed: reuse their buffer
-            nbb().attention_ds_rows(p2, dp.reshape(cnt * n, m), float(scale), s2, 0, cnt * n)
-            if dq3 is not None:
-                np.matmul(ds, k3[s:e], out=dq3[s:e])
-            if dk3 is not None:
-                np.matmul(np.swapaxes(ds, -1, -2), q3[s:e], out=dk3[s:e])
+        attention_blocks.backward(q3[s:e], k3[s:e], v3[s:e], g3[s:e], plan, float(scale), part(dq3, s, e),
+                                  part(dk3, s, e), part(dv3, s, e))
 
-    over_heads(nb_, nb_ * n * m * (2 * d + 2 * dv), heads)
+    n, m, d, dv = q3.shape[1], k3.shape[1], q3.shape[2], v3.shape[2]
+    over_heads(nb_, 1, nb_ * n * m * (2 * d + 2 * dv), heads)
     return (None if dq3 is None else dq3.reshape(q.shape), None if dk3 is None else dk3.reshape(k.shape),
             None if dv3 is None else dv3.reshape(v.shape))
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import attention_blocks
+from . import attention_blocks, head_stacks
 from ._support import Array, as_float, float_dtype, nb, scratch
 from .threads import BLAS_THREADED_MIN_MACS, blas_chunks, run_blas_chunks
 
@@ -48,39 +48,41 @@ def attention(q: Array, k: Array, v: Array, mask: Array | None, *, scale: float)
                              f"scores' shape {score_shape}") from None
     if math.prod(out_shape) == 0 or m == 0:  # no keys: every row is fully masked
         return np.zeros(out_shape, dt)
-    qf, kf, vf = as_float(q, dt), as_float(k, dt), as_float(v, dt)
     nb_ = math.prod(batch)
-    d = qf.shape[-1]
-    # flatten the batch (a copy only where an input is broadcast)
-    q3 = _batch_of(qf, batch).reshape(nb_, n, d)
-    k3 = _batch_of(kf, batch).reshape(nb_, m, d)
-    v3 = _batch_of(vf, batch).reshape(nb_, m, dv)
-    m3 = None if mk is None else np.ascontiguousarray(mk).reshape(nb_, n, m)
-    out = np.empty((nb_, n, dv), dt)
+    d = q.shape[-1]
+    qb, kb, vb = _batch_of(q, batch), _batch_of(k, batch), _batch_of(v, batch)  # views
+    plan = attention_blocks.usable(mask, n, m, vb) if mask is not None else None
+    if plan is not None:  # a causal (prefix) mask: skip the keys no row of a block sees
+        q3, k3, v3 = (as_float(a, dt).reshape(nb_, a.shape[-2], a.shape[-1]) for a in (qb, kb, vb))
+        out = np.empty((nb_, n, dv), dt)
+        over_heads(nb_, 1, nb_ * n * m * (d + dv), lambda start, stop: attention_blocks.forward(
+            q3[start:stop], k3[start:stop], v3[start:stop], plan, float(scale), out[start:stop]))
+        return out.reshape(out_shape)
+    groups = head_stacks.split(batch, qb, kb, vb)
+    q4, k4, v4 = (head_stacks.stack(a, groups, dt) for a in (qb, kb, vb))
+    m4 = None if mk is None else np.ascontiguousarray(mk).reshape(groups + (n, m))
+    out4 = head_stacks.empty_as(q4, dv, dt)
     kern = nb()
     sc = float(scale)
-    plan = attention_blocks.usable(mask, n, m, v3) if mask is not None else None
+    per = groups[1]
+
     def heads(start: int, stop: int) -> None:
-        if plan is not None:  # a causal (prefix) mask: skip the keys no row of a block sees
-            attention_blocks.forward(q3[start:stop], k3[start:stop], v3[start:stop], plan, sc, out[start:stop])
-            return
         # scores and probabilities live in reused per-thread scratch buffers; they are
         # separate arrays because the softmax kernels only vectorise when input and output
         # do not alias
-        cnt = stop - start
-        scores = scratch((cnt, n, m), dt, slot=1)
-        np.matmul(q3[start:stop], np.swapaxes(k3[start:stop], -1, -2), out=scores)
-        probs = scratch((cnt, n, m), dt, slot=2)
+        scores = scratch((stop - start, per, n, m), dt, slot=1)
+        np.matmul(q4[start:stop], np.swapaxes(k4[start:stop], -1, -2), out=scores)
+        probs = scratch((stop - start, per, n, m), dt, slot=2)
         s2 = scores.reshape(-1, m)
         p2 = probs.reshape(-1, m)
-        if m3 is None:
+        if m4 is None:
             kern.scaled_softmax_rows(s2, sc, p2, 0, s2.shape[0])
         else:
-            kern.masked_softmax_rows(s2, m3[start:stop].reshape(-1, m), sc, p2, 0, s2.shape[0])
-        np.matmul(probs, v3[start:stop], out=out[start:stop])
+            kern.masked_softmax_rows(s2, m4[start:stop].reshape(-1, m), sc, p2, 0, s2.shape[0])
+        np.matmul(probs, v4[start:stop], out=out4[start:stop])
 
-    over_heads(nb_, nb_ * n * m * (d + dv), heads)
-    result: Array = out.reshape(out_shape)
+    over_heads(groups[0], per, nb_ * n * m * (d + dv), heads)
+    result: Array = out4.reshape(out_shape)
     return result
 
 
@@ -90,15 +92,15 @@ def _batch_of(a: Array, batch: tuple[int, ...]) -> Array:
     return a if a.shape[:-2] == batch else np.broadcast_to(a, batch + a.shape[-2:])
 
 
-def over_heads(heads: int, macs: int, body: Callable[[int, int], None]) -> None:
-    """``body(start, stop)`` over the flattened heads ``range(heads)`` (``macs``: the multiply-adds of all
-    their GEMMs). One head keeps OpenBLAS's threads for its GEMMs; a stack of heads is split over the
-    kernel threads (:func:`.threads.run_blas_chunks`), each calling single-threaded GEMMs on its own
-    heads (numpy's batched ``matmul`` synchronises OpenBLAS's workers once per matrix), in chunks of
+def over_heads(units: int, per_unit: int, macs: int, body: Callable[[int, int], None]) -> None:
+    """``body(start, stop)`` over ``range(units)``, each unit a stack of ``per_unit`` heads (``macs``: the
+    multiply-adds of all their GEMMs). One head keeps OpenBLAS's threads for its GEMMs; a stack of heads is
+    split over the kernel threads (:func:`.threads.run_blas_chunks`), each calling single-threaded GEMMs on
+    its own heads (numpy's batched ``matmul`` synchronises OpenBLAS's workers once per matrix), in chunks of
     at least :data:`.threads.BLAS_THREADED_MIN_MACS` (each chunk makes several numpy calls per block of
     rows: a transformer block's 64 heads of 32 tokens, 2M multiply-adds, ran slower split, 6.55 against
     6.33 ms per training step). Every head is computed alike on any thread."""
-    if heads == 1:
+    if units * per_unit == 1:
         body(0, 1)
     else:
-        run_blas_chunks(blas_chunks(heads, macs, BLAS_THREADED_MIN_MACS), body)
+        run_blas_chunks(blas_chunks(units, macs, BLAS_THREADED_MIN_MACS), body)
