@@ -64,12 +64,14 @@ def _layouts(dt: Any) -> dict[str, tuple[np.ndarray, ...]]:
     y = RNG.standard_normal((2, 3, n, 3 * 2 * d)).astype(dt)
     three_axes = tuple(y[..., i * 2 * d:(i + 1) * 2 * d].reshape(2, 3, n, 2, d).transpose(0, 1, 3, 2, 4)
                        for i in range(3))
+    shared = np.broadcast_to(RNG.standard_normal((1, h, n, d)).astype(dt), (b, h, n, d))  # zero batch stride
     return {"fused projection": (q, k, v), "transposed heads": transposed, "no unit stride": unreadable,
-            "batch of three axes": three_axes}
+            "batch of three axes": three_axes, "broadcast over the batch": (shared, k, shared)}
 
 
 @pytest.mark.parametrize("dt", DTYPES)
-@pytest.mark.parametrize("layout", ["fused projection", "transposed heads", "no unit stride", "batch of three axes"])
+@pytest.mark.parametrize("layout", ["fused projection", "transposed heads", "no unit stride", "batch of three axes",
+                                    "broadcast over the batch"])
 @pytest.mark.parametrize("masked", [False, True])
 def test_strided_heads_match_the_reference_and_their_contiguous_copies(dt: Any, layout: str, masked: bool) -> None:
     q, k, v = _layouts(dt)[layout]

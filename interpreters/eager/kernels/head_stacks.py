@@ -68,8 +68,9 @@ def stack(a: Array, groups: tuple[int, int], dtype: np.dtype[np.floating]) -> Ar
 
 def empty_as(like: Array, cols: int, dtype: np.dtype[np.floating]) -> Array:
     """An uninitialised ``[B1, B2, rows, cols]`` array laid out as the stack ``like`` (its axes in the
-    same memory order), C-contiguous when ``like`` has another number of columns."""
+    same memory order), C-contiguous when ``like`` has another number of columns or is broadcast (a zero
+    stride would be ordered innermost and leave the heads unreadable to BLAS)."""
     shape = like.shape[:-1] + (cols,)
-    if like.shape[-1] != cols:
+    if like.shape[-1] != cols or like.flags.c_contiguous or 0 in like.strides:
         return np.empty(shape, dtype)
     return np.empty_like(like, dtype=dtype)
