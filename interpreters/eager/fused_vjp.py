@@ -31,6 +31,7 @@ from tensorplay.interpreters.eager.fastpath import BASIC_INDEX_NODE, basic_index
 from tensorplay.interpreters.eager.fastpath_conv import CONV_BIAS_NODE, conv_bias_vjp
 from tensorplay.interpreters.eager.fastpath_linear import LINEAR_NODE, linear_vjp
 from tensorplay.interpreters.eager.interpreter import eager
+from tensorplay.interpreters.eager.padded import padded
 from tensorplay.interpreters.eager.kernels import backward as KB
 from tensorplay.interpreters.eager.kernels import linear as KL
 from tensorplay.interpreters.eager.kernels._support import FLOATS as _FLOATS
@@ -291,31 +292,28 @@ def reduce_sum_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any, *, ax
 @_register("slice")
 def slice_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any, *, starts: tuple[int, ...],
               stops: tuple[int, ...], steps: tuple[int, ...]) -> Cotangents:
-    """``g`` written into zeros at the sliced positions (the forward's own index)."""
+    """``g`` at the sliced positions of zeros (the forward's own index), as a
+    :class:`.padded.PaddedCotangent`: the zeros are made once for all pieces of ``x``."""
     (x,) = inputs
     gd = _same_float(g, x)
     if gd is None:
         return _composite("slice", g, inputs, output, {"starts": starts, "stops": stops, "steps": steps})
-    out = np.zeros(x._data.shape, gd.dtype)
     index = tuple(slice(a, None if (b < 0 and c < 0) else b, c) for a, b, c in zip(starts, stops, steps))
-    out[index] = gd
-    return (_wrap(out),)
+    return (padded(x._data.shape, index, gd),)
 
 
 @_register(BASIC_INDEX_NODE)
 def basic_index_fused_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any, *, shape: tuple[int, ...],
                           key: Any) -> Cotangents:
-    """``g`` written into zeros through the forward's own key (a key that takes every element in order:
-    ``g`` reshaped, no copy)."""
+    """``g`` placed into zeros through the forward's own key (a :class:`.padded.PaddedCotangent`; a key
+    that takes every element in order: ``g`` reshaped, no copy)."""
     (x,) = inputs
     gd = _same_float(g, x)
     if gd is None:
         return basic_index_vjp(eager, g, inputs, output, shape=shape, key=key)
     if basic_index_plan(shape, key)[2]:
         return (_wrap(gd.reshape(shape)),)
-    out = np.zeros(shape, gd.dtype)
-    out[key] = gd
-    return (_wrap(out),)
+    return (padded(shape, key, gd),)
 
 
 # ---- linear algebra, pooling, gather, attention ---------------------------------------------------

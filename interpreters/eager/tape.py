@@ -22,6 +22,7 @@ import numpy as np
 from tensorplay import compile_hooks, recording
 from tensorplay.derived import check_inplace_operand, check_setitem_value, clamp, setitem_plan, setitem_value
 from tensorplay.spec.errors import AutogradError, DTypeError
+from tensorplay.interpreters.eager.padded import add_cotangents, dense
 from tensorplay.tensor import Tensor
 
 class _GradState(threading.local):
@@ -291,7 +292,7 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
         uses_output = _uses_output()
         for node in reversed(_toposort(roots)):
             key = id(node)
-            g = node_grads.pop(key, None)
+            g = dense(node_grads.pop(key, None))
             if key in target_nodes:
                 found[target_nodes[key]] = g
             if g is None:
@@ -323,7 +324,7 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
                     leaves[k] = edge
                     store = leaf_grads
                 old = store.get(k)
-                store[k] = ct if old is None else old + ct
+                store[k] = ct if old is None else add_cotangents(old, ct)
             cotangents = ct = ()  # let go of the rule's tensors (see _unshared_payload)
             if not retain_graph:
                 node.inputs = None
@@ -334,10 +335,10 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
     if targets is not None:
         for i, t in enumerate(targets):
             if t._node is None:
-                found[i] = leaf_grads.get(id(t))
+                found[i] = dense(leaf_grads.get(id(t)))
         return found
     for key in list(leaf_grads):
-        g = leaf_grads.pop(key)  # the dict lets go of g: see _unshared_payload
+        g = dense(leaf_grads.pop(key))  # the dict lets go of g: see _unshared_payload
         leaf = leaves.get(key)
         if leaf is None:
             leaf = next((o for o in outputs if id(o) == key), None)
