@@ -31,10 +31,10 @@ from tensorplay.interpreters.eager.fastpath import BASIC_INDEX_NODE, basic_index
 from tensorplay.interpreters.eager.fastpath_conv import CONV_BIAS_NODE, conv_bias_vjp
 from tensorplay.interpreters.eager.fastpath_linear import LINEAR_NODE, linear_vjp
 from tensorplay.interpreters.eager.interpreter import eager
-from tensorplay.interpreters.eager.padded import padded
 from tensorplay.interpreters.eager.kernels import backward as KB
 from tensorplay.interpreters.eager.kernels import linear as KL
 from tensorplay.interpreters.eager.kernels._support import FLOATS as _FLOATS
+from tensorplay.interpreters.eager.padded import padded
 from tensorplay.rules.util import input_needed
 from tensorplay.rules.vjp import VJP_RULES
 from tensorplay.tensor import Tensor

@@ -21,8 +21,8 @@ import numpy as np
 
 from tensorplay import compile_hooks, recording
 from tensorplay.derived import check_inplace_operand, check_setitem_value, clamp, setitem_plan, setitem_value
-from tensorplay.spec.errors import AutogradError, DTypeError
 from tensorplay.interpreters.eager.padded import add_cotangents, dense
+from tensorplay.spec.errors import AutogradError, DTypeError
 from tensorplay.tensor import Tensor
 
 class _GradState(threading.local):
