@@ -1,6 +1,7 @@
 """Scaled dot-product attention: two BLAS batched matmuls around a fused (masked) softmax; under a causal
-(prefix) mask, block by block over the keys each block of queries sees (:mod:`.attention_blocks`). A
-stack of heads is split over the kernel threads (:func:`over_heads`)."""
+(prefix) mask, block by block over the keys each block of queries sees (:mod:`.attention_blocks`). The
+heads are read where they lie, strided views included, and the output is laid out like ``q``
+(:mod:`.head_stacks`); a stack of heads is split over the kernel threads (:func:`over_heads`)."""
 
 from __future__ import annotations
 
