@@ -309,6 +309,27 @@ def test_max_pool_ties_go_to_first_position_and_nan_wins() -> None:
     assert K.max_pool_select_nd(x, h, **params).item() == 5.0
 
 
+@pytest.mark.parametrize("dt", DTYPES)
+def test_max_pool_backward_primitive_takes_the_2x2_kernel_with_the_general_routing(dt: Any) -> None:
+    """``max_pool_backward_nd`` (what compiled programs and the composite rules call) is the eager rule's
+    entry point: the 2x2 stride-2 kernel where it applies, the general one otherwise; both route each
+    window's cotangent to its first maximum (the first NaN), so they agree bit for bit, ties included."""
+    from tensorplay.interpreters.eager.kernels import backward as KB
+    from tensorplay.interpreters.eager.kernels import pool
+
+    assert K.max_pool_backward_nd is KB.max_pool_backward
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 3, (2, 3, 7, 9)).astype(dt)  # many ties
+    x[0, 0, 1, 1] = x[1, 2, 4, 5] = np.nan
+    params = dict(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))
+    g = strided(randn(2, 3, 3, 4, dtype=dt))
+    fast = K.max_pool_backward_nd(x, g, **params)
+    general = pool.max_pool_backward(x, g, **params)
+    assert fast.dtype == np.dtype(dt)
+    np.testing.assert_array_equal(fast, general)
+    assert np.count_nonzero(fast) == g.size  # each window's cotangent lands once (the odd row and column get 0)
+
+
 def test_max_pool_padding_is_minus_inf() -> None:
     x = -np.ones((1, 1, 3, 3)) * 7
     y = K.max_pool_nd(x, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))

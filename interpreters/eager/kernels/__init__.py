@@ -25,11 +25,11 @@ from .convolution import conv_bias as conv_bias_nd
 from .convolution import conv_transpose as conv_transpose_nd
 from .convolution import conv_weight_grad as conv_weight_grad_nd
 from .indexing import check_index, gather, scatter_add
+from .backward import max_pool_backward as max_pool_backward_nd  # the 2x2 stride-2 kernel, else the general one
 from .outer import outer_matmul
 from .pool import avg_pool as avg_pool_nd
 from .pool import avg_pool_backward as avg_pool_backward_nd
 from .pool import max_pool as max_pool_nd
-from .pool import max_pool_backward as max_pool_backward_nd
 from .pool import max_pool_select as max_pool_select_nd
 from .smooth import smooth_max_pool_backward_nd, smooth_max_pool_nd
 from .randomness import random_normal, random_randint, random_uniform
