@@ -22,25 +22,22 @@ Array = np.ndarray[Any, Any]
 
 class PaddedCotangent:
     """A ``shape`` / ``dtype`` cotangent that is the sum of ``pieces``: ``(key, value)`` pairs, each
-    ``value`` placed at the basic index ``key`` of zeros. ``_data`` is the dense array (made on first
-    read), so code that reads a cotangent's payload sees an ordinary array."""
+    ``value`` placed at the basic index ``key`` of zeros. ``_data`` makes the dense array (a new one at
+    each read), so code that reads a cotangent's payload sees an ordinary array."""
 
-    __slots__ = ("shape", "dtype", "pieces", "_dense")
+    __slots__ = ("shape", "dtype", "pieces")
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype[Any], pieces: list[tuple[Any, Array]]) -> None:
         self.shape = shape
         self.dtype = dtype
         self.pieces = pieces
-        self._dense: Array | None = None
 
     @property
     def _data(self) -> Array:
-        if self._dense is None:
-            out = np.zeros(self.shape, self.dtype)
-            for key, value in self.pieces:
-                out[key] += value
-            self._dense = out
-        return self._dense
+        out = np.zeros(self.shape, self.dtype)
+        for key, value in self.pieces:
+            out[key] += value
+        return out
 
     def __repr__(self) -> str:
         return f"PaddedCotangent(shape={self.shape}, dtype={self.dtype}, pieces={len(self.pieces)})"
@@ -57,7 +54,7 @@ def add_cotangents(a: Any, b: Any) -> Any:
     a_padded, b_padded = type(a) is PaddedCotangent, type(b) is PaddedCotangent
     if not (a_padded or b_padded):
         return a + b
-    if a_padded and b_padded and a.shape == b.shape and a.dtype == b.dtype and a._dense is None and b._dense is None:
+    if a_padded and b_padded and a.shape == b.shape and a.dtype == b.dtype:
         return PaddedCotangent(a.shape, a.dtype, a.pieces + b.pieces)
     return dense(a) + dense(b)
 

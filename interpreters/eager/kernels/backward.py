@@ -17,7 +17,7 @@ import numpy as np
 
 from . import attention_blocks, head_stacks
 from ._support import F64, Array, as_float, float_dtype, nb, normalize_axis, scratch
-from .sdpa import over_heads
+from .sdpa import mask_stack, over_heads, probabilities
 from .threads import parallel_for, split_call
 
 _NBB: ModuleType | None = None
@@ -170,35 +170,24 @@ def attention_backward(q: Array, k: Array, v: Array, mask: Array | None, g: Arra
     dq4 = head_stacks.empty_as(q4, d, dt) if need[0] else None
     dk4 = head_stacks.empty_as(k4, d, dt) if need[1] else None
     dv4 = head_stacks.empty_as(v4, dv, dt) if need[2] else None
-    m2 = None
-    if mask is not None:
-        m2 = np.ascontiguousarray(np.broadcast_to(np.asarray(mask, np.bool_), batch + (n, m))).reshape(nb_ * n, m)
-    per = groups[1]
-    rows = per * n  # score rows per unit
+    m4 = mask_stack(None if mask is None else np.broadcast_to(np.asarray(mask, np.bool_), batch + (n, m)), groups)
 
     def heads(s: int, e: int) -> None:
-        shape = (e - s, per, n, m)
-        scores = scratch(shape, dt, slot=1)
-        probs = scratch(shape, dt, slot=2)
-        np.matmul(q4[s:e], np.swapaxes(k4[s:e], -1, -2), out=scores)
-        s2, p2 = scores.reshape(-1, m), probs.reshape(-1, m)
-        if m2 is None:
-            nb().scaled_softmax_rows(s2, float(scale), p2, 0, s2.shape[0])
-        else:
-            nb().masked_softmax_rows(s2, m2[s * rows:e * rows], float(scale), p2, 0, s2.shape[0])
+        scores, probs = probabilities(q4, k4, m4, float(scale), s, e)
         if dv4 is not None:
             np.matmul(np.swapaxes(probs, -1, -2), g4[s:e], out=dv4[s:e])
         if dq4 is not None or dk4 is not None:
-            dp = scratch(shape, dt, slot=3)
+            dp = scratch(scores.shape, dt, slot=3)
             np.matmul(g4[s:e], np.swapaxes(v4[s:e], -1, -2), out=dp)
             ds = scores  # the scores are no longer needed: reuse their buffer
-            nbb().attention_ds_rows(p2, dp.reshape(-1, m), float(scale), s2, 0, s2.shape[0])
+            nbb().attention_ds_rows(probs.reshape(-1, m), dp.reshape(-1, m), float(scale), ds.reshape(-1, m), 0,
+                                    dp.size // m)
             if dq4 is not None:
                 np.matmul(ds, k4[s:e], out=dq4[s:e])
             if dk4 is not None:
                 np.matmul(np.swapaxes(ds, -1, -2), q4[s:e], out=dk4[s:e])
 
-    over_heads(groups[0], per, nb_ * n * m * (2 * d + 2 * dv), heads)
+    over_heads(groups[0], groups[1], nb_ * n * m * (2 * d + 2 * dv), heads)
     return (None if dq4 is None else dq4.reshape(q.shape), None if dk4 is None else dk4.reshape(k.shape),
             None if dv4 is None else dv4.reshape(v.shape))
 

@@ -61,30 +61,41 @@ def attention(q: Array, k: Array, v: Array, mask: Array | None, *, scale: float)
         return out.reshape(out_shape)
     groups = head_stacks.split(batch, qb, kb, vb)
     q4, k4, v4 = (head_stacks.stack(a, groups, dt) for a in (qb, kb, vb))
-    m4 = None if mk is None else np.ascontiguousarray(mk).reshape(groups + (n, m))
+    m4 = mask_stack(mk, groups)
     out4 = head_stacks.empty_as(q4, dv, dt)
-    kern = nb()
-    sc = float(scale)
-    per = groups[1]
 
     def heads(start: int, stop: int) -> None:
-        # scores and probabilities live in reused per-thread scratch buffers; they are
-        # separate arrays because the softmax kernels only vectorise when input and output
-        # do not alias
-        scores = scratch((stop - start, per, n, m), dt, slot=1)
-        np.matmul(q4[start:stop], np.swapaxes(k4[start:stop], -1, -2), out=scores)
-        probs = scratch((stop - start, per, n, m), dt, slot=2)
-        s2 = scores.reshape(-1, m)
-        p2 = probs.reshape(-1, m)
-        if m4 is None:
-            kern.scaled_softmax_rows(s2, sc, p2, 0, s2.shape[0])
-        else:
-            kern.masked_softmax_rows(s2, m4[start:stop].reshape(-1, m), sc, p2, 0, s2.shape[0])
+        _, probs = probabilities(q4, k4, m4, float(scale), start, stop)
         np.matmul(probs, v4[start:stop], out=out4[start:stop])
 
-    over_heads(groups[0], per, nb_ * n * m * (d + dv), heads)
+    over_heads(groups[0], groups[1], nb_ * n * m * (d + dv), heads)
     result: Array = out4.reshape(out_shape)
     return result
+
+
+def mask_stack(mask: Array | None, groups: tuple[int, int]) -> Array | None:
+    """A bool mask already broadcast to the scores' shape ``[*batch, n, m]`` as the C-contiguous
+    ``[B1, B2, n, m]`` stack of :mod:`.head_stacks` (``None`` stays ``None``)."""
+    return None if mask is None else np.ascontiguousarray(mask).reshape(groups + mask.shape[-2:])
+
+
+def probabilities(q4: Array, k4: Array, m4: Array | None, scale: float, start: int, stop: int
+                  ) -> tuple[Array, Array]:
+    """``(scores, probs)`` of the units ``[start, stop)`` of the stacks ``q4[B1, B2, n, d]``,
+    ``k4[B1, B2, m, d]``: ``scores = q k^T`` and ``probs`` its softmax scaled by ``scale`` over the keys
+    ``m4`` allows (all without a mask; a row with none gives 0), ``[stop - start, B2, n, m]`` each. Both
+    live in this thread's scratch slots 1 and 2 (valid until the next call here); they are separate arrays
+    because the softmax kernels only vectorise when input and output do not alias."""
+    shape = (stop - start, q4.shape[1], q4.shape[2], k4.shape[2])
+    scores = scratch(shape, q4.dtype, slot=1)
+    probs = scratch(shape, q4.dtype, slot=2)
+    np.matmul(q4[start:stop], np.swapaxes(k4[start:stop], -1, -2), out=scores)
+    s2, p2 = scores.reshape(-1, shape[3]), probs.reshape(-1, shape[3])
+    if m4 is None:
+        nb().scaled_softmax_rows(s2, scale, p2, 0, s2.shape[0])
+    else:
+        nb().masked_softmax_rows(s2, m4[start:stop].reshape(-1, shape[3]), scale, p2, 0, s2.shape[0])
+    return scores, probs
 
 
 def _batch_of(a: Array, batch: tuple[int, ...]) -> Array:
