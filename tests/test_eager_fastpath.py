@@ -697,6 +697,35 @@ def test_small_sigmoid_equals_the_kernel_entry_point(dtype: Any) -> None:
     assert one is not None and two is None  # big enough for the threads when there are two
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sigmoid_and_relu_ufuncs_give_the_flat_kernels_bits_silently(dtype: Any) -> None:
+    """Small float arrays take the kernels' numpy ufuncs (``sigmoid_ufunc``, ``relu_ufunc``: one jitted
+    scalar body shared with the flat kernels): on each side of the size thresholds, in any layout, with
+    NaN, infinities, huge, tiny and signed zeros, the values are the flat kernels' bit for bit, in the
+    input's dtype, with no floating-point warning, and the input is left unchanged."""
+    from tensorplay.interpreters.eager import interpreter as eager_mod
+    from tensorplay.interpreters.eager import kernels as K
+
+    specials = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e30, -1e30, 1e-40, 88.0, -104.0], dtype)
+    sizes = (3, eager_mod._RELU_UFUNC_MIN - 1, eager_mod._RELU_UFUNC_MIN, eager_mod._SIGMOID_UFUNC_MAX,
+             eager_mod._SIGMOID_UFUNC_MAX + 1, 4096)
+    for n in sizes:
+        x = data((n,), dtype) * 30
+        x[:min(n, specials.size)] = specials[:n]
+        for layout in (x, x[::-1], np.concatenate([x, x])[::2], x.reshape(-1, 1).T):
+            before = layout.copy()
+            with np.errstate(all="raise"):
+                sig = tp.tensor(layout).sigmoid().numpy()
+                relu = tp.tensor(layout).relu().numpy()
+            assert sig.dtype == dtype and relu.dtype == dtype and sig.shape == layout.shape
+            assert _bits(sig) == _bits(K.sigmoid(layout))
+            assert _bits(relu) == _bits(K.relu(layout))
+            np.testing.assert_array_equal(layout, before)
+    uf = eager_mod._jit_ufunc("relu_ufunc")
+    assert _bits(uf(np.asfortranarray(data((40, 30), dtype)))) == _bits(K.relu(data((40, 30), dtype)))
+    assert tp.tensor(dtype(-3.0)).relu().shape == () and tp.tensor(np.zeros((0, 3), dtype)).sigmoid().shape == (0, 3)
+
+
 # ---- fused nn.functional ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", DTYPES)
