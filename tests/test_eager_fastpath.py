@@ -726,6 +726,29 @@ def test_sigmoid_and_relu_ufuncs_give_the_flat_kernels_bits_silently(dtype: Any)
     assert tp.tensor(dtype(-3.0)).relu().shape == () and tp.tensor(np.zeros((0, 3), dtype)).sigmoid().shape == (0, 3)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_calls_its_kernel_directly_with_the_entry_points_bits(dtype: Any, approximate: str) -> None:
+    """``F.gelu`` of an array one thread computes calls the jitted kernel itself: the entry point's bits in
+    any layout and with special values, its dtype, the input unchanged; large arrays still split over two
+    threads with the same bits; a bad ``approximate`` is the entry point's error."""
+    from tensorplay.interpreters.eager import kernels as K
+    from tensorplay.interpreters.eager.kernels.threads import PARALLEL_MIN_WORK
+
+    x = data((64, 64), dtype) * 4
+    x[0, :6] = [np.nan, np.inf, -np.inf, -0.0, -40.0, 1e-30]
+    for layout in (x, x.T, x[:, ::3], x[:2, :4].copy()):
+        before = layout.copy()
+        got = F.gelu(tp.tensor(layout), approximate=approximate).numpy()
+        assert _bits(got) == _bits(K.gelu(np.ascontiguousarray(layout), approximate=approximate))
+        np.testing.assert_array_equal(layout, before)
+    big = data((2 * PARALLEL_MIN_WORK + 7,), dtype)
+    one, two = on_one_then_two_threads(lambda: F.gelu(tp.tensor(big), approximate=approximate).numpy())
+    assert _bits(one) == _bits(two) == _bits(K.gelu(big, approximate=approximate))
+    with pytest.raises(ValueError, match="approximate"):
+        F.gelu(tp.tensor(x), approximate="fast")
+
+
 # ---- fused nn.functional ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", DTYPES)
