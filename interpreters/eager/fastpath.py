@@ -424,16 +424,26 @@ def small_rows(kernel: str, data: Array, *args: Any) -> Array | None:
     size = data.size
     if not size or data.dtype not in _FLOATS or not data.flags.c_contiguous:
         return None
+    run = _JITTED_BY_NAME.get(kernel)
+    if run is None:
+        run = _JITTED_BY_NAME[kernel] = getattr(nb(), kernel)
+    out = np.empty_like(data)  # row-major, as ``data`` is
+    if data.ndim == 2:
+        rows = data.shape[0]
+        if size >= _THREADED_MIN and threads_for(rows, size) != 1:
+            return None
+        run(data, *args, out, 0, rows)
+        return out
     n = data.shape[-1]
     rows = size // n
-    if size >= 2 * PARALLEL_MIN_WORK and threads_for(rows, size) != 1:
+    if size >= _THREADED_MIN and threads_for(rows, size) != 1:
         return None
-    out = np.empty(data.shape, data.dtype)
-    if data.ndim == 2:
-        getattr(nb(), kernel)(data, *args, out, 0, rows)
-    else:
-        getattr(nb(), kernel)(data.reshape(rows, n), *args, out.reshape(rows, n), 0, rows)
+    run(data.reshape(rows, n), *args, out.reshape(rows, n), 0, rows)
     return out
+
+
+_JITTED_BY_NAME: dict[str, Any] = {}
+_THREADED_MIN = 2 * PARALLEL_MIN_WORK
 
 
 def small_flat(data: Array, kernel: str) -> Array | None:

@@ -478,12 +478,15 @@ class EagerInterpreter(BaseInterpreter):
 
     def _rows(self, name: str, x: Any, axis: Any) -> Any:
         """A row kernel of a float tensor along a valid int axis: the dtype is kept, so no rule is needed."""
-        data = x._data if isinstance(x, Tensor) else None
-        if type(data) is np.ndarray and data.dtype.kind == "f" and type(axis) is int and -data.ndim <= axis < data.ndim:
-            out = fastpath.small_rows(_ROW_KERNELS[name], data) if axis == -1 or axis == data.ndim - 1 else None
-            if out is None:
-                out = getattr(K, name)(data, axis=axis)
-            return _result(self, name, (x,), {"axis": axis}, out)
+        data = x._data if type(x) is Tensor else None
+        if type(data) is np.ndarray and type(axis) is int:
+            ndim = data.ndim
+            if ndim and (axis == -1 or axis == ndim - 1):  # small_rows takes float dtypes only
+                out = fastpath.small_rows(_ROW_KERNELS[name], data)
+                if out is not None:
+                    return _result(self, name, (x,), {"axis": axis}, out)
+            if data.dtype.kind == "f" and -ndim <= axis < ndim:
+                return _result(self, name, (x,), {"axis": axis}, getattr(K, name)(data, axis=axis))
         return self._kernel(name, (x,), {"axis": axis})
 
     @_checks_foreign
