@@ -483,8 +483,11 @@ class EagerInterpreter(BaseInterpreter):
             ndim = data.ndim
             if ndim and (axis == -1 or axis == ndim - 1):  # small_rows takes float dtypes only
                 out = fastpath.small_rows(_ROW_KERNELS[name], data)
-                if out is not None:
-                    return _result(self, name, (x,), {"axis": axis}, out)
+                if out is not None:  # a float result: _result inline
+                    made = Tensor(self, out)
+                    if x._requires_grad and tape.grad_enabled():
+                        tape.attach(made, name, (x,), {"axis": axis})
+                    return made
             if data.dtype.kind == "f" and -ndim <= axis < ndim:
                 return _result(self, name, (x,), {"axis": axis}, getattr(K, name)(data, axis=axis))
         return self._kernel(name, (x,), {"axis": axis})
