@@ -484,7 +484,7 @@ class EagerInterpreter(BaseInterpreter):
             if ndim and (axis == -1 or axis == ndim - 1):  # small_rows takes float dtypes only
                 out = fastpath.small_rows(_ROW_KERNELS[name], data)
                 if out is not None:  # a float result: _result inline
-                    made = Tensor(self, out)
+                    made: Tensor[*tuple[Any, ...]] = Tensor(self, out)
                     if x._requires_grad and tape.grad_enabled():
                         tape.attach(made, name, (x,), {"axis": axis})
                     return made
