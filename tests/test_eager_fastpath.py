@@ -633,6 +633,43 @@ def test_exp_of_large_arrays_is_within_an_ulp_everywhere_silently(dtype: Any) ->
     np.testing.assert_array_equal(leaf.grad.numpy(), 3.0 * y.detach().numpy())
 
 
+def test_float32_tanh_of_large_arrays_is_within_an_ulp_and_a_half_silently() -> None:
+    """From ``_TANH_JIT_MIN`` elements a float32 ``tanh`` is the kernels' vectorised one: within 1.5 ulp of
+    the exact value from the subnormals to saturation, +-1 at +-inf, NaN kept, ``-0`` kept, no warning; any
+    layout; the same bits on one and two threads; below the threshold, and in float64, numpy's ``tanh``; the
+    gradient is ``g * (1 - y*y)``."""
+    from tensorplay.interpreters.eager import interpreter as eager_mod
+    from tensorplay.interpreters.eager import kernels as K
+    from tensorplay.interpreters.eager.kernels.threads import PARALLEL_MIN_WORK
+
+    x = np.concatenate([np.linspace(-12, 12, 20001), np.linspace(-1, 1, 20001), np.logspace(-44, 1, 3000),
+                        -np.logspace(-44, 1, 3000)]).astype(np.float32)
+    x[:5] = [np.nan, np.inf, -np.inf, -0.0, 0.0]
+    with np.errstate(all="raise"):
+        got = tp.tensor(x).tanh().numpy()
+        small = x[5:5 + eager_mod._TANH_JIT_MIN - 1]
+        got_small = tp.tensor(small).tanh().numpy()
+    assert _bits(got_small) == _bits(np.tanh(small))
+    assert _bits(got) == _bits(K.tanh(x))
+    exact = np.tanh(x[5:].astype(np.float64))
+    ulps = np.abs(got[5:] - exact) / np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
+    assert float(ulps.max()) < 1.5
+    np.testing.assert_array_equal(got[:5], [np.nan, 1.0, -1.0, 0.0, 0.0])
+    assert np.signbit(got[3]) and not np.signbit(got[4])
+    x64 = x.astype(np.float64)
+    assert _bits(tp.tensor(x64).tanh().numpy()) == _bits(np.tanh(x64))
+    for layout in (x[:4096].reshape(64, 64).T, x[::3]):
+        assert _bits(tp.tensor(layout).tanh().numpy()) == _bits(tp.tensor(np.ascontiguousarray(layout)).tanh().numpy())
+    big = np.random.default_rng(2).standard_normal(2 * PARALLEL_MIN_WORK + 5).astype(np.float32) * 3
+    one, two = on_one_then_two_threads(lambda: tp.tensor(big).tanh().numpy())
+    assert _bits(one) == _bits(two)
+    leaf = tp.tensor(x[5:4101].reshape(64, 64), requires_grad=True)
+    y = leaf.tanh()
+    (y * 3.0).sum().backward()
+    yd = y.detach().numpy()
+    np.testing.assert_allclose(leaf.grad.numpy(), 3.0 * (1 - yd * yd), rtol=1e-6, atol=1e-6)  # 1 - y*y cancels
+
+
 def _unary_names() -> list[str]:
     from tensorplay.spec.table import PRIMITIVES
     return [name for name, prim in PRIMITIVES.items() if prim.family == "unary" and not prim.params]

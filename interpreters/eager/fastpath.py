@@ -31,7 +31,7 @@ from tensorplay import derived as _p
 from tensorplay import sorting as _sorting
 from tensorplay.interpreters.eager import tape
 from tensorplay.interpreters.eager.kernels._support import CONCATENATE, FLOATS as _FLOATS, nb
-from tensorplay.interpreters.eager.kernels.threads import OPENBLAS_SERIAL_MAX_MACS, PARALLEL_MIN_WORK, threads_for
+from tensorplay.interpreters.eager.kernels.threads import OPENBLAS_SERIAL_MAX_MACS, THREADED_MIN_WORK, threads_for
 from tensorplay.interpreters.eager.results import result, view
 from tensorplay.tensor import Tensor
 
@@ -430,20 +430,19 @@ def small_rows(kernel: str, data: Array, *args: Any) -> Array | None:
     out = np.empty_like(data)  # row-major, as ``data`` is
     if data.ndim == 2:
         rows = data.shape[0]
-        if size >= _THREADED_MIN and threads_for(rows, size) != 1:
+        if size >= THREADED_MIN_WORK and threads_for(rows, size) != 1:
             return None
         run(data, *args, out, 0, rows)
         return out
     n = data.shape[-1]
     rows = size // n
-    if size >= _THREADED_MIN and threads_for(rows, size) != 1:
+    if size >= THREADED_MIN_WORK and threads_for(rows, size) != 1:
         return None
     run(data.reshape(rows, n), *args, out.reshape(rows, n), 0, rows)
     return out
 
 
 _JITTED_BY_NAME: dict[str, Any] = {}
-_THREADED_MIN = 2 * PARALLEL_MIN_WORK
 
 
 def small_flat(data: Array, kernel: str) -> Array | None:
@@ -453,7 +452,7 @@ def small_flat(data: Array, kernel: str) -> Array | None:
     than row-major is read through ``ravel``'s row-major copy (an elementwise kernel does not care which
     order it visits). ``None`` otherwise."""
     n = data.size
-    if not n or data.dtype not in _FLOATS or (n >= 2 * PARALLEL_MIN_WORK and threads_for(n, n) != 1):
+    if not n or data.dtype not in _FLOATS or (n >= THREADED_MIN_WORK and threads_for(n, n) != 1):
         return None
     out = np.empty(data.shape, data.dtype)
     getattr(nb(), kernel)(data.ravel(), out.ravel(), 0, n)  # ``out`` is row-major: its ``ravel`` is a view

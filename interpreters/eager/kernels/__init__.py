@@ -34,7 +34,7 @@ from .pool import max_pool_select as max_pool_select_nd
 from .smooth import smooth_max_pool_backward_nd, smooth_max_pool_nd
 from .randomness import random_normal, random_randint, random_uniform
 from .scan import argsort, cumsum
-from .rows import exp, gelu, log_softmax, relu, sigmoid, softmax
+from .rows import exp, gelu, log_softmax, relu, sigmoid, softmax, tanh
 from .rows import layer_norm as layer_norm_last_axis
 
 apply_environment()
@@ -58,6 +58,7 @@ __all__ = [
     "gelu",
     "relu",
     "sigmoid",
+    "tanh",
     "layer_norm_last_axis",
     "log_softmax",
     "matmul",

@@ -24,6 +24,8 @@ last two arguments. All are ``nogil``.
   not vectorise here).
 * ``vexp`` is a polynomial ``exp`` that vectorises; numba's ``math.exp`` is a
   scalar libm call on this build (no SVML).
+* ``sigmoid_ufunc`` and ``relu_ufunc`` are numpy ufuncs compiled from the scalar bodies of
+  ``sigmoid_flat`` and ``relu_flat`` (the same values): the cheapest call on small arrays.
 * Kernels that walk the same loops in opposite directions (``im2col``/``col2im``,
   ``max_pool_bwd``/``max_pool_select``) share one body whose direction flag is a
   compile-time constant (``numba.literally``): the branch is pruned, so each kernel
@@ -823,6 +825,32 @@ def sigmoid_ufunc(v: Any) -> Any:
 def relu_ufunc(v: Any) -> Any:
     """:func:`_relu_of` as a numpy ufunc (:func:`_scalar_ufunc`)."""
     return _relu_of(v)
+
+
+# tanh (float32): ``x + x^3 Q(x^2)`` for ``|x| < 0.75``, ``Q`` of degree 5 fitted here by reweighted least
+# squares to tanh's relative error on [0, 0.75] (1.7e-9); beyond, ``sign(x) (1 - 2 / (exp(2|x|) + 1))``
+# (no cancellation there: tanh > 0.63). Within 1.5 ulp of the exact value (measured on 400k points).
+_H0, _H1, _H2, _H3, _H4, _H5 = (np.float32(c) for c in (
+    -0.3333331507254659, 0.13332693092894668, -0.053892658454079506, 0.021451830498707674,
+    -0.007656955820899304, 0.0017367670559323698))
+
+
+@jit
+def tanh32_flat(x: Any, out: Any, start: Any, stop: Any) -> None:
+    """float32 ``tanh`` on flat arrays (vectorised; see above): NaN stays NaN, ``tanh(+-inf) = +-1``,
+    ``tanh(-0) = -0``."""
+    one = np.float32(1.0)
+    two = np.float32(2.0)
+    cut = np.float32(0.75)
+    xs = x[start:stop]
+    os_ = out[start:stop]
+    for i in range(stop - start):
+        v = xs[i]
+        a = abs(v)
+        u = v * v
+        near = v * (one + u * (((((_H5 * u + _H4) * u + _H3) * u + _H2) * u + _H1) * u + _H0))  # keeps -0
+        far = one - two / (vexp(a + a) + one)
+        os_[i] = near if a < cut else (far if v > 0 else -far)
 
 
 @jit

@@ -110,6 +110,15 @@ def relu(x: Array) -> Array:
     return _elementwise(x, "relu_flat")
 
 
+def tanh(x: Array) -> Array:
+    """``tanh(x)`` of a float32 array in one vectorised pass (split across the kernel threads when large),
+    within 1.5 ulp of the exact result; ``+-1`` at ``+-inf``, NaN stays NaN. Any layout; the result is
+    row-major. (float64 arrays are numpy's ``tanh``.)"""
+    if x.dtype != np.float32:
+        raise ValueError(f"tanh: the jitted kernel takes float32, got {x.dtype}")
+    return _elementwise(x, "tanh32_flat")
+
+
 def exp(x: Array) -> Array:
     """``exp(x)`` of a float32 or float64 array in one pass of the vectorised exp (split across the kernel
     threads when large): within 1 ulp of the exact result, subnormal results included; ``inf`` above the

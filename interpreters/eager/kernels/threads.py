@@ -74,6 +74,10 @@ PARALLEL_MIN_WORK = 1 << 20
 """Below this many elements (or element-operations) per thread, a kernel runs on the calling
 thread only."""
 
+THREADED_MIN_WORK = 2 * PARALLEL_MIN_WORK
+"""Below this much work in all, a kernel runs on the calling thread (:func:`threads_for` says 1): what a
+fast path checks before calling :func:`threads_for` itself."""
+
 BLAS_THREADED_MIN_MACS = 1 << 22
 """A GEMM with fewer multiply-adds than this runs as well on one OpenBLAS thread; such GEMMs, alone
 or in stacks, are held to one thread."""
@@ -191,7 +195,7 @@ def single_threaded_blas(enabled: bool = True) -> Iterator[None]:
 
 def threads_for(n_items: int, work: int) -> int:
     """Threads a split of ``n_items`` items costing ``work`` in all would use (1: the calling thread)."""
-    if work < 2 * PARALLEL_MIN_WORK:
+    if work < THREADED_MIN_WORK:
         return 1
     return max(1, min(num_threads(), n_items, work // PARALLEL_MIN_WORK))
 
