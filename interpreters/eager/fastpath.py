@@ -424,21 +424,18 @@ def small_rows(kernel: str, data: Array, *args: Any) -> Array | None:
     size = data.size
     if not size or data.dtype not in _FLOATS or not data.flags.c_contiguous:
         return None
+    n = data.shape[-1]
+    rows = size // n
+    if size >= THREADED_MIN_WORK and threads_for(rows, size) != 1:
+        return None
     run = _JITTED_BY_NAME.get(kernel)
     if run is None:
         run = _JITTED_BY_NAME[kernel] = getattr(nb(), kernel)
     out = np.empty_like(data)  # row-major, as ``data`` is
     if data.ndim == 2:
-        rows = data.shape[0]
-        if size >= THREADED_MIN_WORK and threads_for(rows, size) != 1:
-            return None
         run(data, *args, out, 0, rows)
-        return out
-    n = data.shape[-1]
-    rows = size // n
-    if size >= THREADED_MIN_WORK and threads_for(rows, size) != 1:
-        return None
-    run(data.reshape(rows, n), *args, out.reshape(rows, n), 0, rows)
+    else:
+        run(data.reshape(rows, n), *args, out.reshape(rows, n), 0, rows)
     return out
 
 

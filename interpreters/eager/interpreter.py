@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tensorplay.interpreters.eager import kernels as K
-from tensorplay.interpreters.eager.kernels._support import CONCATENATE, F32, F64, FLOATS, WHERE, nb
+from tensorplay.interpreters.eager.kernels._support import CONCATENATE, F32, FLOATS, WHERE, nb
+from tensorplay.interpreters.eager.kernels.rows import GELU_KERNELS
 from tensorplay.interpreters.eager.kernels.threads import THREADED_MIN_WORK, threads_for
 from tensorplay.interpreters.eager import fastpath, fastpath_conv, fastpath_linear, tape
 from tensorplay.interpreters.eager.results import result as _result
@@ -194,15 +195,11 @@ def _relu(x: Array) -> Array:
     return out
 
 
-_GELU_KERNELS = {("none", F32): "gelu_erf32", ("none", F64): "gelu_erf64", ("tanh", F32): "gelu_tanh",
-                 ("tanh", F64): "gelu_tanh"}
-
-
 def _gelu(x: Array, *, approximate: str = "none") -> Array:
     """GELU (see :func:`.kernels.gelu`): a float32/float64 array that one thread computes by its jitted kernel
     called directly (:func:`.fastpath.small_flat`: the same kernel and bits without the entry point's
     conversions), anything else through the entry point (threads, the error for a bad ``approximate``)."""
-    kernel = _GELU_KERNELS.get((approximate, x.dtype))
+    kernel = GELU_KERNELS.get((approximate, x.dtype))
     out = None if kernel is None else fastpath.small_flat(x, kernel)
     return K.gelu(x, approximate=approximate) if out is None else out
 

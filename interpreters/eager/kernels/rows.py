@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ._support import F64, Array, as_float, float_dtype, nb, normalize_axis
+from ._support import F32, F64, Array, as_float, float_dtype, nb, normalize_axis
 from .threads import parallel_for, split_call
 
 
@@ -74,13 +74,14 @@ def log_softmax(x: Array, *, axis: int) -> Array:
     return _softmax_like(x, axis, "log_softmax", "log_softmax_rows", "log_softmax_cols")
 
 
+GELU_KERNELS = {("none", F32): "gelu_erf32", ("none", F64): "gelu_erf64", ("tanh", F32): "gelu_tanh",
+                ("tanh", F64): "gelu_tanh"}
+"""The jitted flat kernel of GELU by ``(approximate, float dtype)``."""
+
+
 def gelu(x: Array, *, approximate: str = "none") -> Array:
     """GELU: ``x * Phi(x)`` (``approximate="none"``, erf form) or the tanh form (``"tanh"``)."""
-    if approximate == "none":
-        name = ""
-    elif approximate == "tanh":
-        name = "gelu_tanh"
-    else:
+    if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     dt = float_dtype(x)
     out = np.empty(x.shape, dt)
@@ -88,8 +89,7 @@ def gelu(x: Array, *, approximate: str = "none") -> Array:
         return out
     xf = as_float(x, dt).reshape(-1)
     of = out.reshape(-1)
-    kernel: Any = getattr(nb(), name or ("gelu_erf64" if dt == F64 else "gelu_erf32"))
-    split_call(kernel, xf.size, xf.size, xf, of)
+    split_call(getattr(nb(), GELU_KERNELS[approximate, dt]), xf.size, xf.size, xf, of)
     return out
 
 
