@@ -249,6 +249,35 @@ def test_gelu_matches_torch_and_tail_reference(dt: Any, approximate: str) -> Non
     assert K.gelu(np.zeros((0, 3), dt), approximate=approximate).shape == (0, 3)
 
 
+def test_float32_gelu_gives_each_element_the_same_bits_whatever_the_block_it_falls_in() -> None:
+    """The float32 erf kernel runs arrays of 256 or more elements in blocks, one pass per stage, and
+    shorter ones in one fused loop: both are the same operations, so each element's bits depend on
+    its value only (saved programs promise these bits), NaN keeping its own payload and sign."""
+    kernel = _support.nb().gelu_erf32
+    rng = np.random.default_rng(7)
+    x = np.concatenate([rng.standard_normal(1500) * 5, np.linspace(-16, 16, 977),
+                        rng.integers(0, 2 ** 32, 600, dtype=np.uint64).astype(np.uint32).view(np.float32),
+                        np.array([0.0, -0.0, np.inf, -np.inf, 1e-45, -1e-45, 3e38, -3e38])]).astype(np.float32)
+    x = x[rng.permutation(x.size)]
+    whole = np.empty_like(x)
+    kernel(x, whole, 0, x.size)
+    one_by_one = np.empty_like(x)
+    for i in range(x.size):
+        kernel(x, one_by_one, i, i + 1)
+    np.testing.assert_array_equal(whole.view(np.uint32), one_by_one.view(np.uint32))
+    for start, stop in ((3, 258), (5, 261), (1, 514), (7, 263)):
+        part = np.full(x.size, 7.0, np.float32)
+        kernel(x, part, start, stop)
+        np.testing.assert_array_equal(part[start:stop].view(np.uint32), whole[start:stop].view(np.uint32))
+        assert np.all(part[:start] == 7.0) and np.all(part[stop:] == 7.0)
+    nan = np.isnan(x)
+    assert nan.sum() > 0
+    quiet = np.uint32(0x00400000)
+    np.testing.assert_array_equal(whole[nan].view(np.uint32), x[nan].view(np.uint32) | quiet)
+    body = ~nan & (np.abs(x) <= 6) & (np.abs(x) > 1e-30)  # below, x/2 rounds in float32 (to 0 at 1e-45)
+    np.testing.assert_allclose(whole[body], _gelu_ref(x[body], "none"), rtol=5e-6, atol=0)
+
+
 def test_gelu_rejects_unknown_mode() -> None:
     with pytest.raises(ValueError):
         K.gelu(np.zeros(3), approximate="fast")
