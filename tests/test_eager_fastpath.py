@@ -421,6 +421,19 @@ def test_max_and_min_along_a_dim_match_pytorch(dtype: Any, largest: bool, keepdi
             (values * tp.tensor(w)).sum().backward()
             (vt * torch.tensor(w)).sum().backward()
             np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())
+    vector = data((6,), dtype)
+    vector[2] = vector[4] = 9.0 if largest else -9.0
+    for src in (vector, data((12,), dtype)[::2], np.array([1.0, np.nan, np.nan, 2.0], dtype)):  # 1-d: one take
+        x = tp.tensor(src, requires_grad=True)
+        values, indices = (x.max if largest else x.min)(-1, keepdim)
+        xt = torch.tensor(src, requires_grad=True)
+        vt, it = (xt.max if largest else xt.min)(-1, keepdim)
+        assert values.shape == tuple(vt.shape) and indices.shape == tuple(it.shape)
+        np.testing.assert_array_equal(values.detach().numpy(), vt.detach().numpy())
+        np.testing.assert_array_equal(indices.numpy(), it.numpy())
+        (values * 3.0).sum().backward()
+        (vt * 3.0).sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())
 
 
 def test_max_along_a_dim_second_order_and_in_place_after() -> None:
@@ -926,7 +939,7 @@ def test_small_row_kernels_equal_the_kernel_entry_points(dtype: Any) -> None:
     from tensorplay.interpreters.eager import kernels as K
     from tensorplay.interpreters.eager.fastpath import small_rows
     tol = {"rtol": 1e-6, "atol": 1e-7} if dtype == np.float32 else {"rtol": 1e-14, "atol": 1e-15}
-    for shape in ((2, 4), (3, 2, 5), (64, 64), (1, 1)):
+    for shape in ((2, 4), (3, 2, 5), (64, 64), (1, 1), (7,), (1,)):
         x = data(shape, dtype) * 3
         for name in ("softmax", "log_softmax"):
             np.testing.assert_allclose(small_rows(f"{name}_rows", x), getattr(K, name)(x, axis=-1), **tol)

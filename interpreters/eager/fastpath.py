@@ -375,7 +375,9 @@ def extremum(ops: Any, x: AnyTensor, dim: Any, keepdim: bool, largest: bool) -> 
 
 def _take_along(data: Array, picked: Array, axis: int) -> Array:
     """``numpy.take_along_axis(data, picked, axis)`` for one index per row (``picked`` has size 1 along
-    ``axis``); along the last axis of a row-major array, one ``take`` at ``row * n + picked``."""
+    ``axis``); of a 1-d array, or along the last axis of a row-major one, one ``take`` (at ``row * n + picked``)."""
+    if data.ndim == 1:
+        return data.take(picked)
     n = data.shape[axis]
     if axis != data.ndim - 1 or not data.flags.c_contiguous:
         return np.take_along_axis(data, picked, axis=axis)
@@ -431,11 +433,17 @@ def small_rows(kernel: str, data: Array, *args: Any) -> Array | None:
     run = _JITTED_BY_NAME.get(kernel)
     if run is None:
         run = _JITTED_BY_NAME[kernel] = getattr(nb(), kernel)
-    out = np.empty_like(data)  # row-major, as ``data`` is
-    if data.ndim == 2:
+    ndim = data.ndim
+    if ndim == 2:
+        out = np.empty_like(data)  # row-major, as ``data`` is
         run(data, *args, out, 0, rows)
-    else:
-        run(data.reshape(rows, n), *args, out.reshape(rows, n), 0, rows)
+        return out
+    if ndim == 1:  # one row: indexing makes the 2-d views at half a reshape's cost
+        row = np.empty((1, n), data.dtype)
+        run(data[None], *args, row, 0, 1)
+        return row[0]
+    out = np.empty_like(data)
+    run(data.reshape(rows, n), *args, out.reshape(rows, n), 0, rows)
     return out
 
 
