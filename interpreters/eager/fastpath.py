@@ -441,7 +441,8 @@ def small_rows(kernel: str, data: Array, *args: Any) -> Array | None:
     if ndim == 1:  # one row: indexing makes the 2-d views at half a reshape's cost
         row = np.empty((1, n), data.dtype)
         run(data[None], *args, row, 0, 1)
-        return row[0]
+        single: Array = row[0]
+        return single
     out = np.empty_like(data)
     run(data.reshape(rows, n), *args, out.reshape(rows, n), 0, rows)
     return out
