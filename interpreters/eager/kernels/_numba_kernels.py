@@ -800,7 +800,8 @@ def gelu_erf32(x: Any, out: Any, start: Any, stop: Any) -> None:
         for j in range(m):
             tb[j] = _gelu32_t(xb[j])
         h = m // 2
-        for j in range(h):  # two Horner chains side by side: twice the independent work per step
+        for j in range(h):  # _gelu32_p8 of two elements, written interleaved: two independent chains
+            # per step (calling it twice schedules them one after the other: 5% slower on 4M elements)
             t1 = tb[j]
             t2 = tb[j + h]
             p1 = _Q9 * t1 + _Q8
