@@ -250,9 +250,10 @@ def test_gelu_matches_torch_and_tail_reference(dt: Any, approximate: str) -> Non
 
 
 def test_float32_gelu_gives_each_element_the_same_bits_whatever_the_block_it_falls_in() -> None:
-    """The float32 erf kernel runs arrays of 256 or more elements in blocks, one pass per stage, and
-    shorter ones in one fused loop: both are the same operations, so each element's bits depend on
-    its value only (saved programs promise these bits), NaN keeping its own payload and sign."""
+    """The float32 erf kernel runs whole blocks of 256 elements one pass per stage (four elements
+    side by side in the polynomial stages) and the rest in one fused loop: both are the same
+    operations, so each element's bits depend on its value only (saved programs promise these
+    bits), NaN keeping its own payload and sign."""
     kernel = _support.nb().gelu_erf32
     rng = np.random.default_rng(7)
     x = np.concatenate([rng.standard_normal(1500) * 5, np.linspace(-16, 16, 977),

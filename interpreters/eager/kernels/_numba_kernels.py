@@ -154,11 +154,17 @@ _ZERO_BELOW64 = -746.0  # ln(2**-1075) = -745.13
 _HI64 = 709.782712893384
 
 
-@_jit_exact
-def _poly32(x: Any) -> Any:
+@_jit_inline
+def _reduce32(x: Any) -> Any:
+    """``(n, r)`` with ``exp(x) = 2**n * exp(r)`` (inlined into exact callers only)."""
     n = rint(x * _LOG2E32)
     r = x - n * _LN2_HI32
-    r = r - n * _LN2_LO32
+    return n, r - n * _LN2_LO32
+
+
+@_jit_exact
+def _poly32(x: Any) -> Any:
+    n, r = _reduce32(x)
     p = (((((_A6 * r + _A5) * r + _A4) * r + _A3) * r + _A2) * r + _A1) * r + _A0
     return n, p
 
@@ -197,11 +203,17 @@ def _exp32(x: Any) -> Any:
     return _INF32 if x >= _HI32 else e
 
 
-def _exp32_nonpos(x: Any) -> Any:
-    n, p = _poly32(x)
+@_jit_inline
+def _scale32_nonpos(x: Any, n: Any, p: Any) -> Any:
+    """``p * 2**n``, flushed to 0 where ``exp(x)`` is below the smallest normal."""
     s = np.int32((np.int32(n) + np.int32(127)) << np.int32(23)).view(np.float32)
     e = p * s
     return _ZERO32 if x < _LO32 else e
+
+
+def _exp32_nonpos(x: Any) -> Any:
+    n, p = _poly32(x)
+    return _scale32_nonpos(x, n, p)
 
 
 def _exp64(x: Any) -> Any:
@@ -267,6 +279,58 @@ def _overload_like(v: Any, c: Any) -> Any:
 overload(like)(_overload_like)
 overload(vexp, jit_options={"fastmath": set(EXACT_FLAGS), "error_model": "numpy"})(_overload_vexp)
 overload(vexp_nonpos, jit_options={"fastmath": set(EXACT_FLAGS), "error_model": "numpy"})(_overload_vexp_nonpos)
+
+
+# ---- four elements side by side ---------------------------------------------------------------
+# A Horner polynomial is one long dependency chain (each fused multiply-add waits for the one
+# before). On these cores the scheduler only overlaps neighbouring elements' chains when the
+# loop body holds them side by side: LLVM keeps each element's steps together, even when the
+# body computes several. These helpers carry four elements as a tuple, each step written for
+# all four at once (the loop over elements still vectorises: four vectors per iteration). The
+# operations per element are those of the one-element forms, so the bits are the same.
+
+@_jit_inline
+def lanes4(a: Any, j: Any, q: Any) -> Any:
+    """``(a[j], a[j+q], a[j+2q], a[j+3q])``: four elements a quarter block apart."""
+    return a[j], a[j + q], a[j + 2 * q], a[j + 3 * q]
+
+
+@_jit_inline
+def store4(a: Any, j: Any, q: Any, v: Any) -> None:
+    """Write the 4-tuple ``v`` back where :func:`lanes4` read it."""
+    a[j] = v[0]
+    a[j + q] = v[1]
+    a[j + 2 * q] = v[2]
+    a[j + 3 * q] = v[3]
+
+
+@_jit_inline
+def horner4(t: Any, coeffs: Any) -> Any:
+    """Horner's rule for the four elements of the tuple ``t`` at once (``coeffs`` from the highest
+    degree down; each step a fused multiply-add, as ``p * t + c`` is in exact kernels)."""
+    c = coeffs[0]
+    p = (c, c, c, c)
+    for k in range(1, len(coeffs)):
+        c = coeffs[k]
+        p = (p[0] * t[0] + c, p[1] * t[1] + c, p[2] * t[2] + c, p[3] * t[3] + c)
+    return p
+
+
+_EXP32_COEFFS = (_A6, _A5, _A4, _A3, _A2, _A1, _A0)
+""":func:`_poly32`'s polynomial, highest degree first."""
+
+
+@_jit_inline
+def vexp_nonpos4(x: Any) -> Any:
+    """:func:`vexp_nonpos` of a 4-tuple of float32 (exact callers only): the same bits, the four
+    polynomials interleaved."""
+    n0, r0 = _reduce32(x[0])
+    n1, r1 = _reduce32(x[1])
+    n2, r2 = _reduce32(x[2])
+    n3, r3 = _reduce32(x[3])
+    p = horner4((r0, r1, r2, r3), _EXP32_COEFFS)
+    return (_scale32_nonpos(x[0], n0, p[0]), _scale32_nonpos(x[1], n1, p[1]),
+            _scale32_nonpos(x[2], n2, p[2]), _scale32_nonpos(x[3], n3, p[3]))
 
 
 @_jit_exact
@@ -758,6 +822,10 @@ def _gelu32_p8(t: Any) -> Any:
     return (((((((_Q9 * t + _Q8) * t + _Q7) * t + _Q6) * t + _Q5) * t + _Q4) * t + _Q3) * t + _Q2) * t + _Q1
 
 
+_GELU_P8_COEFFS = (_Q9, _Q8, _Q7, _Q6, _Q5, _Q4, _Q3, _Q2, _Q1)
+""":func:`_gelu32_p8`'s coefficients, highest degree first (for :func:`horner4`)."""
+
+
 @_jit_inline
 def _gelu32_arg(v: Any, t: Any, p8: Any) -> Any:
     """``q(t) - z*z``, the (non-positive) exponent of ``erfc(z) / t``."""
@@ -778,56 +846,39 @@ def gelu_erf32(x: Any, out: Any, start: Any, stop: Any) -> None:
     """float32 ``x * Phi(x) = x/2 * erfc(-x/sqrt(2))`` on flat arrays, with the vectorisable
     erfc above (relative error ~1e-6 in the far left tail, where ``x*x`` rounds).
 
-    From 256 elements it runs in blocks, one pass per stage (``t``, the polynomial, ``exp``, the
-    product) over scratch rows: each stage's dependency chain is short, so the core overlaps
-    neighbouring elements, which one fused loop's 130-cycle chain prevents (1.55x faster on 4M
-    elements, the same bits)."""
+    Whole blocks of 256 elements run one pass per stage (``t``, the polynomial, ``exp``, the
+    product) over scratch rows, the two polynomial stages four elements side by side
+    (:func:`horner4`): each stage's dependency chains are short or interleaved, so the core
+    overlaps them, which one fused loop's 130-cycle chain per element prevents. The rest
+    (fewer than 256 elements) runs fused. Every element gets the same bits either way."""
     xs = x[start:stop]
     os_ = out[start:stop]
     n = stop - start
-    if n < _GELU_BLOCK:
-        for i in range(n):
-            v = xs[i]
-            t = _gelu32_t(v)
-            os_[i] = _gelu32_out(v, t, vexp_nonpos(_gelu32_arg(v, t, _gelu32_p8(t))))
-        return
-    tb = np.empty(_GELU_BLOCK, np.float32)
-    ab = np.empty(_GELU_BLOCK, np.float32)
-    for b0 in range(0, n, _GELU_BLOCK):
-        m = min(_GELU_BLOCK, n - b0)
-        xb = xs[b0:b0 + m]
-        ob = os_[b0:b0 + m]
-        for j in range(m):
-            tb[j] = _gelu32_t(xb[j])
-        h = m // 2
-        for j in range(h):  # _gelu32_p8 of two elements, written interleaved: two independent chains
-            # per step (calling it twice schedules them one after the other: 5% slower on 4M elements)
-            t1 = tb[j]
-            t2 = tb[j + h]
-            p1 = _Q9 * t1 + _Q8
-            p2 = _Q9 * t2 + _Q8
-            p1 = p1 * t1 + _Q7
-            p2 = p2 * t2 + _Q7
-            p1 = p1 * t1 + _Q6
-            p2 = p2 * t2 + _Q6
-            p1 = p1 * t1 + _Q5
-            p2 = p2 * t2 + _Q5
-            p1 = p1 * t1 + _Q4
-            p2 = p2 * t2 + _Q4
-            p1 = p1 * t1 + _Q3
-            p2 = p2 * t2 + _Q3
-            p1 = p1 * t1 + _Q2
-            p2 = p2 * t2 + _Q2
-            p1 = p1 * t1 + _Q1
-            p2 = p2 * t2 + _Q1
-            ab[j] = _gelu32_arg(xb[j], t1, p1)
-            ab[j + h] = _gelu32_arg(xb[j + h], t2, p2)
-        for j in range(2 * h, m):
-            ab[j] = _gelu32_arg(xb[j], tb[j], _gelu32_p8(tb[j]))
-        for j in range(m):
-            ab[j] = vexp_nonpos(ab[j])
-        for j in range(m):
-            ob[j] = _gelu32_out(xb[j], tb[j], ab[j])
+    whole = n - n % _GELU_BLOCK
+    if whole:
+        q = _GELU_BLOCK // 4
+        tb = np.empty(_GELU_BLOCK, np.float32)
+        ab = np.empty(_GELU_BLOCK, np.float32)
+        eb = np.empty(_GELU_BLOCK, np.float32)
+        for b0 in range(0, whole, _GELU_BLOCK):
+            xb = xs[b0:b0 + _GELU_BLOCK]
+            ob = os_[b0:b0 + _GELU_BLOCK]
+            for j in range(_GELU_BLOCK):
+                tb[j] = _gelu32_t(xb[j])
+            for j in range(q):
+                t = lanes4(tb, j, q)
+                p = horner4(t, _GELU_P8_COEFFS)
+                v = lanes4(xb, j, q)
+                store4(ab, j, q, (_gelu32_arg(v[0], t[0], p[0]), _gelu32_arg(v[1], t[1], p[1]),
+                                  _gelu32_arg(v[2], t[2], p[2]), _gelu32_arg(v[3], t[3], p[3])))
+            for j in range(q):
+                store4(eb, j, q, vexp_nonpos4(lanes4(ab, j, q)))
+            for j in range(_GELU_BLOCK):
+                ob[j] = _gelu32_out(xb[j], tb[j], eb[j])
+    for i in range(whole, n):
+        v = xs[i]
+        t = _gelu32_t(v)
+        os_[i] = _gelu32_out(v, t, vexp_nonpos(_gelu32_arg(v, t, _gelu32_p8(t))))
 
 
 @jit
