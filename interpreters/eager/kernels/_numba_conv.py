@@ -7,8 +7,8 @@ One call runs a whole convolution: for each block of ``m`` samples it builds the
 (called from the jitted code through its C API, :func:`_gemm`), and writes the result into its final
 layout (adding the bias, or summing the bias gradient, in the same pass). A block's columns fit in
 the L2 cache, so the copies around the GEMM never go to memory, and no Python runs between blocks.
-:func:`forward_output_columns` is the forward for few column rows: one sample's columns at its output
-positions only, and a GEMM straight into the output.
+The forward (:func:`forward_output_blocks`) builds each block's columns at the output positions only
+(no gaps), moving each short row in whole 64-byte chunks; the backward keeps the wide positions.
 
 Importing this module imports numba; :mod:`.convolution` imports it on first use. Kept apart from
 ``_numba_kernels``: it depends on nothing there.
@@ -81,6 +81,36 @@ def _gemm_typer(typingctx: Any, address: Any, trans_a: Any, trans_b: Any, m: Any
 
 
 _gemm: Any = intrinsic(_gemm_typer)
+
+
+MOVE_BYTES = 64
+"""What :func:`_move_chunk` copies: one cache line, two AVX vectors."""
+
+
+def _move_chunk_typer(typingctx: Any, dst: Any, d: Any, src: Any, s: Any) -> Any:
+    """``MOVE_BYTES`` bytes from element ``s`` of the C-contiguous ``src`` to element ``d`` of ``dst`` (flat
+    indices; the caller makes sure both ranges lie inside the arrays). A ``memmove`` of constant length,
+    which LLVM emits as a few vector loads, then stores: no loop, no overlap check, no call."""
+    if not (isinstance(dst, types.Array) and isinstance(src, types.Array) and dst.dtype == src.dtype):
+        return None
+    sig = types.void(dst, d, src, s)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        from numba.core import cgutils
+
+        dd, di, ss, si = args
+
+        def at(arr: Any, ty: Any, i: Any) -> Any:
+            return builder.gep(context.make_array(ty)(context, builder, arr).data, [i])
+
+        i64 = ir.IntType(64)
+        cgutils.raw_memmove(builder, at(dd, dst, di), at(ss, src, si), ir.Constant(i64, MOVE_BYTES), 1)  # type: ignore[no-untyped-call]
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+_move_chunk: Any = intrinsic(_move_chunk_typer)
 
 
 # ---- layout passes (inlined into the kernels below) ----------------------------------------------------
@@ -163,29 +193,6 @@ def _zero_gaps(cols: Any, rows: Any, mb: Any, lw: Any, od: Any, oh: Any, ow: Any
 
 
 @_jit
-def _write_output(out: Any, mb: Any, lw: Any, hp: Any, wp: Any, bias: Any, y: Any, n0: Any) -> None:  # pragma: no cover
-    """``y[n0 + j, o, i, r, s] = out[o W + j Lw + (i hp + r) wp + s] (+ bias[o])`` (``W = mb Lw``; the gaps are
-    dropped; ``bias`` empty: no bias)."""
-    o_ch, od, oh, ow = y.shape[1], y.shape[2], y.shape[3], y.shape[4]
-    width = mb * lw
-    has_bias = bias.shape[0] > 0
-    for o in range(o_ch):
-        b = bias[o] if has_bias else out[0] * 0
-        for j in range(mb):
-            for i in range(od):
-                for r in range(oh):
-                    at = o * width + j * lw + (i * hp + r) * wp
-                    src = out[at:at + ow]
-                    dst = y[n0 + j, o, i, r]
-                    if has_bias:
-                        for s in range(ow):
-                            dst[s] = src[s] + b
-                    else:
-                        for s in range(ow):
-                            dst[s] = src[s]
-
-
-@_jit
 def _read_grad(g: Any, n0: Any, mb: Any, lw: Any, hp: Any, wp: Any, gw: Any, sums: Any) -> None:  # pragma: no cover
     """``gw[o W + j Lw + q]`` = ``g[n0 + j, o]`` at the output positions, 0 in the gaps (the inverse of
     :func:`_write_output`); ``sums[o] +=`` the sum of those values when ``sums`` is not empty (each plane
@@ -221,80 +228,80 @@ def _read_grad(g: Any, n0: Any, mb: Any, lw: Any, hp: Any, wp: Any, gw: Any, sum
 
 # ---- the kernels -----------------------------------------------------------------------------------------
 
-@_jit
-def forward(gemm: Any, x: Any, w2: Any, bias: Any, offs: Any, pd: Any, ph: Any, pw: Any, lw: Any, m: Any,
-            y: Any, pad_buf: Any, cols: Any, out: Any) -> None:  # pragma: no cover
-    """``y[N, O, od, oh, ow] = conv(x[N, C, D, H, W], w2[O, C K]) (+ bias[O])``, stride 1, padding
-    ``(pd, ph, pw)``, tap offsets ``offs[K]`` in the padded plane of ``pad_buf[m, C, Dp, Hp, Wp]``'s shape, in
-    blocks of ``m`` samples; ``cols`` (at least ``C K m Lw``) and ``out`` (``O m Lw``) are flat scratch."""
-    n, c = x.shape[0], x.shape[1]
-    o_ch, ck = w2.shape[0], w2.shape[1]
-    hp, wp = pad_buf.shape[3], pad_buf.shape[4]
-    padded = pd > 0 or ph > 0 or pw > 0
-    planes = x.reshape(n, c, x.shape[2] * x.shape[3] * x.shape[4])
-    buf_planes = pad_buf.reshape(pad_buf.shape[0], c, pad_buf.shape[2] * hp * wp)
-    for n0 in range(0, n, m):
-        mb = min(m, n - n0)
-        width = mb * lw
-        if padded:
-            _pad(x, n0, mb, pd, ph, pw, pad_buf)
-            _taps(buf_planes, 0, mb, offs, lw, cols)
-        else:
-            _taps(planes, n0, mb, offs, lw, cols)
-        _gemm(gemm, NO_TRANS, NO_TRANS, o_ch, width, ck, w2, ck, cols, width, out, width, False)
-        _write_output(out, mb, lw, hp, wp, bias, y, n0)
-
-
 @_inline
-def _output_columns(planes: Any, j: Any, kd: Any, kh: Any, kw: Any, dd: Any, dh: Any, dw: Any, od: Any, oh: Any,
-                    ow: Any, cols: Any) -> None:  # pragma: no cover
-    """``cols[(c K + t) L + (i oh + r) ow + s] = planes[j, c, i + a dd, r + b dh, s + e dw]`` for tap ``t = (a, b, e)``
-    (``L = od oh ow``): sample ``j``'s columns at its output positions only, one short row at a time."""
+def _block_output_columns(src: Any, j0: Any, mb: Any, kd: Any, kh: Any, kw: Any, dd: Any, dh: Any, dw: Any,
+                          od: Any, oh: Any, ow: Any, cols: Any) -> None:  # pragma: no cover
+    """``cols[(c K + t) mb L + j L + (i oh + r) ow + s] = src[j0 + j, c, i + a dd, r + b dh, s + e dw]`` for tap
+    ``t = (a, b, e)`` (``L = od oh ow``): the columns of samples ``[j0, j0 + mb)`` at their output positions
+    only. Each short row is moved in whole chunks of :data:`MOVE_BYTES` (:func:`_move_chunk`), which may run
+    past the row: the rows are written in increasing address order, so what a chunk writes past its row is
+    overwritten by the rows after it (``cols`` has a chunk of slack at its end). A chunk that would read past
+    the end of ``src`` is copied element by element instead."""
+    c = src.shape[1]
     big_l = od * oh * ow
-    row = 0
-    for ci in range(planes.shape[1]):
+    flat = src.reshape(-1)
+    row_len = src.shape[4]
+    depth_len = src.shape[3] * row_len
+    plane = src.shape[2] * depth_len
+    sample = c * plane
+    per_chunk = MOVE_BYTES // src.itemsize
+    chunks = (ow + per_chunk - 1) // per_chunk
+    safe_end = flat.shape[0] - chunks * per_chunk
+    at = 0
+    for ci in range(c):
         for a in range(kd):
             for b in range(kh):
                 for e in range(kw):
-                    at = row * big_l
-                    for i in range(od):
-                        for r in range(oh):
-                            src = planes[j, ci, i + a * dd, r + b * dh, e * dw:e * dw + ow]
-                            dst = cols[at:at + ow]
-                            for s in range(ow):
-                                dst[s] = src[s]
-                            at += ow
-                    row += 1
+                    for j in range(mb):
+                        base = (j0 + j) * sample + ci * plane + a * dd * depth_len + b * dh * row_len + e * dw
+                        for i in range(od):
+                            for r in range(oh):
+                                s0 = base + i * depth_len + r * row_len
+                                if s0 <= safe_end:
+                                    for k in range(chunks):
+                                        _move_chunk(cols, at + k * per_chunk, flat, s0 + k * per_chunk)
+                                else:
+                                    for q in range(ow):
+                                        cols[at + q] = flat[s0 + q]
+                                at += ow
 
 
 @_jit
-def forward_output_columns(gemm: Any, x: Any, w2: Any, bias: Any, kd: Any, kh: Any, kw: Any, dd: Any, dh: Any,
-                           dw: Any, pd: Any, ph: Any, pw: Any, y: Any, pad_buf: Any,
-                           cols: Any) -> None:  # pragma: no cover
-    """:func:`forward` for few column rows (``2 C K <= 3 O``), one sample at a time: the sample's columns
-    at its output positions only (``cols[C K, L]``, ``L = od oh ow``, no gaps) and one GEMM straight into
-    ``y[n]``, which holds the bias first when there is one (the GEMM adds to it). Short rows are then
-    copied into the columns (``C K`` per output row) instead of out of the GEMM's result (``O`` per row),
-    and the output is written once. ``kd, kh, kw`` are the kernel's sizes, ``dd, dh, dw`` its dilation,
-    ``pad_buf`` holds one padded sample (no samples when there is no padding)."""
+def forward_output_blocks(gemm: Any, x: Any, w2: Any, bias: Any, kd: Any, kh: Any, kw: Any, dd: Any, dh: Any,
+                          dw: Any, pd: Any, ph: Any, pw: Any, m: Any, y: Any, pad_buf: Any, cols: Any,
+                          out: Any) -> None:  # pragma: no cover
+    """``y[N, O, od, oh, ow] = conv(x[N, C, D, H, W], w2[O, C K]) (+ bias[O])``, stride 1, kernel sizes
+    ``kd, kh, kw``, dilation ``dd, dh, dw``, padding ``pd, ph, pw``, in blocks of ``m`` samples: each block's
+    columns at its output positions only (:func:`_block_output_columns`, ``L = od oh ow`` per sample), one
+    GEMM ``out[O, m L] = w2 @ cols``, then ``y[n, o] = out[o, j L:(j + 1) L] (+ bias[o])``. ``cols`` holds
+    ``C K m L`` elements and :data:`MOVE_BYTES` of slack, ``out`` ``O m L``; ``pad_buf[m, C, Dp, Hp, Wp]`` the
+    padded samples (none when there is no padding)."""
     n, o_ch, ck = x.shape[0], w2.shape[0], w2.shape[1]
     od, oh, ow = y.shape[2], y.shape[3], y.shape[4]
     big_l = od * oh * ow
+    padded = pd > 0 or ph > 0 or pw > 0
     has_bias = bias.shape[0] > 0
-    out = y.reshape(n, o_ch, big_l)
-    for j in range(n):
-        if pd > 0 or ph > 0 or pw > 0:
-            _pad(x, j, 1, pd, ph, pw, pad_buf)
-            _output_columns(pad_buf, 0, kd, kh, kw, dd, dh, dw, od, oh, ow, cols)
+    yl = y.reshape(n, o_ch, big_l)
+    for n0 in range(0, n, m):
+        mb = min(m, n - n0)
+        width = mb * big_l
+        if padded:
+            _pad(x, n0, mb, pd, ph, pw, pad_buf)
+            _block_output_columns(pad_buf, 0, mb, kd, kh, kw, dd, dh, dw, od, oh, ow, cols)
         else:
-            _output_columns(x, j, kd, kh, kw, dd, dh, dw, od, oh, ow, cols)
-        yj = out[j]
-        if has_bias:
+            _block_output_columns(x, n0, mb, kd, kh, kw, dd, dh, dw, od, oh, ow, cols)
+        _gemm(gemm, NO_TRANS, NO_TRANS, o_ch, width, ck, w2, ck, cols, width, out, width, False)
+        for j in range(mb):
             for o in range(o_ch):
-                bo = bias[o]
-                for q in range(big_l):
-                    yj[o, q] = bo
-        _gemm(gemm, NO_TRANS, NO_TRANS, o_ch, big_l, ck, w2, ck, cols, big_l, yj, big_l, has_bias)
+                src = out[o * width + j * big_l:o * width + (j + 1) * big_l]
+                dst = yl[n0 + j, o]
+                if has_bias:
+                    bo = bias[o]
+                    for q in range(big_l):
+                        dst[q] = src[q] + bo
+                else:
+                    for q in range(big_l):
+                        dst[q] = src[q]
 
 
 @_jit

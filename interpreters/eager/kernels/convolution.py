@@ -37,9 +37,10 @@ each block's GEMM on one OpenBLAS thread.
   output write, and the backward computes the input gradient, the weight gradient and the bias
   gradient (a sum in the cotangent's read) from one read of the cotangent. Measured on the benchmark
   CNN's layers (batch 64, one thread): forward with bias 1->16 channels on 28x28 0.45-0.5 ms against
-  0.79 ms by the wide GEMM; 16->32 on 13x13 1.26-1.33 ms against 1.65 ms. Where the columns have few
-  rows (``2 C K <= 3 O``, :func:`_few_column_rows`) its forward builds them at the output positions only,
-  one sample at a time, and the GEMM writes the output itself (no gaps, no copy out of the result).
+  0.79 ms by the wide GEMM; 16->32 on 13x13 1.26-1.33 ms against 1.65 ms. The forward builds its
+  columns at the output positions only (no gaps for the GEMM to compute and the output write to skip),
+  each short row moved in whole 64-byte chunks (:func:`._numba_conv.forward_output_blocks`): 16->32 on
+  13x13 1.13-1.15 ms against 1.31 ms for the wide columns, 1->16 on 28x28 0.40 against 0.43 ms.
 
 Direct numba kernels for few input channels (one vectorised pass per input plane, output plane and
 tap over the wide positions) were tried for the first layer of the benchmark CNN (1 -> 16 channels,
@@ -59,7 +60,8 @@ import numpy as np
 
 from ._support import Array, all_finite, as_float, float_dtype, jitted, nb, scratch
 from . import _blas, winograd
-from .threads import BLAS_THREADED_MIN_MACS, blas_chunks, blas_threads_for, chunk_bounds, num_threads, run_blas_chunks
+from .threads import (BLAS_THREADED_MIN_MACS, blas_chunks, blas_threads_for, chunk_bounds, cpu_threads, num_threads,
+                      run_blas_chunks)
 
 COLS_BLOCK_BYTES = 8 << 20
 """Upper bound on one block's column buffer; larger batches are processed in blocks of samples."""
@@ -139,6 +141,14 @@ class _Conv:
     def sample_bytes(self, itemsize: int) -> int:
         """The in-cache path's columns (or output rows) of one sample, in bytes."""
         return max(self.cx * self.taps, self.cy) * self.wide * itemsize
+
+    def output_block(self, itemsize: int) -> int:
+        """Samples per block of the in-cache forward, whose columns are at the output positions only:
+        about :data:`FUSED_BLOCK_BYTES` of them, at least one sample, and at least one block for each CPU
+        (:func:`.threads.cpu_threads`, not the thread setting: the blocks, hence the GEMMs and their bits,
+        are the same at any setting)."""
+        per_sample = self.cx * self.taps * math.prod(self.small) * itemsize
+        return max(1, min(-(-self.n // cpu_threads()), FUSED_BLOCK_BYTES // per_sample))
 
     def fused_block(self, itemsize: int) -> int:
         """Samples per block of the in-cache path (see :data:`FUSED_BLOCK_BYTES`)."""
@@ -331,39 +341,24 @@ def _pad_buffer(cv: _Conv, m: int, dt: np.dtype[Any]) -> Array:
     return scratch((m if cv.p != (0, 0, 0) else 0, cv.cx) + cv.padded, dt, slot=2)
 
 
-def _few_column_rows(cv: _Conv) -> bool:
-    """Whether the in-cache forward builds each sample's columns at its output positions only
-    (:func:`._numba_conv.forward_output_columns`): when the columns have at most 1.5 times as many rows as
-    the output has channels (``2 C K <= 3 O``, e.g. a first layer on one to three input channels). Each
-    layout copies short rows: into the columns (``C K`` per output row) or out of the GEMM's wide result
-    (``O`` per output row); with output columns the GEMM also skips the gaps and writes the output itself.
-    Measured at one thread (one process, alternating, medians of 60): 1 -> 16 channels on 28x28, batch 64,
-    0.75x the wide layout's time, padded 0.74x; 3 -> 32 on 32x32 0.97x; on 16x16, 4 -> 32 0.91x, 5 -> 32
-    0.95x, 6 -> 32 0.98x, 7 -> 32 1.01x, 8 -> 32 1.04x; 3 -> 16 on 28x28 1.05x; the benchmark CNN's
-    16 -> 32 took the same time both ways."""
-    return 2 * cv.cx * cv.taps <= 3 * cv.cy
-
-
 def _fused_forward(cv: _Conv, gemm: int, x5: Array, w: Array, bias: Array | None, y5: Array) -> None:
-    """``y5 = conv(x5, w) (+ bias)`` by :func:`._numba_conv.forward` (or, for few column rows,
-    :func:`._numba_conv.forward_output_columns`: :func:`_few_column_rows`), the samples split over the
-    threads (:func:`.threads.run_blas_chunks`; each output element is computed alike on any thread)."""
+    """``y5 = conv(x5, w) (+ bias)`` by :func:`._numba_conv.forward_output_blocks`, whole blocks of samples
+    split over the threads (:func:`.threads.run_blas_chunks`): the same blocks, hence the same GEMMs and
+    bits, at any thread count."""
     dt = x5.dtype
-    m = cv.fused_block(dt.itemsize)
+    m = cv.output_block(dt.itemsize)
     b = np.empty(0, dt) if bias is None else bias
-    w2, offs = w.reshape(cv.cy, cv.cx * cv.taps), cv.tap_offsets
+    w2 = w.reshape(cv.cy, cv.cx * cv.taps)
+    slack = _nc().MOVE_BYTES // dt.itemsize
+    positions = math.prod(cv.small)
 
-    def output_columns(n0: int, n1: int) -> None:
-        cols = scratch((cv.cx * cv.taps * math.prod(cv.small),), dt, slot=0)  # per thread
-        _nc().forward_output_columns(gemm, x5[n0:n1], w2, b, *cv.k, *cv.d, *cv.p, y5[n0:n1],
-                                     _pad_buffer(cv, 1, dt), cols)
-
-    def samples(n0: int, n1: int) -> None:
-        cols = scratch((cv.cx * cv.taps * m * cv.wide,), dt, slot=0)  # per thread
-        out = scratch((cv.cy * m * cv.wide,), dt, slot=1)
-        _nc().forward(gemm, x5[n0:n1], w2, b, offs, *cv.p, cv.wide, m, y5[n0:n1], _pad_buffer(cv, m, dt),
-                      cols, out)
-    run_blas_chunks(blas_chunks(cv.n, _macs(cv)), output_columns if _few_column_rows(cv) else samples)
+    def blocks(b0: int, b1: int) -> None:
+        n0, n1 = b0 * m, min(b1 * m, cv.n)
+        cols = scratch((cv.cx * cv.taps * m * positions + slack,), dt, slot=0)  # per thread
+        out = scratch((cv.cy * m * positions,), dt, slot=1)
+        _nc().forward_output_blocks(gemm, x5[n0:n1], w2, b, *cv.k, *cv.d, *cv.p, m, y5[n0:n1],
+                                    _pad_buffer(cv, m, dt), cols, out)
+    run_blas_chunks(blas_chunks(-(-cv.n // m), _macs(cv)), blocks)
 
 
 def _fused_backward(cv: _Conv, gemm: int, x5: Array | None, w: Array, g5: Array, dx5: Array | None,
