@@ -849,22 +849,27 @@ def gelu_erf32(x: Any, out: Any, start: Any, stop: Any) -> None:
     Whole blocks of 256 elements run one pass per stage (``t``, the polynomial, ``exp``, the
     product) over scratch rows, the two polynomial stages four elements side by side
     (:func:`horner4`): each stage's dependency chains are short or interleaved, so the core
-    overlaps them, which one fused loop's 130-cycle chain per element prevents. The rest
-    (fewer than 256 elements) runs fused. Every element gets the same bits either way."""
+    overlaps them, which one fused loop's 130-cycle chain per element prevents. The next block's
+    ``t`` (a division: its own unit) is computed in the ``exp`` pass, whose work is multiply-adds,
+    so the two overlap. The rest (fewer than 256 elements) runs fused. Every element gets the
+    same bits either way."""
     xs = x[start:stop]
     os_ = out[start:stop]
     n = stop - start
     whole = n - n % _GELU_BLOCK
     if whole:
         q = _GELU_BLOCK // 4
-        tb = np.empty(_GELU_BLOCK, np.float32)
+        tb = np.empty(_GELU_BLOCK, np.float32)  # this block's t
+        tn = np.empty(_GELU_BLOCK, np.float32)  # the next block's
         ab = np.empty(_GELU_BLOCK, np.float32)
         eb = np.empty(_GELU_BLOCK, np.float32)
+        for j in range(_GELU_BLOCK):
+            tb[j] = _gelu32_t(xs[j])
         for b0 in range(0, whole, _GELU_BLOCK):
             xb = xs[b0:b0 + _GELU_BLOCK]
             ob = os_[b0:b0 + _GELU_BLOCK]
-            for j in range(_GELU_BLOCK):
-                tb[j] = _gelu32_t(xb[j])
+            ahead = b0 + _GELU_BLOCK if b0 + 2 * _GELU_BLOCK <= whole else b0  # the last: its own, unused
+            xn = xs[ahead:ahead + _GELU_BLOCK]
             for j in range(q):
                 t = lanes4(tb, j, q)
                 p = horner4(t, _GELU_P8_COEFFS)
@@ -873,8 +878,11 @@ def gelu_erf32(x: Any, out: Any, start: Any, stop: Any) -> None:
                                   _gelu32_arg(v[2], t[2], p[2]), _gelu32_arg(v[3], t[3], p[3])))
             for j in range(q):
                 store4(eb, j, q, vexp_nonpos4(lanes4(ab, j, q)))
+                u = lanes4(xn, j, q)
+                store4(tn, j, q, (_gelu32_t(u[0]), _gelu32_t(u[1]), _gelu32_t(u[2]), _gelu32_t(u[3])))
             for j in range(_GELU_BLOCK):
                 ob[j] = _gelu32_out(xb[j], tb[j], eb[j])
+            tb, tn = tn, tb
     for i in range(whole, n):
         v = xs[i]
         t = _gelu32_t(v)
