@@ -288,6 +288,8 @@ overload(vexp_nonpos, jit_options={"fastmath": set(EXACT_FLAGS), "error_model": 
 # body computes several. These helpers carry four elements as a tuple, each step written for
 # all four at once (the loop over elements still vectorises: four vectors per iteration). The
 # operations per element are those of the one-element forms, so the bits are the same.
+# Measured on GELU's stages, 256 float32 elements in cache 16384 times, one thread: the exp
+# 1.78 -> 1.58 ms, the degree-8 polynomial 1.46 -> 1.14 ms (two elements side by side: 1.28).
 
 @_jit_inline
 def lanes4(a: Any, j: Any, q: Any) -> Any:
