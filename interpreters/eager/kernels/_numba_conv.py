@@ -194,8 +194,8 @@ def _zero_gaps(cols: Any, rows: Any, mb: Any, lw: Any, od: Any, oh: Any, ow: Any
 
 @_jit
 def _read_grad(g: Any, n0: Any, mb: Any, lw: Any, hp: Any, wp: Any, gw: Any, sums: Any) -> None:  # pragma: no cover
-    """``gw[o W + j Lw + q]`` = ``g[n0 + j, o]`` at the output positions, 0 in the gaps (the inverse of
-    :func:`_write_output`); ``sums[o] +=`` the sum of those values when ``sums`` is not empty (each plane
+    """``gw[o W + j Lw + q]`` = ``g[n0 + j, o]`` at the output positions, 0 in the gaps (``W = mb Lw``, the
+    wide layout of the backward's GEMMs); ``sums[o] +=`` the sum of those values when ``sums`` is not empty (each plane
     summed in ``g``'s dtype in one vectorised pass, the planes in ``sums``' float64)."""
     o_ch, od, oh, ow = g.shape[1], g.shape[2], g.shape[3], g.shape[4]
     width = mb * lw
