@@ -238,7 +238,6 @@ def _block_output_columns(src: Any, j0: Any, mb: Any, kd: Any, kh: Any, kw: Any,
     overwritten by the rows after it (``cols`` has a chunk of slack at its end). A chunk that would read past
     the end of ``src`` is copied element by element instead."""
     c = src.shape[1]
-    big_l = od * oh * ow
     flat = src.reshape(-1)
     row_len = src.shape[4]
     depth_len = src.shape[3] * row_len
