@@ -13,6 +13,7 @@ import pytest
 
 import tensorplay as tp
 from tensorplay.interpreters.eager import fused_vjp, tape
+from tensorplay.interpreters.eager import kernels as K
 from tensorplay.interpreters.eager.fused_vjp import FUSED_VJP
 from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay.interpreters.eager.kernels import backward as KB
@@ -217,7 +218,7 @@ def test_off_the_fast_path_the_composite_rule_runs() -> None:
 def test_every_fused_rule_names_a_primitive_with_a_composite_rule() -> None:
     # or an eager tape node whose own backward rule is written with primitives (the conv with a bias)
     assert set(FUSED_VJP) <= set(VJP_RULES) | set(tape.EXTRA_VJP)
-    for name in ("gelu", "layer_norm_last_axis", "softmax", "log_softmax", "relu", "max_pool_nd", "dot_product_attention",
+    for name in ("gelu", "layer_norm_last_axis", "layer_norm", "softmax", "log_softmax", "relu", "max_pool_nd", "dot_product_attention",
                  "conv_nd", "conv_bias"):
         assert name in FUSED_VJP
 
@@ -245,7 +246,7 @@ def test_tape_uses_fused_rules_only_without_create_graph(monkeypatch: pytest.Mon
     args = [_leaf(randn((2, 3, 4), np.float64)), _leaf(randn((4,), np.float64)), _leaf(randn((4,), np.float64)),
             _leaf(randn((4, 5), np.float64))]
     _block(*args).sum().backward()
-    assert {"layer_norm_last_axis", "gelu", "softmax", "log_softmax", "matmul"} <= set(calls)
+    assert {"layer_norm", "gelu", "softmax", "log_softmax", "matmul"} <= set(calls)  # layer_norm: F's node
     calls.clear()
     tp.autograd.grad(_block(*args).sum(), args, create_graph=True)
     assert calls == []
@@ -411,8 +412,12 @@ def test_threaded_kernels_equal_single_threaded(monkeypatch: pytest.MonkeyPatch)
     def run() -> list[np.ndarray]:
         dx, dw, db = KB.layer_norm_backward(x, w, g, eps=1e-5)
         assert dx is not None and dw is not None and db is not None
+        stats = np.empty((64, 2))
+        y = K.layer_norm_last_axis(x, w, w, eps=1e-5, stats=stats)
+        saved = KB.layer_norm_backward(x, w, g, eps=1e-5, stats=stats)
+        assert all(a is not None for a in saved)
         pool = dict(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))
-        return [dx, dw, db, KB.gelu_backward(g, x), KB.gelu_backward(g, x, approximate="tanh"),
+        return [dx, dw, db, y, stats, *saved, KB.gelu_backward(g, x), KB.gelu_backward(g, x, approximate="tanh"),
                 KB.relu_backward(g, np.maximum(x, 0)), KB.softmax_backward(x, g, axis=1),
                 KB.log_softmax_backward(x, g, axis=0), KB.erf(x), KB.max_pool_backward(p, gp, **pool)]
 
@@ -422,3 +427,61 @@ def test_threaded_kernels_equal_single_threaded(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(threads, "PARALLEL_MIN_WORK", 16)
     for a, b in zip(single, run()):
         np.testing.assert_array_equal(a, b)
+
+
+# ---- layer_norm's saved statistics -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("layout", range(len(LAYOUTS)), ids=LAYOUT_IDS)
+def test_layer_norm_saves_row_statistics_for_its_backward(dt: Any, layout: int) -> None:
+    """``F.layer_norm`` under recording keeps each row's mean and rstd on its node; the backward that reads
+    them agrees with the kernel that recomputes them (whose vectorised sums may round differently) and with
+    PyTorch, and the forward gives the same bits as without recording."""
+    import tensorplay.nn.functional as F
+    from tensorplay.interpreters.eager.losses import LAYER_NORM_NODE
+    eps = 1e-5
+    xv = LAYOUTS[layout](randn((3, 5, 37), dt, 3.0) + 2.0)
+    wv, bv, gv = randn((37,), dt), randn((37,), dt), randn((3, 5, 37), dt)
+    x, w, b = (tp.tensor(v, requires_grad=True) for v in (xv, wv, bv))
+    y = F.layer_norm(x, (37,), w, b, eps)
+    assert y.grad_fn.name == LAYER_NORM_NODE
+    stats = y.grad_fn.params["stats"]
+    rows = xv.astype(np.float64).reshape(15, 37)
+    np.testing.assert_allclose(stats[:, 0], rows.mean(1), rtol=1e-6 if dt == np.float32 else 1e-14)
+    np.testing.assert_allclose(stats[:, 1], 1 / np.sqrt(rows.var(1) + eps), rtol=1e-5 if dt == np.float32 else 1e-13)
+    with tp.no_grad():
+        plain = F.layer_norm(x, (37,), w, b, eps)
+    np.testing.assert_array_equal(plain.numpy(), y.detach().numpy())
+    y.backward(tp.tensor(gv))
+    want = KB.layer_norm_backward(xv, wv, gv, eps=eps)  # no statistics: recomputed from x
+    for got, expected in zip((x.grad, w.grad, b.grad), want):
+        assert got is not None and expected is not None
+        np.testing.assert_allclose(got.numpy(), expected, rtol=1e-6 if dt == np.float32 else 1e-14, atol=0)
+    xt, wt, bt = (torch.tensor(v, requires_grad=True) for v in (xv, wv, bv))
+    TF.layer_norm(xt, (37,), wt, bt, eps).backward(torch.tensor(gv))
+    for got, t in zip((x.grad, w.grad, b.grad), (xt, wt, bt)):
+        np.testing.assert_allclose(got.numpy(), t.grad.numpy(), **tol(dt))
+
+
+def test_layer_norm_records_statistics_only_when_recording() -> None:
+    import tensorplay.nn.functional as F
+    x = tp.tensor(randn((4, 6), np.float32))
+    assert F.layer_norm(x, (6,)).grad_fn is None
+    w = tp.tensor(np.ones(6, np.float32), requires_grad=True)
+    y = F.layer_norm(x, (6,), w)  # only the weight wants a gradient
+    assert y.grad_fn.params["stats"].shape == (4, 2)
+    y.sum().backward()
+    assert w.grad is not None
+    np.testing.assert_allclose(w.grad.numpy(), TF.layer_norm(torch.tensor(x.numpy()), (6,)).sum(0).numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("bad", [np.empty((3, 2)), np.empty((4, 2), np.float32), np.empty((4, 3)),
+                                 np.empty((2, 4)).T])
+def test_layer_norm_kernels_name_bad_statistics(bad: np.ndarray) -> None:
+    x = randn((4, 5), np.float64)
+    w = np.ones(5)
+    with pytest.raises(ValueError, match=r"layer_norm: stats must be a row-major float64 array of shape \(4, 2\)"):
+        K.layer_norm_last_axis(x, w, w, eps=1e-5, stats=bad)
+    with pytest.raises(ValueError, match=r"layer_norm_backward: stats must be .* \(4, 2\), got"):
+        KB.layer_norm_backward(x, w, x, eps=1e-5, stats=bad)

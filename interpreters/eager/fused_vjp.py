@@ -30,6 +30,7 @@ from tensorplay.interpreters.eager import kernels as K
 from tensorplay.interpreters.eager.fastpath import BASIC_INDEX_NODE, basic_index_plan, basic_index_vjp
 from tensorplay.interpreters.eager.fastpath_conv import CONV_BIAS_NODE, conv_bias_vjp
 from tensorplay.interpreters.eager.fastpath_linear import LINEAR_NODE, linear_vjp
+from tensorplay.interpreters.eager.losses import LAYER_NORM_NODE
 from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay.interpreters.eager.kernels import backward as KB
 from tensorplay.interpreters.eager.kernels import linear as KL
@@ -133,9 +134,11 @@ def relu_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any) -> Cotangen
     return (_wrap(KB.relu_backward(gd, output._data)),)
 
 
-@_register("layer_norm_last_axis")
-def layer_norm_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any, *, eps: float) -> Cotangents:
-    """``dx``, ``dgamma``, ``dbeta`` from one kernel (two passes over each row)."""
+@_register("layer_norm_last_axis", LAYER_NORM_NODE)
+def layer_norm_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any, *, eps: float,
+                   stats: Array | None = None) -> Cotangents:
+    """``dx``, ``dgamma``, ``dbeta`` from one kernel (two passes over each row; ``stats``, the forward's
+    mean and rstd of each row, saves recomputing them)."""
     x, gamma, beta = inputs
     gd = _same_float(g, x, gamma, beta)
     if gd is None or not (isinstance(x, Tensor) and isinstance(gamma, Tensor) and isinstance(beta, Tensor)):
@@ -143,7 +146,7 @@ def layer_norm_vjp(ops: Any, g: Any, inputs: tuple[Any, ...], output: Any, *, ep
     need_x = input_needed(0)
     need_gamma, need_beta = input_needed(1), input_needed(2)
     dx, dgamma, dbeta = KB.layer_norm_backward(x._data, gamma._data, gd, eps=eps, need_x=need_x,
-                                               need_params=need_gamma or need_beta)
+                                               need_params=need_gamma or need_beta, stats=stats)
     return (None if dx is None else _wrap(dx),
             _wrap(dgamma) if need_gamma and dgamma is not None else None,
             _wrap(dbeta) if need_beta and dbeta is not None else None)

@@ -21,6 +21,7 @@ from tensorplay.interpreters.eager.kernels._support import CONCATENATE, F32, FLO
 from tensorplay.interpreters.eager.kernels.rows import GELU_KERNELS
 from tensorplay.interpreters.eager.kernels.threads import THREADED_MIN_WORK, threads_for
 from tensorplay.interpreters.eager import fastpath, fastpath_conv, fastpath_linear, tape
+from tensorplay.interpreters.eager import losses as _eager_losses
 from tensorplay.interpreters.eager.results import result as _result
 from tensorplay.interpreters.eager.results import share_version as _share_version
 from tensorplay.interpreters.eager.results import view as _new_view
@@ -475,6 +476,17 @@ class EagerInterpreter(BaseInterpreter):
         return getattr(top, name)(*inputs, **params)
 
     # ---- primitives with bespoke eager code -----------------------------------------------------
+    def layer_norm_last_axis(self, x: Any, gamma: Any, beta: Any, *, eps: float) -> Any:
+        """See :meth:`tensorplay.ops.Ops.layer_norm_last_axis`: in the common case (float ``x``, ``gamma``
+        and ``beta`` of one dtype, a float ``eps``) the fused form of ``nn.functional.layer_norm``, whose
+        tape node keeps each row's statistics for the backward; otherwise the kernel after the shape rule."""
+        if type(x) is Tensor and type(gamma) is Tensor and type(beta) is Tensor and type(x._data) is np.ndarray \
+                and x._data.ndim:
+            fused = _eager_losses.layer_norm(self, x, x._data.shape[-1], gamma, beta, eps)
+            if fused is not None:
+                return fused
+        return self._kernel("layer_norm_last_axis", (x, gamma, beta), {"eps": eps})
+
     @_checks_foreign
     def softmax(self, x: Any, *, axis: int) -> Any:
         """See :meth:`tensorplay.ops.Ops.softmax` (kernel in :mod:`tensorplay.interpreters.eager.kernels`)."""

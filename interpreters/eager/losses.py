@@ -16,9 +16,9 @@ import numpy as np
 
 from tensorplay.interpreters.eager import tape
 from tensorplay.interpreters.eager.kernels import layer_norm_last_axis
+from tensorplay.interpreters.eager.kernels.rows import NO_STATS
 from tensorplay.interpreters.eager.kernels._support import FLOATS as _FLOATS
 from tensorplay.interpreters.eager.fastpath import small_rows
-from tensorplay.interpreters.eager.results import result
 from tensorplay.tensor import Tensor
 
 Array = np.ndarray[Any, Any]
@@ -116,10 +116,33 @@ def layer_norm(ops: Any, x: AnyTensor, size: int, weight: AnyTensor | None, bias
     elif not (weight._data.flags.c_contiguous and bias._data.flags.c_contiguous):
         contiguous = False
     g, b = weight._data, bias._data
-    out = small_rows("layer_norm_rows", data, g, b, eps) if contiguous else None
+    recording = (x._requires_grad or weight._requires_grad or bias._requires_grad) and tape.grad_enabled()
+    if not recording:
+        stats = NO_STATS
+    else:  # each row's mean and rstd, which the backward then need not recompute
+        stats = np.empty((data.size // size if size else 0, 2), np.float64)
+    out = small_rows("layer_norm_rows", data, g, b, eps, stats) if contiguous else None
     if out is None:
-        out = layer_norm_last_axis(data, g, b, eps=eps)
-    return result(ops, "layer_norm_last_axis", (x, weight, bias), {"eps": eps}, out)
+        out = layer_norm_last_axis(data, g, b, eps=eps, stats=None if not recording else stats)
+    made: AnyTensor = Tensor(ops, out)
+    if recording:
+        tape.attach(made, LAYER_NORM_NODE, (x, weight, bias), {"eps": eps, "stats": stats})
+    return made
 
 
-__all__ = ["CROSS_ENTROPY_NODE", "cross_entropy", "layer_norm"]
+LAYER_NORM_NODE = "layer_norm"
+"""The tape node of the fused ``layer_norm``: the ``layer_norm_last_axis`` primitive with the forward's
+statistics (float64 ``[rows, 2]`` of each row's mean and rstd) as the parameter ``stats``. The fused rule
+reads them; with ``create_graph=True`` the primitive's composite rule runs without them."""
+
+
+def _layer_norm_vjp(ops: Any, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor, *, eps: float,
+                    stats: Array) -> tuple[Any, ...]:
+    from tensorplay.rules.vjp import VJP_RULES
+    return VJP_RULES["layer_norm_last_axis"](ops, g, inputs, output, eps=eps)
+
+
+tape.EXTRA_VJP[LAYER_NORM_NODE] = _layer_norm_vjp
+
+
+__all__ = ["CROSS_ENTROPY_NODE", "LAYER_NORM_NODE", "cross_entropy", "layer_norm"]

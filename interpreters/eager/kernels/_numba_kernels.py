@@ -462,9 +462,11 @@ def pairwise_sum_rows(x: Any, width: Any, out: Any) -> Any:
 
 
 @jit
-def layer_norm_rows(x: Any, gamma: Any, beta: Any, eps: Any, out: Any, start: Any, stop: Any) -> None:
-    """``out[i] = (x[i] - mean) / sqrt(var + eps) * gamma + beta`` per row of ``x[R, D]``
-    (two-pass mean and biased variance)."""
+def layer_norm_rows(x: Any, gamma: Any, beta: Any, eps: Any, stats: Any, out: Any, start: Any, stop: Any) -> None:
+    """``out[i] = (x[i] - mean) / sqrt(var + eps) * gamma + beta`` per row of ``x[R, D]`` (two-pass mean
+    and biased variance); if ``stats`` (float64) has ``R`` rows, ``stats[i] = (mean, rstd)``, the values
+    row ``i`` was normalised with (``x``'s dtype, widened exactly), for the backward; otherwise it has none."""
+    save = stats.shape[0] != 0
     d = x.shape[1]
     inv_d = 1.0 / d
     zero = x.dtype.type(0)
@@ -479,6 +481,9 @@ def layer_norm_rows(x: Any, gamma: Any, beta: Any, eps: Any, out: Any, start: An
             v += t * t
         var = v * x.dtype.type(inv_d)
         rstd = x.dtype.type(1.0 / math.sqrt(var + eps))
+        if save:
+            stats[i, 0] = mean
+            stats[i, 1] = rstd
         for j in range(d):
             out[i, j] = center_scale(x[i, j], mean, rstd) * gamma[j] + beta[j]
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import attention_blocks, head_stacks
 from ._support import F64, Array, as_float, float_dtype, nb, normalize_axis, scratch
+from .rows import row_stats
 from .sdpa import mask_stack, over_heads, probabilities
 from .threads import parallel_for, split_call
 
@@ -69,9 +70,13 @@ def relu_backward(g: Array, y: Array) -> Array:
 
 
 def layer_norm_backward(x: Array, gamma: Array, g: Array, *, eps: float, need_x: bool = True,
-                        need_params: bool = True) -> tuple[Array | None, Array | None, Array | None]:
+                        need_params: bool = True, stats: Array | None = None
+                        ) -> tuple[Array | None, Array | None, Array | None]:
     """``(dx, dgamma, dbeta)`` of ``layer_norm(x[..., D], gamma[D], beta[D])`` for the cotangent ``g``
-    (``dx`` is ``None`` unless ``need_x``, the other two ``None`` unless ``need_params``)."""
+    (``dx`` is ``None`` unless ``need_x``, the other two ``None`` unless ``need_params``). ``stats`` is
+    the forward's float64 ``[R, 2]`` of each row's ``(mean, rstd)`` (see :func:`.rows.layer_norm`);
+    without it they are recomputed from ``x`` as the forward computes them (its vectorised sums may round
+    differently, by an ulp)."""
     if x.ndim < 1 or g.shape != x.shape or gamma.shape != x.shape[-1:]:
         raise ValueError(f"layer_norm_backward: need x[..., D], gamma[D] and g like x, got x {x.shape}, "
                          f"gamma {gamma.shape}, g {g.shape}")
@@ -88,13 +93,14 @@ def layer_norm_backward(x: Array, gamma: Array, g: Array, *, eps: float, need_x:
     gm = as_float(gamma, dt)
     dx2 = dx.reshape(-1, d) if dx is not None else np.empty((0, d), dt)
     rows = x2.shape[0]
+    stats = row_stats(stats, rows, "layer_norm_backward")
     kernel = nbb().layer_norm_bwd_rows
     partials: dict[int, tuple[Array, Array]] = {}  # per row chunk, summed in chunk order (deterministic)
 
     def body(start: int, stop: int) -> None:
         acc = (np.zeros(d, np.float64), np.zeros(d, np.float64))
         partials[start] = acc
-        kernel(x2, gm, g2, float(eps), dx2, acc[0], acc[1], need_x, start, stop)
+        kernel(x2, gm, g2, float(eps), stats, dx2, acc[0], acc[1], need_x, start, stop)
 
     parallel_for(rows, x2.size * 2, body)
     if not need_params:

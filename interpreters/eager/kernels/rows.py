@@ -11,8 +11,15 @@ from ._support import F32, F64, Array, as_float, float_dtype, nb, normalize_axis
 from .threads import parallel_for, split_call
 
 
-def layer_norm(x: Array, gamma: Array, beta: Array, *, eps: float) -> Array:
-    """Normalise the last axis of ``x[..., D]`` (biased variance), then ``* gamma[D] + beta[D]``."""
+NO_STATS: Array = np.empty((0, 2), F64)
+"""The ``stats`` argument of the layer_norm row kernels that asks for no saved statistics."""
+
+
+def layer_norm(x: Array, gamma: Array, beta: Array, *, eps: float, stats: Array | None = None) -> Array:
+    """Normalise the last axis of ``x[..., D]`` (biased variance), then ``* gamma[D] + beta[D]``.
+
+    ``stats``, if given, is a float64 ``[R, 2]`` array (``R`` the rows of ``x``, its size over ``D``) that
+    receives each row's ``(mean, rstd)`` for :func:`.backward.layer_norm_backward`."""
     if x.ndim < 1:
         raise ValueError("layer_norm: x must have at least one axis")
     d = x.shape[-1]
@@ -27,8 +34,20 @@ def layer_norm(x: Array, gamma: Array, beta: Array, *, eps: float) -> Array:
     g = as_float(gamma, dt)
     b = as_float(beta, dt)
     o2 = out.reshape(-1, d)
-    split_call(nb().layer_norm_rows, x2.shape[0], x2.size, x2, g, b, float(eps), o2)
+    rows = x2.shape[0]
+    split_call(nb().layer_norm_rows, rows, x2.size, x2, g, b, float(eps), row_stats(stats, rows, "layer_norm"), o2)
     return out
+
+
+def row_stats(stats: Array | None, rows: int, name: str) -> Array:
+    """The ``stats`` argument of the layer_norm row kernels: :data:`NO_STATS` for ``None``, otherwise
+    ``stats`` itself once checked to be a row-major float64 ``[rows, 2]`` (``ValueError`` naming ``name``)."""
+    if stats is None:
+        return NO_STATS
+    if stats.shape != (rows, 2) or stats.dtype != F64 or not stats.flags.c_contiguous:
+        raise ValueError(f"{name}: stats must be a row-major float64 array of shape ({rows}, 2), got "
+                         f"{'row-major ' if stats.flags.c_contiguous else 'strided '}{stats.dtype} {stats.shape}")
+    return stats
 
 
 def _softmax_like(x: Array, axis: int, name: str, rows_kernel: str, cols_kernel: str) -> Array:
