@@ -184,6 +184,29 @@ def test_softmax_and_log_softmax_match_torch(dt: Any, shape: tuple[int, ...], ax
 
 
 @pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("d", [1, 3, 10, 13, 33, 129, 1024])
+def test_row_kernels_give_each_row_the_same_bits_wherever_a_threads_rows_begin(dt: Any, d: int) -> None:
+    """The row kernels read row ``i + 1`` (its sum or max) while finishing row ``i``; a thread's first row
+    must still be added up as every other row is, or the bits would depend on the thread count."""
+    from tensorplay.interpreters.eager.kernels._support import nb
+    from tensorplay.interpreters.eager.kernels.rows import NO_STATS
+    x = randn(64, d, dtype=dt, scale=3.0) + 1.0
+    x[4, d // 2] = np.nan
+    g, b = randn(d, dtype=dt), randn(d, dtype=dt)
+    kernels: list[tuple[str, Any, tuple[Any, ...]]] = [
+        ("layer_norm", nb().layer_norm_rows, (g, b, 1e-5, NO_STATS)),
+        ("softmax", nb().softmax_rows, ()), ("log_softmax", nb().log_softmax_rows, ())]
+    for name, kernel, args in kernels:
+        whole = np.empty_like(x)
+        kernel(x, *args, whole, 0, 64)
+        for bounds in ([0, 1, 64], [0, 3, 64], [0, 2, 2, 5, 6, 64], list(range(65))):
+            split = np.full_like(x, 7.0)
+            for lo, hi in zip(bounds[:-1], bounds[1:]):
+                kernel(x, *args, split, lo, hi)
+            np.testing.assert_array_equal(split, whole, err_msg=f"{name} split at {bounds}")
+
+
+@pytest.mark.parametrize("dt", DTYPES)
 @pytest.mark.parametrize("axis", [0, 1])
 def test_softmax_inf_nan_rows(dt: Any, axis: int) -> None:
     x = randn(4, 6, dtype=dt)

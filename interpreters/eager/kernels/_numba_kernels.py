@@ -468,30 +468,36 @@ def layer_norm_rows(x: Any, gamma: Any, beta: Any, eps: Any, stats: Any, out: An
     row ``i`` was normalised with (``x``'s dtype, widened exactly), for the backward; otherwise it has none."""
     save = stats.shape[0] != 0
     d = x.shape[1]
-    inv_d = 1.0 / d
+    inv_d = x.dtype.type(1.0 / d)
     zero = x.dtype.type(0)
+    # the sum of row i + 1 is taken in row i's output loop, so that its read from memory overlaps row i's
+    # arithmetic (one thread, 4096 x 1024 float32: 2.54 -> 1.95 ms; two: 1.59 -> 1.37). The first row's
+    # sum comes from a pass of that same loop (its output thrown away), so that every row's sum is added
+    # up alike, wherever a thread's rows begin.
     if start >= stop:
         return
-    # the sum of row i + 1 is taken in row i's output loop, so that its read from memory overlaps
-    # row i's arithmetic (one thread, 4096 x 1024 float32: 2.11 -> 1.80 ms; two: 1.39 -> 1.0)
+    discard = np.empty(d, x.dtype)
     s = zero
-    xr = x[start]
-    for j in range(d):
-        s += xr[j]
-    for i in range(start, stop):
-        xr = x[i]
-        mean = s * x.dtype.type(inv_d)
-        v = zero
-        for j in range(d):
-            t = xr[j] - mean
-            v += t * t
-        var = v * x.dtype.type(inv_d)
-        rstd = x.dtype.type(1.0 / math.sqrt(var + eps))
-        if save:
-            stats[i, 0] = mean
-            stats[i, 1] = rstd
+    for i in range(start - 1, stop):
+        if i < start:
+            xr = x[start]
+            orow = discard
+            mean = zero
+            rstd = x.dtype.type(1)
+        else:
+            xr = x[i]
+            orow = out[i]
+            mean = s * inv_d
+            v = zero
+            for j in range(d):
+                t = xr[j] - mean
+                v += t * t
+            var = v * inv_d
+            rstd = x.dtype.type(1.0 / math.sqrt(var + eps))
+            if save:
+                stats[i, 0] = mean
+                stats[i, 1] = rstd
         following = x[i + 1] if i + 1 < stop else xr  # (the last row's sum of itself goes unused)
-        orow = out[i]
         s = zero
         for j in range(d):
             orow[j] = center_scale(xr[j], mean, rstd) * gamma[j] + beta[j]
@@ -513,16 +519,25 @@ def softmax_rows(x: Any, out: Any, start: Any, stop: Any) -> None:
     check picks the scalar loop: 6x slower)."""
     d = x.shape[1]
     zero = x.dtype.type(0)
+    if start >= stop:
+        return
+    m = _row_max(x, start)
     for i in range(start, stop):
-        m = _row_max(x, i)
+        xr = x[i]
+        orow = out[i]
         s = zero
         for j in range(d):
-            e = vexp_nonpos(x[i, j] - m)
-            out[i, j] = e
+            e = vexp_nonpos(xr[j] - m)
+            orow[j] = e
             s += e
         inv = x.dtype.type(1) / s
+        # row i + 1's max is taken in row i's last loop (see layer_norm_rows; 4096 x 1024 float32, one
+        # thread: 3.76 -> 3.36 ms)
+        following = x[i + 1] if i + 1 < stop else xr
+        m = following[0]
         for j in range(d):
-            out[i, j] *= inv
+            orow[j] *= inv
+            m = fmaximum(m, following[j])
 
 
 @jit
@@ -530,14 +545,22 @@ def log_softmax_rows(x: Any, out: Any, start: Any, stop: Any) -> None:
     """``x - logsumexp(x)`` for each row of ``x[R, D]``."""
     d = x.shape[1]
     zero = x.dtype.type(0)
+    if start >= stop:
+        return
+    m = _row_max(x, start)
     for i in range(start, stop):
-        m = _row_max(x, i)
+        xr = x[i]
         s = zero
         for j in range(d):
-            s += vexp_nonpos(x[i, j] - m)
+            s += vexp_nonpos(xr[j] - m)
         ls = x.dtype.type(math.log(s))
+        following = x[i + 1] if i + 1 < stop else xr  # its max, as in softmax_rows (3.96 -> 3.43 ms)
+        next_max = following[0]
+        orow = out[i]
         for j in range(d):
-            out[i, j] = sub_exact(x[i, j] - m, ls)
+            orow[j] = sub_exact(xr[j] - m, ls)
+            next_max = fmaximum(next_max, following[j])
+        m = next_max
 
 
 @jit
