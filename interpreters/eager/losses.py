@@ -138,6 +138,8 @@ reads them; with ``create_graph=True`` the primitive's composite rule runs witho
 
 def _layer_norm_vjp(ops: Any, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor, *, eps: float,
                     stats: Array) -> tuple[Any, ...]:
+    """The rule of :data:`LAYER_NORM_NODE` when the backward pass is recorded (``create_graph=True``): the
+    primitive's composite rule, differentiable again (the statistics are not needed)."""
     from tensorplay.rules.vjp import VJP_RULES
     return VJP_RULES["layer_norm_last_axis"](ops, g, inputs, output, eps=eps)
 
