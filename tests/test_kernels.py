@@ -186,16 +186,20 @@ def test_softmax_and_log_softmax_match_torch(dt: Any, shape: tuple[int, ...], ax
 @pytest.mark.parametrize("dt", DTYPES)
 @pytest.mark.parametrize("d", [1, 3, 10, 13, 33, 129, 1024])
 def test_row_kernels_give_each_row_the_same_bits_wherever_a_threads_rows_begin(dt: Any, d: int) -> None:
-    """The row kernels read row ``i + 1`` (its sum or max) while finishing row ``i``; a thread's first row
-    must still be added up as every other row is, or the bits would depend on the thread count."""
+    """The row kernels read row ``i + 1`` (its sum, max or dot product) while finishing row ``i``; a thread's
+    first row must still be added up as every other row is, or the bits would depend on the thread count."""
     from tensorplay.interpreters.eager.kernels._support import nb
+    from tensorplay.interpreters.eager.kernels.backward import nbb
     from tensorplay.interpreters.eager.kernels.rows import NO_STATS
     x = randn(64, d, dtype=dt, scale=3.0) + 1.0
     x[4, d // 2] = np.nan
     g, b = randn(d, dtype=dt), randn(d, dtype=dt)
+    cotangent = randn(64, d, dtype=dt)
     kernels: list[tuple[str, Any, tuple[Any, ...]]] = [
         ("layer_norm", nb().layer_norm_rows, (g, b, 1e-5, NO_STATS)),
-        ("softmax", nb().softmax_rows, ()), ("log_softmax", nb().log_softmax_rows, ())]
+        ("softmax", nb().softmax_rows, ()), ("log_softmax", nb().log_softmax_rows, ()),
+        ("softmax backward", nbb().softmax_bwd_rows, (cotangent,)),
+        ("log_softmax backward", nbb().log_softmax_bwd_rows, (cotangent,))]
     for name, kernel, args in kernels:
         whole = np.empty_like(x)
         kernel(x, *args, whole, 0, 64)
@@ -204,6 +208,45 @@ def test_row_kernels_give_each_row_the_same_bits_wherever_a_threads_rows_begin(d
             for lo, hi in zip(bounds[:-1], bounds[1:]):
                 kernel(x, *args, split, lo, hi)
             np.testing.assert_array_equal(split, whole, err_msg=f"{name} split at {bounds}")
+
+
+def test_the_row_kernel_modules_agree_on_the_pipelined_row_length() -> None:
+    from tensorplay.interpreters.eager.kernels import _numba_backward, _numba_kernels
+    assert _numba_backward.PIPELINED_ROW_BYTES == _numba_kernels.PIPELINED_ROW_BYTES
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("d", [10, 13, 31, 300])
+def test_row_kernels_give_the_same_bits_wherever_their_rows_lie_in_memory(dt: Any, d: int) -> None:
+    """A row kernel whose output loop also adds up the next row must not let LLVM's run-time overlap check
+    pick another summation order when arrays lie close together: here a two-row input directly followed
+    in memory by the output, and rows computed one call each (a fresh scratch row per call, which the
+    allocator may place right after the input's last row)."""
+    from tensorplay.interpreters.eager.kernels._support import nb
+    from tensorplay.interpreters.eager.kernels.backward import nbb
+    from tensorplay.interpreters.eager.kernels.rows import NO_STATS
+    rows = 2
+    x = randn(rows, d, dtype=dt, scale=3.0) + 1.0
+    g, b = randn(d, dtype=dt), randn(d, dtype=dt)
+    cot = randn(rows, d, dtype=dt)
+    kernels: list[tuple[str, Any, tuple[Any, ...]]] = [
+        ("layer_norm", nb().layer_norm_rows, (g, b, 1e-5, NO_STATS)),
+        ("softmax backward", nbb().softmax_bwd_rows, (cot,)),
+        ("log_softmax backward", nbb().log_softmax_bwd_rows, (cot,))]
+    for name, kernel, args in kernels:
+        apart = np.empty_like(x)
+        kernel(x, *args, apart, 0, rows)
+        for gap in range(0, 40):
+            buf = np.empty(2 * rows * d + gap, dt)
+            xa = buf[:rows * d].reshape(rows, d)
+            xa[...] = x
+            adjacent = buf[rows * d + gap:].reshape(rows, d)
+            kernel(xa, *args, adjacent, 0, rows)
+            np.testing.assert_array_equal(adjacent, apart, err_msg=f"{name}, output {gap} elements after x")
+            one_by_one = np.empty_like(x)
+            for i in range(rows):
+                kernel(x, *args, one_by_one, i, i + 1)
+            np.testing.assert_array_equal(one_by_one, apart, err_msg=f"{name}, one row per call")
 
 
 @pytest.mark.parametrize("dt", DTYPES)

@@ -409,20 +409,46 @@ def layer_norm_bwd_rows(x: Any, gamma: Any, g: Any, eps: Any, stats: Any, dx: An
                 ghr[j] = ((ghr[j] - mg) - xh * mgx) * rstd
 
 
+PIPELINED_ROW_BYTES = 1024
+"""The row length from which the row kernels below take their pipelined form: the same bound as
+:data:`._numba_kernels.PIPELINED_ROW_BYTES` (see there; restated because this module imports nothing of
+that one's, and a test checks that the two agree)."""
+
+
 @jit
 def softmax_bwd_rows(y: Any, g: Any, out: Any, start: Any, stop: Any) -> None:
     """``y * (g - sum(g * y))`` per row of ``y[R, D]``."""
     d = y.shape[1]
     zero = y.dtype.type(0.0)
-    for i in range(start, stop):
-        yr = y[i]
-        gr = g[i]
+    if start >= stop:
+        return
+    # rows of PIPELINED_ROW_BYTES or more (see there): row i + 1's dot product is taken in row i's output
+    # loop, so that its read from memory overlaps row i's arithmetic (4096 x 1024 float32, one thread: 2.72
+    # -> 2.45 ms). The first row's comes from a pass of that same loop (output thrown away): every row's sum
+    # is added up alike, wherever a thread's rows begin. Shorter rows: a loop of their own.
+    short = d * y.itemsize < PIPELINED_ROW_BYTES
+    discard = np.empty(d, y.dtype)
+    dot = zero
+    for i in range(start - 1, stop):
+        first = i < start
+        if first and short:
+            continue
+        row = start if first else i
+        yr = y[row]
+        gr = g[row]
+        if short:
+            dot = zero
+            for j in range(d):
+                dot += gr[j] * yr[j]
+        orow = discard if first else out[i]
+        c = zero if first else dot
+        following = i + 1 if i + 1 < stop else i  # (the last row's own, unused)
+        yn = y[following]
+        gn = g[following]
         dot = zero
         for j in range(d):
-            dot += gr[j] * yr[j]
-        orow = out[i]
-        for j in range(d):
-            orow[j] = yr[j] * (gr[j] - dot)
+            orow[j] = yr[j] * (gr[j] - c)
+            dot += gn[j] * yn[j]
 
 
 @jit
@@ -430,15 +456,29 @@ def log_softmax_bwd_rows(y: Any, g: Any, out: Any, start: Any, stop: Any) -> Non
     """``g - exp(y) * sum(g)`` per row of ``y[R, D]`` (``y`` log-probabilities, so ``<= 0``)."""
     d = y.shape[1]
     zero = y.dtype.type(0.0)
-    for i in range(start, stop):
-        yr = y[i]
-        gr = g[i]
+    if start >= stop:
+        return
+    short = d * y.itemsize < PIPELINED_ROW_BYTES  # as in softmax_bwd_rows (4.31 -> 3.07 ms)
+    discard = np.empty(d, y.dtype)
+    total = zero
+    for i in range(start - 1, stop):
+        first = i < start
+        if first and short:
+            continue
+        row = start if first else i
+        yr = y[row]
+        gr = g[row]
+        if short:
+            total = zero
+            for j in range(d):
+                total += gr[j]
+        orow = discard if first else out[i]
+        c = zero if first else total
+        gn = g[i + 1 if i + 1 < stop else i]
         total = zero
         for j in range(d):
-            total += gr[j]
-        orow = out[i]
-        for j in range(d):
-            orow[j] = gr[j] - exp_le0(yr[j]) * total
+            orow[j] = gr[j] - exp_le0(yr[j]) * c
+            total += gn[j]
 
 
 @jit

@@ -461,6 +461,17 @@ def pairwise_sum_rows(x: Any, width: Any, out: Any) -> Any:
 # ---- row kernels: layer_norm, softmax, log_softmax ------------------------------------------
 
 
+PIPELINED_ROW_BYTES = 1024
+"""Rows of at least this many bytes take the pipelined form of the row kernels whose next-row reduction is
+a sum (``layer_norm_rows`` here; ``softmax_bwd_rows``, ``log_softmax_bwd_rows`` in the backward module):
+row ``i + 1`` is added up inside row ``i``'s output loop. In a loop that also stores, LLVM guards the vector
+code with a run-time check on the distance between the stored and the loaded rows, and falls back to the
+scalar loop, which adds up in another order, when they lie close (measured: the last row of ``x`` followed
+in memory by a freshly allocated row, float32 rows of 10 and 13). A row this long cannot lie that close to
+a row of another array, so its bits never depend on addresses; shorter rows are summed in a loop of their
+own, which stores nothing."""
+
+
 @jit
 def layer_norm_rows(x: Any, gamma: Any, beta: Any, eps: Any, stats: Any, out: Any, start: Any, stop: Any) -> None:
     """``out[i] = (x[i] - mean) / sqrt(var + eps) * gamma + beta`` per row of ``x[R, D]`` (two-pass mean
@@ -470,16 +481,20 @@ def layer_norm_rows(x: Any, gamma: Any, beta: Any, eps: Any, stats: Any, out: An
     d = x.shape[1]
     inv_d = x.dtype.type(1.0 / d)
     zero = x.dtype.type(0)
-    # the sum of row i + 1 is taken in row i's output loop, so that its read from memory overlaps row i's
-    # arithmetic (one thread, 4096 x 1024 float32: 2.54 -> 1.95 ms; two: 1.59 -> 1.37). The first row's
-    # sum comes from a pass of that same loop (its output thrown away), so that every row's sum is added
-    # up alike, wherever a thread's rows begin.
+    # rows of PIPELINED_ROW_BYTES or more: the sum of row i + 1 is taken in row i's output loop, so that its
+    # read from memory overlaps row i's arithmetic (one thread, 4096 x 1024 float32: 2.54 -> 1.95 ms; two:
+    # 1.59 -> 1.37). The first row's sum comes from a pass of that same loop (its output thrown away), so
+    # that every row's sum is added up alike, wherever a thread's rows begin. Shorter rows are summed in a
+    # loop of their own (the output loop's sum then goes unused).
     if start >= stop:
         return
+    short = d * x.itemsize < PIPELINED_ROW_BYTES
     discard = np.empty(d, x.dtype)
     s = zero
     for i in range(start - 1, stop):
         if i < start:
+            if short:
+                continue
             xr = x[start]
             orow = discard
             mean = zero
@@ -487,6 +502,10 @@ def layer_norm_rows(x: Any, gamma: Any, beta: Any, eps: Any, stats: Any, out: An
         else:
             xr = x[i]
             orow = out[i]
+            if short:
+                s = zero
+                for j in range(d):
+                    s += xr[j]
             mean = s * inv_d
             v = zero
             for j in range(d):
