@@ -358,35 +358,22 @@ def _center_scale(x: Any, mean: Any, rstd: Any) -> Any:
 
 
 @jit
-def layer_norm_bwd_rows(x: Any, gamma: Any, g: Any, eps: Any, stats: Any, dx: Any, dgamma: Any, dbeta: Any,
+def layer_norm_bwd_rows(x: Any, gamma: Any, g: Any, stats: Any, dx: Any, dgamma: Any, dbeta: Any,
                         want_dx: Any, start: Any, stop: Any) -> None:
     """Rows ``[start, stop)`` of ``x[R, D]`` with cotangent ``g[R, D]``: ``mean`` and ``rstd`` from
-    ``stats[R, 2]`` (float64, as the forward kernel saved them) or, if ``stats`` has no rows, recomputed
-    as the forward does; then ``xhat``, add ``g * xhat`` and ``g`` into the float64 accumulators
-    ``dgamma[D]``, ``dbeta[D]`` and, if ``want_dx``, write
+    ``stats[R, 2]`` (float64, as the forward kernel saved them), then ``xhat``, add ``g * xhat`` and ``g``
+    into the float64 accumulators ``dgamma[D]``, ``dbeta[D]`` and, if ``want_dx``, write
     ``dx = rstd * ((gh - mean(gh)) - xhat * mean(gh * xhat))`` with ``gh = g * gamma``."""
     d = x.shape[1]
     dt = x.dtype.type
     inv_d = dt(1.0 / d)
     zero = dt(0.0)
-    saved = stats.shape[0] != 0
     scratch = np.empty(0 if want_dx else d, x.dtype)
     for i in range(start, stop):
         xr = x[i]
         gr = g[i]
-        if saved:  # the two reduction passes are a quarter of this kernel's time
-            mean = dt(stats[i, 0])
-            rstd = dt(stats[i, 1])
-        else:
-            s = zero
-            for j in range(d):
-                s += xr[j]
-            mean = s * inv_d
-            v = zero
-            for j in range(d):
-                t = xr[j] - mean
-                v += t * t
-            rstd = dt(1.0 / math.sqrt(v * inv_d + eps))
+        mean = dt(stats[i, 0])
+        rstd = dt(stats[i, 1])
         sg = zero
         sgx = zero
         ghr = dx[i] if want_dx else scratch  # gh, rounded and stored: see below
@@ -415,50 +402,22 @@ PIPELINED_ROW_BYTES = 1024
 that one's, and a test checks that the two agree)."""
 
 
-@jit
-def softmax_bwd_rows(y: Any, g: Any, out: Any, start: Any, stop: Any) -> None:
-    """``y * (g - sum(g * y))`` per row of ``y[R, D]``."""
+@numba.njit(cache=True, nogil=True, fastmath=set(FAST), error_model="numpy", inline="always")
+def _softmax_like_bwd_rows(y: Any, g: Any, out: Any, log: Any, start: Any, stop: Any) -> None:
+    """Rows ``[start, stop)`` of the backward of softmax (``log`` false: ``y * (g - sum(g * y))``) or of
+    log_softmax (``log`` true: ``g - exp(y) * sum(g)``) for ``y[R, D]`` (inlined into each kernel, where
+    ``log`` is a constant).
+
+    Rows of :data:`PIPELINED_ROW_BYTES` or more: row ``i + 1``'s sum is taken in row ``i``'s output loop, so
+    that its read from memory overlaps row ``i``'s arithmetic (4096 x 1024 float32, one thread: softmax
+    2.72 -> 2.45 ms, log_softmax 4.31 -> 3.07 ms). The first row's comes from a pass of that same loop
+    (output thrown away): every row's sum is added up alike, wherever a thread's rows begin. Shorter rows
+    are summed in a loop of their own."""
     d = y.shape[1]
     zero = y.dtype.type(0.0)
     if start >= stop:
         return
-    # rows of PIPELINED_ROW_BYTES or more (see there): row i + 1's dot product is taken in row i's output
-    # loop, so that its read from memory overlaps row i's arithmetic (4096 x 1024 float32, one thread: 2.72
-    # -> 2.45 ms). The first row's comes from a pass of that same loop (output thrown away): every row's sum
-    # is added up alike, wherever a thread's rows begin. Shorter rows: a loop of their own.
     short = d * y.itemsize < PIPELINED_ROW_BYTES
-    discard = np.empty(d, y.dtype)
-    dot = zero
-    for i in range(start - 1, stop):
-        first = i < start
-        if first and short:
-            continue
-        row = start if first else i
-        yr = y[row]
-        gr = g[row]
-        if short:
-            dot = zero
-            for j in range(d):
-                dot += gr[j] * yr[j]
-        orow = discard if first else out[i]
-        c = zero if first else dot
-        following = i + 1 if i + 1 < stop else i  # (the last row's own, unused)
-        yn = y[following]
-        gn = g[following]
-        dot = zero
-        for j in range(d):
-            orow[j] = yr[j] * (gr[j] - c)
-            dot += gn[j] * yn[j]
-
-
-@jit
-def log_softmax_bwd_rows(y: Any, g: Any, out: Any, start: Any, stop: Any) -> None:
-    """``g - exp(y) * sum(g)`` per row of ``y[R, D]`` (``y`` log-probabilities, so ``<= 0``)."""
-    d = y.shape[1]
-    zero = y.dtype.type(0.0)
-    if start >= stop:
-        return
-    short = d * y.itemsize < PIPELINED_ROW_BYTES  # as in softmax_bwd_rows (4.31 -> 3.07 ms)
     discard = np.empty(d, y.dtype)
     total = zero
     for i in range(start - 1, stop):
@@ -471,14 +430,33 @@ def log_softmax_bwd_rows(y: Any, g: Any, out: Any, start: Any, stop: Any) -> Non
         if short:
             total = zero
             for j in range(d):
-                total += gr[j]
+                total += gr[j] if log else gr[j] * yr[j]
         orow = discard if first else out[i]
         c = zero if first else total
-        gn = g[i + 1 if i + 1 < stop else i]
+        following = i + 1 if i + 1 < stop else i  # (the last row's own, unused)
+        yn = y[following]
+        gn = g[following]
         total = zero
-        for j in range(d):
-            orow[j] = gr[j] - exp_le0(yr[j]) * c
-            total += gn[j]
+        if log:
+            for j in range(d):
+                orow[j] = gr[j] - exp_le0(yr[j]) * c
+                total += gn[j]
+        else:
+            for j in range(d):
+                orow[j] = yr[j] * (gr[j] - c)
+                total += gn[j] * yn[j]
+
+
+@jit
+def softmax_bwd_rows(y: Any, g: Any, out: Any, start: Any, stop: Any) -> None:
+    """``y * (g - sum(g * y))`` per row of ``y[R, D]``."""
+    _softmax_like_bwd_rows(y, g, out, False, start, stop)
+
+
+@jit
+def log_softmax_bwd_rows(y: Any, g: Any, out: Any, start: Any, stop: Any) -> None:
+    """``g - exp(y) * sum(g)`` per row of ``y[R, D]`` (``y`` log-probabilities, so ``<= 0``)."""
+    _softmax_like_bwd_rows(y, g, out, True, start, stop)
 
 
 @jit

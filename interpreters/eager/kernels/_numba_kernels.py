@@ -476,8 +476,10 @@ own, which stores nothing."""
 def layer_norm_rows(x: Any, gamma: Any, beta: Any, eps: Any, stats: Any, out: Any, start: Any, stop: Any) -> None:
     """``out[i] = (x[i] - mean) / sqrt(var + eps) * gamma + beta`` per row of ``x[R, D]`` (two-pass mean
     and biased variance); if ``stats`` (float64) has ``R`` rows, ``stats[i] = (mean, rstd)``, the values
-    row ``i`` was normalised with (``x``'s dtype, widened exactly), for the backward; otherwise it has none."""
+    row ``i`` was normalised with (``x``'s dtype, widened exactly), for the backward; otherwise it has none.
+    An ``out`` without rows asks for the statistics only."""
     save = stats.shape[0] != 0
+    write = out.shape[0] != 0
     d = x.shape[1]
     inv_d = x.dtype.type(1.0 / d)
     zero = x.dtype.type(0)
@@ -501,7 +503,7 @@ def layer_norm_rows(x: Any, gamma: Any, beta: Any, eps: Any, stats: Any, out: An
             rstd = x.dtype.type(1)
         else:
             xr = x[i]
-            orow = out[i]
+            orow = out[i] if write else discard
             if short:
                 s = zero
                 for j in range(d):

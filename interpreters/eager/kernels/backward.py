@@ -75,8 +75,7 @@ def layer_norm_backward(x: Array, gamma: Array, g: Array, *, eps: float, need_x:
     """``(dx, dgamma, dbeta)`` of ``layer_norm(x[..., D], gamma[D], beta[D])`` for the cotangent ``g``
     (``dx`` is ``None`` unless ``need_x``, the other two ``None`` unless ``need_params``). ``stats`` is
     the forward's float64 ``[R, 2]`` of each row's ``(mean, rstd)`` (see :func:`.rows.layer_norm`);
-    without it they are recomputed from ``x`` as the forward computes them (its vectorised sums may round
-    differently, by an ulp)."""
+    without it the forward kernel computes them first (the same values, one more read of ``x``)."""
     if x.ndim < 1 or g.shape != x.shape or gamma.shape != x.shape[-1:]:
         raise ValueError(f"layer_norm_backward: need x[..., D], gamma[D] and g like x, got x {x.shape}, "
                          f"gamma {gamma.shape}, g {g.shape}")
@@ -93,14 +92,18 @@ def layer_norm_backward(x: Array, gamma: Array, g: Array, *, eps: float, need_x:
     gm = as_float(gamma, dt)
     dx2 = dx.reshape(-1, d) if dx is not None else np.empty((0, d), dt)
     rows = x2.shape[0]
-    stats = row_stats(stats, rows, "layer_norm_backward")
+    if stats is None:
+        stats = np.empty((rows, 2))
+        split_call(nb().layer_norm_rows, rows, x2.size, x2, gm, gm, float(eps), stats, np.empty((0, d), dt))
+    else:
+        stats = row_stats(stats, rows, "layer_norm_backward")
     kernel = nbb().layer_norm_bwd_rows
     partials: dict[int, tuple[Array, Array]] = {}  # per row chunk, summed in chunk order (deterministic)
 
     def body(start: int, stop: int) -> None:
         acc = (np.zeros(d, np.float64), np.zeros(d, np.float64))
         partials[start] = acc
-        kernel(x2, gm, g2, float(eps), stats, dx2, acc[0], acc[1], need_x, start, stop)
+        kernel(x2, gm, g2, stats, dx2, acc[0], acc[1], need_x, start, stop)
 
     parallel_for(rows, x2.size * 2, body)
     if not need_params:
