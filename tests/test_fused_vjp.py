@@ -485,3 +485,20 @@ def test_layer_norm_kernels_name_bad_statistics(bad: np.ndarray) -> None:
         K.layer_norm_last_axis(x, w, w, eps=1e-5, stats=bad)
     with pytest.raises(ValueError, match=r"layer_norm_backward: stats must be .* \(4, 2\), got"):
         KB.layer_norm_backward(x, w, x, eps=1e-5, stats=bad)
+
+
+@pytest.mark.parametrize("eps", [np.float64(1e-3), np.float32(1e-3), 1, np.int64(1)])
+def test_layer_norm_takes_numpy_and_int_eps_as_their_float_value(eps: Any) -> None:
+    import tensorplay.nn.functional as F
+    from tensorplay.interpreters.eager.losses import LAYER_NORM_NODE
+    xv = randn((5, 6), np.float64)
+    x = tp.tensor(xv, requires_grad=True)
+    y = F.layer_norm(x, (6,), eps=eps)
+    assert y.grad_fn.name == LAYER_NORM_NODE and type(y.grad_fn.params["eps"]) is float
+    y.sum().backward()
+    xt = torch.tensor(xv, requires_grad=True)
+    yt = TF.layer_norm(xt, (6,), eps=float(eps))
+    yt.sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), yt.detach().numpy(), rtol=1e-12, atol=1e-13)
+    assert x.grad is not None and xt.grad is not None
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-10, atol=1e-12)

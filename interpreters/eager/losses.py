@@ -95,9 +95,12 @@ def layer_norm(ops: Any, x: AnyTensor, size: int, weight: AnyTensor | None, bias
     ``None`` or eager tensors ``[size]`` of ``x``'s dtype (ones and zeros stand for missing ones): the
     ``layer_norm_last_axis`` primitive, whose rule these checks make redundant. ``None`` for anything else."""
     data = x._data
-    if type(data) is not np.ndarray or data.dtype not in _FLOATS or not data.ndim or data.shape[-1] != size \
-            or type(eps) is not float:
+    if type(data) is not np.ndarray or data.dtype not in _FLOATS or not data.ndim or data.shape[-1] != size:
         return None
+    if type(eps) is not float:  # a numpy scalar or an int is taken as its float value; anything else declined
+        if not isinstance(eps, (float, int, np.floating, np.integer)) or isinstance(eps, bool):
+            return None
+        eps = float(eps)
     for t in (weight, bias):
         if t is not None and (not isinstance(t, Tensor) or type(t._data) is not np.ndarray
                               or t._data.dtype is not data.dtype or t._data.shape != (size,)):
