@@ -120,15 +120,13 @@ def layer_norm(ops: Any, x: AnyTensor, size: int, weight: AnyTensor | None, bias
         contiguous = False
     g, b = weight._data, bias._data
     recording = (x._requires_grad or weight._requires_grad or bias._requires_grad) and tape.grad_enabled()
-    if not recording:
-        stats = NO_STATS
-    else:  # each row's mean and rstd, which the backward then need not recompute
-        stats = np.empty((data.size // size if size else 0, 2), np.float64)
-    out = small_rows("layer_norm_rows", data, g, b, eps, stats) if contiguous else None
+    # each row's mean and rstd, which the backward then need not recompute
+    stats = np.empty((data.size // size if size else 0, 2), np.float64) if recording else None
+    out = small_rows("layer_norm_rows", data, g, b, eps, NO_STATS if stats is None else stats) if contiguous else None
     if out is None:
-        out = layer_norm_last_axis(data, g, b, eps=eps, stats=None if not recording else stats)
+        out = layer_norm_last_axis(data, g, b, eps=eps, stats=stats)
     made: AnyTensor = Tensor(ops, out)
-    if recording:
+    if stats is not None:
         tape.attach(made, LAYER_NORM_NODE, (x, weight, bias), {"eps": eps, "stats": stats})
     return made
 

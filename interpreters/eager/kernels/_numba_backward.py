@@ -417,20 +417,30 @@ def _softmax_like_bwd_rows(y: Any, g: Any, out: Any, log: Any, start: Any, stop:
     zero = y.dtype.type(0.0)
     if start >= stop:
         return
-    short = d * y.itemsize < PIPELINED_ROW_BYTES
+    if d * y.itemsize < PIPELINED_ROW_BYTES:
+        for i in range(start, stop):
+            yr = y[i]
+            gr = g[i]
+            orow = out[i]
+            total = zero
+            if log:
+                for j in range(d):
+                    total += gr[j]
+                for j in range(d):
+                    orow[j] = gr[j] - exp_le0(yr[j]) * total
+            else:
+                for j in range(d):
+                    total += gr[j] * yr[j]
+                for j in range(d):
+                    orow[j] = yr[j] * (gr[j] - total)
+        return
     discard = np.empty(d, y.dtype)
     total = zero
     for i in range(start - 1, stop):
         first = i < start
-        if first and short:
-            continue
         row = start if first else i
         yr = y[row]
         gr = g[row]
-        if short:
-            total = zero
-            for j in range(d):
-                total += gr[j] if log else gr[j] * yr[j]
         orow = discard if first else out[i]
         c = zero if first else total
         following = i + 1 if i + 1 < stop else i  # (the last row's own, unused)

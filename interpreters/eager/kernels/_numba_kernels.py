@@ -487,11 +487,11 @@ def layer_norm_rows(x: Any, gamma: Any, beta: Any, eps: Any, stats: Any, out: An
     # read from memory overlaps row i's arithmetic (one thread, 4096 x 1024 float32: 2.54 -> 1.95 ms; two:
     # 1.59 -> 1.37). The first row's sum comes from a pass of that same loop (its output thrown away), so
     # that every row's sum is added up alike, wherever a thread's rows begin. Shorter rows are summed in a
-    # loop of their own (the output loop's sum then goes unused).
+    # loop of their own, before their output loop.
     if start >= stop:
         return
     short = d * x.itemsize < PIPELINED_ROW_BYTES
-    discard = np.empty(d, x.dtype)
+    discard = np.empty(0 if short and write else d, x.dtype)  # the pipeline's first pass, or no output
     s = zero
     for i in range(start - 1, stop):
         if i < start:
@@ -518,11 +518,15 @@ def layer_norm_rows(x: Any, gamma: Any, beta: Any, eps: Any, stats: Any, out: An
             if save:
                 stats[i, 0] = mean
                 stats[i, 1] = rstd
-        following = x[i + 1] if i + 1 < stop else xr  # (the last row's sum of itself goes unused)
-        s = zero
-        for j in range(d):
-            orow[j] = center_scale(xr[j], mean, rstd) * gamma[j] + beta[j]
-            s += following[j]
+        if short:
+            for j in range(d):
+                orow[j] = center_scale(xr[j], mean, rstd) * gamma[j] + beta[j]
+        else:
+            following = x[i + 1] if i + 1 < stop else xr  # (the last row's sum of itself goes unused)
+            s = zero
+            for j in range(d):
+                orow[j] = center_scale(xr[j], mean, rstd) * gamma[j] + beta[j]
+                s += following[j]
 
 
 @jit
