@@ -113,8 +113,21 @@ def _refuse(where: str, problem: str) -> FileFormatError:
     return FileFormatError(f"{where}: {problem}")
 
 
+def _could_be_header(data: bytes) -> bool:
+    """Whether ``data`` starts as a safetensors file can: a header length this reader accepts, then ``{``.
+    (A pickle stream or a zip archive never does: see :func:`sniff`.)"""
+    return len(data) >= 9 and struct.unpack("<Q", data[:8])[0] <= _MAX_HEADER and data[8:9] == b"{"
+
+
 def sniff(data: bytes, where: str) -> None:
-    """Refuse, with a clear message, bytes that are a pickle stream or a zip archive (``torch.save``)."""
+    """Refuse, with a clear message, bytes that are a pickle stream or a zip archive (``torch.save``).
+
+    Only bytes that cannot start a safetensors file are judged by those formats' markers: a valid header's
+    length may well begin with the bytes of a pickle's protocol marker (``0x80, 0x01`` is a header of 384
+    bytes), but its header then starts with ``{`` at byte 8, where a pickle of protocol 4 or 5 holds the
+    high bytes of its first frame's length and a zip archive its compression method, neither ever ``{``."""
+    if _could_be_header(data):
+        return
     if data[:1] == b"\x80" and len(data) > 1 and data[1] <= 5:
         raise _refuse(where, "this is a pickle stream, which can run arbitrary code when loaded; tensorplay never "
                              "unpickles. Save tensors with tp.save and programs with tp.export.save")
@@ -133,6 +146,9 @@ def read_header(data: bytes, where: str) -> tuple[dict[str, Any], dict[str, str]
         raise _refuse(where, f"not a tensorplay file: the header length field says {size} bytes")
     if 8 + size > len(data):
         raise _refuse(where, f"the file is truncated: the header needs {size} bytes, only {len(data) - 8} follow")
+    if data[8:9] != b"{":
+        raise _refuse(where, f"not a tensorplay file: the header does not start with '{{' (it starts with "
+                             f"{bytes(data[8:12])!r})")
     try:
         header = json.loads(data[8:8 + size].decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as error:

@@ -1,0 +1,110 @@
+"""Saved files (``tp.save`` and ``tp.export.save``): every valid file loads back, every byte that decides
+what loading returns is checked, and malformed metadata is a :class:`FileFormatError` naming the file."""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tensorplay as tp
+from tensorplay.export import FileFormatError, export
+
+
+def _saved(obj: Any) -> bytes:
+    buffer = io.BytesIO()
+    tp.save(obj, buffer)
+    return buffer.getvalue()
+
+
+def _program_bytes() -> bytes:
+    """A small saved program (no example inputs, so its header is short enough for every pickle-like
+    header length below to be reachable by padding)."""
+    fn = eval(compile("lambda x: x * 2.0 + 1.0", "m.py", "eval"))  # a short source name: a short header
+    ep = export(fn, (tp.ones(3),))
+    ep.example_inputs = None
+    buffer = io.BytesIO()
+    tp.export.save(ep, buffer)
+    return buffer.getvalue()
+
+
+def _split(data: bytes) -> tuple[dict[str, Any], bytes]:
+    """``(header JSON, tensor bytes)`` of a safetensors file, read by hand (not by the code under test)."""
+    (size,) = struct.unpack("<Q", data[:8])
+    return json.loads(data[8:8 + size]), data[8 + size:]
+
+
+def _join(header: dict[str, Any] | bytes, body: bytes, length: int | None = None) -> bytes:
+    """A safetensors file of ``header`` (an object, or its JSON bytes) and ``body``; with ``length``, the header
+    is padded with spaces to exactly that many bytes (valid JSON, as the safetensors writer pads)."""
+    text = header if isinstance(header, bytes) else json.dumps(header).encode()
+    if length is not None:
+        assert length >= len(text)
+        text = text + b" " * (length - len(text))
+    return struct.pack("<Q", len(text)) + text + body
+
+
+def _with_header_length(data: bytes, length: int) -> bytes:
+    (size,) = struct.unpack("<Q", data[:8])
+    return _join(data[8:8 + size].rstrip(b" "), data[8 + size:], length)
+
+
+# ---- 1. a valid file is never mistaken for a pickle or a zip -------------------------------------------------
+
+def test_tp_save_files_with_names_of_every_length_load_back() -> None:
+    lengths = set()
+    for n in range(1, 240):
+        key = "k" * n
+        data = _saved({key: tp.ones(2), "b": tp.arange(3)})
+        lengths.add(struct.unpack("<Q", data[:8])[0])
+        back = tp.load(io.BytesIO(data))
+        assert list(back) == [key, "b"], n
+        np.testing.assert_array_equal(back[key].numpy(), np.ones(2, np.float32))
+    # the header lengths whose first two bytes read like a pickle's protocol marker were among them
+    assert {640, 896, 1152} <= lengths
+
+
+@pytest.mark.parametrize("high", range(6))
+def test_tp_load_reads_a_header_of_every_low_byte(high: int) -> None:
+    """Header lengths ``high * 256 + low`` for every low byte: the first two bytes are ``low, high``, so
+    ``0x80, 0..5`` looks like a pickle protocol marker to a check reading only the leading bytes."""
+    data = _saved({"w": tp.tensor([[1.0, 2.0], [3.0, 4.0]]), "b": tp.tensor([5, 6])})
+    natural = len(data[8:8 + struct.unpack("<Q", data[:8])[0]].rstrip(b" "))
+    for low in range(256):
+        length = high * 256 + low
+        if length < natural:
+            continue
+        back = tp.load(io.BytesIO(_with_header_length(data, length)))
+        np.testing.assert_array_equal(back["w"].numpy(), np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
+        np.testing.assert_array_equal(back["b"].numpy(), np.array([5, 6]))
+
+
+def test_tp_export_load_reads_a_header_of_every_low_byte() -> None:
+    data = _program_bytes()
+    natural = len(data[8:8 + struct.unpack("<Q", data[:8])[0]].rstrip(b" "))
+    assert natural <= 0x580  # so 0x580 (bytes 0x80, 0x05) is among the lengths below
+    x = tp.tensor([1.0, -2.0, 0.5])
+    for length in range(natural, natural + 256):
+        ep = tp.export.load(io.BytesIO(_with_header_length(data, length)))
+        np.testing.assert_array_equal(ep.module()(x).numpy(), x.numpy() * 2.0 + 1.0)
+
+
+@pytest.mark.parametrize("loader", [tp.load, tp.export.load])
+def test_pickles_and_zips_are_still_refused_by_their_markers(loader: Any, tmp_path: Any) -> None:
+    import pickle
+
+    import torch
+    for protocol in range(2, 6):
+        with pytest.raises(FileFormatError, match="pickle stream"):
+            loader(io.BytesIO(pickle.dumps({"w": [1.0] * 40}, protocol=protocol)))
+    path = tmp_path / "model.pt"
+    torch.save({"w": torch.ones(2)}, path)
+    with pytest.raises(FileFormatError, match="zip archive"):
+        loader(path)
+    # a header length that is not followed by a JSON object is not a tensorplay file
+    with pytest.raises(FileFormatError, match=r"header does not start with '\{'"):
+        loader(io.BytesIO(struct.pack("<Q", 4) + b"[1] "))
