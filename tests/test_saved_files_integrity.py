@@ -65,7 +65,7 @@ def test_tp_save_files_with_names_of_every_length_load_back() -> None:
         assert list(back) == [key, "b"], n
         np.testing.assert_array_equal(back[key].numpy(), np.ones(2, np.float32))
     # the header lengths whose first two bytes read like a pickle's protocol marker were among them
-    assert {640, 896, 1152} <= lengths
+    assert {896, 1152, 1408} <= lengths
 
 
 @pytest.mark.parametrize("high", range(6))
@@ -108,3 +108,113 @@ def test_pickles_and_zips_are_still_refused_by_their_markers(loader: Any, tmp_pa
     # a header length that is not followed by a JSON object is not a tensorplay file
     with pytest.raises(FileFormatError, match=r"header does not start with '\{'"):
         loader(io.BytesIO(struct.pack("<Q", 4) + b"[1] "))
+
+
+# ---- 2. the checksums cover everything tp.load builds ---------------------------------------------------------
+
+def _tree(header: dict[str, Any]) -> Any:
+    return json.loads(header["__metadata__"]["tensorplay.tree"])
+
+
+def _set_tree(header: dict[str, Any], tree: Any) -> None:
+    header["__metadata__"]["tensorplay.tree"] = json.dumps(tree)
+
+
+def _swap_keys(header: dict[str, Any]) -> None:
+    tree = _tree(header)
+    (ka, a), (kb, b), *rest = tree["dict"]
+    tree["dict"] = [[ka, b], [kb, a], *rest]
+    _set_tree(header, tree)
+
+
+def _flip(flag: str) -> Any:
+    def edit(header: dict[str, Any]) -> None:
+        tree = _tree(header)
+        tree["dict"][0][1][flag] = not tree["dict"][0][1][flag]
+        _set_tree(header, tree)
+    return edit
+
+
+def _rename_key(header: dict[str, Any]) -> None:
+    tree = _tree(header)
+    tree["dict"][1][0] = "renamed"
+    _set_tree(header, tree)
+
+
+def _set_entry(name: str, **change: Any) -> Any:
+    def edit(header: dict[str, Any]) -> None:
+        header[name].update(change)
+    return edit
+
+
+def _set_meta(**change: str) -> Any:
+    def edit(header: dict[str, Any]) -> None:
+        header["__metadata__"].update(change)
+    return edit
+
+
+TAMPERS = {
+    "swap two keys' tensors": _swap_keys,
+    "flip requires_grad": _flip("requires_grad"),
+    "flip parameter": _flip("parameter"),
+    "rename a key": _rename_key,
+    "float32 read as int32": _set_entry("w", dtype="I32"),
+    "[2, 3] read as [3, 2]": _set_entry("w", shape=[3, 2]),
+    "[2, 3] read as [6]": _set_entry("w", shape=[6]),
+    "int64 read as float64": _set_entry("b", dtype="F64"),
+    "a stored scalar changed": lambda h: _set_tree(h, {**_tree(h), "dict": [*_tree(h)["dict"][:2],
+                                                                            ["step", {"value": 99}]]}),
+}
+
+
+def _state() -> dict[str, Any]:
+    return {"w": tp.randn(2, 3, requires_grad=True), "b": tp.tensor([1, 2, 3, 4]), "step": 7}
+
+
+@pytest.mark.parametrize("edit", TAMPERS.values(), ids=list(TAMPERS))
+def test_tp_load_refuses_a_file_whose_structure_dtypes_shapes_or_flags_were_changed(edit: Any) -> None:
+    header, body = _split(_saved(_state()))
+    edit(header)
+    with pytest.raises(FileFormatError, match=r"tp\.load: the header .* does not match its checksum"):
+        tp.load(io.BytesIO(_join(header, body)))
+
+
+def test_the_untampered_file_loads_with_its_flags() -> None:
+    state = _state()
+    header, body = _split(_saved(state))
+    back = tp.load(io.BytesIO(_join(header, body)))  # rewritten by hand, unchanged: still loads
+    assert back["w"].requires_grad and not back["b"].requires_grad and back["step"] == 7
+    np.testing.assert_array_equal(back["w"].detach().numpy(), state["w"].detach().numpy())
+    assert back["b"].numpy().dtype == np.int64
+
+
+def test_a_file_whose_header_checksum_was_removed_is_refused() -> None:
+    header, body = _split(_saved(_state()))
+    del header["__metadata__"]["tensorplay.header_sha256"]
+    with pytest.raises(FileFormatError, match=r"the header has no checksum, which files of schema 1\.1 carry"):
+        tp.load(io.BytesIO(_join(header, body)))
+    # nor does removing the format too make it a foreign file, loaded without checks
+    del header["__metadata__"]["tensorplay.format"]
+    with pytest.raises(FileFormatError, match="has tensorplay metadata .* but no 'tensorplay.format'"):
+        tp.load(io.BytesIO(_join(header, body)))
+
+
+def _schema_1_0_file(state: dict[str, np.ndarray[Any, Any]]) -> bytes:
+    """A ``tp.save`` file as schema 1.0 wrote it, built by hand: the safetensors library's writer, a tree, and a
+    checksum table (tensor name -> SHA-256 of its little-endian bytes), no header checksum."""
+    import hashlib
+
+    from safetensors.numpy import save
+    tree = {"dict": [[k, {"tensor": k, "requires_grad": False, "parameter": False}] for k in state]}
+    sums = {k: hashlib.sha256(np.ascontiguousarray(v).tobytes()).hexdigest() for k, v in state.items()}
+    return bytes(save(state, metadata={"tensorplay.tree": json.dumps(tree), "tensorplay.format": "tensors",
+                                       "tensorplay.schema": "1.0", "tensorplay.checksums": json.dumps(sums)}))
+
+
+def test_files_of_schema_1_0_still_load() -> None:
+    state = {"w": np.arange(6.0, dtype=np.float32).reshape(2, 3), "i": np.array([3, -1], np.int64)}
+    back = tp.load(io.BytesIO(_schema_1_0_file(state)))
+    assert list(back) == ["w", "i"]
+    for k, v in state.items():
+        got = back[k].numpy()
+        assert got.dtype == v.dtype and got.tobytes() == v.tobytes(), k

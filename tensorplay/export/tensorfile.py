@@ -6,12 +6,16 @@ metadata) and the raw little-endian tensor bytes. tensorplay adds to the metadat
 
 * ``tensorplay.format``: what the file holds (``"tensors"`` or ``"program"``);
 * ``tensorplay.schema``: the schema version of that format (``"major.minor"``);
-* ``tensorplay.checksums``: a JSON object, tensor name -> SHA-256 of its bytes.
+* ``tensorplay.checksums``: a JSON object, tensor name -> SHA-256 of its bytes;
+* ``tensorplay.header_sha256`` (in formats that ask for it, see :func:`encode`): the SHA-256 of the rest of
+  the header (every other metadata entry, and every tensor's name, dtype and shape; :func:`header_digest`).
+  With the checksums of the bytes it covers everything a reader builds from the file.
 
 Reading checks, in order and with a message naming the file: the file is not a pickle stream or a zip
 archive (the ``torch.save`` format, which holds pickles); the header is complete, valid JSON and describes
 byte ranges that exactly tile the data; the format is the expected one and its schema is not newer than
-this tensorplay reads; every tensor has a checksum, every checksum a tensor, and every checksum matches.
+this tensorplay reads; the header matches its checksum (where it has one, or the format's schema requires one);
+every tensor has a checksum, every checksum a tensor, and every checksum matches.
 Only then are arrays made (by the ``safetensors`` library, which reads raw buffers and runs no code).
 
 The ``safetensors`` library is a runtime dependency: a small, audited reader and writer of exactly this
@@ -33,6 +37,7 @@ from tensorplay.export.errors import FileFormatError
 FORMAT_KEY = "tensorplay.format"
 SCHEMA_KEY = "tensorplay.schema"
 CHECKSUMS_KEY = "tensorplay.checksums"
+HEADER_SHA_KEY = "tensorplay.header_sha256"
 
 DTYPE_CODES = {"float32": "F32", "float64": "F64", "int32": "I32", "int64": "I64", "bool": "BOOL"}
 """numpy dtype name -> safetensors dtype code, for the dtypes tensorplay has."""
@@ -90,9 +95,19 @@ def check_schema(found: str, supported: tuple[int, int], what: str, kind: str) -
     return major, minor
 
 
+def header_digest(entries: Mapping[str, tuple[str, list[int]]], metadata: Mapping[str, str]) -> str:
+    """SHA-256 (hex) of a header: ``entries`` (tensor name -> ``(dtype code, shape)``) and every ``metadata``
+    entry but the digest's own, in a canonical JSON form (sorted keys, no spaces, ASCII)."""
+    canonical = {"metadata": {k: v for k, v in metadata.items() if k != HEADER_SHA_KEY},
+                 "tensors": {name: [code, list(shape)] for name, (code, shape) in entries.items()}}
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
 def encode(arrays: Mapping[str, np.ndarray[Any, Any]], kind: str, schema: str,
-           metadata: Mapping[str, str] | None = None) -> bytes:
-    """The bytes of a file holding ``arrays`` (name -> array of a tensorplay dtype) and ``metadata``."""
+           metadata: Mapping[str, str] | None = None, seal: bool = False) -> bytes:
+    """The bytes of a file holding ``arrays`` (name -> array of a tensorplay dtype) and ``metadata``. With
+    ``seal``, the header's own checksum (:func:`header_digest`) is stored too."""
     from safetensors.numpy import save
 
     tensors: dict[str, np.ndarray[Any, Any]] = {}
@@ -106,6 +121,9 @@ def encode(arrays: Mapping[str, np.ndarray[Any, Any]], kind: str, schema: str,
         sums[name] = checksum(tensors[name])
     meta = dict(metadata or {})
     meta.update({FORMAT_KEY: kind, SCHEMA_KEY: schema, CHECKSUMS_KEY: json.dumps(sums, sort_keys=True)})
+    if seal:
+        entries = {name: (DTYPE_CODES[a.dtype.name], list(a.shape)) for name, a in tensors.items()}
+        meta[HEADER_SHA_KEY] = header_digest(entries, meta)
     return bytes(save(tensors, metadata=meta))
 
 
@@ -191,17 +209,19 @@ def read_header(data: bytes, where: str) -> tuple[dict[str, Any], dict[str, str]
     return header, metadata, start
 
 
-def decode(data: bytes, kind: str, supported: tuple[int, int], where: str
-           ) -> tuple[dict[str, np.ndarray[Any, Any]], dict[str, str]]:
+def decode(data: bytes, kind: str, supported: tuple[int, int], where: str,
+           sealed_from: tuple[int, int] | None = None) -> tuple[dict[str, np.ndarray[Any, Any]], dict[str, str]]:
     """``(arrays, metadata)`` of a file of ``kind`` written by :func:`encode`, after every check of the
-    module docstring (:class:`FileFormatError` on any failure)."""
+    module docstring (:class:`FileFormatError` on any failure). A file of schema ``sealed_from`` or newer must
+    carry the header's checksum (``encode(..., seal=True)``); any file that carries one has it checked."""
     header, metadata, _ = read_header(data, where)
     found_kind = metadata.get(FORMAT_KEY)
     if found_kind is None:
         raise _refuse(where, "not a tensorplay file (a safetensors file without tensorplay's metadata)")
     if found_kind != kind:
         raise _refuse(where, f"this file holds {found_kind!r}, expected {kind!r}")
-    check_schema(metadata.get(SCHEMA_KEY, ""), supported, where, f"{kind} file")
+    version = check_schema(metadata.get(SCHEMA_KEY, ""), supported, where, f"{kind} file")
+    _check_seal(header, metadata, version, sealed_from, where)
     try:
         sums = json.loads(metadata.get(CHECKSUMS_KEY, ""))
     except ValueError:
@@ -217,6 +237,20 @@ def decode(data: bytes, kind: str, supported: tuple[int, int], where: str
             raise _refuse(where, f"tensor {name!r} does not match its checksum: the file was corrupted or tampered "
                                  "with")
     return arrays, metadata
+
+
+def _check_seal(header: Mapping[str, Any], metadata: Mapping[str, str], version: tuple[int, int],
+                sealed_from: tuple[int, int] | None, where: str) -> None:
+    found = metadata.get(HEADER_SHA_KEY)
+    if found is None:
+        if sealed_from is not None and version >= sealed_from:
+            raise _refuse(where, f"the header has no checksum, which files of schema {version[0]}.{version[1]} "
+                                 "carry: the file was tampered with")
+        return
+    entries = {name: (entry["dtype"], entry["shape"]) for name, entry in header.items()}
+    if header_digest(entries, metadata) != found:
+        raise _refuse(where, "the header (what the file holds and how: its structure, names, dtypes, shapes and "
+                             "flags) does not match its checksum: the file was corrupted or tampered with")
 
 
 def _arrays(data: bytes, where: str) -> dict[str, np.ndarray[Any, Any]]:
@@ -235,6 +269,10 @@ def decode_plain(data: bytes, where: str) -> dict[str, np.ndarray[Any, Any]] | N
     header, metadata, _ = read_header(data, where)
     if FORMAT_KEY in metadata:
         return None
+    ours = sorted(k for k in metadata if k.startswith("tensorplay."))
+    if ours:
+        raise _refuse(where, f"the file has tensorplay metadata ({', '.join(ours)}) but no {FORMAT_KEY!r}: it was "
+                             "tampered with")
     arrays = _arrays(data, where)
     order = sorted(header, key=lambda n: header[n]["data_offsets"][0])
     return {name: arrays[name] for name in order}
@@ -260,6 +298,6 @@ def write_bytes(path: Any, data: bytes) -> None:
         handle.write(data)
 
 
-__all__ = ["CHECKSUMS_KEY", "DTYPE_CODES", "FORMAT_KEY", "SCHEMA_KEY", "check_schema", "checksum", "decode",
-           "decode_plain", "dim_order", "encode", "parse_version", "read_bytes", "read_header", "sniff", "with_dim_order",
+__all__ = ["CHECKSUMS_KEY", "DTYPE_CODES", "FORMAT_KEY", "HEADER_SHA_KEY", "SCHEMA_KEY", "check_schema", "checksum",
+           "decode", "decode_plain", "dim_order", "encode", "header_digest", "parse_version", "read_bytes", "read_header", "sniff", "with_dim_order",
            "write_bytes"]
