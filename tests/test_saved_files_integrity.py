@@ -218,3 +218,79 @@ def test_files_of_schema_1_0_still_load() -> None:
     for k, v in state.items():
         got = back[k].numpy()
         assert got.dtype == v.dtype and got.tobytes() == v.tobytes(), k
+
+
+# ---- 3. deeply nested JSON is refused before it is decoded --------------------------------------------------
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def _reseal(header: dict[str, Any]) -> None:
+    """Make the header checksum of an edited ``tp.save`` header again, so the checks after it run."""
+    from tensorplay.export.tensorfile import header_digest
+    meta = header["__metadata__"]
+    entries = {k: (v["dtype"], v["shape"]) for k, v in header.items() if k != "__metadata__"}
+    meta["tensorplay.header_sha256"] = header_digest(entries, meta)
+
+
+def _program_with(data: bytes, **change: str) -> bytes:
+    header, body = _split(data)
+    header["__metadata__"].update(change)
+    if "tensorplay.program" in change:
+        import hashlib
+        header["__metadata__"]["tensorplay.program_sha256"] = hashlib.sha256(change["tensorplay.program"].encode()
+                                                                             ).hexdigest()
+    return _join(header, body)
+
+
+def _written(tmp_path: Any, data: bytes) -> Any:
+    path = tmp_path / "deep.safetensors"
+    path.write_bytes(data)
+    return path
+
+
+def test_tp_load_refuses_deeply_nested_checksums_and_trees_naming_the_file(tmp_path: Any) -> None:
+    for key in ("tensorplay.checksums", "tensorplay.tree"):
+        header, body = _split(_saved({"w": tp.ones(2)}))
+        header["__metadata__"][key] = DEEP
+        _reseal(header)
+        path = _written(tmp_path, _join(header, body))
+        with pytest.raises(FileFormatError, match=rf"tp\.load\('{path}'\): the .* nests 100000 levels deep"):
+            tp.load(path)
+    # a schema 1.0 file (no header checksum) reads its checksum table the same way
+    header, body = _split(_schema_1_0_file({"w": np.ones(2, np.float32)}))
+    header["__metadata__"]["tensorplay.checksums"] = DEEP
+    path = _written(tmp_path, _join(header, body))
+    with pytest.raises(FileFormatError, match=rf"tp\.load\('{path}'\): the checksum table nests 100000 levels"):
+        tp.load(path)
+
+
+def test_tp_export_load_refuses_deeply_nested_json_naming_the_file(tmp_path: Any) -> None:
+    for key in ("tensorplay.checksums", "tensorplay.program"):
+        path = _written(tmp_path, _program_with(_program_bytes(), **{key: DEEP}))
+        with pytest.raises(FileFormatError, match=rf"tp\.export\.load\('{path}'\): the .* nests 100000 levels deep"):
+            tp.export.load(path)
+    with pytest.raises(FileFormatError, match=r"deserialize: the program nests 100000 levels deep"):
+        tp.export.ExportedProgram.deserialize(DEEP.encode())
+
+
+@pytest.mark.parametrize("loader", [tp.load, tp.export.load])
+def test_a_deeply_nested_header_is_refused(loader: Any) -> None:
+    header = b'{"__metadata__": {"x": ' + DEEP.encode() + b"}}"
+    with pytest.raises(FileFormatError, match="the header nests 100002 levels deep"):
+        loader(io.BytesIO(_join(header, b"")))
+
+
+def test_nesting_within_the_bound_round_trips_and_deeper_is_refused_at_save() -> None:
+    obj: Any = tp.ones(1)
+    for _ in range(60):
+        obj = [obj]
+    back = tp.load(io.BytesIO(_saved(obj)))
+    for _ in range(60):
+        assert isinstance(back, list) and len(back) == 1
+        back = back[0]
+    np.testing.assert_array_equal(back.numpy(), np.ones(1, np.float32))
+    for _ in range(200):
+        obj = [obj]
+    with pytest.raises(ValueError, match="tp.save: the saved structure nests 521 levels deep"):
+        _saved(obj)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import struct
 from collections.abc import Mapping
 from typing import Any
@@ -43,6 +44,13 @@ DTYPE_CODES = {"float32": "F32", "float64": "F64", "int32": "I32", "int64": "I64
 """numpy dtype name -> safetensors dtype code, for the dtypes tensorplay has."""
 _ITEM_SIZES = {"F32": 4, "F64": 8, "I32": 4, "I64": 8, "BOOL": 1}
 _MAX_HEADER = 100_000_000
+MAX_JSON_DEPTH = 256
+"""The deepest nesting of arrays and objects a file's JSON may have (header, checksums, tree, program): checked
+before decoding, so a deeply nested file is refused with a message, never a ``RecursionError``."""
+_BRACKET_STEPS = np.zeros(256, dtype=np.int8)
+_BRACKET_STEPS[[ord("["), ord("{")]] = 1
+_BRACKET_STEPS[[ord("]"), ord("}")]] = -1
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 
 
 def checksum(array: np.ndarray[Any, Any]) -> str:
@@ -131,6 +139,35 @@ def _refuse(where: str, problem: str) -> FileFormatError:
     return FileFormatError(f"{where}: {problem}")
 
 
+def json_depth(text: str) -> int:
+    """How deeply arrays and objects nest in the JSON ``text`` (0 for a scalar), counted without decoding it
+    (brackets inside strings do not count)."""
+    codes = np.frombuffer(_JSON_STRING.sub("", text).encode("utf-8"), dtype=np.uint8)
+    return int(np.cumsum(_BRACKET_STEPS[codes], dtype=np.int64).max(initial=0))
+
+
+def parse_json(text: str, where: str, what: str) -> Any:
+    """The JSON ``text`` (``what`` in the file at ``where``), decoded once its nesting is known to be at most
+    :data:`MAX_JSON_DEPTH`; a :class:`FileFormatError` naming the file and ``what`` otherwise, or if it is not
+    valid JSON."""
+    depth = json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        raise _refuse(where, f"{what} nests {depth} levels deep; tensorplay files nest at most {MAX_JSON_DEPTH} "
+                             "(the file was tampered with or not written by tensorplay)")
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise _refuse(where, f"{what} is not valid JSON ({error})") from None
+
+
+def check_json_depth(text: str, what: str) -> None:
+    """At save: refuse (``ValueError``) to write JSON that loading would refuse as too deeply nested."""
+    depth = json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(f"{what}: the saved structure nests {depth} levels deep in the file's JSON; a file holds "
+                         f"at most {MAX_JSON_DEPTH} (flatten the nesting of the object saved)")
+
+
 def _could_be_header(data: bytes) -> bool:
     """Whether ``data`` starts as a safetensors file can: a header length this reader accepts, then ``{``.
     (A pickle stream or a zip archive never does: see :func:`sniff`.)"""
@@ -168,9 +205,10 @@ def read_header(data: bytes, where: str) -> tuple[dict[str, Any], dict[str, str]
         raise _refuse(where, f"not a tensorplay file: the header does not start with '{{' (it starts with "
                              f"{bytes(data[8:12])!r})")
     try:
-        header = json.loads(data[8:8 + size].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as error:
-        raise _refuse(where, f"not a tensorplay file: the header is not valid JSON ({error})") from None
+        text = data[8:8 + size].decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise _refuse(where, f"not a tensorplay file: the header is not UTF-8 ({error})") from None
+    header = parse_json(text, where, "the header")
     if not isinstance(header, dict):
         raise _refuse(where, "not a tensorplay file: the header is not a JSON object")
     metadata = header.pop("__metadata__", {})
@@ -222,10 +260,7 @@ def decode(data: bytes, kind: str, supported: tuple[int, int], where: str,
         raise _refuse(where, f"this file holds {found_kind!r}, expected {kind!r}")
     version = check_schema(metadata.get(SCHEMA_KEY, ""), supported, where, f"{kind} file")
     _check_seal(header, metadata, version, sealed_from, where)
-    try:
-        sums = json.loads(metadata.get(CHECKSUMS_KEY, ""))
-    except ValueError:
-        raise _refuse(where, "the checksum table is not valid JSON (the file was tampered with)") from None
+    sums = parse_json(metadata.get(CHECKSUMS_KEY, ""), where, "the checksum table")
     if not isinstance(sums, dict) or set(sums) != set(header):
         missing = sorted(set(header) - set(sums)) if isinstance(sums, dict) else sorted(header)
         extra = sorted(set(sums) - set(header)) if isinstance(sums, dict) else []
@@ -298,6 +333,7 @@ def write_bytes(path: Any, data: bytes) -> None:
         handle.write(data)
 
 
-__all__ = ["CHECKSUMS_KEY", "DTYPE_CODES", "FORMAT_KEY", "HEADER_SHA_KEY", "SCHEMA_KEY", "check_schema", "checksum",
-           "decode", "decode_plain", "dim_order", "encode", "header_digest", "parse_version", "read_bytes", "read_header", "sniff", "with_dim_order",
+__all__ = ["CHECKSUMS_KEY", "DTYPE_CODES", "FORMAT_KEY", "HEADER_SHA_KEY", "MAX_JSON_DEPTH", "SCHEMA_KEY", "check_schema", "checksum",
+           "check_json_depth", "decode", "decode_plain", "dim_order", "encode", "header_digest", "json_depth",
+           "parse_json", "parse_version", "read_bytes", "read_header", "sniff", "with_dim_order",
            "write_bytes"]

@@ -24,7 +24,7 @@ import numpy as np
 
 from tensorplay.export.errors import FileFormatError
 from tensorplay.export.tensorfile import (
-    decode, decode_plain, dim_order, encode, read_bytes, with_dim_order, write_bytes,
+    check_json_depth, decode, decode_plain, dim_order, encode, parse_json, read_bytes, with_dim_order, write_bytes,
 )
 from tensorplay.tensor import Tensor
 
@@ -103,8 +103,9 @@ def save(obj: Any, f: Any) -> None:
     with their values (a recorded tensor must have data); ``requires_grad`` and ``Parameter``-ness are kept."""
     writer = _Writer()
     tree = writer.node(obj, [])
-    write_bytes(f, encode(writer.arrays, KIND, f"{SCHEMA[0]}.{SCHEMA[1]}", {TREE_KEY: json.dumps(tree)},
-                          seal=True))
+    text = json.dumps(tree)
+    check_json_depth(text, "tp.save")
+    write_bytes(f, encode(writer.arrays, KIND, f"{SCHEMA[0]}.{SCHEMA[1]}", {TREE_KEY: text}, seal=True))
 
 
 class _Reader:
@@ -173,10 +174,7 @@ def load(f: Any) -> Any:
         from tensorplay.creation import from_numpy
         return {name: from_numpy(np.array(array, copy=True)) for name, array in plain.items()}
     arrays, metadata = decode(data, KIND, SCHEMA, where, sealed_from=SEALED_FROM)
-    try:
-        tree = json.loads(metadata.get(TREE_KEY, ""))
-    except (ValueError, RecursionError):
-        raise FileFormatError(f"{where}: the tree of the saved object is not valid JSON") from None
+    tree = parse_json(metadata.get(TREE_KEY, ""), where, "the tree of the saved object")
     reader = _Reader(arrays, where)
     try:
         result = reader.node(tree)
