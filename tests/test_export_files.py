@@ -69,7 +69,7 @@ def _exported() -> tuple[FixtureNet, ExportedProgram]:
 def _flat_run(ep: ExportedProgram, x: Any, key: int) -> tuple[Any, ...]:
     state = {**ep.state_dict, **ep.constants}
     keys = [tp.tensor(np.array([9, key + i])) for i in range(len(ep.graph_signature.random_keys))]
-    return ExportedProgram.call_exported(ep)(*ep.placeholder_values([x], state, keys))
+    return ep.run_flat(ep.placeholder_values([x], state, keys))
 
 
 def _saved(ep: ExportedProgram) -> bytes:
@@ -130,7 +130,7 @@ def test_the_fixture_of_this_version_loads_and_gives_the_same_bits(no_pickle: No
     for case in expected["cases"]:
         keys = [tp.tensor(k) for k in case["keys"]]
         state = {**ep.state_dict, **ep.constants}
-        outs = ExportedProgram.call_exported(ep)(*ep.placeholder_values([case["x"]], state, keys))
+        outs = ep.run_flat(ep.placeholder_values([case["x"]], state, keys))
         assert len(outs) == len(case["outputs"])
         for got, want in zip(outs, case["outputs"]):
             assert_same_bits(got, want)

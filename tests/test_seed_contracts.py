@@ -29,3 +29,63 @@ def test_backend_error_is_still_a_value_error_for_unknown_names() -> None:
     assert issubclass(BackendError, TypeError) and issubclass(BackendError, ValueError)
     with pytest.raises(ValueError, match="unknown backend 'nope'"):
         tp.compile(lambda x: x, backend="nope")(tp.randn(2))
+
+
+# ---- 10. call_exported takes the user's arguments ------------------------------------------------------------
+
+class _Counter(tp.nn.Module):
+    """A linear layer, a ReLU, another linear layer, and a buffer counting the calls (a state mutation)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = tp.nn.Sequential(tp.nn.Linear(3, 4), tp.nn.ReLU(), tp.nn.Linear(4, 2))
+        self.register_buffer("calls", tp.zeros(1))
+
+    def forward(self, x: Any) -> Any:
+        self.calls.add_(1.0)
+        return self.net(x)
+
+
+def _torch_twin(seq: Any) -> Any:
+    """The PyTorch ``Sequential`` of ``seq`` (Linear(3, 4), ReLU, Linear(4, 2)) with its weights."""
+    import torch
+    twin = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    with torch.no_grad():
+        for (_, mine), (_, theirs) in zip(seq.named_parameters(), twin.named_parameters()):
+            theirs.copy_(torch.from_numpy(mine.detach().numpy().copy()))
+    return twin
+
+
+def test_call_exported_takes_the_user_arguments_and_fills_in_the_state() -> None:
+    import torch
+    tp.manual_seed(0)
+    seq = tp.nn.Sequential(tp.nn.Linear(3, 4), tp.nn.ReLU(), tp.nn.Linear(4, 2))
+    ep = tp.export.export(seq, (tp.randn(5, 3),), dynamic_shapes={"x": {0: tp.export.Dim("batch", min=1)}})
+    call = tp.export.ExportedProgram.call_exported(ep)
+    x = np.random.default_rng(1).standard_normal((7, 3)).astype(np.float32)
+    (out,) = call(tp.tensor(x))
+    np.testing.assert_allclose(out.detach().numpy(), _torch_twin(seq)(torch.from_numpy(x)).detach().numpy(), rtol=1e-5,
+                               atol=1e-6)
+    # by keyword, as the exported function's argument is named
+    (by_name,) = call(x=tp.tensor(x))
+    np.testing.assert_array_equal(by_name.detach().numpy(), out.detach().numpy())
+    # the user's arguments are checked as module() checks them
+    with pytest.raises(TypeError):
+        call(tp.tensor(x), tp.tensor(x))
+    with pytest.raises(tp.export.InputConstraintError, match="axis 1"):
+        call(tp.randn(2, 5))
+
+
+def test_call_exported_returns_mutations_then_outputs_and_mutates_nothing() -> None:
+    tp.manual_seed(0)
+    model = _Counter()
+    ep = tp.export.export(model, (tp.randn(2, 3),))
+    before = {name: t.detach().numpy().copy() for name, t in {**ep.state_dict, **ep.constants}.items()}
+    x = tp.randn(2, 3)
+    new_calls, out = tp.export.ExportedProgram.call_exported(ep)(x)
+    np.testing.assert_array_equal(new_calls.detach().numpy(), before["calls"] + 1.0)
+    import torch
+    expected = _torch_twin(model.net)(torch.from_numpy(x.detach().numpy().copy())).detach().numpy()
+    np.testing.assert_allclose(out.detach().numpy(), expected, rtol=1e-5, atol=1e-6)
+    for name, t in {**ep.state_dict, **ep.constants}.items():
+        np.testing.assert_array_equal(t.detach().numpy(), before[name], err_msg=name)
