@@ -89,3 +89,74 @@ def test_call_exported_returns_mutations_then_outputs_and_mutates_nothing() -> N
     np.testing.assert_allclose(out.detach().numpy(), expected, rtol=1e-5, atol=1e-6)
     for name, t in {**ep.state_dict, **ep.constants}.items():
         np.testing.assert_array_equal(t.detach().numpy(), before[name], err_msg=name)
+
+
+# ---- 11. CustomDecompTable is a validated dict ----------------------------------------------------------------
+
+def _builder(graph: Any, node: Any) -> Any:
+    return node.inputs[0]
+
+
+def test_custom_decomp_table_is_a_dict_with_its_methods() -> None:
+    from tensorplay.export import CustomDecompTable, default_decompositions
+    table = CustomDecompTable()
+    assert isinstance(table, dict)
+    assert dict(table) == default_decompositions()  # the defaults, by primitive name
+    only = CustomDecompTable.fromkeys(["gelu", "layer_norm"], _builder)
+    assert isinstance(only, CustomDecompTable) and dict(only) == {"gelu": _builder, "layer_norm_last_axis": _builder}
+    assert only.setdefault("gelu", print) is _builder  # present: unchanged
+    assert only.setdefault(tp.Tensor.sigmoid, _builder) is _builder and "sigmoid" in only
+    name, builder = only.popitem()
+    assert (name, builder) == ("sigmoid", _builder) and "sigmoid" not in only
+    assert only.pop("layer_norm") is _builder and only.pop("layer_norm", None) is None
+    assert only.get("softmax") is None and only.get("gelu") is _builder and only.get("not_a_primitive", 1) == 1
+    merged = only | {"softmax": _builder}
+    assert isinstance(merged, CustomDecompTable) and set(merged) == {"gelu", "softmax"} and set(only) == {"gelu"}
+    only |= {"rsqrt": _builder}
+    assert set(only) == {"gelu", "rsqrt"}
+    copied = only.copy()
+    copied.clear()
+    assert isinstance(copied, CustomDecompTable) and set(only) == {"gelu", "rsqrt"}
+
+
+def test_every_write_to_the_table_is_validated_and_a_failed_one_changes_nothing() -> None:
+    import copy
+
+    from tensorplay.export import CustomDecompTable
+    table = CustomDecompTable({"gelu": _builder})
+    writes = [
+        lambda: table.__setitem__("relu", "not callable"),
+        lambda: table.update({"softmax": _builder, "sigmoid": 3}),
+        lambda: table.update([("softmaxx", _builder)]),
+        lambda: table.update(gelu=None),
+        lambda: table.setdefault("softmax"),
+        lambda: table.__ior__({"softmax": None}),
+        lambda: CustomDecompTable.fromkeys(["softmax"]),
+        lambda: CustomDecompTable.fromkeys(["no_such_primitive"], _builder),
+    ]
+    for write in writes:
+        with pytest.raises((TypeError, KeyError)):
+            write()
+        assert dict(table) == {"gelu": _builder}
+    with pytest.raises(KeyError, match="did you mean softmax"):
+        table.update({"softmaxx": _builder})
+    # copies keep the entries (a removed default stays removed)
+    defaults = CustomDecompTable()
+    defaults.remove("attention")
+    for other in (copy.copy(defaults), copy.deepcopy(defaults), defaults.copy()):
+        assert "dot_product_attention" not in other and set(other) == set(defaults)
+
+
+def test_run_decompositions_takes_a_table_built_with_dict_methods() -> None:
+    from tensorplay.export import CustomDecompTable
+    fn = lambda x: tp.sigmoid(x) * tp.nn.functional.gelu(x)  # noqa: E731
+    ep = tp.export.export(fn, (tp.randn(4),))
+    table = CustomDecompTable.fromkeys(["sigmoid"], CustomDecompTable()["sigmoid"])
+    decomposed = ep.run_decompositions(table)
+    targets = [n.target for n in decomposed.graph.nodes]
+    assert "sigmoid" not in targets and "gelu" in targets
+    import torch
+    x = np.linspace(-3, 3, 4, dtype=np.float32)
+    t = torch.from_numpy(x)
+    np.testing.assert_allclose(decomposed.module()(tp.tensor(x)).numpy(),
+                               (torch.sigmoid(t) * torch.nn.functional.gelu(t)).numpy(), rtol=1e-5, atol=1e-6)
