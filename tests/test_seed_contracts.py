@@ -160,3 +160,56 @@ def test_run_decompositions_takes_a_table_built_with_dict_methods() -> None:
     t = torch.from_numpy(x)
     np.testing.assert_allclose(decomposed.module()(tp.tensor(x)).numpy(),
                                (torch.sigmoid(t) * torch.nn.functional.gelu(t)).numpy(), rtol=1e-5, atol=1e-6)
+
+
+# ---- 12. the signature renames across every spec; clone() is deep ------------------------------------------------
+
+def _signature() -> Any:
+    tp.manual_seed(0)
+    model = _Counter()
+    return tp.export.export(model, (tp.randn(2, 3),)).graph_signature
+
+
+def test_replace_all_uses_renames_a_value_in_every_spec() -> None:
+    sig = _signature()
+    assert sig.is_param("net.0.weight") and sig.is_buffer("calls")
+    clone = sig.clone()
+    clone.replace_all_uses("net.0.weight", "w")
+    assert clone.is_param("w") and not clone.is_param("net.0.weight")
+    assert clone.inputs_to_parameters["w"] == "net.0.weight"  # the state it reads keeps its name
+    assert clone.parameters == sig.parameters
+    clone.replace_all_uses("calls", "count")
+    assert clone.is_buffer("count") and not clone.is_buffer("calls")
+    # an output value renamed: every output spec that names it follows
+    (mutation,) = clone.buffers_to_mutate
+    clone.replace_all_uses(mutation, "new_count")
+    assert clone.buffers_to_mutate == {"new_count": "calls"}
+    (out,) = clone.user_outputs
+    clone.replace_all_uses(out, "y")
+    assert clone.user_outputs == ["y"]
+    # the original is untouched
+    assert sig.is_param("net.0.weight") and not sig.is_param("w") and sig.is_buffer("calls")
+    assert sig.buffers_to_mutate == {mutation: "calls"} and sig.user_outputs == [out]
+
+
+def test_an_output_whose_target_is_a_user_input_follows_its_rename() -> None:
+    from tensorplay.export import ExportGraphSignature, InputKind, InputSpec, OutputKind, OutputSpec
+    from tensorplay.export.signature import TensorArgument
+    sig = ExportGraphSignature([InputSpec(InputKind.USER_INPUT, TensorArgument("x"))],
+                               [OutputSpec(OutputKind.USER_INPUT_MUTATION, TensorArgument("x_new"), "x"),
+                                OutputSpec(OutputKind.USER_OUTPUT, TensorArgument("x"))])
+    sig.replace_all_uses("x", "images")
+    assert sig.user_inputs == ["images"] and sig.user_inputs_to_mutate == {"x_new": "images"}
+    assert sig.user_outputs == ["images"]
+
+
+def test_clone_is_deep() -> None:
+    sig = _signature()
+    before = str(sig)
+    clone = sig.clone()
+    clone.input_specs[0].arg.name = "edited"
+    clone.input_specs[0].target = "edited"
+    clone.input_specs.pop()
+    clone.output_specs[0].arg.name = "edited"
+    clone.output_specs.append(clone.output_specs[0])
+    assert str(sig) == before and sig.input_specs[0].arg.name == "net.0.weight"
