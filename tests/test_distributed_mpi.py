@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -39,24 +40,26 @@ if MISSING is not None:
 pytestmark = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
 
 
-def run_mpi(scenario: str, n: int = 2) -> tuple[int, str]:
-    """``mpiexec -n n python worker.py scenario``: (exit status, stdout and stderr), killed as a group at
-    the timeout."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-               TP_NUM_THREADS="1")
-    proc = subprocess.Popen(["mpiexec", "-n", str(n), sys.executable, str(WORKER), scenario], cwd=ROOT, env=env,
+def run_mpi(args: list[str], n: int = 2, **env: str) -> tuple[int, str]:
+    """``mpiexec -n n python *args``: (exit status, stdout and stderr), killed as a group at the timeout."""
+    environ = {k: v for k, v in os.environ.items() if k != "TP_NUM_THREADS"}
+    environ.update(env, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen(["mpiexec", "-n", str(n), sys.executable, *args], cwd=ROOT, env=environ,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         out, _ = proc.communicate(timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate()
-        pytest.fail(f"mpiexec -n {n} worker.py {scenario} did not finish in {TIMEOUT} s (killed):\n{out}")
+        pytest.fail(f"mpiexec -n {n} python {' '.join(args)} did not finish in {TIMEOUT} s (killed):\n{out}")
+    finally:
+        if proc.poll() is None:  # pragma: no cover - an interrupted test: leave no rank behind
+            os.killpg(proc.pid, signal.SIGKILL)
     return proc.returncode, out
 
 
-def result_of(scenario: str) -> Any:
-    code, out = run_mpi(scenario)
+def result_of(scenario: str, **env: str) -> Any:
+    code, out = run_mpi([str(WORKER), scenario], **env)
     assert code == 0, out
     (line,) = [x for x in out.splitlines() if x.startswith("RESULT ")]
     return json.loads(line[len("RESULT "):])
@@ -64,7 +67,8 @@ def result_of(scenario: str) -> Any:
 
 def test_collectives_across_two_ranks() -> None:
     # values are checked on every rank inside the worker, against numpy on every rank's inputs
-    out = result_of("collectives")
+    out = result_of("collectives")  # TP_NUM_THREADS unset: the two ranks share the cores
+    assert out["threads"] == max(1, out["cpus"] // 2)
     assert "rank 0: [3]; rank 1: [4]" in out["shape"]
     assert "rank 0: float32; rank 1: float64" in out["dtype"]
     assert "rank 0: sum; rank 1: max" in out["op"]
@@ -74,7 +78,7 @@ def test_collectives_across_two_ranks() -> None:
 
 def test_two_ranks_b64_match_one_process_b128() -> None:
     # the worker asserts bitwise identical parameters on both ranks after every step, and <= 1e-6 here
-    out = result_of("ddp")
+    out = result_of("ddp", TP_NUM_THREADS="1")
     for mode in ("eager", "compiled", "no_sync"):
         print(f"{mode}: largest relative difference {out[mode]['max_relative_difference']:.3g}")
         assert out[mode]["max_relative_difference"] <= 1e-6
@@ -83,6 +87,17 @@ def test_two_ranks_b64_match_one_process_b128() -> None:
 
 
 def test_a_raising_rank_stops_the_others() -> None:
-    code, out = run_mpi("raise")
+    code, out = run_mpi([str(WORKER), "raise"])
     assert code != 0
     assert "rank 1 fails on purpose" in out and "MPI_Abort" in out
+
+
+def test_distributed_demo() -> None:
+    pytest.importorskip("sklearn")
+    code, out = run_mpi(["-m", "tensorplay.demo", "--distributed", "--epochs", "3", "--limit", "1000"])
+    assert code == 0, out
+    assert "data parallel over 2 processes (MPI), batch 32 per rank" in out
+    assert re.search(r"^rank 0: \d+ images/s", out, re.M) and re.search(r"^rank 1: \d+ images/s", out, re.M)
+    accuracy = re.search(r"final test accuracy ([\d.]+)% after 3 epochs \(rank 0\)", out)
+    assert accuracy is not None and float(accuracy.group(1)) > 50, out  # chance is 10%
+    assert out.count("final test accuracy") == 1  # printed by rank 0 only

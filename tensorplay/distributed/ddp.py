@@ -223,7 +223,15 @@ class _DDPState:
         self._fill(bucket, i)
         if bucket.pending == 0 and b == self.next_bucket:
             self._start_ready()
+        elif self.next_bucket:
+            self._progress()
         self.seconds += time.perf_counter() - start
+
+    def _progress(self) -> None:
+        """Let MPI move the started reductions along (without an asynchronous progress thread, an MPI
+        library advances non-blocking collectives only inside MPI calls)."""
+        from mpi4py import MPI
+        MPI.Request.Testall([b.request for b in self.buckets[:self.next_bucket]])
 
     def _fill(self, bucket: _Bucket, i: int) -> None:
         p = bucket.params[i]

@@ -92,7 +92,40 @@ def init(comm: Any = None) -> World:
         _WORLD = World(comm, int(comm.Get_rank()), int(comm.Get_size()))
         if _WORLD.size > 1:
             _install_abort_hook(comm)
+            _share_cores(comm)
         return _WORLD
+
+
+def _share_cores(comm: Any) -> None:
+    """The thread policy of a world of several processes: unless ``TP_NUM_THREADS`` says otherwise, the
+    ranks of one machine that may run on the same CPUs (the same affinity: not bound by the launcher, or
+    bound to the same socket) split those CPUs between them, so that their kernel and BLAS threads do
+    not oversubscribe the cores. A rank bound to its own cores keeps them all."""
+    from tensorplay.interpreters.eager.kernels import threads
+    if os.environ.get(threads.ENV_VAR, "").strip():
+        return
+    import numpy as np
+    from mpi4py import MPI
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cpus = list(range(os.cpu_count() or 1))
+    mask = np.zeros(max(1024, max(cpus) + 1), dtype=bool)
+    mask[cpus] = True
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        width = np.array([mask.size], dtype=np.int64)
+        node.Allreduce(MPI.IN_PLACE, width, op=MPI.MAX)
+        mine = np.zeros(int(width[0]), dtype=bool)
+        mine[:mask.size] = mask
+        rows = np.empty((node.Get_size(), mine.size), dtype=bool)
+        node.Allgather(mine, rows)
+    finally:
+        node.Free()
+    sharing = int((rows == mine).all(axis=1).sum())
+    share = max(1, min(len(cpus), threads.MAX_THREADS) // sharing)
+    if share < threads.num_threads():
+        threads.set_num_threads(share)
 
 
 def world() -> World:

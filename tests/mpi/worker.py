@@ -77,6 +77,9 @@ def collectives() -> dict[str, Any]:
     t = tp.tensor(np.ones(2, np.float32))
     dist.all_reduce(t)
     assert np.array_equal(t.numpy(), [2.0, 2.0])
+    import os
+    from tensorplay.interpreters.eager.kernels import threads
+    out["threads"], out["cpus"] = threads.num_threads(), len(os.sched_getaffinity(0))
     return out
 
 
