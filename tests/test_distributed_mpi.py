@@ -84,6 +84,7 @@ def test_two_ranks_b64_match_one_process_b128() -> None:
         assert out[mode]["max_relative_difference"] <= 1e-6
         assert out[mode]["moved"] > 1e-3  # every parameter trained
     assert "cannot run inside the compiled code" in out["compiled_backward"]
+    assert out["unused_parameter"]
 
 
 def test_a_raising_rank_stops_the_others() -> None:

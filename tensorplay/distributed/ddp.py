@@ -243,7 +243,7 @@ class _DDPState:
             if g._node is not None:
                 raise AutogradError("DistributedDataParallel: gradients with history (backward(create_graph=True)) "
                                     "cannot be averaged across ranks; differentiate without create_graph")
-            bucket.flat[o:o + n] = g._data.reshape(-1)
+            np.copyto(bucket.flat[o:o + n].reshape(g._data.shape), g._data)  # one pass, any layout
         bucket.filled[i] = True
         bucket.pending -= 1
 
@@ -270,7 +270,8 @@ class _DDPState:
 
     def finish(self) -> None:
         """End of backward: start what is left (unreached parameters count with their current ``.grad``),
-        wait, and write the averages into every ``.grad``."""
+        wait, and write the averages into every ``.grad`` (in place when it is C-contiguous, else as a new
+        C-contiguous array: a strided write would cost more than the copy)."""
         from mpi4py import MPI
         start = time.perf_counter()
         try:
@@ -279,15 +280,16 @@ class _DDPState:
                     if not filled:
                         self._fill(bucket, i)
             self._start_ready()
-            MPI.Request.Waitall([b.request for b in self.buckets])
+            requests = [b.request for b in self.buckets]
             size = self.world.size
             from tensorplay.interpreters.eager.interpreter import eager
-            for bucket in self.buckets:
+            for _ in self.buckets:  # each bucket as soon as its reduction is done
+                bucket = self.buckets[MPI.Request.Waitany(requests)]
                 np.divide(bucket.flat, size, out=bucket.flat)
                 for p, o, n in zip(bucket.params, bucket.offsets, bucket.sizes):
                     mean = bucket.flat[o:o + n].reshape(p._data.shape)
                     g = p._grad
-                    if g is not None and g._data.flags.writeable and g._data.shape == mean.shape:
+                    if g is not None and g._data.flags.writeable and g._data.flags.c_contiguous:
                         g._data[...] = mean
                         bump_version(g)
                     else:

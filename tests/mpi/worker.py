@@ -177,6 +177,23 @@ def ddp() -> dict[str, Any]:
         moved = min(float(np.abs(p - q).max()) for p, q in zip(params, initial))
         out[mode] = {"max_relative_difference": worst, "moved": moved}
         assert worst <= 1e-6, (mode, worst)
+    # a parameter one rank does not reach: it counts as zeros there, and both ranks get the same mean
+    tp.manual_seed(1)
+    a, b = nn.Linear(4, 3), nn.Linear(4, 3)
+    both = nn.ModuleList([a, b])
+    wrapped = dist.DistributedDataParallel(both, bucket_cap_mb=64 / 2 ** 20)
+    xb = tp.tensor(np.random.default_rng(dist.rank()).standard_normal((6, 4)).astype(np.float32))
+    loss = a(xb).square().sum() + (b(xb).sum() if dist.rank() == 0 else 0)
+    params = list(wrapped.parameters())
+    local = tp.autograd.grad(loss, params, retain_graph=True, allow_unused=True)  # runs no hook
+    local_arrays = [np.zeros(p.shape, np.float32) if g is None else g.numpy() for p, g in zip(params, local)]
+    loss.backward()
+    for p, g in zip(params, local_arrays):
+        rows = dist.all_gather(g)
+        np.testing.assert_allclose(p.grad.numpy(), (rows[0] + rows[1]) / 2, rtol=1e-6, atol=1e-7)
+        seen = dist.all_gather(p.grad.numpy())
+        assert seen[0].tobytes() == seen[1].tobytes()
+    out["unused_parameter"] = True
     # a compiled function that calls backward() itself is refused (its averaging could not run)
     model = dist.DistributedDataParallel(Net())
     x, y = _data()
