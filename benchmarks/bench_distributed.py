@@ -142,7 +142,7 @@ def main() -> None:
         for size, row in table:
             lines.append(f"{size:>10} {size * 4 / 1e6:>7.3f} {_us(row['mpi4py numpy']):>14} {_us(row['tp numpy']):>12} "
                          f"{_us(row['tp tensor']):>12} {row['tp tensor'] / row['mpi4py numpy']:>10.2f}")
-    caps: list[float | None] = [None] if world.size == 1 else [25.0, 0.25, 0.05]
+    caps: list[float | None] = [None] if world.size == 1 else [25.0, 1.0, 0.1, 0.005]
     lines.append(f"\ntraining step, MLP 784-256-256-10, batch 128 per process, SGD momentum ({steps} steps)")
     for label, row in step_table(steps, caps):
         share = row["averaging share"]

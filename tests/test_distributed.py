@@ -95,6 +95,14 @@ def test_launched_with_several_processes_but_no_mpi4py_is_an_error() -> None:
     assert "started by an MPI launcher with 4 processes, but mpi4py cannot be imported" in done.stderr
 
 
+def test_the_docs_script_runs_as_one_process() -> None:
+    from tests.markdown import python_blocks
+    (block,) = python_blocks(ROOT / "docs" / "distributed.md")
+    done = _run(block)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("1 process(es), final loss")
+
+
 # ---- argument checks (raised before anything is exchanged) ----------------------------------------------
 
 def test_collective_argument_errors(one: None) -> None:

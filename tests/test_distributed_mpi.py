@@ -102,3 +102,13 @@ def test_distributed_demo() -> None:
     accuracy = re.search(r"final test accuracy ([\d.]+)% after 3 epochs \(rank 0\)", out)
     assert accuracy is not None and float(accuracy.group(1)) > 50, out  # chance is 10%
     assert out.count("final test accuracy") == 1  # printed by rank 0 only
+
+
+def test_the_docs_script_runs_on_two_ranks(tmp_path: Path) -> None:
+    from tests.markdown import python_blocks
+    (block,) = python_blocks(ROOT / "docs" / "distributed.md")
+    script = tmp_path / "train.py"
+    script.write_text(block)
+    code, out = run_mpi([str(script)])
+    assert code == 0, out
+    assert "2 process(es), final loss" in out  # and the script asserted identical weights on both ranks
