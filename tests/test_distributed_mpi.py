@@ -85,6 +85,8 @@ def test_two_ranks_b64_match_one_process_b128() -> None:
         assert out[mode]["moved"] > 1e-3  # every parameter trained
     assert "cannot run inside the compiled code" in out["compiled_backward"]
     assert out["unused_parameter"]
+    assert "the ranks' models differ" in out["different_models"]
+    assert "rank 0: 2 tensors, 10 elements; rank 1: 2 tensors, 15 elements" in out["different_models"]
 
 
 def test_a_raising_rank_stops_the_others() -> None:

@@ -194,6 +194,9 @@ def ddp() -> dict[str, Any]:
         seen = dist.all_gather(p.grad.numpy())
         assert seen[0].tobytes() == seen[1].tobytes()
     out["unused_parameter"] = True
+    # different models on the ranks: an error on every rank at construction, nothing broadcast
+    out["different_models"] = _raises(lambda: dist.DistributedDataParallel(nn.Linear(4, 2 + dist.rank())),
+                                      tp.ShapeError)
     # a compiled function that calls backward() itself is refused (its averaging could not run)
     model = dist.DistributedDataParallel(Net())
     x, y = _data()
