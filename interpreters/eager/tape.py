@@ -479,7 +479,7 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
 
 def _store_leaf_grad(leaf: Tensor[*tuple[Any, ...]], g: Tensor[*tuple[Any, ...]], create_graph: bool) -> None:
     """Accumulate the cotangent ``g`` into ``leaf.grad`` (the caller lets go of ``g`` right after)."""
-    from tensorplay.interpreters.eager.interpreter import eager
+    eager = _eager()
     with _GRAD_LOCK:  # read-add-write of .grad: atomic, so concurrent backward calls lose no update
         old = leaf._grad
         if old is not None:
@@ -488,6 +488,16 @@ def _store_leaf_grad(leaf: Tensor[*tuple[Any, ...]], g: Tensor[*tuple[Any, ...]]
             leaf._grad = eager.clone(g)  # its own writeable memory (g may be shared, or a broadcast view)
         else:
             leaf._grad = Tensor(eager, _unshared_payload(g))
+
+
+_EAGER: list[Any] = []  # the eager interpreter, imported on first use (it imports this module)
+
+
+def _eager() -> Any:
+    if not _EAGER:
+        from tensorplay.interpreters.eager.interpreter import eager
+        _EAGER.append(eager)
+    return _EAGER[0]
 
 
 def _unshared_payload(g: Tensor[*tuple[Any, ...]]) -> Any:
