@@ -1,0 +1,220 @@
+"""``to_onnx``: every registry sample of the inference op set, the MLP, the CNN and the transformer block
+written as ONNX run in ONNX Runtime and in onnx's reference evaluator with eager's results (1e-5), pass the
+full checker and strict shape inference (which reproduces the symbolic output dims), name inputs, dims and
+outputs after the user's, and refuse what ONNX cannot express with the primitive and the user's line."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+import tensorplay as tp  # noqa: E402
+from tensorplay import nn  # noqa: E402
+from tensorplay.export import Dim, export  # noqa: E402
+from tensorplay.export.decomp import copy_graph, decompose  # noqa: E402
+from tensorplay.export.onnx import ONNXExportError, to_onnx  # noqa: E402
+from tensorplay.export.onnx.compositions import COMPOSITIONS  # noqa: E402
+from tensorplay.export.onnx.lowering import COMPOSED, LOWERINGS, NOT_LOWERED  # noqa: E402
+from tensorplay.interpreters.graph.evaluate import evaluate  # noqa: E402
+from tensorplay.interpreters.graph.typecheck import typecheck  # noqa: E402
+from tensorplay.spec.table import PRIMITIVES  # noqa: E402
+from tests.onnx_helpers import (  # noqa: E402
+    ORT_MISSING_KERNEL, assert_matches, check_written, declared_dims, run_ort, run_reference,
+)
+from tests.samples import SAMPLES, Sample  # noqa: E402
+from tests.test_export_models import MODELS, _exported  # noqa: E402
+from tests.test_graph_swap import sample_fn  # noqa: E402
+
+INFERENCE = [s for s in SAMPLES if s.prim not in NOT_LOWERED]
+RANDOM = [s for s in SAMPLES if PRIMITIVES[s.prim].random]
+
+REFERENCE_GAPS = {
+    "conv_transpose_nd-2d": "onnx's reference ConvTranspose does not implement group > 1",
+    "log_softmax-inf-large": "onnx's reference LogSoftmax takes log(softmax), which underflows to -inf at -1000",
+}
+"""Samples the reference evaluator gets wrong on its own (they are checked against ONNX Runtime only)."""
+
+
+def test_every_primitive_is_lowered_composed_or_refused_with_a_reason() -> None:
+    groups = [set(LOWERINGS), set(COMPOSED), set(NOT_LOWERED)]
+    assert set().union(*groups) == set(PRIMITIVES), set(PRIMITIVES) - set().union(*groups)
+    assert sum(len(g) for g in groups) == len(PRIMITIVES)  # no primitive in two groups
+    assert set(COMPOSITIONS) == set(COMPOSED)
+
+
+def _float32(sample: Sample) -> Sample:
+    args = tuple(a.astype(np.float32) if isinstance(a, np.ndarray) and a.dtype == np.float64 else a
+                 for a in sample.args)
+    return dataclasses.replace(sample, args=args)
+
+
+def _written(sample: Sample) -> tuple[Any, list[Any], np.ndarray[Any, Any]]:
+    fn, tensors = sample_fn(sample)
+    ep = export(fn, tuple(tensors), dynamic_shapes=[Dim.AUTO] * len(tensors) if tensors else None)
+    model = to_onnx(ep)
+    check_written(model)
+    return model, [t.numpy() for t in tensors], np.asarray(fn(*tensors).numpy())
+
+
+@pytest.mark.parametrize("sample", INFERENCE, ids=lambda s: s.id)
+def test_every_sample_of_the_inference_op_set_runs_in_onnx_runtime_and_the_reference_evaluator(
+        sample: Sample) -> None:
+    model, arrays, want = _written(sample)
+    feeds = {i.name: a for i, a in zip(model.graph.input, arrays)}
+    if sample.id not in REFERENCE_GAPS:
+        assert_matches(run_reference(model, feeds)[0], want, f"{sample.id}, reference evaluator")
+    try:
+        got = run_ort(model, feeds)[0]
+    except ORT_MISSING_KERNEL:
+        assert any(a.dtype == np.float64 for a in arrays), "ONNX Runtime lacks a kernel for a float32 model"
+        model, arrays, want = _written(_float32(sample))  # ONNX Runtime runs it in float32
+        got = run_ort(model, {i.name: a for i, a in zip(model.graph.input, arrays)})[0]
+    assert_matches(got, want, f"{sample.id}, ONNX Runtime")
+
+
+@pytest.mark.parametrize("sample", RANDOM, ids=lambda s: s.id)
+def test_random_primitives_are_refused_naming_the_primitive_and_line(sample: Sample) -> None:
+    fn, tensors = sample_fn(sample)
+    with pytest.raises(ONNXExportError, match=rf"primitive {sample.prim} at .*test_graph_swap.py:\d+.*random"):
+        to_onnx(export(fn, tuple(tensors)))
+
+
+def test_dropout_in_training_mode_is_refused_at_the_users_line() -> None:
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))  # training mode
+    ep = export(model, (tp.randn(2, 4),))
+    with pytest.raises(ONNXExportError, match=r"random_uniform at .*dropout.*model.eval\(\)"):
+        to_onnx(ep)
+    model.eval()
+    check_written(to_onnx(export(model, (tp.randn(2, 4),))))
+
+
+def test_state_updates_are_refused() -> None:
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))  # training mode: running statistics update
+    with pytest.raises(ONNXExportError, match="updates state.*running_mean"):
+        to_onnx(export(model, (tp.randn(5, 3),)))
+
+
+# ---- compositions ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sample", [s for s in SAMPLES if s.prim in COMPOSED], ids=lambda s: s.id)
+def test_compositions_reproduce_the_fused_primitive_in_tensorplay(sample: Sample) -> None:
+    fn, tensors = sample_fn(sample)
+    ep = export(fn, tuple(tensors))
+    graph = copy_graph(ep.graph)
+    assert decompose(graph, COMPOSITIONS) == 1
+    typecheck(graph)
+    assert sample.prim not in {n.target for n in graph.nodes}
+    (got,) = evaluate(graph, tp.eager, *tensors)
+    assert_matches(got.numpy(), np.asarray(fn(*tensors).numpy()), sample.id, atol=1e-12 if
+                   got.numpy().dtype == np.float64 else 1e-6)
+
+
+def test_smooth_max_pool_composition_keeps_infinities() -> None:
+    x = np.zeros((1, 1, 4, 4), np.float32)
+    x[0, 0, 0, 0] = np.inf  # each corner lies in one window only
+    x[0, 0, 3, 3] = -np.inf
+    x[0, 0, 0, 3] = np.nan
+
+    def g(t: Any) -> Any:
+        return tp.ops_of([t]).smooth_max_pool_nd(t, kernel_size=(2, 2), stride=(1, 1), padding=(0, 0), beta=2.0)
+
+    t = tp.tensor(x)
+    model = to_onnx(export(g, (t,)))
+    want = g(t).numpy()
+    assert np.isnan(want).any() and np.isinf(want).any()
+    assert_matches(run_ort(model, {"t": x})[0], want, "inf and NaN windows")
+
+
+# ---- the models ---------------------------------------------------------------------------------------------
+
+SIZES = ((1, 1), (2, 7), (16, 64), (1, 64), (16, 1))  # every dynamic dim takes 1 and two other sizes
+
+
+@pytest.mark.parametrize("opset", [None, 17])
+@pytest.mark.parametrize("name", list(MODELS))
+def test_models_match_eager_in_onnx_runtime_and_the_reference_evaluator(name: str, opset: int | None) -> None:
+    model, ep = _exported(name)
+    _, shape, _ = MODELS[name]
+    written = to_onnx(ep, opset=opset)
+    check_written(written)
+    if opset is not None:
+        assert [o.version for o in written.opset_import if o.domain == ""] == [opset]
+    (x_info,) = written.graph.input
+    assert x_info.name == "x"
+    assert declared_dims(x_info) == list(shape("batch", "seq"))
+    assert [o.name for o in written.graph.output] == ["output"]
+    assert {i.name for i in written.graph.initializer} >= {n for n, _ in model.named_parameters()}
+    session_input = None
+    for b, s in SIZES:
+        x = tp.randn(*shape(b, s))
+        want = model(x).detach().numpy()
+        session_input = {"x": x.numpy()}
+        assert_matches(run_ort(written, session_input)[0], want, f"{name} at {shape(b, s)}, ONNX Runtime")
+        assert_matches(run_reference(written, session_input)[0], want, f"{name} at {shape(b, s)}, reference")
+
+
+def test_output_dims_follow_the_users_dims_through_derived_sizes() -> None:
+    Batch, Seq = Dim("Batch", min=1, max=64), Dim("Seq", min=2, max=128)
+
+    def f(tokens: Any, scale: Any) -> Any:
+        b, s, d = tokens.shape
+        flat = tokens.reshape(b * s, d) * scale
+        pairs = flat.reshape(b, s, d)[:, 1:, :]  # Seq - 1
+        return {"pairs": pairs, "total": flat.sum(-1)}
+
+    ep = export(f, (tp.randn(3, 5, 4), tp.randn(4)), dynamic_shapes={"tokens": {0: Batch, 1: Seq}, "scale": None})
+    written = ep.to_onnx()
+    check_written(written)
+    assert [i.name for i in written.graph.input] == ["tokens", "scale"]
+    assert declared_dims(written.graph.input[0]) == ["Batch", "Seq", 4]
+    outs = {o.name: declared_dims(o) for o in written.graph.output}
+    assert outs == {"output_pairs": ["Batch", "Seq - 1", 4], "output_total": ["Batch*Seq"]}
+    for b, s in ((1, 2), (3, 5), (7, 11)):
+        x, w = tp.randn(b, s, 4), tp.randn(4)
+        want = f(x, w)
+        got = run_ort(written, {"tokens": x.numpy(), "scale": w.numpy()})
+        assert_matches(got[0], want["pairs"].numpy(), "pairs")
+        assert_matches(got[1], want["total"].numpy(), "total", atol=1e-5)
+
+
+def test_path_writes_the_file(tmp_path: Any) -> None:
+    import onnx
+    _, ep = _exported("mlp")
+    path = tmp_path / "mlp.onnx"
+    returned = tp.export.to_onnx(ep, path)
+    loaded = onnx.load(str(path))
+    assert loaded.graph == returned.graph
+
+
+def test_bitwise_before_opset_18_is_refused_naming_the_opset() -> None:
+    def f(a: Any, b: Any) -> Any:
+        return a & b
+    ep = export(f, (tp.tensor(np.array([1, 2], np.int64)), tp.tensor(np.array([3, 3], np.int64))))
+    with pytest.raises(ONNXExportError, match="bitwise_and at .*opset 18"):
+        to_onnx(ep, opset=17)
+    check_written(to_onnx(ep, opset=18))
+
+
+def test_bad_opset_is_refused() -> None:
+    _, ep = _exported("mlp")
+    with pytest.raises(ValueError, match="opset must be an int from 17"):
+        to_onnx(ep, opset=11)
+
+
+def test_tensorplay_imports_without_onnx_and_to_onnx_says_what_to_install() -> None:
+    code = ("import sys; sys.modules['onnx'] = None; sys.modules['onnxruntime'] = None\n"
+            "import tensorplay as tp, tensorplay.export\n"
+            "from tensorplay.export import Dim, export\n"
+            "ep = export(lambda x: x * 2, (tp.randn(2),))\n"
+            "try:\n    ep.to_onnx()\nexcept ImportError as e:\n    print('ERR', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert 'pip install "tensorplay[onnx]"' in out.stdout
