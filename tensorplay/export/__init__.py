@@ -42,7 +42,7 @@ _NAMES = {
     "ExportedModule": "unlifted",
     "unflatten": "hierarchy", "UnflattenedModule": "hierarchy", "InterpreterModule": "hierarchy",
     "FlatArgsAdapter": "hierarchy", "CustomDecompTable": "decomp", "default_decompositions": "decomp",
-    "to_onnx": "onnx", "ONNXExportError": "onnx", "ONNXImportError": "onnx",
+    "to_onnx": "onnx", "from_onnx": "onnx", "ONNXExportError": "onnx", "ONNXImportError": "onnx",
     "save": "files", "load": "files", "serialize": "files", "deserialize": "files", "SerializedArtifact": "files",
 }
 
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
         ConstantArgument, ExportBackwardSignature, ExportGraphSignature, GraphSignature, InputKind, InputSpec,
         OutputKind, OutputSpec, TensorArgument, WeightType,
     )
-    from tensorplay.export.onnx import ONNXExportError, ONNXImportError, to_onnx
+    from tensorplay.export.onnx import ONNXExportError, ONNXImportError, from_onnx, to_onnx
     from tensorplay.export.unlifted import ExportedModule
 
 
@@ -78,5 +78,5 @@ __all__ = [
     "InputConstraintError", "InputKind", "ONNXExportError", "ONNXImportError", "InputSpec", "InterpreterModule", "OutputKind", "OutputSpec",
     "RangeConstraints", "SerializedArtifact", "ShapesCollection", "SuggestedFix", "TensorArgument",
     "UnflattenedModule", "ValueRange", "WeightType", "apply_fixes", "default_decompositions", "deserialize",
-    "dims", "export", "export_joint", "load", "save", "serialize", "to_onnx", "unflatten",
+    "dims", "export", "export_joint", "from_onnx", "load", "save", "serialize", "to_onnx", "unflatten",
 ]

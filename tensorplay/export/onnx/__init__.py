@@ -24,4 +24,10 @@ def to_onnx(ep: Any, path: Any = None, *, opset: int | None = None) -> Any:
     return write(ep, path, opset=opset)
 
 
-__all__ = ["ONNXExportError", "ONNXImportError", "to_onnx"]
+def from_onnx(model: Any) -> Any:
+    """See :func:`tensorplay.export.onnx.importer.from_onnx`."""
+    from tensorplay.export.onnx.importer import from_onnx as read
+    return read(model)
+
+
+__all__ = ["ONNXExportError", "ONNXImportError", "from_onnx", "to_onnx"]

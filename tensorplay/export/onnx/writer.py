@@ -6,7 +6,7 @@ The model's inputs are the program's user inputs, named after the forward's para
 for a dict), with symbolic sizes written as expressions (``Batch*Seq``). Parameters, buffers and constant
 tensors become initializers named after their state-dict entries. Every node keeps the user's source line
 as its ``doc_string`` and is named after the tensorplay value it computes. The dims' ranges are kept in the
-model's metadata (``tensorplay.dims``), which :func:`~tensorplay.export.onnx.from_onnx` reads back.
+model's metadata (``tensorplay.dims``, with the example's sizes), which :func:`~tensorplay.export.onnx.from_onnx` reads back.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from tensorplay.interpreters.graph.ir import Literal, Var
 from tensorplay.pytree import leaf_names
 
 DIMS_METADATA = "tensorplay.dims"
-"""The metadata key holding the dims' ranges: JSON ``{name: [min, max or null]}``."""
+"""The metadata key holding the dims' ranges and example sizes: JSON ``{name: [min, max or null, example]}``."""
 
 
 def _opset(opset: int | None) -> int:
@@ -130,7 +130,7 @@ def to_onnx(ep: ExportedProgram, path: str | os.PathLike[str] | None = None, *, 
     model = helper.make_model(onnx_graph, opset_imports=opsets, producer_name="tensorplay",
                               ir_version=helper.find_min_ir_version_for(opsets))
     helper.set_model_props(model, {DIMS_METADATA: json.dumps(
-        {name: [info.min, info.max] for name, info in ep.dims.items()})})
+        {name: [info.min, info.max, info.hint] for name, info in ep.dims.items()})})
     onnx.checker.check_model(model, full_check=True)
     if path is not None:
         onnx.save(model, os.fspath(path))
