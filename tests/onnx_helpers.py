@@ -14,6 +14,9 @@ from onnx.reference import ReferenceEvaluator
 ORT_MISSING_KERNEL = ort.capi.onnxruntime_pybind11_state.NotImplemented
 """What ONNX Runtime raises for an operator it has no kernel for at a dtype (many have none for float64)."""
 
+ORT_REFUSED = ort.capi.onnxruntime_pybind11_state.InvalidArgument
+"""What ONNX Runtime raises for inputs a kernel refuses (ConvTranspose refuses a zero-size output)."""
+
 
 def run_ort(model: Any, feeds: dict[str, np.ndarray[Any, Any]]) -> list[np.ndarray[Any, Any]]:
     """The model's outputs from ONNX Runtime (CPU)."""

@@ -182,3 +182,20 @@ def test_a_path_is_read(tmp_path: Any) -> None:
     back = tp.export.from_onnx(path)
     x = tp.randn(4, 20)
     assert_matches(_array(back.module()(x)), _array(model(x)), "from a path")
+
+
+def test_buffers_come_back_as_buffers_and_unread_state_is_left_out() -> None:
+    from tensorplay import nn
+    tp.manual_seed(5)
+    model = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3))
+    model(tp.randn(8, 4))  # training mode: the running statistics move away from 0 and 1
+    model.eval()
+    ep = export(model, (tp.randn(2, 4),), dynamic_shapes={"x": {0: Dim("B", min=1)}})
+    written = to_onnx(ep)
+    assert "1.num_batches_tracked" not in {i.name for i in written.graph.initializer}  # nothing reads it
+    back = from_onnx(written)
+    assert sorted(n for n, _ in back.named_parameters()) == ["0.bias", "0.weight", "1.bias", "1.weight"]
+    assert sorted(n for n, _ in back.named_buffers()) == ["1.running_mean", "1.running_var"]
+    x = tp.randn(5, 4)
+    assert_matches(_array(back.module()(x)), _array(model(x)), "batch norm in eval mode")
+    assert_matches(run_ort(written, {"x": x.numpy()})[0], _array(model(x)), "ONNX Runtime")

@@ -9,7 +9,8 @@ transforms, and fine-tunes.
   becomes the :class:`~tensorplay.export.Dim` of that name (one name, one dim), with the range a
   tensorplay-written model records in its metadata (else ``[0, inf]``), an axis with neither size nor name
   a dim of its own.
-* Initializers of rank >= 1 of a float dtype become parameters (named after them: ``fc1.weight`` is
+* Initializers become parameters and buffers as a tensorplay-written model's metadata records them; in
+  other models, those of rank >= 1 of a float dtype become parameters (named after them: ``fc1.weight`` is
   parameter ``weight`` of submodule ``fc1``); other initializers (integer ones, scalars) are constants.
 * Integer values computed from shapes (``Shape``, and ``Gather``, ``Concat``, ``Mul``, ... on them) are
   computed at trace time as sizes (symbolic where the dims are), so a ``Reshape`` to a computed shape
@@ -32,7 +33,7 @@ from tensorplay.export.onnx.builder import DTYPE_NAMES
 from tensorplay.export.onnx.deps import require_onnx
 from tensorplay.export.onnx.errors import ONNXImportError
 from tensorplay.export.onnx.importing_ops import IMPORTERS, Context, node_label
-from tensorplay.export.onnx.writer import DIMS_METADATA
+from tensorplay.export.onnx.writer import DIMS_METADATA, STATE_METADATA
 
 OLDEST_IMPORTED_OPSET = 13
 """Older opsets give Softmax, Squeeze and the reductions other meanings; such models are refused."""
@@ -77,6 +78,17 @@ def _check_supported(model: Any) -> None:
                                   "mapping")
 
 
+def _state_metadata(model: Any) -> dict[str, str]:
+    """Initializer name -> its role in a tensorplay-written model (``parameter``, ``buffer``, ...)."""
+    for prop in model.metadata_props:
+        if prop.key == STATE_METADATA:
+            try:
+                return {str(k): str(v) for k, v in json.loads(prop.value).items()}
+            except (ValueError, AttributeError):
+                raise ONNXImportError(f"from_onnx: malformed {STATE_METADATA} metadata {prop.value!r}") from None
+    return {}
+
+
 def _dims_metadata(model: Any) -> dict[str, tuple[int, int | None, int | None]]:
     """Dim name -> (min, max, example size) from a tensorplay-written model's metadata."""
     for prop in model.metadata_props:
@@ -109,9 +121,15 @@ def from_onnx(model: Any) -> Any:
     inputs = [i for i in graph.input if i.name not in init]
     params: dict[str, str] = {}  # initializer -> parameter path
     root = nn.Module()
+    roles = _state_metadata(proto)
     for name, array in init.items():
-        if array.dtype.kind == "f" and array.ndim >= 1 and array.dtype.name in ("float32", "float64"):
+        role = roles.get(name)
+        if role is None and array.dtype.kind == "f" and array.ndim >= 1 and array.dtype.name in DTYPE_NAMES.values():
+            role = "parameter"
+        if role == "parameter":
             params[name] = _attach(root, name, tp.nn.Parameter(tp.tensor(np.ascontiguousarray(array))))
+        elif role == "buffer":
+            params[name] = _attach(root, name, tp.tensor(np.ascontiguousarray(array)), buffer=True)
     dims: dict[str, Any] = {}
     hints: dict[str, int] = {}
     dynamic: list[dict[int, Any]] = []
@@ -150,9 +168,9 @@ def _hint(dim: Any) -> int:
     return low if dim.max is None else min(low, int(dim.max))
 
 
-def _attach(root: Any, name: str, param: Any) -> str:
-    """Register ``param`` under ``name`` split at dots into submodules (a part the module cannot take, such as
-    ``forward``, is renamed); returns the parameter's path."""
+def _attach(root: Any, name: str, param: Any, buffer: bool = False) -> str:
+    """Register ``param`` (a buffer when ``buffer``) under ``name`` split at dots into submodules (a part the
+    module cannot take, such as ``forward``, is renamed); returns its path."""
     from tensorplay import nn
     parts = [p for p in name.split(".") if p] or ["param"]
     module = root
@@ -164,7 +182,8 @@ def _attach(root: Any, name: str, param: Any) -> str:
             part = _register(module, part, lambda key, c=child: module.register_module(key, c))
         module = child
         path.append(part)
-    leaf = _register(module, parts[-1], lambda key: module.register_parameter(key, param))
+    leaf = _register(module, parts[-1], (lambda key: module.register_buffer(key, param)) if buffer else
+                     (lambda key: module.register_parameter(key, param)))
     return ".".join([*path, leaf])
 
 
@@ -174,7 +193,8 @@ def _register(module: Any, name: str, register: Any) -> str:
         register(name)
         return name
     except KeyError:
-        key = _identifier(f"p_{name}", set(module._parameters) | set(module._modules) | set(dir(module)))
+        key = _identifier(f"p_{name}", set(module._parameters) | set(module._buffers) | set(module._modules) |
+                          set(dir(module)))
         register(key)
         return key
 
@@ -198,6 +218,8 @@ def _module(root: Any, graph: Any, init: dict[str, Any], params: dict[str, str],
         setattr(module, key, child)
     for key, p in root._parameters.items():
         module.register_parameter(key, p)
+    for key, t in root._buffers.items():
+        module.register_buffer(key, t)
     return module
 
 

@@ -227,11 +227,22 @@ def _reduce(op_type: str) -> Lowering:
 
 
 def _arg(op_type: str) -> Lowering:
+    """``ArgMax``/``ArgMin`` (the first extremum); for floats the first NaN counts as the extremum, which ONNX
+    leaves open, so a row holding a NaN takes the position of its first NaN."""
     def lower(b: GraphBuilder, node: Node) -> str:
         x = _x(node)
         src = "int32" if x.aval.dtype == "bool" else x.aval.dtype
-        out = b.op(op_type, b.operand(x, src), axis=_norm_axis(node.params["axis"], x.ndim),
-                   keepdims=int(bool(node.params["keepdims"])), select_last_index=0)
+        attrs: dict[str, Any] = {"axis": _norm_axis(node.params["axis"], x.ndim),
+                                 "keepdims": int(bool(node.params["keepdims"]))}
+        values = b.operand(x, src)
+        out = b.op(op_type, values, select_last_index=0, **attrs)
+        if is_float(src):
+            nan = b.cast(b.op("IsNaN", values), "bool", "int32")
+            first_nan = b.op("ArgMax", nan, select_last_index=0, **attrs)
+            any_nan = b.op("Greater", b.op("ReduceMax", nan, axes=[attrs["axis"]], keepdims=attrs["keepdims"])
+                           if b.opset < 18 else b.op("ReduceMax", nan, b.ints([attrs["axis"]]),
+                                                     keepdims=attrs["keepdims"]), b.const(0, "int32"))
+            out = b.op("Where", any_nan, first_nan, out)
         return b.cast(out, "int64", _out(node))
     return lower
 

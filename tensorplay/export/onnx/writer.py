@@ -6,7 +6,8 @@ The model's inputs are the program's user inputs, named after the forward's para
 for a dict), with symbolic sizes written as expressions (``Batch*Seq``). Parameters, buffers and constant
 tensors become initializers named after their state-dict entries. Every node keeps the user's source line
 as its ``doc_string`` and is named after the tensorplay value it computes. The dims' ranges are kept in the
-model's metadata (``tensorplay.dims``, with the example's sizes), which :func:`~tensorplay.export.onnx.from_onnx` reads back.
+model's metadata (``tensorplay.dims``, with the example's sizes; ``tensorplay.state``: which initializers
+were parameters, buffers or constants), which :func:`~tensorplay.export.onnx.from_onnx` reads back.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ from tensorplay.pytree import leaf_names
 
 DIMS_METADATA = "tensorplay.dims"
 """The metadata key holding the dims' ranges and example sizes: JSON ``{name: [min, max or null, example]}``."""
+
+STATE_METADATA = "tensorplay.state"
+"""The metadata key holding the role of each initializer that was state: JSON ``{name: "parameter" | "buffer" |
+"constant_tensor"}``."""
 
 
 def _opset(opset: int | None) -> int:
@@ -90,17 +95,20 @@ def to_onnx(ep: ExportedProgram, path: str | os.PathLike[str] | None = None, *, 
     b = GraphBuilder(target, dim_sources(users))
     state = {**ep.state_dict, **ep.constants}
     inputs = []
+    kinds: dict[str, str] = {}
+    read = {id(v) for n in graph.nodes for v in n.inputs} | {id(v) for v in graph.outputs}
     for p, spec in zip(graph.inputs, ep.graph_signature.input_specs):
         if spec.kind is InputKind.USER_INPUT:
             b.names[id(p)] = b.reserve(str(p.name))
             inputs.append(_value_info(helper, b.names[id(p)], p))
         elif spec.kind is InputKind.RANDOM_KEY:
             b.names[id(p)] = b.reserve(str(p.name))  # refused by the random primitive that reads it
-        else:
+        elif id(p) in read:  # state nothing reads (a batch counter) is left out
             name = b.reserve(str(spec.target))
             b.initializers.append(onnx.numpy_helper.from_array(np.ascontiguousarray(state[str(spec.target)]._data),
                                                                name))
             b.names[id(p)] = name
+            kinds[name] = spec.kind.value
     for node in graph.nodes:
         name = value_name(node.out)
         b.at(node, name)
@@ -129,12 +137,13 @@ def to_onnx(ep: ExportedProgram, path: str | os.PathLike[str] | None = None, *, 
     opsets = [helper.make_opsetid("", target)]
     model = helper.make_model(onnx_graph, opset_imports=opsets, producer_name="tensorplay",
                               ir_version=helper.find_min_ir_version_for(opsets))
-    helper.set_model_props(model, {DIMS_METADATA: json.dumps(
-        {name: [info.min, info.max, info.hint] for name, info in ep.dims.items()})})
+    helper.set_model_props(model, {
+        DIMS_METADATA: json.dumps({name: [info.min, info.max, info.hint] for name, info in ep.dims.items()}),
+        STATE_METADATA: json.dumps(kinds)})
     onnx.checker.check_model(model, full_check=True)
     if path is not None:
         onnx.save(model, os.fspath(path))
     return model
 
 
-__all__ = ["DIMS_METADATA", "to_onnx"]
+__all__ = ["DIMS_METADATA", "STATE_METADATA", "to_onnx"]
