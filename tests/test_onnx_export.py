@@ -261,3 +261,40 @@ def test_tensorplay_imports_without_onnx_and_to_onnx_says_what_to_install() -> N
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert 'pip install "tensorplay[onnx]"' in out.stdout
+
+
+# ---- derived operations (what models are written with) ----------------------------------------------------------
+
+def _derived() -> dict[str, tuple[Any, tuple[Any, ...], list[dict[int, Any]]]]:
+    import tensorplay.nn.functional as F
+    B, S = Dim("B", min=1, max=32), Dim("S", min=2, max=64)
+    tp.manual_seed(0)
+    emb = nn.Embedding(11, 8).eval()
+    mha = nn.MultiheadAttention(8, 2).eval()
+    causal = tp.tensor(np.tril(np.ones((5, 5), bool)))
+    return {
+        "mean-over-dynamic-axes": (lambda x: x.mean(0) + x.mean(1).sum(), (tp.randn(5, 7),), [{0: B, 1: S}]),
+        "divide-by-a-size": (lambda x: x / x.shape[0], (tp.randn(5, 7),), [{0: B}]),
+        "softmax-along-dynamic-axes": (lambda x: x.softmax(0) + x.log_softmax(1), (tp.randn(5, 7),), [{0: B, 1: S}]),
+        "cat-chunk": (lambda x: tp.cat([x, x * 2], 1).chunk(2, 1)[1], (tp.randn(5, 6),), [{0: B}]),
+        "embedding": (lambda t: emb(t).sum(-1), (tp.tensor(np.array([[1, 2, 3], [4, 5, 10]])),), [{0: B, 1: S}]),
+        "topk-sort": (lambda x: x.topk(2, dim=-1).values + x.sort(-1).values[..., :2], (tp.randn(4, 6),), [{0: B}]),
+        "masked-attention": (lambda x: mha(x, x, x, attn_mask=causal, need_weights=False)[0], (tp.randn(2, 5, 8),),
+                             [{0: B}]),
+        "cross-entropy": (lambda x, y: F.cross_entropy(x, y), (tp.randn(6, 4), tp.tensor(np.array([0, 1, 2, 3, 1, 0]))),
+                          [{0: B}, {0: B}]),
+        "flatten-max": (lambda x: x.flatten(1).relu().max(-1).values, (tp.randn(3, 2, 4),), [{0: B}]),
+    }
+
+
+@pytest.mark.parametrize("name", list(_derived()))
+def test_derived_operations_with_dynamic_dims_run_in_onnx_runtime_and_come_back(name: str) -> None:
+    from tensorplay.export.onnx import from_onnx
+    f, args, spec = _derived()[name]
+    written = to_onnx(export(f, args, dynamic_shapes=spec))
+    check_written(written)
+    feeds = {i.name: a.numpy() for i, a in zip(written.graph.input, args)}
+    want = np.asarray(f(*args).detach().numpy())
+    assert_matches(run_ort(written, feeds)[0], want, f"{name}, ONNX Runtime")
+    assert_matches(run_reference(written, feeds)[0], want, f"{name}, reference evaluator")
+    assert_matches(np.asarray(from_onnx(written).module()(*args).detach().numpy()), want, f"{name}, round trip")
