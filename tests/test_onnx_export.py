@@ -298,3 +298,21 @@ def test_derived_operations_with_dynamic_dims_run_in_onnx_runtime_and_come_back(
     assert_matches(run_ort(written, feeds)[0], want, f"{name}, ONNX Runtime")
     assert_matches(run_reference(written, feeds)[0], want, f"{name}, reference evaluator")
     assert_matches(np.asarray(from_onnx(written).module()(*args).detach().numpy()), want, f"{name}, round trip")
+
+
+def test_inputs_keep_the_forwards_names_even_beside_a_weight_of_the_same_name() -> None:
+    class Scale(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.x = nn.Parameter(tp.randn(3))
+
+        def forward(self, x: Any, pair: Any) -> Any:
+            return x * self.x + pair[0] - pair[1]
+
+    model = Scale()
+    args = (tp.randn(2, 3), (tp.randn(3), tp.randn(3)))
+    written = to_onnx(export(model, args, dynamic_shapes={"x": {0: Dim("rows", min=1)}, "pair": None}))
+    assert [i.name for i in written.graph.input] == ["x", "pair_0", "pair_1"]
+    assert declared_dims(written.graph.input[0]) == ["rows", 3]
+    feeds = {"x": args[0].numpy(), "pair_0": args[1][0].numpy(), "pair_1": args[1][1].numpy()}
+    assert_matches(run_ort(written, feeds)[0], model(*args).detach().numpy(), "ONNX Runtime")

@@ -57,6 +57,18 @@ def _output_names(ep: ExportedProgram, count: int) -> list[str]:
     return ["output"] if count == 1 else [f"output_{i}" for i in range(count)]
 
 
+def _input_names(ep: ExportedProgram, users: list[Var]) -> list[str]:
+    """The forward's parameter names for the user inputs (``x``; ``x_0``, ``x_1`` for a tuple's items), which
+    the graph's placeholders may have lost to a weight of the same name."""
+    import optree
+    call = ep.call_spec
+    paths = optree.treespec_paths(call.in_tree.spec)
+    names = ["_".join([call.names[path[0]], *(str(k) for k in path[1:])])
+             for path, is_tensor in zip(paths, call.in_tree.is_tensor)
+             if is_tensor and path and isinstance(path[0], int) and path[0] < len(call.names)]
+    return names if len(names) == len(users) else [str(p.name) for p in users]
+
+
 def _value_info(helper: Any, name: str, v: Var | Literal) -> Any:
     return helper.make_tensor_value_info(name, ONNX_DTYPES[v.aval.dtype], [dim_param(d) for d in v.aval.shape])
 
@@ -97,11 +109,13 @@ def to_onnx(ep: ExportedProgram, path: str | os.PathLike[str] | None = None, *, 
     inputs = []
     kinds: dict[str, str] = {}
     read = {id(v) for n in graph.nodes for v in n.inputs} | {id(v) for v in graph.outputs}
+    for p, wanted in zip(users, _input_names(ep, users)):  # first: the user's names win over the weights'
+        b.names[id(p)] = b.reserve(wanted)
+        inputs.append(_value_info(helper, b.names[id(p)], p))
     for p, spec in zip(graph.inputs, ep.graph_signature.input_specs):
         if spec.kind is InputKind.USER_INPUT:
-            b.names[id(p)] = b.reserve(str(p.name))
-            inputs.append(_value_info(helper, b.names[id(p)], p))
-        elif spec.kind is InputKind.RANDOM_KEY:
+            continue
+        if spec.kind is InputKind.RANDOM_KEY:
             b.names[id(p)] = b.reserve(str(p.name))  # refused by the random primitive that reads it
         elif id(p) in read:  # state nothing reads (a batch counter) is left out
             name = b.reserve(str(spec.target))
