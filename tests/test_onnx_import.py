@@ -204,3 +204,40 @@ def test_buffers_come_back_as_buffers_and_unread_state_is_left_out() -> None:
     x = tp.randn(5, 4)
     assert_matches(_array(back.module()(x)), _array(model(x)), "batch norm in eval mode")
     assert_matches(run_ort(written, {"x": x.numpy()})[0], _array(model(x)), "ONNX Runtime")
+
+
+def _torch_models() -> dict[str, tuple[Any, tuple[int, ...]]]:
+    import torch
+    torch.manual_seed(0)
+    return {
+        "mlp": (torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3)), (4, 6)),
+        "cnn": (torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                                    torch.nn.Flatten(), torch.nn.Linear(4 * 4 * 4, 5)), (2, 1, 8, 8)),
+        "layernorm-gelu-softmax": (torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.LayerNorm(8), torch.nn.GELU(),
+                                                       torch.nn.Softmax(-1)), (4, 6)),
+    }
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn", "layernorm-gelu-softmax"])
+def test_models_pytorch_exports_to_onnx_import_and_match_pytorch(name: str) -> None:
+    import io
+    import warnings
+
+    import torch
+    model, shape = _torch_models()[name]
+    model.eval()
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            torch.onnx.export(model, (torch.randn(*shape),), buffer, input_names=["x"], output_names=["y"],
+                              dynamic_axes={"x": {0: "N"}, "y": {0: "N"}}, dynamo=False, opset_version=17)
+        except Exception as error:  # pragma: no cover - PyTorch's exporter needs extras of its own
+            pytest.skip(f"torch.onnx.export is not available here: {error}")
+    back = from_onnx(buffer.getvalue())
+    assert list(back.range_constraints) == ["N"]
+    assert {n for n, _ in back.named_parameters()} == {n for n, _ in model.named_parameters()}
+    for n in (1, 3, 5):
+        x = np.random.default_rng(n).standard_normal((n, *shape[1:])).astype(np.float32)
+        want = model(torch.from_numpy(x)).detach().numpy()
+        assert_matches(_array(back.module()(tp.tensor(x))), want, f"{name} at N={n}")
