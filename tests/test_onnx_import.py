@@ -241,3 +241,36 @@ def test_models_pytorch_exports_to_onnx_import_and_match_pytorch(name: str) -> N
         x = np.random.default_rng(n).standard_normal((n, *shape[1:])).astype(np.float32)
         want = model(torch.from_numpy(x)).detach().numpy()
         assert_matches(_array(back.module()(tp.tensor(x))), want, f"{name} at N={n}")
+
+
+def test_pooling_constants_and_inference_dropout_written_by_hand_match_onnx_runtime() -> None:
+    two = helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])
+    nodes = [
+        helper.make_node("GlobalAveragePool", ["x"], ["g"], name="gap"),
+        helper.make_node("Flatten", ["g"], ["f"], name="flatten"),
+        helper.make_node("Dropout", ["f"], ["d"], name="dropout"),  # no training_mode: inference, the identity
+        helper.make_node("Constant", [], ["c"], name="const", value=two),
+        helper.make_node("Mul", ["d", "c"], ["m"], name="double"),
+        helper.make_node("Shape", ["x"], ["s"], name="shape", start=0, end=1),
+        helper.make_node("Constant", [], ["cols"], name="cols", value_ints=[3]),
+        helper.make_node("Concat", ["s", "cols"], ["target"], name="target", axis=0),
+        helper.make_node("Expand", ["m"], ["y"], name="expand"),  # y: [N, 3], the target shape's own
+    ]
+    nodes[-1].input.append("target")
+    graph = helper.make_graph(nodes, "pools", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 4, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model, full_check=True)
+    back = from_onnx(model)
+    for n in (1, 2, 6):
+        x = np.random.default_rng(n).standard_normal((n, 3, 4, 5)).astype(np.float32)
+        assert_matches(_array(back.module()(tp.tensor(x))), run_ort(model, {"x": x})[0], f"N={n}")
+
+
+def test_dropout_in_training_mode_is_refused_with_the_node_name() -> None:
+    training = helper.make_tensor("training", TensorProto.BOOL, [], [True])
+    node = helper.make_node("Dropout", ["x", "", "training"], ["y"], name="drop")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], initializer=[training])
+    with pytest.raises(ONNXImportError, match=r"node 'drop' \(Dropout\): Dropout in training mode"):
+        from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
