@@ -69,8 +69,7 @@ class Context:
     def operand(self, v: Any) -> Any:
         """An elementwise operand: a tensor, or a Python scalar for a 0-d static value."""
         if _is_static(v) and v.ndim == 0:
-            item = v.item() if v.dtype != object else v.flat[0]
-            return item if isinstance(item, SymDim) else item
+            return v.item() if v.dtype != object else v.flat[0]  # a Python number or a symbolic size
         return self.tensor(v)
 
     def ints(self, v: Any, what: str) -> tuple[Any, ...]:
