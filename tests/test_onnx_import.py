@@ -274,3 +274,13 @@ def test_dropout_in_training_mode_is_refused_with_the_node_name() -> None:
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], initializer=[training])
     with pytest.raises(ONNXImportError, match=r"node 'drop' \(Dropout\): Dropout in training mode"):
         from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_models_written_at_opset_17_round_trip(name: str) -> None:
+    model, ep = _exported(name)
+    _, shape, _ = MODELS[name]
+    back = from_onnx(to_onnx(ep, opset=17))  # Gelu composed, reduction axes as attributes
+    for b, s in ((1, 1), (2, 7), (16, 64)):
+        x = tp.randn(*shape(b, s))
+        assert_matches(_array(back.module()(x)), _array(model(x)), f"{name} at {shape(b, s)}")
