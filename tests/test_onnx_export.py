@@ -316,3 +316,21 @@ def test_inputs_keep_the_forwards_names_even_beside_a_weight_of_the_same_name() 
     assert declared_dims(written.graph.input[0]) == ["rows", 3]
     feeds = {"x": args[0].numpy(), "pair_0": args[1][0].numpy(), "pair_1": args[1][1].numpy()}
     assert_matches(run_ort(written, feeds)[0], model(*args).detach().numpy(), "ONNX Runtime")
+
+
+OPSET_17_FORMS = ("gelu", "bitwise_not", "reduce_max", "reduce_min", "argmax", "argmin")
+"""The primitives whose lowering takes another form below opset 18 or 20."""
+
+
+@pytest.mark.parametrize("sample", [s for s in INFERENCE if s.prim in OPSET_17_FORMS], ids=lambda s: s.id)
+def test_the_older_forms_at_opset_17_match_eager(sample: Sample) -> None:
+    fn, tensors = sample_fn(sample)
+    model = to_onnx(export(fn, tuple(tensors)), opset=17)
+    check_written(model)
+    feeds = {i.name: t.numpy() for i, t in zip(model.graph.input, tensors)}
+    want = np.asarray(fn(*tensors).numpy())
+    assert_matches(run_reference(model, feeds)[0], want, f"{sample.id}, reference evaluator")
+    try:
+        assert_matches(run_ort(model, feeds)[0], want, f"{sample.id}, ONNX Runtime")
+    except ORT_MISSING_KERNEL:
+        assert any(t.numpy().dtype == np.float64 for t in tensors)
