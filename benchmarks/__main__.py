@@ -5,7 +5,8 @@ Modules: ``training`` (three training steps), ``kernels`` (compute kernels), ``d
 of small tensor operations), ``memory`` (peak resident memory of training), ``func`` (function
 transforms) compare tensorplay with PyTorch (and JAX where installed); ``compile`` compares
 ``tp.compile``'s training steps with PyTorch eager, ``torch.compile`` and JAX ``jit`` (and reports
-compile times); ``graph`` and ``shapecheck``
+compile times); ``onnx`` compares ONNX Runtime on exported models with tensorplay eager and compiled
+(inference latency); ``graph`` and ``shapecheck``
 time tensorplay alone. With no module named, all run. Options:
 
 ``--threads default,1``  the thread settings to run (see :mod:`benchmarks.isolated`);
@@ -39,7 +40,7 @@ from typing import Any
 from benchmarks.isolated import (THREAD_SETTINGS, add_baseline, available, default_libraries, describe_info,
                                  format_table, geometric_mean_ratio, malloc_settings, measure_module, worker_env)
 
-COMPARISONS = ("training", "kernels", "dispatch", "memory", "func", "compile")
+COMPARISONS = ("training", "kernels", "dispatch", "memory", "func", "compile", "onnx")
 ALONE = ("graph", "shapecheck")
 MODULES = COMPARISONS + ALONE
 

@@ -41,7 +41,9 @@ def library_info(library: str) -> dict[str, Any]:
     elif library == "jax" and "jax" in sys.modules:
         jax: Any = sys.modules["jax"]
         info.update(version=jax.__version__, XLA_FLAGS=os.environ.get("XLA_FLAGS", "unset"))
-    elif library == "tensorplay" and "tensorplay" in sys.modules:
+    elif library == "onnxruntime" and "onnxruntime" in sys.modules:
+        info["version"] = sys.modules["onnxruntime"].__version__
+    elif library.startswith("tensorplay") and "tensorplay" in sys.modules:
         from tensorplay.interpreters.eager import kernels
 
         info["kernel_threads"] = kernels.num_threads()

@@ -15,14 +15,16 @@ from collections.abc import Callable
 from tensorplay.demo.compiled import compiled_step
 from tensorplay.demo.data import Digits, load_digits_data
 from tensorplay.demo.exported import export_step
+from tensorplay.demo.onnx_step import onnx_step
 from tensorplay.demo.train import TrainConfig, TrainResult, fit
 
 PostTrainingStep = Callable[[TrainResult, Digits], None]
 """``step(result, data)``: runs after training (``result.model`` is the trained model)."""
 
-POST_TRAINING_STEPS: list[PostTrainingStep] = [export_step, compiled_step]
+POST_TRAINING_STEPS: list[PostTrainingStep] = [export_step, onnx_step, compiled_step]
 """Steps run after training, in order: export the model with a dynamic batch dim, save it, reload it in a fresh
-process and check its predictions (:mod:`tensorplay.demo.exported`); train with the step compiled by
+process and check its predictions (:mod:`tensorplay.demo.exported`); write it as ONNX and check ONNX Runtime's
+predictions where it is installed (:mod:`tensorplay.demo.onnx_step`); train with the step compiled by
 ``tp.compile`` and report its compile and step times against eager (:mod:`tensorplay.demo.compiled`)."""
 
 

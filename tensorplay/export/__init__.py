@@ -18,7 +18,8 @@
   :class:`OutputKind`, :class:`WeightType`;
 * :class:`CustomDecompTable`, :func:`default_decompositions` (``ep.run_decompositions``);
 * :func:`unflatten`, :class:`UnflattenedModule`, :class:`FlatArgsAdapter`;
-* files: :func:`save`, :func:`load`, :func:`serialize`, :func:`deserialize`; ``tp.save``/``tp.load`` for tensors.
+* files: :func:`save`, :func:`load`, :func:`serialize`, :func:`deserialize`; ``tp.save``/``tp.load`` for tensors;
+* ONNX (optional extra ``tensorplay[onnx]``): :func:`to_onnx` (``ep.to_onnx(path)``), :func:`from_onnx`.
 
 Submodules load on first use: ``import tensorplay`` stays fast.
 """
@@ -41,6 +42,7 @@ _NAMES = {
     "ExportedModule": "unlifted",
     "unflatten": "hierarchy", "UnflattenedModule": "hierarchy", "InterpreterModule": "hierarchy",
     "FlatArgsAdapter": "hierarchy", "CustomDecompTable": "decomp", "default_decompositions": "decomp",
+    "to_onnx": "onnx", "from_onnx": "onnx", "ONNXExportError": "onnx", "ONNXImportError": "onnx",
     "save": "files", "load": "files", "serialize": "files", "deserialize": "files", "SerializedArtifact": "files",
 }
 
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
         ConstantArgument, ExportBackwardSignature, ExportGraphSignature, GraphSignature, InputKind, InputSpec,
         OutputKind, OutputSpec, TensorArgument, WeightType,
     )
+    from tensorplay.export.onnx import ONNXExportError, ONNXImportError, from_onnx, to_onnx
     from tensorplay.export.unlifted import ExportedModule
 
 
@@ -72,8 +75,8 @@ __all__ = [
     "AdditionalInputs", "ConstantArgument", "Constraint", "ConstraintViolationError", "CustomDecompTable",
     "DerivedDim", "Dim", "DimHint", "EqualityConstraint", "ExportBackwardSignature", "ExportGraphSignature",
     "ExportedModule", "ExportedProgram", "FileFormatError", "FlatArgsAdapter", "FromAnnotations", "GraphSignature",
-    "InputConstraintError", "InputKind", "InputSpec", "InterpreterModule", "OutputKind", "OutputSpec",
+    "InputConstraintError", "InputKind", "ONNXExportError", "ONNXImportError", "InputSpec", "InterpreterModule", "OutputKind", "OutputSpec",
     "RangeConstraints", "SerializedArtifact", "ShapesCollection", "SuggestedFix", "TensorArgument",
     "UnflattenedModule", "ValueRange", "WeightType", "apply_fixes", "default_decompositions", "deserialize",
-    "dims", "export", "export_joint", "load", "save", "serialize", "unflatten",
+    "dims", "export", "export_joint", "from_onnx", "load", "save", "serialize", "to_onnx", "unflatten",
 ]

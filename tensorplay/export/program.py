@@ -387,6 +387,12 @@ class ExportedProgram:
         from tensorplay.export.files import deserialize
         return deserialize(artifact, state_dict, constants, example_inputs)
 
+    def to_onnx(self, path: Any = None, *, opset: int | None = None) -> Any:
+        """This program as an ``onnx.ModelProto`` (written to ``path`` when given); see
+        :func:`tensorplay.export.onnx.writer.to_onnx`. Needs the optional extra ``tensorplay[onnx]``."""
+        from tensorplay.export.onnx import to_onnx
+        return to_onnx(self, path, opset=opset)
+
     def copy_with(self, graph: Graph, graph_signature: ExportGraphSignature) -> ExportedProgram:
         """A program with another graph and signature and this one's state, dims and calling convention."""
         return ExportedProgram(graph, graph_signature, self.state_dict, self.constants, self.dims, self.call_spec,
