@@ -18,6 +18,7 @@ import numpy as np
 
 from tensorplay.dtypes import plain_array
 from tensorplay.errors import AxisError, DTypeError, ShapeError
+from tensorplay.pydata import check_scalar_fits
 from tensorplay import tensor as _tensor_module
 from tensorplay.symbolic import SymDim
 
@@ -262,12 +263,14 @@ def nan_to_num(ops: Interpreter, x: AnyTensor, nan: float, posinf: float | None,
 
 def masked_fill(ops: Interpreter, x: AnyTensor, mask: AnyTensor, value: Any) -> AnyTensor:
     """``value`` where the bool ``mask`` (broadcast to ``x``'s shape) is True, ``x`` elsewhere; the result
-    keeps ``x``'s shape and dtype (a float value written into an int tensor truncates, as PyTorch)."""
+    keeps ``x``'s shape and dtype (a float value written into an int tensor truncates, as PyTorch; a number
+    the dtype cannot hold raises :class:`OverflowError`)."""
     if not isinstance(mask, _tensor_module.Tensor) or mask.dtype.name != "bool":
         raise DTypeError(f"masked_fill: the mask must be a bool tensor, got "
                          f"{mask.dtype if isinstance(mask, _tensor_module.Tensor) else type(mask).__name__}")
     if isinstance(value, _tensor_module.Tensor) and value.ndim != 0:
         raise ShapeError(f"masked_fill: a tensor value must be 0-d, got shape {list(value.shape)}")
+    check_scalar_fits(value, x.dtype.numpy, "masked_fill: value")
     out = ops.where(mask, value, x)
     if tuple(out.shape) != tuple(x.shape):
         raise ShapeError(f"masked_fill: the mask of shape {list(mask.shape)} does not broadcast to the tensor's "
