@@ -1,7 +1,7 @@
 """Compiled vs eager on every registry sample: values with both backends (the ``"eager"`` backend runs
 the same kernels, so it must agree bitwise; the ``"numba"`` backend within float rounding), and the
 gradients of every differentiable sample through a compiled training region (forward and backward
-compiled together, joined to the tape as one node)."""
+compiled together, joined to the tape as one node), zero-size samples of every primitive included."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import tensorplay as tp
-from tests.samples import GRAD_SAMPLES, SAMPLES, Sample
+from tensorplay.spec.table import PRIMITIVES
+from tests.samples import GRAD_SAMPLES, SAMPLES, ZERO_SIZE_GRAD_SAMPLES, ZERO_SIZE_SAMPLES, Sample
 from tests.test_graph_swap import sample_fn
 
 BACKENDS = ("eager", "numba", "numba-all-kernels")
@@ -54,8 +55,18 @@ def test_compiled_sample_matches_eager(sample: Sample, backend: str) -> None:
     assert compiled.compile_count == 1
 
 
+def test_every_primitive_has_a_zero_size_sample_with_its_gradient_compiled() -> None:
+    assert {s.prim for s in ZERO_SIZE_SAMPLES} == set(PRIMITIVES)
+    differentiable = {name for name, p in PRIMITIVES.items() if p.has_derivative}
+    assert {s.prim for s in ZERO_SIZE_GRAD_SAMPLES} == differentiable
+    assert {id(s) for s in ZERO_SIZE_GRAD_SAMPLES} <= {id(s) for s in _GRADIENT_SAMPLES}
+
+
+_GRADIENT_SAMPLES = GRAD_SAMPLES + [s for s in ZERO_SIZE_GRAD_SAMPLES if all(s is not g for g in GRAD_SAMPLES)]
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("sample", GRAD_SAMPLES, ids=lambda s: s.id)
+@pytest.mark.parametrize("sample", _GRADIENT_SAMPLES, ids=lambda s: s.id)
 def test_compiled_sample_gradients_match_eager(sample: Sample, backend: str) -> None:
     fn, _ = sample_fn(sample)
     positions = [i for i, a in enumerate(sample.args) if isinstance(a, np.ndarray)]
