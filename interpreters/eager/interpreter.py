@@ -82,12 +82,40 @@ def typed_params(params: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(key)
 
 
-def _rule(name: str, inputs: tuple[Any, ...], params: dict[str, Any], exact: bool = False) -> Aval:
+def _plain(value: tuple[Any, ...]) -> bool:
+    """Whether the tuple ``value`` holds only ints, strs, None and such tuples: values that ``==`` another
+    only when of the same types (``1.0``, ``True`` and ``np.int64(1)`` all ``== 1``)."""
+    for item in value:
+        kind = type(item)
+        if kind is not int and kind is not str and item is not None and not (kind is tuple and _plain(item)):
+            return False
+    return True
+
+
+def rule_key(params: dict[str, Any]) -> tuple[Any, ...]:
+    """``params`` as a rule-cache key that never lets a form the rule refuses find the entry of one it
+    accepted: an int, a str, None or a tuple of those as it is (``(name, value)``: the hot path, derived
+    code passes ints), any other value with its types, as :func:`typed_params` (``(name, type, value)`` or
+    ``(name, (type, ...))``). The kinds cannot collide: a plain value holds no type object."""
+    key: list[tuple[Any, ...]] = []
+    for k, v in params.items():
+        kind = type(v)
+        if kind is int or kind is str or v is None or (kind is tuple and _plain(v)):
+            key.append((k, v))
+        elif kind in _SCALARS:
+            key.append((k, kind, v))
+        else:
+            key.append((k, _typed(v)))
+    return tuple(key)
+
+
+def _rule(name: str, inputs: tuple[Any, ...], params: dict[str, Any]) -> Aval:
     """The spec rule's result for these inputs; results are cached by (shapes, dtypes, scalar kinds,
-    params), since the rule depends on nothing else. Errors are never cached. ``exact`` keys the params
-    by type too (:func:`typed_params`; the view primitives on the hot path get int params from derived
-    code and skip that cost)."""
-    key = (name, tuple([_signature(x) for x in inputs]), typed_params(params) if exact else tuple(params.items()))
+    params), since the rule depends on nothing else. Errors are never cached, and a param that the rule
+    refuses never finds the entry of one it accepted (:func:`rule_key`: ``perm=(1.0, 0)`` after
+    ``perm=(1, 0)``, ``kernel_size=(2.0, 2.0)`` after ``(2, 2)``), so the error does not depend on what
+    ran before."""
+    key = (name, tuple([_signature(x) for x in inputs]), rule_key(params))
     try:
         found = _RULE_CACHE.get(key)
     except TypeError:  # an unhashable param: run the rule uncached
@@ -460,7 +488,7 @@ class EagerInterpreter(BaseInterpreter):
         for x in inputs:
             if type(x) is Tensor and type(x._data) is not np.ndarray:
                 return self._foreign(name, inputs, params)
-        aval = _rule(name, inputs, params, exact=True)
+        aval = _rule(name, inputs, params)
         out = getattr(K, name)(*[x._data if isinstance(x, Tensor) else x for x in inputs], **params)
         return _result(self, name, inputs, params, _array(out, aval.dtype))
 
