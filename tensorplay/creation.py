@@ -43,6 +43,15 @@ def _check_shape(shape: Sequence[Any], where: str) -> tuple[int, ...]:
     return tuple(out)
 
 
+def _check_number(value: Any, where: str, finite: bool) -> None:
+    """A :class:`DTypeError` unless ``value`` is a Python or numpy number; with ``finite``, a
+    :class:`ShapeError` for an inf or NaN (a range cannot be counted to it)."""
+    if not isinstance(value, (int, float, np.integer, np.floating)):
+        raise DTypeError(f"{where} must be a number, got {type(value).__name__} {value!r}")
+    if finite and isinstance(value, (float, np.floating)) and not np.isfinite(value):
+        raise ShapeError(f"{where} must be finite, got {value!r}")
+
+
 def _new(array: np.ndarray[Any, Any], requires_grad: bool) -> Tensor[*tuple[Any, ...]]:
     t = eager.wrap(array)
     if requires_grad:
@@ -248,6 +257,8 @@ def arange(start: Scalar, end: Scalar | None = None, step: Scalar = 1, dtype: An
     argument beyond int64 raises :class:`OverflowError`, as PyTorch."""
     if end is None:
         start, end = 0, start
+    for what, v in (("start", start), ("end", end), ("step", step)):
+        _check_number(v, f"arange: {what}", finite=True)
     if step == 0:
         raise ShapeError("arange: step must be non-zero")
     ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end, step))
@@ -261,6 +272,10 @@ def arange(start: Scalar, end: Scalar | None = None, step: Scalar = 1, dtype: An
 def linspace(start: float, end: float, steps: int, dtype: Any = None,
              requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    _check_number(start, "linspace: start", finite=False)
+    _check_number(end, "linspace: end", finite=False)
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
+        raise DTypeError(f"linspace: steps must be an int, got {type(steps).__name__} {steps!r}")
     if steps < 0:
         raise ShapeError(f"linspace: number of steps must be non-negative, got {steps}")
     return _new(np.linspace(start, end, steps).astype(_dtype_name(dtype)), requires_grad)
