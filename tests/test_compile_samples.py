@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
 import tensorplay as tp
 from tensorplay.spec.table import PRIMITIVES
@@ -101,3 +102,16 @@ def test_compiled_sample_gradients_match_eager(sample: Sample, backend: str) -> 
         assert a.dtype == b.dtype and a.shape == b.shape
         tol = {"rtol": 1e-4, "atol": 1e-5} if a.dtype == np.float32 else {"rtol": 1e-9, "atol": 1e-10}
         np.testing.assert_allclose(a, b, err_msg=f"{sample.id} ({backend}) input {k}", **tol)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_compiled_matmul_with_an_empty_inner_dim_gives_zeros_as_pytorch(backend: str) -> None:
+    a, b = tp.ones(3, 2, 0, requires_grad=True), tp.ones(0, 1, requires_grad=True)
+    ta, tb = torch.ones(3, 2, 0, requires_grad=True), torch.ones(0, 1, requires_grad=True)
+    out = compiler(backend)(lambda u, v: u @ v)(a, b)
+    expected = ta @ tb
+    assert out.shape == tuple(expected.shape) and out.detach().numpy().tolist() == expected.tolist()
+    compiler(backend)(lambda u, v: (u @ v).sum())(a, b).backward()
+    (ta @ tb).sum().backward()
+    assert a.grad is not None and b.grad is not None and ta.grad is not None and tb.grad is not None
+    assert a.grad.shape == tuple(ta.grad.shape) and b.grad.shape == tuple(tb.grad.shape)
