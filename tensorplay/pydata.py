@@ -127,3 +127,16 @@ def check_scalar_fits(value: Any, dtype: np.dtype[Any], where: str) -> None:
         if np.isfinite(float(value)) and abs(float(value)) > big:
             raise OverflowError(f"{where}: {value!r} is beyond the range of {dtype.name} (magnitudes up to "
                                 f"{big:.6g}); it would become inf")
+
+
+def check_int_operand(value: Any, dtype: np.dtype[Any], where: str) -> None:
+    """An :class:`OverflowError` when ``value`` is a Python int that the operation, computing in
+    ``dtype``, cannot hold: beyond an integer dtype's range (numpy would raise its own message, or
+    wrap around inside ``where``) or beyond every float. Anything else passes."""
+    if not is_int(value):
+        return
+    if dtype.kind in "iu":
+        check_scalar_fits(value, dtype, where)
+    elif dtype.kind == "f" and _fits_no_float(value):
+        raise OverflowError(f"{where}: the int {show_int(value)} is too large for any float dtype "
+                            "(float64 holds magnitudes up to about 1.8e308)")

@@ -112,6 +112,30 @@ def test_fill_values_the_dtype_cannot_hold_are_refused_as_in_pytorch(make: Any) 
         make(tp)
 
 
+def test_where_refuses_a_scalar_its_result_dtype_cannot_hold_as_pytorch() -> None:
+    mask = [True, False]
+    with pytest.raises(RuntimeError, match="overflow"):
+        torch.where(torch.tensor(mask), torch.tensor([1, 2]), 2**63)
+    with pytest.raises(OverflowError, match="where: scalar operand: the int 9223372036854775808 does not fit int64"):
+        tp.where(tp.tensor(mask), tp.tensor([1, 2]), 2**63)  # numpy wrapped it to -2**63
+    assert tp.where(tp.tensor(mask), tp.tensor([1, 2]), 2**62).tolist() == [1, 2**62]
+
+
+@pytest.mark.parametrize("op", [lambda a, s: a + s, lambda a, s: s - a, lambda a, s: a * s])
+def test_arithmetic_with_an_int_scalar_beyond_the_dtype_names_it(op: Any) -> None:
+    # the exact answer fits no int64; PyTorch wraps it around silently, numpy raised a message without the op
+    with pytest.raises(OverflowError, match=r"(add|sub|mul): scalar operand: the int 9223372036854775808 does not fit"):
+        op(tp.tensor([1, 2]), 2**63)
+    with pytest.raises(OverflowError, match=r"scalar operand: the int 2147483648 does not fit int32"):
+        op(tp.tensor([1, 2], dtype=tp.int32), 2**31)
+    with pytest.raises(OverflowError, match="scalar operand: .* is too large for any float dtype"):
+        op(tp.tensor([1.0, 2.0]), 10**400)
+    assert op(tp.tensor([1, 2]), 2**40).tolist() == op(torch.tensor([1, 2]), 2**40).tolist()
+    x = tp.tensor([1, 2])  # a comparison with such an int is exact (Python's answer), not refused
+    assert (x < 2**63).tolist() == [True, True] and (x == 2**63).tolist() == [False, False]
+    assert (x > -(2**70)).tolist() == [True, True]
+
+
 def test_full_refuses_only_the_values_that_do_not_fit() -> None:
     with pytest.raises(OverflowError, match="does not fit int64"):
         tp.full((2,), 2**63)

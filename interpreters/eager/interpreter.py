@@ -32,6 +32,7 @@ from tensorplay.spec.aval import Aval
 from tensorplay.spec.dtypes import result_type, weak_kind
 from tensorplay.spec.errors import DTypeError, ShapeError
 from tensorplay.formatting import format_array
+from tensorplay.pydata import check_int_operand
 from tensorplay import random_state
 from tensorplay.interpreter import BaseInterpreter
 from tensorplay.recording import creating_interpreter
@@ -457,6 +458,10 @@ class EagerInterpreter(BaseInterpreter):
             except (ValueError, TypeError):
                 _rule(name, (x, y), {})  # raises the rule's ShapeError or DTypeError
                 raise
+            except OverflowError:  # an int scalar beyond every float (``x * 10**400``): say which
+                for v in (x, y):
+                    check_int_operand(v, _NUMPY_DTYPES["float64"], f"{name}: scalar operand")
+                raise
             if type(out) is not np.ndarray:
                 out = np.asarray(out)
         elif (type(x) is Tensor and type(xd) is not np.ndarray) or (type(y) is Tensor and type(yd) is not np.ndarray):
@@ -478,6 +483,9 @@ class EagerInterpreter(BaseInterpreter):
                              f"{type(x).__name__} and {type(y).__name__}")
         out_aval = _rule(name, (x, y), {})
         compute = _rule_compute_dtype(name, out_aval.dtype, x, y)
+        if out_aval.dtype != "bool":  # a comparison with any int is exact in numpy
+            for v in (x, y):
+                check_int_operand(v, _NUMPY_DTYPES[compute], f"{name}: scalar operand")
         xd = xd.astype(compute) if isinstance(xd, np.ndarray) and xd.dtype.name != compute else xd
         yd = yd.astype(compute) if isinstance(yd, np.ndarray) and yd.dtype.name != compute else yd
         with np.errstate(all="ignore"):
@@ -557,6 +565,8 @@ class EagerInterpreter(BaseInterpreter):
         if _has_foreign((cond, x, y)):
             return self._foreign("where", (cond, x, y), {})
         aval = _rule("where", (cond, x, y), {})
+        for v in (x, y):  # numpy would wrap an int beyond the result dtype around
+            check_int_operand(v, _NUMPY_DTYPES[aval.dtype], "where: scalar operand")
         out = np.where(_payload(cond), _payload(x), _payload(y))
         return self._finish("where", (cond, x, y), {}, _array(out, aval.dtype))
 
