@@ -19,7 +19,7 @@ from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay import dtypes as _dt
 from tensorplay import derived as _p
 from tensorplay import random_state, recording
-from tensorplay.pydata import check_ints_fit, check_ints_to_float, check_scalar_fits, find_leaf, has_non_int
+from tensorplay.pydata import at, check_ints_fit, check_ints_to_float, check_scalar_fits, find_leaf, has_non_int
 from tensorplay.symbolic import SymDim
 from tensorplay.errors import DTypeError, ShapeError
 from tensorplay.tensor import Tensor, highest_interpreter, pick_interpreter
@@ -82,20 +82,26 @@ def _from_python(data: Any, array: np.ndarray[Any, Any], target: np.dtype[Any] |
     return array
 
 
+def _first(where: np.ndarray[Any, Any]) -> tuple[int, ...]:
+    """The index of the first True of the bool array ``where`` (``()`` for a 0-d one)."""
+    return tuple(int(i) for i in np.unravel_index(int(np.argmax(where)), where.shape)) if where.ndim else ()
+
+
 def fit_dtype(array: np.ndarray[Any, Any], dtype: np.dtype[Any], where: str) -> np.ndarray[Any, Any]:
     """``array`` converted to the tensor dtype ``dtype``; an :class:`OverflowError` when a value does not fit
     an integer dtype (numpy's cast would wrap around) or is not finite, as PyTorch refuses it."""
     if dtype.kind in "iu" and array.dtype.kind in "iufO" and array.size:
         info = np.iinfo(dtype)
         if array.dtype.kind == "f" and not np.isfinite(array).all():
-            bad = array.reshape(-1)[~np.isfinite(array.reshape(-1))][0]
-            raise OverflowError(f"{where}: value {bad} cannot be converted to {dtype.name} (not finite)")
+            spot = _first(~np.isfinite(array))
+            raise OverflowError(f"{where}: value {array[spot]}{at(spot)} cannot be converted to {dtype.name} "
+                                "(not finite)")
         low, high = array.min(), array.max()
         # a float bound compares as float: 2**63 - 1 rounds up to 2**63, which already does not fit
         too_high = high >= float(info.max) + 1.0 if array.dtype.kind == "f" else high > info.max
         if low < info.min or too_high:
             bad = low if low < info.min else high
-            raise OverflowError(f"{where}: value {bad} does not fit {dtype.name} "
+            raise OverflowError(f"{where}: value {bad}{at(_first(array == bad))} does not fit {dtype.name} "
                                 f"(range [{info.min}, {info.max}]); it would wrap around")
     return array if array.dtype == dtype else array.astype(dtype)
 

@@ -78,6 +78,10 @@ def test_an_int_that_does_not_fit_a_given_dtype_names_its_position() -> None:
         tp.tensor(data, dtype=tp.int32)
     with pytest.raises(OverflowError, match=r"the int 9223372036854775808 at index \[1\] does not fit int64"):
         tp.tensor([1, 2**63], dtype=tp.int64)  # numpy's float64 would name 9.223372036854776e+18
+    with pytest.raises(OverflowError, match=r"value 1099511627776 at index \[1\]\[1\] does not fit int32"):
+        tp.tensor(np.array(data), dtype=tp.int32)
+    with pytest.raises(OverflowError, match=r"value nan at index \[0\]\[1\] cannot be converted to int32"):
+        tp.tensor(np.array([[1.0, np.nan]]), dtype=tp.int32)
 
 
 @pytest.mark.parametrize("data, dtype", [([1.5, 2**70], None), ([1.5, 2**63], None), ([2**63, 2**64], tp.float64),
