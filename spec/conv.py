@@ -17,6 +17,7 @@ padded input per offset) and round to the result dtype at the end.
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 import numpy as np
@@ -223,8 +224,9 @@ def conv_weight_grad_nd_ref(x: object, g: object, *, kernel_size: tuple[int, ...
     result = np.zeros(out.shape, dtype=np.float64)
     for offset in itertools.product(*(range(k) for k in kernel_size)):
         win = _window(xp, offset, tuple(stride), tuple(dilation), out_sp)
+        positions = math.prod(out_sp)  # not -1: that is ambiguous for an empty batch
         for grp in range(groups):
-            gs = ga[:, grp * og:(grp + 1) * og].reshape(ga.shape[0], og, -1)
-            xs = win[:, grp * cg:(grp + 1) * cg].reshape(ga.shape[0], cg, -1)
+            gs = ga[:, grp * og:(grp + 1) * og].reshape(ga.shape[0], og, positions)
+            xs = win[:, grp * cg:(grp + 1) * cg].reshape(ga.shape[0], cg, positions)
             result[(slice(grp * og, (grp + 1) * og), slice(None)) + offset] = np.einsum("nop,ncp->oc", gs, xs)
     return finish(result, out)

@@ -29,7 +29,7 @@ import numpy as np
 from .aval import Aval
 from .errors import ShapeError
 from .shapes import (
-    Array, aval_of, finish, float_result, fmt_shape, fmt_tuple, int_tuple, is_known, known, pool_out_size,
+    Array, aval_of, finish, float_result, fmt_shape, fmt_tuple, int_entries, int_tuple, is_known, known, pool_out_size,
     spatial_rank, strong,
 )
 
@@ -195,6 +195,7 @@ def _avg_input_shape(g: Aval, input_shape: object, context: str) -> tuple[Any, .
         raise ShapeError(
             f"avg_pool_backward_nd: input_shape must be the spatial input shape ({rank - 2} entries) "
             f"or the full input shape ({rank} entries), got {input_shape!r} ({context})")
+    int_entries("avg_pool_backward_nd", "input_shape", input_shape, context)
     if len(input_shape) == rank - 2:
         return tuple(g.shape[:2]) + tuple(input_shape)
     if any(known(a, b) and a != b for a, b in zip(input_shape[:2], g.shape[:2])):

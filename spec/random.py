@@ -87,7 +87,9 @@ def random_randint_rule(key: Aval, *, shape: tuple[int, ...], low: int, high: in
     sizes = shape_param("random_randint", "shape", shape)
     if dtype_param("random_randint", dtype) not in INTS:
         raise DTypeError(f"random_randint: dtype must be int32 or int64, got {dtype}")
-    if not (is_known(low) and is_known(high)) or not low < high:
+    if not (is_known(low) and is_known(high)):
+        raise DTypeError(f"random_randint: low and high must be ints, got low={low!r}, high={high!r}")
+    if not low < high:
         raise ValueError(f"random_randint: needs integers low < high, got low={low!r}, high={high!r}")
     lo, hi = _INT_RANGE[dtype]
     if low < lo or high > hi:

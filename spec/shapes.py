@@ -200,14 +200,29 @@ def positive_int(prim: str, name: str, value: object, context: str) -> int:
     return int(value)
 
 
+def not_an_int(value: object) -> bool:
+    """True for what can stand for no int size or index: a bool, a float, a complex, a str or None (a
+    symbolic dim can: it is none of these). ``2.0 == 2``, so without this check a float would pass every
+    comparison a rule makes and fail later in numpy with a bare ``TypeError``."""
+    return value is None or isinstance(value, (bool, np.bool_, float, np.floating, complex, np.complexfloating, str))
+
+
+def int_entries(prim: str, name: str, value: Sequence[object], context: str) -> None:
+    """A :class:`ShapeError` naming the first entry of ``value`` that is not an int (or a symbolic dim)."""
+    for i, d in enumerate(value):
+        if not_an_int(d):
+            raise ShapeError(f"{prim}: {name} must hold ints, got {type(d).__name__} {d!r} at index {i} "
+                             f"({name} {fmt_tuple(value)}; {context})")
+
+
 def shape_param(prim: str, name: str, value: object) -> tuple[Any, ...]:
     """A shape parameter: a tuple of non-negative sizes (ints or symbolic dims)."""
     if not isinstance(value, (tuple, list)):
         raise ShapeError(f"{prim}: {name} must be a tuple of sizes, got {value!r}")
     for i, d in enumerate(value):
-        if isinstance(d, (bool, np.bool_)) or (is_known(d) and d < 0):
+        if not_an_int(d) or (is_known(d) and d < 0):
             raise ShapeError(
-                f"{prim}: {name} must hold non-negative sizes, got {d!r} at index {i} "
+                f"{prim}: {name} must hold non-negative sizes (ints), got {d!r} at index {i} "
                 f"({name} {fmt_tuple(value)})")
     return tuple(value)
 

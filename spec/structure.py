@@ -17,7 +17,7 @@ from .aval import Aval
 from .dtypes import INTS, result_type
 from .errors import AxisError, DTypeError, IndexRangeError, ShapeError
 from .shapes import (
-    Array, as_array, aval_of, dtype_param, finish, fmt_aval, fmt_shape, fmt_tuple, is_known, known,
+    Array, as_array, aval_of, dtype_param, finish, fmt_aval, fmt_shape, fmt_tuple, int_entries, is_known, known,
     normalize_axis, shape_param, strong,
 )
 
@@ -121,6 +121,7 @@ def _check_slice_params(x: Aval, starts: object, stops: object, steps: object) -
             raise ShapeError(
                 f"slice: {name} must have one entry per axis of x ({len(x.shape)}), got {value!r} "
                 f"(x: {fmt_shape(x.shape)})")
+        int_entries("slice", name, value, f"x: {fmt_shape(x.shape)}")
 
 
 def slice_rule(x: Aval, *, starts: tuple[int, ...], stops: tuple[int, ...], steps: tuple[int, ...]) -> Aval:

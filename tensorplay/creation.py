@@ -19,6 +19,7 @@ from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay import dtypes as _dt
 from tensorplay import derived as _p
 from tensorplay import random_state, recording
+from tensorplay.pydata import at, check_ints_fit, check_ints_to_float, check_scalar_fits, find_leaf, has_non_int
 from tensorplay.symbolic import SymDim
 from tensorplay.errors import DTypeError, ShapeError
 from tensorplay.tensor import Tensor, highest_interpreter, pick_interpreter
@@ -42,6 +43,15 @@ def _check_shape(shape: Sequence[Any], where: str) -> tuple[int, ...]:
     return tuple(out)
 
 
+def _check_number(value: Any, where: str, finite: bool) -> None:
+    """A :class:`DTypeError` unless ``value`` is a Python or numpy number; with ``finite``, a
+    :class:`ShapeError` for an inf or NaN (a range cannot be counted to it)."""
+    if not isinstance(value, (int, float, np.integer, np.floating)):
+        raise DTypeError(f"{where} must be a number, got {type(value).__name__} {value!r}")
+    if finite and isinstance(value, (float, np.floating)) and not np.isfinite(value):
+        raise ShapeError(f"{where} must be finite, got {value!r}")
+
+
 def _new(array: np.ndarray[Any, Any], requires_grad: bool) -> Tensor[*tuple[Any, ...]]:
     t = eager.wrap(array)
     if requires_grad:
@@ -49,13 +59,32 @@ def _new(array: np.ndarray[Any, Any], requires_grad: bool) -> Tensor[*tuple[Any,
     return t
 
 
-def _python_ints(data: Any) -> np.ndarray[Any, Any]:
-    """``data`` (nested lists of Python ints too large for int64/uint64) as an object array of ints."""
-    array = np.array(data, dtype=object)
-    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in array.reshape(-1)):
+def _check_numbers(data: Any) -> None:
+    """A :class:`DTypeError` unless every leaf of ``data`` (numpy made an object array of it) is a number."""
+    if find_leaf(data, lambda v: not isinstance(v, (int, float, np.integer, np.floating))) is not None:
         raise DTypeError(f"tensor: cannot make a tensor from data of numpy dtype object ({type(data).__name__}); "
                          "expected numbers or bools")
+
+
+def _from_python(data: Any, array: np.ndarray[Any, Any], target: np.dtype[Any] | None) -> np.ndarray[Any, Any]:
+    """``array = np.array(data)`` for nested Python lists and numbers ``data``, with numpy's lossy handling
+    of ints beyond int64 resolved as PyTorch's: without a ``target`` dtype, ints alone infer int64, so such
+    an int raises :class:`OverflowError` (numpy would make uint64, float64 or objects of the data); mixed
+    with floats they become floats (an object array, converted here)."""
+    kind = array.dtype.kind
+    if kind == "O":
+        _check_numbers(data)
+    if target is None and (kind == "u" or (kind in "fO" and not has_non_int(data))):
+        check_ints_fit(data, np.dtype(np.int64), "tensor", inferred=True)
+    if kind == "O" and (target is None or target.kind == "f"):
+        check_ints_to_float(data, "tensor")
+        return array.astype(np.float64)
     return array
+
+
+def _first(where: np.ndarray[Any, Any]) -> tuple[int, ...]:
+    """The index of the first True of the bool array ``where`` (``()`` for a 0-d one)."""
+    return tuple(int(i) for i in np.unravel_index(int(np.argmax(where)), where.shape)) if where.ndim else ()
 
 
 def fit_dtype(array: np.ndarray[Any, Any], dtype: np.dtype[Any], where: str) -> np.ndarray[Any, Any]:
@@ -64,14 +93,15 @@ def fit_dtype(array: np.ndarray[Any, Any], dtype: np.dtype[Any], where: str) -> 
     if dtype.kind in "iu" and array.dtype.kind in "iufO" and array.size:
         info = np.iinfo(dtype)
         if array.dtype.kind == "f" and not np.isfinite(array).all():
-            bad = array.reshape(-1)[~np.isfinite(array.reshape(-1))][0]
-            raise OverflowError(f"{where}: value {bad} cannot be converted to {dtype.name} (not finite)")
+            spot = _first(~np.isfinite(array))
+            raise OverflowError(f"{where}: value {array[spot]}{at(spot)} cannot be converted to {dtype.name} "
+                                "(not finite)")
         low, high = array.min(), array.max()
         # a float bound compares as float: 2**63 - 1 rounds up to 2**63, which already does not fit
         too_high = high >= float(info.max) + 1.0 if array.dtype.kind == "f" else high > info.max
         if low < info.min or too_high:
             bad = low if low < info.min else high
-            raise OverflowError(f"{where}: value {bad} does not fit {dtype.name} "
+            raise OverflowError(f"{where}: value {bad}{at(_first(array == bad))} does not fit {dtype.name} "
                                 f"(range [{info.min}, {info.max}]); it would wrap around")
     return array if array.dtype == dtype else array.astype(dtype)
 
@@ -81,19 +111,28 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor[
 
     The dtype is inferred like PyTorch (floats -> float32, ints -> int64, bools -> bool;
     a float64 numpy array stays float64) unless ``dtype`` is given. An integer that does not fit
-    the dtype raises :class:`OverflowError` (never wraps around); a numpy masked array is refused.
+    the dtype raises :class:`OverflowError` naming it and its index in ``data`` (never wraps around, and
+    an int beyond int64 is not silently made a float when the data has no float); a numpy masked array
+    is refused.
     """
     if isinstance(data, Tensor):
         data = np.asarray(data._ops.concrete(data))
     elif isinstance(data, np.ndarray):
         data = _dt.plain_array(data, "tensor")
+    python = not isinstance(data, np.ndarray)
+    target = None if dtype is None else _dt.to_dtype(dtype).numpy
     array = np.array(data, copy=True)
-    if array.dtype.kind == "O":
-        array = _python_ints(data)
-    if dtype is not None:
-        with np.errstate(over="ignore"):  # float64 -> float32 overflows to inf, as PyTorch
-            array = fit_dtype(array, _dt.to_dtype(dtype).numpy, "tensor")
-    elif not isinstance(data, np.ndarray):
+    if python:
+        array = _from_python(data, array, target)
+    if target is not None:
+        try:
+            with np.errstate(over="ignore"):  # float64 -> float32 overflows to inf, as PyTorch
+                array = fit_dtype(array, target, "tensor")
+        except OverflowError:
+            if python and target.kind in "iu":
+                check_ints_fit(data, target, "tensor", inferred=False)  # names the int and its position
+            raise
+    elif python:
         if array.dtype.kind == "f":
             with np.errstate(over="ignore"):
                 array = array.astype(np.float32)
@@ -119,13 +158,17 @@ def from_numpy(array: np.ndarray[Any, Any]) -> Tensor[*tuple[Any, ...]]:
 
 
 def full(*shape_and_value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]:
-    """``full(shape, value)``: a tensor of ``shape`` filled with ``value`` (dtype from the value)."""
+    """``full(shape, value)``: a tensor of ``shape`` filled with ``value`` (dtype from the value: bool,
+    int64 for an int, else float32). A value the dtype cannot hold (an int out of its range, an inf for
+    an integer dtype, a finite float beyond float32's range) raises :class:`OverflowError`, as PyTorch."""
     if len(shape_and_value) != 2:
         raise TypeError("full: expected full(shape, fill_value)")
     shape, value = shape_and_value
     default = "bool" if isinstance(value, bool) else "int64" if isinstance(value, int) else "float32"
     dims = _check_shape(tuple(shape), "full")
-    return _new(np.full(dims, value, dtype=_dtype_name(dtype, default)), requires_grad)
+    name = _dtype_name(dtype, default)
+    check_scalar_fits(value, np.dtype(name), "full: fill value")
+    return _new(np.full(dims, value, dtype=name), requires_grad)
 
 
 @overload
@@ -187,6 +230,7 @@ def _filled_like(x: Tensor[*tuple[Any, ...]], value: Scalar, dtype: Any, require
     recording a ``full`` node (symbolic sizes kept), so what is built from it stays in the recording."""
     ops = _creating(x)
     name = _dtype_name(dtype, x.dtype.name)
+    check_scalar_fits(value, np.dtype(name), "full_like: fill value")
     if ops is eager:
         return _new(np.full(tuple(x.shape), value, dtype=name), requires_grad)
     out = ops.full(shape=tuple(x.shape), value=value, dtype=name)
@@ -215,12 +259,17 @@ def empty_like(x: Tensor[*S], dtype: Any = None, requires_grad: bool = False) ->
 
 def arange(start: Scalar, end: Scalar | None = None, step: Scalar = 1, dtype: Any = None,
            requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]:
-    """``[start, end)`` in steps of ``step``; int64 when all arguments are ints, else float32."""
+    """``[start, end)`` in steps of ``step``; int64 when all arguments are ints, else float32. An int
+    argument beyond int64 raises :class:`OverflowError`, as PyTorch."""
     if end is None:
         start, end = 0, start
+    for what, v in (("start", start), ("end", end), ("step", step)):
+        _check_number(v, f"arange: {what}", finite=True)
     if step == 0:
         raise ShapeError("arange: step must be non-zero")
     ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end, step))
+    for what, v in (("start", start), ("end", end), ("step", step)):  # counted in int64 or float64
+        check_scalar_fits(v, np.dtype(np.int64 if ints else np.float64), f"arange: {what}")
     name = _dtype_name(dtype, "int64" if ints else "float32")
     values = np.arange(start, end, step, dtype=np.float64 if not ints else np.int64)
     return _new(fit_dtype(values, np.dtype(name), "arange"), requires_grad)
@@ -229,6 +278,10 @@ def arange(start: Scalar, end: Scalar | None = None, step: Scalar = 1, dtype: An
 def linspace(start: float, end: float, steps: int, dtype: Any = None,
              requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    _check_number(start, "linspace: start", finite=False)
+    _check_number(end, "linspace: end", finite=False)
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
+        raise DTypeError(f"linspace: steps must be an int, got {type(steps).__name__} {steps!r}")
     if steps < 0:
         raise ShapeError(f"linspace: number of steps must be non-negative, got {steps}")
     return _new(np.linspace(start, end, steps).astype(_dtype_name(dtype)), requires_grad)

@@ -18,6 +18,7 @@ import numpy as np
 
 from tensorplay.dtypes import plain_array
 from tensorplay.errors import AxisError, DTypeError, ShapeError
+from tensorplay.pydata import check_scalar_fits
 from tensorplay import tensor as _tensor_module
 from tensorplay.symbolic import SymDim
 
@@ -44,7 +45,7 @@ def normalize_axes(axes: int | Sequence[int] | None, ndim: int, where: str) -> t
     """Normalise one axis, several, or ``None`` (all axes) to a sorted tuple without duplicates."""
     if axes is None:
         return tuple(range(ndim))
-    seq = (axes,) if isinstance(axes, (int, np.integer)) else tuple(axes)
+    seq = tuple(axes) if isinstance(axes, (tuple, list)) else (axes,)  # one axis: normalize_axis checks it
     out = tuple(normalize_axis(a, ndim, where) for a in seq)
     if len(set(out)) != len(out):
         raise AxisError(f"{where}: duplicate axes {list(seq)} for a tensor of rank {ndim}")
@@ -262,12 +263,14 @@ def nan_to_num(ops: Interpreter, x: AnyTensor, nan: float, posinf: float | None,
 
 def masked_fill(ops: Interpreter, x: AnyTensor, mask: AnyTensor, value: Any) -> AnyTensor:
     """``value`` where the bool ``mask`` (broadcast to ``x``'s shape) is True, ``x`` elsewhere; the result
-    keeps ``x``'s shape and dtype (a float value written into an int tensor truncates, as PyTorch)."""
+    keeps ``x``'s shape and dtype (a float value written into an int tensor truncates, as PyTorch; a number
+    the dtype cannot hold raises :class:`OverflowError`)."""
     if not isinstance(mask, _tensor_module.Tensor) or mask.dtype.name != "bool":
         raise DTypeError(f"masked_fill: the mask must be a bool tensor, got "
                          f"{mask.dtype if isinstance(mask, _tensor_module.Tensor) else type(mask).__name__}")
     if isinstance(value, _tensor_module.Tensor) and value.ndim != 0:
         raise ShapeError(f"masked_fill: a tensor value must be 0-d, got shape {list(value.shape)}")
+    check_scalar_fits(value, x.dtype.numpy, "masked_fill: value")
     out = ops.where(mask, value, x)
     if tuple(out.shape) != tuple(x.shape):
         raise ShapeError(f"masked_fill: the mask of shape {list(mask.shape)} does not broadcast to the tensor's "
@@ -541,7 +544,7 @@ def getitem(ops: Interpreter, x: AnyTensor, key: Any) -> AnyTensor:
             continue
         size = shape[axis]
         if isinstance(it, builtins.slice):
-            start, stop, step, length = _slice_bounds(it, size)
+            start, stop, step, length = _slice_bounds(it, size, axis)
             _append(starts, stops, steps, start, stop, step)
             out_shape.append(length)
         elif it is index:
@@ -672,10 +675,15 @@ def setitem_value(ops: Interpreter, old: AnyTensor, value: Any, plan: SetitemPla
     return ops.where(ops.constant(plan.written), ops.reshape(scattered, shape=plan.shape), old)
 
 
-def _slice_bounds(it: builtins.slice, size: Any) -> tuple[Any, Any, int, Any]:
-    """``(start, stop, step, length)`` of ``it`` on an axis of ``size``. For a symbolic size (graph
+def _slice_bounds(it: builtins.slice, size: Any, axis: int) -> tuple[Any, Any, int, Any]:
+    """``(start, stop, step, length)`` of ``it`` on ``axis``, of ``size``. For a symbolic size (graph
     capture with dynamic dims) the bounds are assumed to lie in range, as they would for a large
-    enough static size; negative bounds count from the end."""
+    enough static size; negative bounds count from the end. A bound that is not an int (nor None)
+    raises :class:`DTypeError` naming the axis."""
+    for what, value in (("start", it.start), ("stop", it.stop), ("step", it.step)):
+        if value is not None and not hasattr(type(value), "__index__"):
+            raise DTypeError(f"indexing: axis {axis} got a slice {what} of type {type(value).__name__} "
+                             f"({value!r}); expected an int or None")
     if isinstance(size, (int, np.integer)):
         start, stop, step = it.indices(int(size))
         return start, stop, step, builtins.len(range(start, stop, step))

@@ -19,6 +19,7 @@ from tensorplay import derived as _p
 from tensorplay import sorting as _sorting
 from tensorplay import recording as _recording
 from tensorplay.errors import AxisError, DTypeError, ShapeError
+from tensorplay.pydata import check_scalar_fits
 
 if TYPE_CHECKING:
     from tensorplay.ops import Interpreter
@@ -1361,7 +1362,8 @@ class Tensor(Generic[*Shape]):
         return self._ops.inplace(self, "fill", 0)
 
     def fill_(self, value: Scalar) -> Tensor[*Shape]:
-        """Fill with ``value`` in place."""
+        """Fill with ``value`` in place (a number the dtype cannot hold raises :class:`OverflowError`)."""
+        check_scalar_fits(value, self.dtype.numpy, "fill_: value")
         return self._ops.inplace(self, "fill", value)
 
     def copy_(self, src: Tensor[*tuple[Any, ...]]) -> Tensor[*Shape]:

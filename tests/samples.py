@@ -319,8 +319,87 @@ def _random() -> Iterator[Sample]:
     yield Sample("random_uniform", (key,), {"shape": (0, 2), "dtype": "float64"}, note="empty", differentiable=False)
 
 
-SAMPLES: list[Sample] = [*_elementwise(), *_reductions(), *_structure(), *_linalg_nn(), *_random()]
+def _zero_size() -> Iterator[Sample]:
+    """Zero-size dims for the primitives the families above sample only with sizes >= 1: an empty
+    batch, an empty feature or inner axis, an empty window of keys; the differentiable ones keep their
+    derivative (an empty cotangent, or zeros where the output is not empty)."""
+    def zs(prim: str, args: tuple[Any, ...], params: dict[str, Any] | None = None, note: str = "") -> Sample:
+        return Sample(prim, args, params or {}, note="zero-size" + (f"-{note}" if note else ""),
+                      differentiable=PRIMITIVES[prim].has_derivative)
+    empty, row = rand((0, 3), "float64", 21), rand((3,), "float64", 22, 0.5, 2.0)
+    yield zs("matmul", (rand((3, 2, 0), "float64", 1), rand((0, 1), "float64", 2)), note="inner")
+    yield zs("matmul", (rand((2, 0), "float32", 1), rand((0, 3), "float32", 2)), note="inner-2d")
+    yield zs("matmul", (rand((2, 0, 4), "float64", 1), rand((4, 3), "float64", 2)), note="rows")
+    yield zs("gelu", (rand((0, 3), "float32", 3),), {"approximate": "tanh"})
+    yield zs("pow", (rand((0, 3), "float64", 4, 0.5, 2.0), row))
+    for prim in COMPARE + LOGICAL:
+        yield zs(prim, (empty, row))
+    yield zs("logical_not", (np.zeros((0, 2), np.bool_),))
+    yield zs("where", (np.zeros((0, 3), np.bool_), empty, row))
+    yield zs("stop_gradient", (empty,))
+    yield zs("cast", (rand((0, 3), "float32", 5),), {"dtype": "float64"})
+    for prim in ("reduce_max", "reduce_min", "reduce_sum"):
+        yield zs(prim, (rand((0, 4), "float64", 6),), {"axes": (1,), "keepdims": True})
+    for prim in ("argmax", "argmin"):
+        yield zs(prim, (rand((0, 4), "float32", 6),), {"axis": 1, "keepdims": False})
+    yield zs("cumsum", (rand((0, 4), "float64", 6),), {"axis": 1}, note="other-axis")
+    yield zs("broadcast_to", (rand((3, 1), "float64", 7),), {"shape": (2, 3, 0)})
+    yield zs("permute", (rand((2, 0, 3), "float64", 7),), {"perm": (2, 0, 1)})
+    yield zs("slice", (rand((2, 0, 4), "float64", 7),), {"starts": (0, 0, 0), "stops": (2, 0, 4), "steps": (1, 1, 2)})
+    yield zs("pad", (rand((0, 3), "float64", 8),), {"pads": ((1, 0), (2, 1)), "value": 0.5}, note="to-nonempty")
+    yield zs("reshape", (rand((2, 0, 3), "float64", 8),), {"shape": (0, 6)})
+    yield zs("concat", (rand((0, 3), "float64", 8), rand((0, 2), "float64", 9)), {"axis": 1})
+    yield zs("gather", (rand((4, 0), "float64", 8), np.array([1, 3], np.int64)), {"axis": 0})
+    yield zs("scatter_add", (rand((4, 3), "float64", 9), np.zeros((0,), np.int64), rand((0, 3), "float64", 10)),
+             {"axis": 0})
+    for prim in ("softmax", "log_softmax"):
+        yield zs(prim, (rand((0, 5), "float64", 11),), {"axis": -1})
+        yield zs(prim, (rand((3, 0), "float64", 11),), {"axis": -1}, note="axis")
+    yield zs("layer_norm_last_axis", (rand((0, 4), "float64", 1), rand((4,), "float64", 2), rand((4,), "float64", 3)),
+             {"eps": 1e-5})
+    yield zs("batch_norm", (rand((0, 3, 5), "float64", 1), rand((3,), "float64", 2), rand((3,), "float64", 3, 0.5, 2.0),
+                            rand((3,), "float64", 4), rand((3,), "float64", 5)), {"eps": 1e-5})
+    yield zs("dot_product_attention", (rand((2, 0, 4), "float64", 1), rand((2, 5, 4), "float64", 2),
+                                       rand((2, 5, 6), "float64", 3), None), {"scale": 0.5}, note="queries")
+    conv1 = dict(stride=(1,), padding=(1,), dilation=(1,), groups=1)
+    yield zs("conv_nd", (rand((0, 3, 5), "float64", 1), rand((2, 3, 3), "float64", 2)), conv1)
+    yield zs("conv_nd", (rand((2, 0, 5), "float64", 1), rand((2, 0, 3), "float64", 2)), conv1, note="channels")
+    yield zs("conv_transpose_nd", (rand((0, 3, 5), "float64", 1), rand((3, 2, 3), "float64", 2)),
+             dict(stride=(2,), padding=(1,), output_padding=(1,), dilation=(1,), groups=1))
+    yield zs("conv_weight_grad_nd", (rand((0, 4, 6, 5), "float64", 1), rand((0, 6, 3, 3), "float64", 2)),
+             dict(kernel_size=(3, 2), stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2), note="to-nonempty")
+    pool = dict(kernel_size=(3, 3), stride=(2, 1), padding=(1, 1))
+    x0, g0 = rand((0, 3, 5, 6), "float64", 3), rand((0, 3, 3, 6), "float64", 4)
+    for prim in ("max_pool_nd", "avg_pool_nd"):
+        yield zs(prim, (x0,), pool)
+    yield zs("smooth_max_pool_nd", (x0,), dict(pool, beta=2.0))
+    yield zs("max_pool_backward_nd", (x0, g0), pool)
+    yield zs("max_pool_select_nd", (x0, rand((0, 3, 5, 6), "float64", 5)), pool)
+    yield zs("avg_pool_backward_nd", (g0,), dict(pool, input_shape=(5, 6)))
+    yield zs("smooth_max_pool_backward_nd", (x0, g0), dict(pool, beta=2.0))
+    key = np.array([42, 7], np.int64)
+    yield zs("random_normal", (key,), {"shape": (3, 0), "dtype": "float32"})
+    yield zs("random_randint", (key,), {"shape": (0,), "low": 0, "high": 4, "dtype": "int64"})
+
+
+def is_zero_size(sample: Sample) -> bool:
+    """Whether the sample has an input with a zero-size dim, or an output shape param with one (``full``,
+    ``iota``, random factories, ``broadcast_to``, ``reshape``)."""
+    shape = sample.params.get("shape")
+    return (any(isinstance(a, np.ndarray) and a.size == 0 for a in sample.args)
+            or (isinstance(shape, tuple) and 0 in shape) or sample.params.get("length") == 0)
+
+
+SAMPLES: list[Sample] = [*_elementwise(), *_reductions(), *_structure(), *_linalg_nn(), *_random(), *_zero_size()]
 """Every sample, in a stable order."""
+
+ZERO_SIZE_SAMPLES: list[Sample] = [s for s in SAMPLES if is_zero_size(s)]
+"""The samples with a zero-size dim: every primitive has at least one."""
 
 GRAD_SAMPLES: list[Sample] = [s for s in SAMPLES if s.differentiable and any(is_float_array(a) for a in s.args)]
 """The samples whose derivatives the rule tests check: differentiable at their inputs, with a float array input."""
+
+ZERO_SIZE_GRAD_SAMPLES: list[Sample] = [s for s in ZERO_SIZE_SAMPLES if PRIMITIVES[s.prim].has_derivative
+                                        and any(is_float_array(a) for a in s.args)]
+"""The zero-size samples of differentiable primitives (the older ``empty`` ones included, which the finite
+difference checks skip): their gradients are compared across interpreters."""

@@ -1,7 +1,7 @@
 """Compiled vs eager on every registry sample: values with both backends (the ``"eager"`` backend runs
 the same kernels, so it must agree bitwise; the ``"numba"`` backend within float rounding), and the
 gradients of every differentiable sample through a compiled training region (forward and backward
-compiled together, joined to the tape as one node)."""
+compiled together, joined to the tape as one node), zero-size samples of every primitive included."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
 import tensorplay as tp
-from tests.samples import GRAD_SAMPLES, SAMPLES, Sample
+from tensorplay.spec.table import PRIMITIVES
+from tests.samples import GRAD_SAMPLES, SAMPLES, ZERO_SIZE_GRAD_SAMPLES, ZERO_SIZE_SAMPLES, Sample
 from tests.test_graph_swap import sample_fn
 
 BACKENDS = ("eager", "numba", "numba-all-kernels")
@@ -54,8 +56,18 @@ def test_compiled_sample_matches_eager(sample: Sample, backend: str) -> None:
     assert compiled.compile_count == 1
 
 
+def test_every_primitive_has_a_zero_size_sample_with_its_gradient_compiled() -> None:
+    assert {s.prim for s in ZERO_SIZE_SAMPLES} == set(PRIMITIVES)
+    differentiable = {name for name, p in PRIMITIVES.items() if p.has_derivative}
+    assert {s.prim for s in ZERO_SIZE_GRAD_SAMPLES} == differentiable
+    assert {id(s) for s in ZERO_SIZE_GRAD_SAMPLES} <= {id(s) for s in _GRADIENT_SAMPLES}
+
+
+_GRADIENT_SAMPLES = GRAD_SAMPLES + [s for s in ZERO_SIZE_GRAD_SAMPLES if all(s is not g for g in GRAD_SAMPLES)]
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("sample", GRAD_SAMPLES, ids=lambda s: s.id)
+@pytest.mark.parametrize("sample", _GRADIENT_SAMPLES, ids=lambda s: s.id)
 def test_compiled_sample_gradients_match_eager(sample: Sample, backend: str) -> None:
     fn, _ = sample_fn(sample)
     positions = [i for i, a in enumerate(sample.args) if isinstance(a, np.ndarray)]
@@ -90,3 +102,16 @@ def test_compiled_sample_gradients_match_eager(sample: Sample, backend: str) -> 
         assert a.dtype == b.dtype and a.shape == b.shape
         tol = {"rtol": 1e-4, "atol": 1e-5} if a.dtype == np.float32 else {"rtol": 1e-9, "atol": 1e-10}
         np.testing.assert_allclose(a, b, err_msg=f"{sample.id} ({backend}) input {k}", **tol)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_compiled_matmul_with_an_empty_inner_dim_gives_zeros_as_pytorch(backend: str) -> None:
+    a, b = tp.ones(3, 2, 0, requires_grad=True), tp.ones(0, 1, requires_grad=True)
+    ta, tb = torch.ones(3, 2, 0, requires_grad=True), torch.ones(0, 1, requires_grad=True)
+    out = compiler(backend)(lambda u, v: u @ v)(a, b)
+    expected = ta @ tb
+    assert out.shape == tuple(expected.shape) and out.detach().numpy().tolist() == expected.tolist()
+    compiler(backend)(lambda u, v: (u @ v).sum())(a, b).backward()
+    (ta @ tb).sum().backward()
+    assert a.grad is not None and b.grad is not None and ta.grad is not None and tb.grad is not None
+    assert a.grad.shape == tuple(ta.grad.shape) and b.grad.shape == tuple(tb.grad.shape)

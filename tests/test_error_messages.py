@@ -13,7 +13,7 @@ import torch
 
 import tensorplay as tp
 import tensorplay.nn.functional as F
-from tensorplay.errors import AxisError, ShapeError
+from tensorplay.errors import AxisError, DTypeError, ShapeError
 from tensorplay.graph import GuardError, trace
 
 X = tp.randn(2, 3, 4, 4)
@@ -55,6 +55,14 @@ MESSAGES: dict[str, tuple[Callable[[], Any], type, str]] = {
     "expand float size": (lambda: tp.ones(3).expand(2.0, 3), ShapeError, "expand: size 0 must be an int"),
     "squeeze on a 0-d tensor": (lambda: tp.ones(()).squeeze(3), AxisError,
                                 r"squeeze: dim 3 is out of range for a 0-d tensor \(expected -1 or 0\)"),
+    "sum over a float dim": (lambda: tp.ones(2, 3).sum(dim=1.0), AxisError, "sum: axis must be an int, got float 1.0"),
+    "mean over a float dim": (lambda: tp.ones(2, 3).mean(dim=1.0), AxisError, "axis must be an int, got float 1.0"),
+    "slice with a float step": (lambda: tp.ones(2, 3)[:, ::2.0], DTypeError,
+                                r"indexing: axis 1 got a slice step of type float \(2.0\); expected an int or None"),
+    "slice with a str stop": (lambda: tp.ones(2, 3)[:"1"], DTypeError, "axis 0 got a slice stop of type str"),
+    "linspace float steps": (lambda: tp.linspace(0, 1, 2.0), DTypeError, "linspace: steps must be an int, got float"),
+    "arange to a str": (lambda: tp.arange("3"), DTypeError, "arange: end must be a number, got str"),
+    "arange to inf": (lambda: tp.arange(0, float("inf")), ShapeError, "arange: end must be finite, got inf"),
 }
 
 

@@ -4,6 +4,7 @@ leaves, and the clamp gradient. PyTorch (CPU) and numpy are the oracles."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -53,8 +54,101 @@ def test_numpy_copy_false_with_another_dtype_raises() -> None:
     ([float("inf")], tp.int64),
 ])
 def test_tensor_refuses_integers_that_do_not_fit(data: Any, dtype: Any) -> None:
-    with pytest.raises(OverflowError, match="tensor: value"):
+    with pytest.raises(OverflowError, match="tensor: (value|the int)"):
         tp.tensor(data, dtype=dtype)
+
+
+@pytest.mark.parametrize("data, where", [
+    ([[1, 2**63]], "[0][1]"), (((1, 2), (3, 2**63)), "[1][1]"), ([[[1, 2]], [[3, -(2**63) - 1]]], "[1][0][1]"),
+    ([True, 2**64], "[1]"), ([(1, 2), [2**70, 0]], "[1][0]"),
+])
+def test_an_int_that_fits_no_integer_dtype_is_refused_with_its_position(data: Any, where: str) -> None:
+    # numpy makes float64 (or uint64, or objects) of these; PyTorch refuses them
+    with pytest.raises((ValueError, OverflowError, RuntimeError)):
+        torch.tensor(data)
+    with pytest.raises(OverflowError, match=rf"the int -?\d+ at index {re.escape(where)} fits no integer dtype"):
+        tp.tensor(data)
+
+
+def test_an_int_that_does_not_fit_a_given_dtype_names_its_position() -> None:
+    data = [[1, 2], [3, 2**40]]
+    with pytest.raises(RuntimeError, match="overflow"):
+        torch.tensor(data, dtype=torch.int32)
+    with pytest.raises(OverflowError, match=r"the int 1099511627776 at index \[1\]\[1\] does not fit int32"):
+        tp.tensor(data, dtype=tp.int32)
+    with pytest.raises(OverflowError, match=r"the int 9223372036854775808 at index \[1\] does not fit int64"):
+        tp.tensor([1, 2**63], dtype=tp.int64)  # numpy's float64 would name 9.223372036854776e+18
+    with pytest.raises(OverflowError, match=r"value 1099511627776 at index \[1\]\[1\] does not fit int32"):
+        tp.tensor(np.array(data), dtype=tp.int32)
+    with pytest.raises(OverflowError, match=r"value nan at index \[0\]\[1\] cannot be converted to int32"):
+        tp.tensor(np.array([[1.0, np.nan]]), dtype=tp.int32)
+
+
+@pytest.mark.parametrize("data, dtype", [([1.5, 2**70], None), ([1.5, 2**63], None), ([2**63, 2**64], tp.float64),
+                                         ([1, -(2**70)], tp.float32), ([2**70, 0], tp.bool)])
+def test_big_ints_with_floats_or_a_float_dtype_become_floats_as_in_pytorch(data: Any, dtype: Any) -> None:
+    want = torch.tensor(data, dtype=None if dtype is None else getattr(torch, dtype.name))
+    got = tp.tensor(data, dtype=dtype)
+    assert got.dtype.name == str(want.dtype).removeprefix("torch.")
+    assert got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("dtype", [None, tp.float64])
+def test_an_int_too_large_for_any_float_is_refused_with_its_position(dtype: Any) -> None:
+    with pytest.raises(OverflowError):
+        torch.tensor([1.5, 10**400], dtype=None if dtype is None else torch.float64)
+    with pytest.raises(OverflowError, match=r"at index \[1\] is too large for any float dtype"):
+        tp.tensor([1.5, 10**400], dtype=dtype)
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.full((2,), 2**63), lambda m: m.full((2,), -(2**63) - 1), lambda m: m.full((2,), 2**40, dtype=m.int32),
+    lambda m: m.full((2,), float("inf"), dtype=m.int32), lambda m: m.full((2,), 1e300, dtype=m.float32),
+    lambda m: m.full_like(m.ones(2, dtype=m.int32), 2**40), lambda m: m.full_like(m.ones(2, dtype=m.int64), 2**63),
+    lambda m: m.ones(2, dtype=m.int32).fill_(2**40), lambda m: m.ones(2, dtype=m.int32).fill_(float("nan")),
+    lambda m: m.ones(2).fill_(1e300), lambda m: m.ones(2, dtype=m.int32).masked_fill(m.tensor([True, False]), 2**40),
+    lambda m: m.arange(2**63, 2**63 + 2), lambda m: m.arange(0, 2**63 + 5, 2**62),
+])
+def test_fill_values_the_dtype_cannot_hold_are_refused_as_in_pytorch(make: Any) -> None:
+    with pytest.raises((RuntimeError, OverflowError)):
+        make(torch)
+    with pytest.raises(OverflowError, match="does not fit|cannot be converted|beyond the range"):
+        make(tp)
+
+
+def test_where_refuses_a_scalar_its_result_dtype_cannot_hold_as_pytorch() -> None:
+    mask = [True, False]
+    with pytest.raises(RuntimeError, match="overflow"):
+        torch.where(torch.tensor(mask), torch.tensor([1, 2]), 2**63)
+    with pytest.raises(OverflowError, match="where: scalar operand: the int 9223372036854775808 does not fit int64"):
+        tp.where(tp.tensor(mask), tp.tensor([1, 2]), 2**63)  # numpy wrapped it to -2**63
+    assert tp.where(tp.tensor(mask), tp.tensor([1, 2]), 2**62).tolist() == [1, 2**62]
+
+
+@pytest.mark.parametrize("op", [lambda a, s: a + s, lambda a, s: s - a, lambda a, s: a * s])
+def test_arithmetic_with_an_int_scalar_beyond_the_dtype_names_it(op: Any) -> None:
+    # the exact answer fits no int64; PyTorch wraps it around silently, numpy raised a message without the op
+    with pytest.raises(OverflowError, match=r"(add|sub|mul): scalar operand: the int 9223372036854775808 does not fit"):
+        op(tp.tensor([1, 2]), 2**63)
+    with pytest.raises(OverflowError, match=r"scalar operand: the int 2147483648 does not fit int32"):
+        op(tp.tensor([1, 2], dtype=tp.int32), 2**31)
+    with pytest.raises(OverflowError, match="scalar operand: .* is too large for any float dtype"):
+        op(tp.tensor([1.0, 2.0]), 10**400)
+    assert op(tp.tensor([1, 2]), 2**40).tolist() == op(torch.tensor([1, 2]), 2**40).tolist()
+    x = tp.tensor([1, 2])  # a comparison with such an int is exact (Python's answer), not refused
+    assert (x < 2**63).tolist() == [True, True] and (x == 2**63).tolist() == [False, False]
+    assert (x > -(2**70)).tolist() == [True, True]
+
+
+def test_full_refuses_only_the_values_that_do_not_fit() -> None:
+    with pytest.raises(OverflowError, match="does not fit int64"):
+        tp.full((2,), 2**63)
+    assert tp.full((2,), 2**63 - 1).tolist() == [2**63 - 1] * 2
+    assert tp.full((1,), 2**63, dtype=tp.float32).tolist() == torch.full((1,), 2**63, dtype=torch.float32).tolist()
+    assert tp.full((1,), 2.7, dtype=tp.int32).tolist() == torch.full((1,), 2.7, dtype=torch.int32).tolist()
+    mask = [True, False]
+    assert (tp.ones(2, dtype=tp.int32).masked_fill(tp.tensor(mask), 2**31 - 1).tolist()
+            == torch.ones(2, dtype=torch.int32).masked_fill(torch.tensor(mask), 2**31 - 1).tolist())
 
 
 def test_integers_at_the_limits_are_exact() -> None:

@@ -32,6 +32,7 @@ from tensorplay.spec.aval import Aval
 from tensorplay.spec.dtypes import result_type, weak_kind
 from tensorplay.spec.errors import DTypeError, ShapeError
 from tensorplay.formatting import format_array
+from tensorplay.pydata import check_int_operand
 from tensorplay import random_state
 from tensorplay.interpreter import BaseInterpreter
 from tensorplay.recording import creating_interpreter
@@ -82,12 +83,40 @@ def typed_params(params: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(key)
 
 
-def _rule(name: str, inputs: tuple[Any, ...], params: dict[str, Any], exact: bool = False) -> Aval:
+def _plain(value: tuple[Any, ...]) -> bool:
+    """Whether the tuple ``value`` holds only ints, strs, None and such tuples: values that ``==`` another
+    only when of the same types (``1.0``, ``True`` and ``np.int64(1)`` all ``== 1``)."""
+    for item in value:
+        kind = type(item)
+        if kind is not int and kind is not str and item is not None and not (kind is tuple and _plain(item)):
+            return False
+    return True
+
+
+def rule_key(params: dict[str, Any]) -> tuple[Any, ...]:
+    """``params`` as a rule-cache key that never lets a form the rule refuses find the entry of one it
+    accepted: an int, a str, None or a tuple of those as it is (``(name, value)``: the hot path, derived
+    code passes ints), any other value with its types, as :func:`typed_params` (``(name, type, value)`` or
+    ``(name, (type, ...))``). The kinds cannot collide: a plain value holds no type object."""
+    key: list[tuple[Any, ...]] = []
+    for k, v in params.items():
+        kind = type(v)
+        if kind is int or kind is str or v is None or (kind is tuple and _plain(v)):
+            key.append((k, v))
+        elif kind in _SCALARS:
+            key.append((k, kind, v))
+        else:
+            key.append((k, _typed(v)))
+    return tuple(key)
+
+
+def _rule(name: str, inputs: tuple[Any, ...], params: dict[str, Any]) -> Aval:
     """The spec rule's result for these inputs; results are cached by (shapes, dtypes, scalar kinds,
-    params), since the rule depends on nothing else. Errors are never cached. ``exact`` keys the params
-    by type too (:func:`typed_params`; the view primitives on the hot path get int params from derived
-    code and skip that cost)."""
-    key = (name, tuple([_signature(x) for x in inputs]), typed_params(params) if exact else tuple(params.items()))
+    params), since the rule depends on nothing else. Errors are never cached, and a param that the rule
+    refuses never finds the entry of one it accepted (:func:`rule_key`: ``perm=(1.0, 0)`` after
+    ``perm=(1, 0)``, ``kernel_size=(2.0, 2.0)`` after ``(2, 2)``), so the error does not depend on what
+    ran before."""
+    key = (name, tuple([_signature(x) for x in inputs]), rule_key(params))
     try:
         found = _RULE_CACHE.get(key)
     except TypeError:  # an unhashable param: run the rule uncached
@@ -429,6 +458,10 @@ class EagerInterpreter(BaseInterpreter):
             except (ValueError, TypeError):
                 _rule(name, (x, y), {})  # raises the rule's ShapeError or DTypeError
                 raise
+            except OverflowError:  # an int scalar beyond every float (``x * 10**400``): say which
+                for v in (x, y):
+                    check_int_operand(v, _NUMPY_DTYPES["float64"], f"{name}: scalar operand")
+                raise
             if type(out) is not np.ndarray:
                 out = np.asarray(out)
         elif (type(x) is Tensor and type(xd) is not np.ndarray) or (type(y) is Tensor and type(yd) is not np.ndarray):
@@ -450,6 +483,9 @@ class EagerInterpreter(BaseInterpreter):
                              f"{type(x).__name__} and {type(y).__name__}")
         out_aval = _rule(name, (x, y), {})
         compute = _rule_compute_dtype(name, out_aval.dtype, x, y)
+        if out_aval.dtype != "bool":  # a comparison with any int is exact in numpy
+            for v in (x, y):
+                check_int_operand(v, _NUMPY_DTYPES[compute], f"{name}: scalar operand")
         xd = xd.astype(compute) if isinstance(xd, np.ndarray) and xd.dtype.name != compute else xd
         yd = yd.astype(compute) if isinstance(yd, np.ndarray) and yd.dtype.name != compute else yd
         with np.errstate(all="ignore"):
@@ -460,7 +496,7 @@ class EagerInterpreter(BaseInterpreter):
         for x in inputs:
             if type(x) is Tensor and type(x._data) is not np.ndarray:
                 return self._foreign(name, inputs, params)
-        aval = _rule(name, inputs, params, exact=True)
+        aval = _rule(name, inputs, params)
         out = getattr(K, name)(*[x._data if isinstance(x, Tensor) else x for x in inputs], **params)
         return _result(self, name, inputs, params, _array(out, aval.dtype))
 
@@ -529,6 +565,8 @@ class EagerInterpreter(BaseInterpreter):
         if _has_foreign((cond, x, y)):
             return self._foreign("where", (cond, x, y), {})
         aval = _rule("where", (cond, x, y), {})
+        for v in (x, y):  # numpy would wrap an int beyond the result dtype around
+            check_int_operand(v, _NUMPY_DTYPES[aval.dtype], "where: scalar operand")
         out = np.where(_payload(cond), _payload(x), _payload(y))
         return self._finish("where", (cond, x, y), {}, _array(out, aval.dtype))
 

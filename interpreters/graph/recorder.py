@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorplay.interpreters.eager.interpreter import eager, typed_params
+from tensorplay.interpreters.eager.interpreter import eager, rule_key
 from tensorplay.interpreters.graph.ir import (
     NUMPY_DTYPES, PARAMS, Graph, Guard, Literal, Location, Node, Var, complete_params, has_symbolic,
     substitute,
@@ -265,7 +265,7 @@ class Recorder(BaseInterpreter):
                 frame = frame.f_back
         # the shape rule runs at record time; results are memoised by (target, avals, params)
         try:
-            key: Any = (target, *avals, typed_params(params))
+            key: Any = (target, *avals, rule_key(params))
             aval = _RULE_MEMO.get(key)
         except TypeError:  # an unhashable param (a list): no memo
             key, aval = None, None

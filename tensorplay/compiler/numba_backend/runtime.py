@@ -3,6 +3,7 @@ out, the eager interpreter's semantics)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -78,7 +79,8 @@ def matmul(a: Array, b: Array, dtype: Any) -> Array:
     if b.dtype != dtype:
         b = b.astype(dtype)
     if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous:
-        out: Array = np.matmul(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[-1:])
+        rows = math.prod(a.shape[:-1])  # not -1: that is ambiguous when the inner size is 0
+        out: Array = np.matmul(a.reshape(rows, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[-1:])
         return out
     if a.shape[-1] == 1 and b.shape[-2] == 1 and (a.ndim > 2 or b.ndim > 2):
         outer: Array = K.outer_matmul(a, b)
