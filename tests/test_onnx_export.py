@@ -38,6 +38,8 @@ RANDOM = [s for s in SAMPLES if PRIMITIVES[s.prim].random]
 
 REFERENCE_GAPS = {
     "conv_transpose_nd-2d": "onnx's reference ConvTranspose does not implement group > 1",
+    "conv_transpose_nd-zero-size": "onnx's reference ConvTranspose allocates its result inside the loop over the "
+                                   "batch, so a batch of 0 returns None (AttributeError on .astype)",
     "log_softmax-inf-large": "onnx's reference LogSoftmax takes log(softmax), which underflows to -inf at -1000",
 }
 """Samples the reference evaluator gets wrong on its own (they are checked against ONNX Runtime only)."""

@@ -267,6 +267,20 @@ def test_pooling_constants_and_inference_dropout_written_by_hand_match_onnx_runt
         assert_matches(_array(back.module()(tp.tensor(x))), run_ort(model, {"x": x})[0], f"N={n}")
 
 
+def test_expand_to_a_constant_size_gives_that_size_where_the_input_dim_is_symbolic() -> None:
+    # x: [A, B] with A in [1, 2] broadcast to [2, 2, B]: Expand's 2 is the output's size whatever A is (A = 1
+    # broadcasts), and the 0 and 1 of the zero-size sample likewise (see the round trip of broadcast_to-zero-size)
+    ep = export(lambda x: x.broadcast_to((2, 2, x.shape[1])), (tp.tensor(np.ones((2, 3))),),
+                dynamic_shapes=[{0: Dim("A", min=1, max=2), 1: Dim("B")}])
+    model = to_onnx(ep)
+    back = from_onnx(model)
+    for dims in [(1, 3), (2, 0), (1, 1)]:
+        x = np.random.default_rng(sum(dims)).standard_normal(dims)
+        want = np.broadcast_to(x, (2, 2, dims[1]))
+        assert_matches(_array(back.module()(tp.tensor(x))), want, f"x of shape {dims}")
+        assert_matches(run_ort(model, {model.graph.input[0].name: x})[0], want, f"x of shape {dims}, ONNX Runtime")
+
+
 def test_dropout_in_training_mode_is_refused_with_the_node_name() -> None:
     training = helper.make_tensor("training", TensorProto.BOOL, [], [True])
     node = helper.make_node("Dropout", ["x", "", "training"], ["y"], name="drop")

@@ -328,10 +328,26 @@ def _transpose(ctx: Context, node: Any, ins: list[Any], at: dict[str, Any]) -> l
     return [ctx.ops.permute(x, perm=tuple(int(p) for p in perm))]
 
 
+def _is_int(d: Any, value: int | None = None) -> bool:
+    return isinstance(d, int) and (value is None or d == value)
+
+
+def _broadcast_dim(x: Any, y: Any) -> Any:
+    """One output dim of ONNX's bidirectional broadcast of ``x`` (the input's) with ``y`` (Expand's shape).
+
+    A 1 on either side gives the other; otherwise the sides must agree, so a known size that is not 1 (0
+    included: a 1 broadcasts to 0) wins over a symbol, which then can only be that size or 1."""
+    if _is_int(x, 1):
+        return y
+    if _is_int(y, 1) or _is_int(x):
+        return x
+    return y if _is_int(y) else x
+
+
 def _broadcast(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
     rank = max(len(a), len(b))
     a, b = (1,) * (rank - len(a)) + a, (1,) * (rank - len(b)) + b
-    return tuple(y if isinstance(x, int) and x == 1 else x for x, y in zip(a, b))
+    return tuple(_broadcast_dim(x, y) for x, y in zip(a, b))
 
 
 def _expand(ctx: Context, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
