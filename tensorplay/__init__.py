@@ -19,10 +19,11 @@ from tensorplay.creation import (
 )
 from tensorplay.dispatch import Program, ops_of
 from tensorplay.dispatch import program as program  # the decorator shadows the submodule name
+from tensorplay.devices import device
 from tensorplay.dtypes import DType, bool_, float32, float64, int32, int64
 from tensorplay.export.weights import load, save
 from tensorplay.errors import (
-    AutogradError, AxisError, DTypeError, GraphCaptureError, IndexRangeError, MissingRuleError, ShapeError,
+    AutogradError, AxisError, DeviceError, DTypeError, GraphCaptureError, IndexRangeError, MissingRuleError, ShapeError,
     TensorplayError,
 )
 from tensorplay.functions import (
@@ -84,9 +85,9 @@ def __getattr__(name: str) -> object:
 # The public names. mypy --strict (no implicit re-export) only lets users write ``tp.zeros`` for
 # names listed here: add every new public name.
 __all__ = [
-    "AutogradError", "AxisError", "DType", "DTypeError", "GraphCaptureError", "Index", "IndexRangeError",
+    "AutogradError", "AxisError", "DeviceError", "DType", "DTypeError", "GraphCaptureError", "Index", "IndexRangeError",
     "Interpreter", "MissingRuleError", "Ops", "Program", "ShapeError", "Size", "Tensor", "TensorplayError",
-    "arange", "autograd", "bool", "bool_", "cat", "compile", "compiler", "dims", "eager", "empty", "empty_like",
+    "arange", "autograd", "bool", "bool_", "cat", "compile", "compiler", "device", "dims", "eager", "empty", "empty_like",
     "enable_grad", "export", "eye", "graph",
     "float32", "float64", "from_numpy", "func", "nn", "optim", "full", "full_like", "index", "int32", "int64", "is_grad_enabled",
     "linspace", "load", "manual_seed", "no_grad", "ones", "ones_like", "ops_of", "program", "rand", "rand_like",
