@@ -33,8 +33,10 @@ from tensorplay.functions import (
     sigmoid, sign, sin, softmax, sort, split, sqrt, square, squeeze, std, sum, tanh, topk, transpose, tril, triu,
     unsqueeze, var,
 )
+from tensorplay.generator import Generator
 from tensorplay.index import Index, index
 from tensorplay.ops import Interpreter, Ops
+from tensorplay.sampling import multinomial
 from tensorplay.shapecheck import shapecheck
 from tensorplay.tensor import Size, Tensor, ValuesIndices
 
@@ -60,7 +62,7 @@ class set_grad_enabled:  # noqa: N801 - PyTorch spelling
 
 __version__ = "0.1.0"
 
-_LAZY_SUBMODULES = ("compiler", "export", "func", "nn", "optim", "testing")
+_LAZY_SUBMODULES = ("compiler", "export", "func", "nn", "optim", "testing", "utils")
 
 if TYPE_CHECKING:  # mypy sees the lazily loaded subpackages as attributes: tp.nn.Linear, tp.func.grad
     from tensorplay import compiler as compiler
@@ -69,6 +71,7 @@ if TYPE_CHECKING:  # mypy sees the lazily loaded subpackages as attributes: tp.n
     from tensorplay import nn as nn
     from tensorplay import optim as optim
     from tensorplay import testing as testing
+    from tensorplay import utils as utils
     from tensorplay.compiler import compile as compile
 
 
@@ -85,13 +88,13 @@ def __getattr__(name: str) -> object:
 # The public names. mypy --strict (no implicit re-export) only lets users write ``tp.zeros`` for
 # names listed here: add every new public name.
 __all__ = [
-    "AutogradError", "AxisError", "DeviceError", "DType", "DTypeError", "GraphCaptureError", "Index", "IndexRangeError",
+    "AutogradError", "AxisError", "DeviceError", "DType", "DTypeError", "Generator", "GraphCaptureError", "Index", "IndexRangeError",
     "Interpreter", "MissingRuleError", "Ops", "Program", "ShapeError", "Size", "Tensor", "TensorplayError",
     "arange", "autograd", "bool", "bool_", "cat", "compile", "compiler", "device", "dims", "eager", "empty", "empty_like",
     "enable_grad", "export", "eye", "graph",
     "float32", "float64", "from_numpy", "func", "nn", "optim", "full", "full_like", "index", "int32", "int64", "is_grad_enabled",
-    "linspace", "load", "manual_seed", "no_grad", "ones", "ones_like", "ops_of", "program", "rand", "rand_like",
-    "randint", "randn", "randn_like", "save", "set_grad_enabled", "shapecheck", "stack", "tensor", "testing", "where",
+    "linspace", "load", "manual_seed", "multinomial", "no_grad", "ones", "ones_like", "ops_of", "program", "rand", "rand_like",
+    "randint", "randn", "randn_like", "save", "set_grad_enabled", "shapecheck", "stack", "tensor", "testing", "utils", "where",
     "zeros", "zeros_like", "ValuesIndices",
     # PyTorch's top-level function forms (tensorplay.functions)
     "abs", "all", "allclose", "amax", "amin", "any", "argmax", "argmin", "argsort", "broadcast_to", "ceil", "chunk",
