@@ -40,6 +40,12 @@ SHAPE_ERROR = ('user_model.py:18: error: Argument 1 has incompatible type "Tenso
 
 
 @pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A mypy cache shared by the tests of this module."""
+    return tmp_path_factory.mktemp("mypy_cache")
+
+
+@pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the repository (an editable install builds its link tree inside the project)."""
     dest = tmp_path_factory.mktemp("typed") / "src"
@@ -61,8 +67,9 @@ def _pip_install(python: Path, *args: str) -> None:
                     "--no-build-isolation", *args], check=True, capture_output=True, text=True)
 
 
-def _mypy_from_outside(python: Path, workdir: Path) -> str:
-    """``mypy --strict user_model.py`` run in ``workdir`` (outside the repository) for ``python``."""
+def _mypy_from_outside(python: Path, workdir: Path, cache: Path) -> str:
+    """``mypy --strict user_model.py`` run in ``workdir`` (outside the repository) for ``python``; ``cache``
+    is shared by the tests (numpy's and the standard library's entries are the same for both installs)."""
     from mypy import api
 
     workdir.mkdir()
@@ -70,8 +77,8 @@ def _mypy_from_outside(python: Path, workdir: Path) -> str:
     where = Path.cwd()
     try:
         os.chdir(workdir)
-        stdout, stderr, _ = api.run(["--strict", "--no-incremental", "--no-error-summary", "--python-executable",
-                                     str(python), "--config-file", "", "user_model.py"])
+        stdout, stderr, _ = api.run(["--strict", "--no-error-summary", "--cache-dir", str(cache),
+                                     "--python-executable", str(python), "--config-file", "", "user_model.py"])
     finally:
         os.chdir(where)
     assert not stderr.strip(), stderr
@@ -84,20 +91,20 @@ def _assert_sees_the_package(report: str) -> None:
     assert report.strip().splitlines() == [SHAPE_ERROR + "  [arg-type]"], report
 
 
-def test_the_wheel_ships_py_typed_and_mypy_checks_against_it(source: Path, tmp_path: Path) -> None:
+def test_the_wheel_ships_py_typed_and_mypy_checks_against_it(source: Path, cache: Path, tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(source),
                     "-w", str(tmp_path / "dist")], check=True, capture_output=True, text=True)
     (wheel,) = (tmp_path / "dist").glob("tensorplay-*.whl")
     assert "tensorplay/py.typed" in zipfile.ZipFile(wheel).namelist()
     python = _venv(tmp_path / "venv")
     _pip_install(python, str(wheel))
-    _assert_sees_the_package(_mypy_from_outside(python, tmp_path / "user"))
+    _assert_sees_the_package(_mypy_from_outside(python, tmp_path / "user", cache))
 
 
-def test_mypy_follows_the_editable_install(source: Path, tmp_path: Path) -> None:
+def test_mypy_follows_the_editable_install(source: Path, cache: Path, tmp_path: Path) -> None:
     python = _venv(tmp_path / "venv")
     _pip_install(python, "-e", str(source))
     where = subprocess.run([str(python), "-c", "import tensorplay; print(tensorplay.__file__)"], cwd=tmp_path,
                            check=True, capture_output=True, text=True).stdout.strip()
     assert Path(where).resolve() == (source / "tensorplay" / "__init__.py").resolve()  # edits show through
-    _assert_sees_the_package(_mypy_from_outside(python, tmp_path / "user"))
+    _assert_sees_the_package(_mypy_from_outside(python, tmp_path / "user", cache))
