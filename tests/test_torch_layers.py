@@ -268,3 +268,29 @@ def test_narrow_takes_a_0d_tensor_start_and_runs_everywhere() -> None:
 def test_narrow_errors(args: tuple[int, int, int], error: type[Exception], message: str) -> None:
     with pytest.raises(error, match=message):
         tp.randn(2, 5).narrow(*args)
+
+
+# ---- edge cases: empty batches, non-contiguous inputs ---------------------------------------------------
+
+LAYERS: list[tuple[str, Any, Any]] = [
+    ("pad_reflect", lambda t: F.pad(t, (1, 2, 2, 1), mode="reflect"),
+     lambda t: torch.nn.functional.pad(t, (1, 2, 2, 1), mode="reflect")),
+    ("pad_constant", lambda t: F.pad(t, (1, 2, 0, 1), value=3.0),
+     lambda t: torch.nn.functional.pad(t, (1, 2, 0, 1), value=3.0)),
+    ("adaptive", lambda t: F.adaptive_avg_pool2d(t, (2, 3)), lambda t: torch.nn.functional.adaptive_avg_pool2d(t, (2, 3))),
+    ("group_norm", lambda t: F.group_norm(t, 2), lambda t: torch.nn.functional.group_norm(t, 2)),
+    ("rms_norm", lambda t: F.rms_norm(t, (5,)), lambda t: torch.nn.functional.rms_norm(t, (5,))),
+    ("narrow", lambda t: t.narrow(2, 1, 2), lambda t: t.narrow(2, 1, 2)),
+]
+
+
+@pytest.mark.parametrize("name, ours, theirs", LAYERS, ids=[v[0] for v in LAYERS])
+def test_layers_on_non_contiguous_and_empty_inputs(name: str, ours: Any, theirs: Any) -> None:
+    base = RNG.standard_normal((5, 4, 4, 2)).astype(np.float32)
+    x = np.transpose(base, (3, 1, 2, 0))  # [2, 4, 4, 5], not contiguous
+    view = tp.tensor(base).permute(3, 1, 2, 0)
+    assert not view.numpy().flags.c_contiguous
+    got = ours(view).numpy()
+    np.testing.assert_allclose(got, theirs(torch.tensor(x)).numpy(), rtol=1e-5, atol=1e-6)
+    empty = np.zeros((0, 4, 4, 5), dtype=np.float32)
+    assert tuple(ours(tp.tensor(empty)).shape) == tuple(theirs(torch.tensor(empty)).shape)
