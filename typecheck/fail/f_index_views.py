@@ -37,3 +37,11 @@ def raw_ids_into_an_embedding(emb: nn.Embedding[Vocab, Model], ids: Tensor[Batch
 
 def bare_tensor_annotation(state: dict[str, Tensor]) -> None:  # E: Missing type arguments for generic type "Tensor[()]"
     pass
+
+
+def encoder_width(layer: nn.TransformerEncoderLayer[Model], x: Tensor[Batch, Seq, Vocab]) -> None:
+    layer(x)  # E: Argument 1 has incompatible type "Tensor[Batch, Seq, Vocab]"; expected "Tensor[Batch, Seq, Model]"
+
+
+def rms_norm_width(norm: nn.RMSNorm[Model], x: Tensor[Batch, Vocab]) -> None:
+    norm(x)  # E: Argument 1 has incompatible type "Tensor[Batch, Vocab]"; expected "Tensor[Batch, Model]"
