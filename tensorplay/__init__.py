@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from tensorplay.interpreters.eager import tape as _tape
 from tensorplay.interpreters.eager.interpreter import eager
-from tensorplay import autograd, dims, graph
+from tensorplay import autograd, cuda, dims, graph
 from tensorplay.creation import (
     arange, cat, empty, empty_like, eye, from_numpy, full, full_like, linspace, manual_seed, ones,
     ones_like, rand, rand_like, randint, randn, randn_like, stack, tensor, where, zeros, zeros_like,
@@ -90,7 +90,7 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "AutogradError", "AxisError", "DeviceError", "DType", "DTypeError", "Generator", "GraphCaptureError", "Index", "IndexRangeError",
     "Interpreter", "MissingRuleError", "Ops", "Program", "ShapeError", "Size", "Tensor", "TensorplayError",
-    "arange", "autograd", "bool", "bool_", "cat", "compile", "compiler", "device", "dims", "eager", "empty", "empty_like",
+    "arange", "autograd", "bool", "bool_", "cat", "compile", "compiler", "cuda", "device", "dims", "eager", "empty", "empty_like",
     "enable_grad", "export", "eye", "graph",
     "float32", "float64", "from_numpy", "func", "nn", "optim", "full", "full_like", "index", "int32", "int64", "is_grad_enabled",
     "linspace", "load", "manual_seed", "multinomial", "no_grad", "ones", "ones_like", "ops_of", "program", "rand", "rand_like",

@@ -173,11 +173,17 @@ def test_device_moves_run_inside_compiled_and_exported_functions() -> None:
 
 @pytest.mark.parametrize("call", [
     lambda x: x.to("cuda"), lambda x: x.to("cuda:0", tp.float32), lambda x: x.cuda(), lambda x: x.to(device="mps"),
-    lambda x: tp.device("cuda"), lambda x: nn.Linear(2, 2).to("cuda"),
+    lambda x: tp.device("cuda"), lambda x: nn.Linear(2, 2).to("cuda"), lambda x: nn.Linear(2, 2).cuda(),
 ])
 def test_other_devices_are_a_clear_error(call: Any) -> None:
     with pytest.raises(DeviceError, match="CPU only"):
         call(tp.randn(2))
+
+
+def test_device_choice_idiom_picks_the_cpu() -> None:
+    device = tp.device("cuda" if tp.cuda.is_available() else "cpu")
+    assert device == "cpu" and tp.cuda.device_count() == 0
+    assert tp.randn(2).to(device).device == device
 
 
 def test_a_misspelt_dtype_is_still_a_dtype_error() -> None:

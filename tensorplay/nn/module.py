@@ -364,6 +364,12 @@ class Module:
         """This module (its tensors live on the CPU)."""
         return self
 
+    def cuda(self: M, device: Any = None) -> M:
+        """Always a :class:`~tensorplay.errors.DeviceError`: tensorplay runs on the CPU only."""
+        _device.check_device("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device,
+                             f"{type(self).__name__}.cuda")
+        return self
+
     def to(self: M, *args: Any, **kwargs: Any) -> M:
         """``to(dtype)``: convert every float parameter and buffer (and gradient) to ``dtype``, in place
         (the same parameter objects, so an optimizer made earlier still sees them). A device (``"cpu"``,
