@@ -37,3 +37,7 @@ class IndexRangeError(TensorplayError, IndexError):
 
 class MissingRuleError(TensorplayError, NotImplementedError):
     """A transform met a primitive that has no rule for it."""
+
+
+class DeviceError(TensorplayError, RuntimeError):
+    """A device other than the CPU was asked for (tensorplay runs on the CPU only)."""

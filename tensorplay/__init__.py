@@ -12,17 +12,18 @@ from typing import TYPE_CHECKING
 
 from tensorplay.interpreters.eager import tape as _tape
 from tensorplay.interpreters.eager.interpreter import eager
-from tensorplay import autograd, dims, graph
+from tensorplay import autograd, cuda, dims, graph
 from tensorplay.creation import (
     arange, cat, empty, empty_like, eye, from_numpy, full, full_like, linspace, manual_seed, ones,
     ones_like, rand, rand_like, randint, randn, randn_like, stack, tensor, where, zeros, zeros_like,
 )
 from tensorplay.dispatch import Program, ops_of
 from tensorplay.dispatch import program as program  # the decorator shadows the submodule name
+from tensorplay.devices import device
 from tensorplay.dtypes import DType, bool_, float32, float64, int32, int64
 from tensorplay.export.weights import load, save
 from tensorplay.errors import (
-    AutogradError, AxisError, DTypeError, GraphCaptureError, IndexRangeError, MissingRuleError, ShapeError,
+    AutogradError, AxisError, DeviceError, DTypeError, GraphCaptureError, IndexRangeError, MissingRuleError, ShapeError,
     TensorplayError,
 )
 from tensorplay.functions import (
@@ -32,8 +33,10 @@ from tensorplay.functions import (
     sigmoid, sign, sin, softmax, sort, split, sqrt, square, squeeze, std, sum, tanh, topk, transpose, tril, triu,
     unsqueeze, var,
 )
+from tensorplay.generator import Generator
 from tensorplay.index import Index, index
 from tensorplay.ops import Interpreter, Ops
+from tensorplay.sampling import multinomial
 from tensorplay.shapecheck import shapecheck
 from tensorplay.tensor import Size, Tensor, ValuesIndices
 
@@ -59,7 +62,7 @@ class set_grad_enabled:  # noqa: N801 - PyTorch spelling
 
 __version__ = "0.1.0"
 
-_LAZY_SUBMODULES = ("compiler", "export", "func", "nn", "optim", "testing")
+_LAZY_SUBMODULES = ("compiler", "export", "func", "nn", "optim", "testing", "utils")
 
 if TYPE_CHECKING:  # mypy sees the lazily loaded subpackages as attributes: tp.nn.Linear, tp.func.grad
     from tensorplay import compiler as compiler
@@ -68,6 +71,7 @@ if TYPE_CHECKING:  # mypy sees the lazily loaded subpackages as attributes: tp.n
     from tensorplay import nn as nn
     from tensorplay import optim as optim
     from tensorplay import testing as testing
+    from tensorplay import utils as utils
     from tensorplay.compiler import compile as compile
 
 
@@ -84,13 +88,13 @@ def __getattr__(name: str) -> object:
 # The public names. mypy --strict (no implicit re-export) only lets users write ``tp.zeros`` for
 # names listed here: add every new public name.
 __all__ = [
-    "AutogradError", "AxisError", "DType", "DTypeError", "GraphCaptureError", "Index", "IndexRangeError",
+    "AutogradError", "AxisError", "DeviceError", "DType", "DTypeError", "Generator", "GraphCaptureError", "Index", "IndexRangeError",
     "Interpreter", "MissingRuleError", "Ops", "Program", "ShapeError", "Size", "Tensor", "TensorplayError",
-    "arange", "autograd", "bool", "bool_", "cat", "compile", "compiler", "dims", "eager", "empty", "empty_like",
+    "arange", "autograd", "bool", "bool_", "cat", "compile", "compiler", "cuda", "device", "dims", "eager", "empty", "empty_like",
     "enable_grad", "export", "eye", "graph",
     "float32", "float64", "from_numpy", "func", "nn", "optim", "full", "full_like", "index", "int32", "int64", "is_grad_enabled",
-    "linspace", "load", "manual_seed", "no_grad", "ones", "ones_like", "ops_of", "program", "rand", "rand_like",
-    "randint", "randn", "randn_like", "save", "set_grad_enabled", "shapecheck", "stack", "tensor", "testing", "where",
+    "linspace", "load", "manual_seed", "multinomial", "no_grad", "ones", "ones_like", "ops_of", "program", "rand", "rand_like",
+    "randint", "randn", "randn_like", "save", "set_grad_enabled", "shapecheck", "stack", "tensor", "testing", "utils", "where",
     "zeros", "zeros_like", "ValuesIndices",
     # PyTorch's top-level function forms (tensorplay.functions)
     "abs", "all", "allclose", "amax", "amin", "any", "argmax", "argmin", "argsort", "broadcast_to", "ceil", "chunk",

@@ -455,6 +455,35 @@ def chunk(ops: Interpreter, x: AnyTensor, chunks: int, dim: int) -> tuple[AnyTen
     return split(ops, x, -(-int(n) // int(chunks)), axis)
 
 
+def narrow(ops: Interpreter, x: AnyTensor, dim: int, start: Any, length: int) -> AnyTensor:
+    """``x`` restricted to ``start <= i < start + length`` along ``dim`` (a view), as ``torch.narrow``:
+    a negative ``start`` counts from the end; ``start`` may be a 0-d integer tensor (its value is read)."""
+    axis = normalize_axis(dim, x.ndim, "narrow")
+    if hasattr(start, "ndim") and hasattr(start, "item"):
+        if start.ndim != 0 or start.dtype.name not in ("int64", "int32"):
+            raise ShapeError(f"narrow: start must be an int or a 0-d integer tensor, got a {start.dtype} tensor "
+                             f"of shape {list(start.shape)}")
+        start = int(start.item())
+    for name, value in (("start", start), ("length", length)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise ShapeError(f"narrow: {name} must be an int, got {type(value).__name__} {value!r}")
+    n = x.shape[axis]
+    if not isinstance(n, (int, np.integer)):
+        raise ShapeError(f"narrow: axis {axis} has symbolic size {n}; narrow takes a static axis (slice with "
+                         f"x[..., a:b] instead)")
+    begin = int(start) + int(n) if start < 0 else int(start)
+    if not 0 <= begin <= n:
+        raise ShapeError(f"narrow: start {start} is out of range for axis {axis} of size {n} "
+                         f"(expected {-n} <= start <= {n})")
+    if length < 0 or begin + length > n:
+        raise ShapeError(f"narrow: start ({begin}) + length ({length}) exceeds the size ({n}) of axis {axis} "
+                         f"of the tensor of shape {list(x.shape)}" if length >= 0 else
+                         f"narrow: length must be non-negative, got {length}")
+    starts = tuple(begin if a == axis else 0 for a in range(x.ndim))
+    stops = tuple(begin + int(length) if a == axis else x.shape[a] for a in range(x.ndim))
+    return ops.slice(x, starts=starts, stops=stops, steps=(1,) * x.ndim)
+
+
 def triangle(ops: Interpreter, x: AnyTensor, diagonal: int, lower: bool) -> AnyTensor:
     """``tril`` (``lower``) or ``triu`` of the last two axes: the entries with ``col - row <= diagonal``
     (``>=`` for ``triu``) kept, the others zero."""

@@ -3,6 +3,7 @@
 from tensorplay.spec.errors import (
     AutogradError,
     AxisError,
+    DeviceError,
     DTypeError,
     GraphCaptureError,
     IndexRangeError,
@@ -15,6 +16,7 @@ from tensorplay.spec.errors import (
 __all__ = [
     "AutogradError",
     "AxisError",
+    "DeviceError",
     "DTypeError",
     "GraphCaptureError",
     "IndexRangeError",

@@ -20,14 +20,14 @@ graph runs). The eager payload is a numpy int64 array, as for any int64 tensor.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar, TypeVarTuple, overload
+from typing import Any, Generic, Literal, TypeVar, TypeVarTuple, overload
 
 import numpy as np
 
 from tensorplay.dtypes import plain_array
 from tensorplay.errors import AutogradError, DTypeError, ShapeError
 from tensorplay.spec.structure import index_range_error, out_of_range
-from tensorplay.tensor import Scalar, Tensor
+from tensorplay.tensor import A0, A1, One, Scalar, Tensor
 
 V = TypeVar("V", covariant=True)
 """The dim type of the bound (``Vocab``, ``Classes``, ...); covariant, so an ``Index[Vocab, ...]``
@@ -36,13 +36,18 @@ B = TypeVar("B")
 """The bound's dim type in :func:`index` (a function parameter cannot use the covariant ``V``)."""
 S = TypeVarTuple("S")
 S2 = TypeVarTuple("S2")
+Rest = TypeVarTuple("Rest")
+AnyShape = tuple[Any, ...]
 
 
 class Index(Tensor[*S], Generic[V, *S]):
     """An int64 tensor of shape ``*S`` whose values are in ``[0, bound)``; ``bound`` has type ``V``.
 
     Made by :func:`tensorplay.index`. Arithmetic on it gives plain tensors; indexing
-    (``ids[:, :-1]``) keeps the bound (a subset of in-range values is in range).
+    (``ids[:, :-1]``) and the views and copies that keep its values (``reshape``/``view``, ``flatten``,
+    ``unsqueeze``, ``squeeze``, ``permute``, ``transpose``, ``T``/``mT``, ``expand``, ``narrow``,
+    ``contiguous``, ``clone``, ``detach``, ``long``) keep the bound, at run time and for mypy:
+    ``y.reshape(-1)`` of an ``Index[Vocab, Batch, Seq]`` is an ``Index[Vocab, int]``.
     """
 
     __slots__ = ("_bound",)
@@ -78,7 +83,7 @@ class Index(Tensor[*S], Generic[V, *S]):
         return self
 
     @overload
-    def __getitem__(self, key: int) -> Index[V, *tuple[Any, ...]]: ...
+    def __getitem__(self: Index[B, A0, *Rest], key: int) -> Index[B, *Rest]: ...
 
     @overload
     def __getitem__(self, key: Any) -> Index[V, *tuple[Any, ...]]: ...
@@ -87,6 +92,91 @@ class Index(Tensor[*S], Generic[V, *S]):
         """Indexing keeps the bound: the values selected are a subset of in-range values."""
         out = super().__getitem__(key)
         return _rewrap(out, self._bound)
+
+    # ---- views and copies: the same values, so the same bound ----------------------------------
+    @overload
+    def reshape(self, a: Literal[-1], /) -> Index[V, int]: ...
+
+    @overload
+    def reshape(self, a: A0, b: Literal[-1], /) -> Index[V, A0, int]: ...
+
+    @overload
+    def reshape(self, a: A0, b: A1, c: Literal[-1], /) -> Index[V, A0, A1, int]: ...
+
+    @overload
+    def reshape(self, shape: tuple[*S2], /) -> Index[V, *S2]: ...
+
+    @overload
+    def reshape(self, *shape: *S2) -> Index[V, *S2]: ...
+
+    def reshape(self, *shape: Any) -> Any:  # type: ignore[misc]
+        """Same values, new shape (see :meth:`Tensor.reshape`); an ``Index`` with the same bound."""
+        return _rewrap(super().reshape(*shape), self._bound)
+
+    view = reshape
+
+    @overload
+    def unsqueeze(self, dim: Literal[0]) -> Index[V, One, *S]: ...
+
+    @overload
+    def unsqueeze(self, dim: Literal[-1]) -> Index[V, *S, One]: ...
+
+    @overload
+    def unsqueeze(self, dim: int) -> Index[V, *AnyShape]: ...
+
+    def unsqueeze(self, dim: int) -> Any:
+        """A size-1 axis inserted at ``dim``; an ``Index`` with the same bound."""
+        return _rewrap(super().unsqueeze(dim), self._bound)
+
+    def squeeze(self, dim: int | None = None) -> Index[V, *AnyShape]:
+        """Size-1 axes removed (see :meth:`Tensor.squeeze`); an ``Index`` with the same bound."""
+        return _rewrap(super().squeeze(dim), self._bound)  # type: ignore[no-any-return]
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Index[V, *AnyShape]:
+        """Axes ``start_dim..end_dim`` merged; an ``Index`` with the same bound."""
+        return _rewrap(super().flatten(start_dim, end_dim), self._bound)  # type: ignore[no-any-return]
+
+    def permute(self, *dims: Any) -> Index[V, *AnyShape]:
+        """Axes reordered; an ``Index`` with the same bound."""
+        return _rewrap(super().permute(*dims), self._bound)  # type: ignore[no-any-return]
+
+    def transpose(self, dim0: int, dim1: int) -> Index[V, *AnyShape]:
+        """Two axes swapped; an ``Index`` with the same bound."""
+        return _rewrap(super().transpose(dim0, dim1), self._bound)  # type: ignore[no-any-return]
+
+    @property
+    def T(self) -> Index[V, *AnyShape]:
+        """The axes reversed (a 2-d transpose); an ``Index`` with the same bound."""
+        return _rewrap(Tensor.T.fget(self), self._bound)  # type: ignore[attr-defined,no-any-return]
+
+    @property
+    def mT(self) -> Index[V, *AnyShape]:
+        """The last two axes swapped; an ``Index`` with the same bound."""
+        return _rewrap(Tensor.mT.fget(self), self._bound)  # type: ignore[attr-defined,no-any-return]
+
+    def expand(self, *shape: Any) -> Index[V, *AnyShape]:
+        """Broadcast to ``shape``; an ``Index`` with the same bound."""
+        return _rewrap(super().expand(*shape), self._bound)  # type: ignore[no-any-return]
+
+    def narrow(self, dim: int, start: Any, length: int) -> Index[V, *AnyShape]:
+        """``length`` entries from ``start`` along ``dim``; an ``Index`` with the same bound."""
+        return _rewrap(super().narrow(dim, start, length), self._bound)  # type: ignore[no-any-return]
+
+    def contiguous(self) -> Index[V, *S]:
+        """The same values in a row-major buffer; an ``Index`` with the same bound."""
+        return _rewrap(super().contiguous(), self._bound)  # type: ignore[no-any-return]
+
+    def clone(self) -> Index[V, *S]:
+        """A copy; an ``Index`` with the same bound."""
+        return _rewrap(super().clone(), self._bound)  # type: ignore[no-any-return]
+
+    def detach(self) -> Index[V, *S]:
+        """This index tensor (index tensors are never differentiated)."""
+        return _rewrap(super().detach(), self._bound)  # type: ignore[no-any-return]
+
+    def long(self) -> Index[V, *S]:
+        """This index tensor (already int64)."""
+        return _rewrap(super().long(), self._bound)  # type: ignore[no-any-return]
 
     # ---- writes: checked against the bound before they take effect ------------------------------
     def _update(self, write: Callable[[Tensor[*tuple[Any, ...]]], object], what: str) -> Index[V, *S]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, TypeVar, Ty
 
 import numpy as np
 
+from tensorplay import devices as _device
 from tensorplay import dtypes as _dt
 from tensorplay import derived as _p
 from tensorplay import sorting as _sorting
@@ -71,7 +72,8 @@ def highest_interpreter(values: Iterable[Any], default: Any) -> Any:
     highest-level one among the tensors' interpreters and ``default`` (:func:`pick_interpreter`)."""
     ops = default
     for x in values:
-        if type(x) is Tensor and x._ops is not ops:
+        # ``isinstance``: a ``Parameter`` (a subclass) swapped into a recording carries that recorder
+        if isinstance(x, Tensor) and x._ops is not ops:
             ops = pick_interpreter(ops, x._ops)
     return ops
 
@@ -1279,6 +1281,12 @@ class Tensor(Generic[*Shape]):
         """Views of ``ceil(n / chunks)``-sized pieces along ``dim`` (possibly fewer than ``chunks``)."""
         return _p.chunk(self._ops, self, chunks, dim)
 
+    def narrow(self, dim: int, start: Any, length: int) -> Tensor[*AnyShape]:
+        """The view of ``length`` entries from ``start`` along ``dim`` (a negative ``start`` counts from the
+        end), as ``torch.Tensor.narrow``. Same rank; axis ``dim`` has size ``length`` (so the result is typed
+        loosely, like a slice)."""
+        return _p.narrow(self._ops, self, dim, start, length)  # type: ignore[no-any-return]
+
     def contiguous(self) -> Tensor[*Shape]:
         """The same values in a row-major buffer (a no-op for values that already are)."""
         return self._ops.contiguous(self)
@@ -1294,9 +1302,33 @@ class Tensor(Generic[*Shape]):
             return self
         return self._ops.cast(self, dtype=target.name)
 
-    def to(self, dtype: Any) -> Tensor[*Shape]:
-        """Convert to ``dtype`` (PyTorch spelling of ``astype``)."""
-        return self.astype(dtype)
+    def to(self, *args: Any, **kwargs: Any) -> Tensor[*Shape]:
+        """PyTorch's ``to``: ``to(dtype)`` converts (as :meth:`astype`); ``to("cpu")``, ``to(device)``,
+        ``to(device, dtype)``, ``to(other)`` (``other``'s dtype) and ``dtype=``/``device=`` keywords are
+        accepted. tensorplay runs on the CPU only: the CPU device is a no-op, any other device a
+        :class:`~tensorplay.errors.DeviceError`."""
+        dtype = _device.to_arguments(args, dict(kwargs), "Tensor.to")
+        return self if dtype is None else self.astype(dtype)
+
+    def cpu(self) -> Tensor[*Shape]:
+        """This tensor (tensorplay tensors live on the CPU)."""
+        return self
+
+    def cuda(self, device: Any = None, non_blocking: bool = False) -> Tensor[*Shape]:
+        """Always a :class:`~tensorplay.errors.DeviceError`: tensorplay runs on the CPU only."""
+        _device.check_device("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device,
+                             "Tensor.cuda")
+        return self
+
+    @property
+    def device(self) -> _device.device:
+        """The CPU device (``tp.device("cpu")``)."""
+        return _device.CPU
+
+    @property
+    def is_cuda(self) -> bool:
+        """False: tensorplay runs on the CPU only."""
+        return False
 
     def float(self) -> Tensor[*Shape]:
         """Convert to float32."""

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import io
+import sys
+
 import numpy as np
+import pytest
 
 import tensorplay as tp
 from tensorplay.demo import DigitsCNN, TrainConfig, fit, load_digits_data, predict
@@ -52,3 +56,33 @@ def test_main_runs_post_training_steps(capsys: object) -> None:
     finally:
         POST_TRAINING_STEPS.remove(step)
     assert seen == [result.final_accuracy]
+
+
+class _Stream(io.StringIO):
+    """A text stream that says whether it is a terminal."""
+
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+def _fit_with_progress(stderr: _Stream, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stderr", stderr)
+    data = load_digits_data(seed=0, limit=120)
+    fit(TrainConfig(epochs=1, batch_size=32, seed=0), data, step=lambda model, opt, x, y: 0.5,
+        progress=True, log=None)
+
+
+def test_progress_bar_is_off_when_output_is_not_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    stderr = _Stream(tty=False)
+    _fit_with_progress(stderr, monkeypatch)
+    assert stderr.getvalue() == ""  # no carriage-return redraws in a log file
+
+
+def test_progress_bar_draws_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    stderr = _Stream(tty=True)
+    _fit_with_progress(stderr, monkeypatch)
+    assert "\r" in stderr.getvalue() and "batch" in stderr.getvalue()

@@ -114,8 +114,9 @@ def fit(config: TrainConfig, data: Digits, step: StepFn = train_step, progress: 
         log: Callable[[str], None] | None = print) -> TrainResult:
     """Train a fresh model on ``data`` for ``config.epochs`` epochs, evaluating after each one.
 
-    ``step`` runs one optimisation step (swap in a compiled one); ``progress`` shows a tqdm bar;
-    ``log`` receives one line per epoch.
+    ``step`` runs one optimisation step (swap in a compiled one); ``progress`` shows a tqdm bar
+    when its output (standard error) is a terminal, and nothing otherwise (no carriage-return
+    redraws in logs); ``log`` receives one line per epoch.
     """
     model = make_model(config)
     opt = make_optimizer(model, config)
@@ -126,7 +127,9 @@ def fit(config: TrainConfig, data: Digits, step: StepFn = train_step, progress: 
     bar: Any = None
     if progress:
         from tqdm import tqdm
-        bar = tqdm(total=config.epochs * n_batches, unit="batch", dynamic_ncols=True, leave=False)
+        # disable=None: tqdm turns itself off when its stream is not a terminal
+        bar = tqdm(total=config.epochs * n_batches, unit="batch", dynamic_ncols=True, leave=False,
+                   disable=None)
     write = (bar.write if bar is not None else log) if log is not None else None
     try:
         for epoch in range(1, config.epochs + 1):

@@ -6,24 +6,28 @@ leading shape of its input (prefix polymorphism) and runs under the interpreter
 of its input (eager, graph recorder, transforms).
 """
 
-from tensorplay.nn import functional, init
+from tensorplay.nn import functional, init, utils
 from tensorplay.nn.activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from tensorplay.nn.attention import MultiheadAttention
 from tensorplay.nn.container import ModuleDict, ModuleList, Sequential
 from tensorplay.nn.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
-from tensorplay.nn.dropout import Dropout
+from tensorplay.nn.adaptive import AdaptiveAvgPool1d, AdaptiveAvgPool2d
+from tensorplay.nn.dropout import Dropout, Dropout2d
 from tensorplay.nn.linear import Flatten, Identity, Linear
 from tensorplay.nn.loss import CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from tensorplay.nn.module import IncompatibleKeys, Module, StateDictError
+from tensorplay.nn.norms import GroupNorm, RMSNorm
 from tensorplay.nn.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
 from tensorplay.nn.parameter import Parameter
 from tensorplay.nn.pooling import AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
 from tensorplay.nn.sparse import Embedding
+from tensorplay.nn.transformer import TransformerEncoder, TransformerEncoderLayer
 
 __all__ = [
-    "functional", "init", "Module", "Parameter", "StateDictError", "IncompatibleKeys",
+    "functional", "init", "utils", "Module", "Parameter", "StateDictError", "IncompatibleKeys",
     "Linear", "Identity", "Flatten", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
     "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "Embedding",
     "Dropout", "MultiheadAttention", "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "LeakyReLU", "Softmax",
-    "LogSoftmax", "Sequential", "ModuleList", "ModuleDict", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss",
+    "LogSoftmax", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "Dropout2d", "GroupNorm", "RMSNorm",
+    "TransformerEncoderLayer", "TransformerEncoder", "Sequential", "ModuleList", "ModuleDict", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss",
 ]

@@ -1,4 +1,4 @@
-"""``Dropout``."""
+"""``Dropout`` and ``Dropout2d``."""
 
 from __future__ import annotations
 
@@ -25,6 +25,30 @@ class Dropout(Module):
     def forward(self, x: Tensor[*S]) -> Tensor[*S]:
         """``x`` with dropout applied when training."""
         return F.dropout(x, self.p, self.training)
+
+    if TYPE_CHECKING:
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout2d(Module):
+    """Channel-wise dropout: in training, zero whole channels (every ``H x W`` map of ``x[*lead, C, H, W]``)
+    with probability ``p`` and scale the rest by ``1/(1-p)``; the identity in evaluation. A 3-d input is
+    read as ``[N, C, L]`` (PyTorch's current behaviour: each ``L`` row is one channel). See
+    :func:`tensorplay.nn.functional.dropout2d`."""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p = p
+        self.inplace = inplace
+
+    def forward(self, x: Tensor[*S]) -> Tensor[*S]:
+        """``x`` with whole channels dropped when training."""
+        return F.dropout2d(x, self.p, self.training)
 
     if TYPE_CHECKING:
         __call__ = forward

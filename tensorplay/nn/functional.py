@@ -358,6 +358,25 @@ def dropout(input: Tensor[*S], p: float = 0.5, training: bool = True, inplace: b
     return prefix.dropout(ops, input, p, True, key=random_key(ops))  # type: ignore[no-any-return]
 
 
+def dropout2d(input: Tensor[*S], p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor[*S]:
+    """Channel-wise dropout of ``input[*lead, C, H, W]``: each channel's whole ``H x W`` map is zeroed with
+    probability ``p`` (one draw per ``[*lead, C]`` entry), the others scaled by ``1/(1-p)``, when
+    training. A 3-d input is ``[N, C, L]`` (one draw per ``[N, C]``, as PyTorch does today)."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout2d: probability has to be between 0 and 1, but got {p}")
+    if input.ndim < 3:
+        raise ShapeError(f"dropout2d: expected an input [*lead, C, H, W] (or [N, C, L]) with at least 3 axes, got "
+                         f"shape {list(shape_of(input))}; use dropout for element-wise dropout")
+    if not training or p == 0.0:
+        return input
+    ops = ops_for("dropout2d", input)
+    shape = shape_of(input)
+    kept = 2 if input.ndim == 3 else input.ndim - 2
+    ones = ops.full(shape=shape[:kept] + (1,) * (input.ndim - kept), value=1.0, dtype=input.dtype.name)
+    mask = prefix.dropout(ops, ones, p, True, key=random_key(ops))
+    return ops.mul(input, mask)  # type: ignore[no-any-return]
+
+
 def _checked_indices(ops: Any, indices: AnyTensor, size: Any, where: str, what: str,
                      allowed: int | None = None) -> tuple[AnyTensor, np.ndarray[Any, Any] | None]:
     """``indices`` checked to lie in ``[0, size)`` (or to equal ``allowed``), and their values when eager.
@@ -675,6 +694,12 @@ def cross_entropy(input: AnyTensor, target: AnyTensor, weight: AnyTensor | None 
 __all__ = [
     "IndexRangeError", "relu", "gelu", "tanh", "sigmoid", "silu", "leaky_relu", "softmax", "log_softmax",
     "linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
-    "avg_pool1d", "avg_pool2d", "layer_norm", "batch_norm", "update_running_stat", "dropout", "embedding",
+    "avg_pool1d", "avg_pool2d", "layer_norm", "batch_norm", "update_running_stat", "dropout", "dropout2d", "embedding",
     "one_hot", "scaled_dot_product_attention", "mse_loss", "l1_loss", "nll_loss", "cross_entropy",
+    "pad", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "group_norm", "rms_norm",
 ]
+
+# composed layers with their own modules (imported last: they use the helpers above only through _util)
+from tensorplay.nn.padding import pad  # noqa: E402
+from tensorplay.nn.adaptive import adaptive_avg_pool1d, adaptive_avg_pool2d  # noqa: E402
+from tensorplay.nn.norms import group_norm, rms_norm  # noqa: E402

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
+from tensorplay import devices as _device
 from tensorplay import dtypes as _dt
 from tensorplay import recording as _recording
 from tensorplay import swaps as _swaps
@@ -359,17 +360,22 @@ class Module:
         """Reset the gradients of every parameter (to ``None`` by default, else to zeros in place)."""
         reset_grads(self.parameters(), set_to_none)
 
+    def cpu(self: M) -> M:
+        """This module (its tensors live on the CPU)."""
+        return self
+
+    def cuda(self: M, device: Any = None) -> M:
+        """Always a :class:`~tensorplay.errors.DeviceError`: tensorplay runs on the CPU only."""
+        _device.check_device("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device,
+                             f"{type(self).__name__}.cuda")
+        return self
+
     def to(self: M, *args: Any, **kwargs: Any) -> M:
         """``to(dtype)``: convert every float parameter and buffer (and gradient) to ``dtype``, in place
-        (the same parameter objects, so an optimizer made earlier still sees them). A device string
-        ``"cpu"`` is accepted and ignored."""
-        target = kwargs.pop("dtype", None)
-        for arg in args:
-            if isinstance(arg, str) and arg.split(":")[0] == "cpu":
-                continue
-            target = arg
-        if kwargs:
-            raise TypeError(f"to(): unexpected keyword arguments {sorted(kwargs)}")
+        (the same parameter objects, so an optimizer made earlier still sees them). A device (``"cpu"``,
+        ``tp.device("cpu")``, ``device=``) is accepted and ignored; any other device is a
+        :class:`~tensorplay.errors.DeviceError`."""
+        target = _device.to_arguments(args, dict(kwargs), f"{type(self).__name__}.to")
         if target is None:
             return self
         dtype = _dt.to_dtype(target)

@@ -1,0 +1,5 @@
+"""``tensorplay.utils``: ``tensorplay.utils.data`` (datasets and the ``DataLoader``), as ``torch.utils``."""
+
+from tensorplay.utils import data
+
+__all__ = ["data"]
