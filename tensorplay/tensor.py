@@ -70,7 +70,8 @@ def highest_interpreter(values: Iterable[Any], default: Any) -> Any:
     highest-level one among the tensors' interpreters and ``default`` (:func:`pick_interpreter`)."""
     ops = default
     for x in values:
-        if type(x) is Tensor and x._ops is not ops:
+        # ``isinstance``: a ``Parameter`` (a subclass) swapped into a recording carries that recorder
+        if isinstance(x, Tensor) and x._ops is not ops:
             ops = pick_interpreter(ops, x._ops)
     return ops
 
