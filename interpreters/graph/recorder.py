@@ -543,13 +543,21 @@ class Recorder(BaseInterpreter):
                 f"x[key] = value on a tensor with symbolic shape {list(shape)} is not supported"
                 f"{_at(user_location(2))}; build the result with tp.where or concat")
         items = key if isinstance(key, tuple) else (key,)
-        index = tuple(np.asarray(self.concrete(k)) if isinstance(k, Tensor) else k for k in items)
+        index = tuple(np.asarray(self._index_value(k)) if isinstance(k, Tensor) else k for k in items)
         new = setitem_value(self, x, value, setitem_plan(shape, index))  # type: ignore[arg-type]
         if outside:
             self.write_state(x, new, "setitem")
             return
         x._data = new._data
         self._note_mutation(x, new._data)
+
+    def _index_value(self, k: Tensor[*tuple[Any, ...]]) -> Any:
+        """The value of the index tensor ``k`` of ``x[k] = value``: an eager tensor the traced function
+        created from constants (``tp.tensor([0, 2])``, ``tp.arange(3)``) is the same on every call and
+        is read directly (also when recording symbolically); any other needs execute mode."""
+        if type(k._data) is np.ndarray and recording.created_by(k, self):
+            return k._data
+        return self.concrete(k)
 
 
 def _tensor(ops: Any, var: Any) -> Tensor[*tuple[Any, ...]]:
