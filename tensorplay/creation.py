@@ -124,8 +124,7 @@ def full(*shape_and_value: Any, dtype: Any = None, requires_grad: bool = False) 
         raise TypeError("full: expected full(shape, fill_value)")
     shape, value = shape_and_value
     default = "bool" if isinstance(value, bool) else "int64" if isinstance(value, int) else "float32"
-    dims = _check_shape(tuple(shape), "full")
-    return _new(np.full(dims, value, dtype=_dtype_name(dtype, default)), requires_grad)
+    return _filled("full", tuple(shape), value, _dtype_name(dtype, default), requires_grad)  # type: ignore[no-any-return]
 
 
 @overload
@@ -141,9 +140,8 @@ def zeros(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[
 
 
 def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Any:  # type: ignore[misc]
-    """A tensor of zeros: ``zeros(2, 3)`` or ``zeros((2, 3))``."""
-    dims = _check_shape(_p.shape_args(shape), "zeros")
-    return _new(np.zeros(dims, dtype=_dtype_name(dtype)), requires_grad)
+    """A tensor of zeros: ``zeros(2, 3)`` or ``zeros((2, 3))`` (sizes may be symbolic, see :func:`_filled`)."""
+    return _filled("zeros", _p.shape_args(shape), 0, _dtype_name(dtype), requires_grad)
 
 
 @overload
@@ -159,9 +157,8 @@ def ones(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[*
 
 
 def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Any:  # type: ignore[misc]
-    """A tensor of ones: ``ones(2, 3)`` or ``ones((2, 3))``."""
-    dims = _check_shape(_p.shape_args(shape), "ones")
-    return _new(np.ones(dims, dtype=_dtype_name(dtype)), requires_grad)
+    """A tensor of ones: ``ones(2, 3)`` or ``ones((2, 3))`` (sizes may be symbolic, see :func:`_filled`)."""
+    return _filled("ones", _p.shape_args(shape), 1, _dtype_name(dtype), requires_grad)
 
 
 @overload
@@ -178,8 +175,33 @@ def empty(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[
 
 def empty(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Any:  # type: ignore[misc]
     """A tensor whose values are unspecified (here: zeros, so nothing uninitialised leaks)."""
-    dims = _check_shape(_p.shape_args(shape), "empty")
-    return _new(np.zeros(dims, dtype=_dtype_name(dtype)), requires_grad)
+    return _filled("empty", _p.shape_args(shape), 0, _dtype_name(dtype), requires_grad)
+
+
+def _symbolic_ops(sizes: Sequence[Any], where: str) -> Any:
+    """The recording a factory runs in when one of ``sizes`` is symbolic (``tp.ones(T, T)`` with
+    ``T = x.shape[1]`` under ``tp.export`` or a dynamic ``tp.compile``), else ``None``. A symbolic size with
+    no recording in progress (one kept from a finished trace) is a :class:`ShapeError`."""
+    if not any(isinstance(d, SymDim) for d in sizes):
+        return None
+    ops = _creating()
+    if ops is eager:
+        d = next(d for d in sizes if isinstance(d, SymDim))
+        raise ShapeError(f"{where}: size {d} is a symbolic dim, but no graph recording is in progress (a size "
+                         "kept from a finished trace?); pass an int")
+    return ops
+
+
+def _filled(where: str, shape: Sequence[Any], value: Scalar, dtype: str, requires_grad: bool) -> Any:
+    """``value`` everywhere in a tensor of ``shape``: eagerly a numpy array; when a size is symbolic
+    (see :func:`_symbolic_ops`) a recorded ``full`` of that symbolic shape, so the program keeps the size
+    dynamic instead of specialising it."""
+    ops = _symbolic_ops(shape, where)
+    if ops is None:
+        dims = _check_shape(shape, where)
+        return _new(np.full(dims, value, dtype=dtype), requires_grad)
+    out = ops.full(shape=_check_dims(shape, where, ops), value=value, dtype=dtype)
+    return out.requires_grad_(True) if requires_grad else out
 
 
 def _filled_like(x: Tensor[*tuple[Any, ...]], value: Scalar, dtype: Any, requires_grad: bool) -> Any:
@@ -215,15 +237,51 @@ def empty_like(x: Tensor[*S], dtype: Any = None, requires_grad: bool = False) ->
 
 def arange(start: Scalar, end: Scalar | None = None, step: Scalar = 1, dtype: Any = None,
            requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]:
-    """``[start, end)`` in steps of ``step``; int64 when all arguments are ints, else float32."""
+    """``[start, end)`` in steps of ``step``; int64 when all arguments are ints, else float32.
+
+    Under a recording the bounds may be symbolic sizes (``tp.arange(x.shape[1])``): the result is recorded
+    (``iota``), its length ``ceil((end - start) / step)`` a symbolic size; ``start`` and ``step`` must then
+    be ints (a float step would make the length a non-integer expression of the size)."""
     if end is None:
         start, end = 0, start
-    if step == 0:
+    if isinstance(step, SymDim) or step == 0:
+        if isinstance(step, SymDim):
+            raise ShapeError(f"arange: step must be a number, not the symbolic size {step}")
         raise ShapeError("arange: step must be non-zero")
-    ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end, step))
+    ints = all(isinstance(v, (int, SymDim)) and not isinstance(v, bool) for v in (start, end, step))
     name = _dtype_name(dtype, "int64" if ints else "float32")
+    ops = _symbolic_ops((start, end), "arange")
+    if ops is not None:
+        return _symbolic_arange(ops, start, end, step, name, requires_grad)  # type: ignore[no-any-return]
     values = np.arange(start, end, step, dtype=np.float64 if not ints else np.int64)
     return _new(fit_dtype(values, np.dtype(name), "arange"), requires_grad)
+
+
+def _symbolic_arange(ops: Any, start: Any, end: Any, step: Any, dtype: str, requires_grad: bool) -> Any:
+    """``arange`` with a symbolic bound, recorded in ``ops``: ``start + step * iota(length)``."""
+    for what, v in (("start", start), ("step", step)):
+        if not isinstance(v, (int, SymDim)) or isinstance(v, bool):
+            if isinstance(v, float) and v.is_integer():
+                continue
+            raise ShapeError(f"arange: with a symbolic bound ({start}, {end}), {what} must be an int, got "
+                             f"{type(v).__name__} {v!r}")
+    if not isinstance(end, (int, SymDim)):
+        if not (isinstance(end, float) and end.is_integer()):
+            raise ShapeError(f"arange: with a symbolic start ({start}), end must be an int, got "
+                             f"{type(end).__name__} {end!r}")
+    start, end, step = (v if isinstance(v, SymDim) else int(v) for v in (start, end, step))
+    span = end - start if step > 0 else start - end
+    # an empty range when the bounds are the wrong way round: decided on the sizes (a guard under compile,
+    # the declared ranges under export)
+    length = (span + abs(step) - 1) // abs(step) if span >= 0 else 0
+    out = ops.iota(length=length, dtype="int64")
+    if step != 1:
+        out = ops.mul(out, step)
+    if not (isinstance(start, int) and start == 0):
+        out = ops.add(out, start)
+    if dtype != "int64":
+        out = ops.cast(out, dtype=dtype)
+    return out.requires_grad_(True) if requires_grad else out
 
 
 def linspace(start: float, end: float, steps: int, dtype: Any = None,
@@ -235,9 +293,18 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None,
 
 
 def eye(n: int, m: int | None = None, dtype: Any = None, requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]:
-    """The ``n x m`` identity matrix (``m = n`` by default)."""
-    dims = _check_shape((n, n if m is None else m), "eye")
-    return _new(np.eye(dims[0], dims[1], dtype=_dtype_name(dtype)), requires_grad)
+    """The ``n x m`` identity matrix (``m = n`` by default); under a recording ``n`` and ``m`` may be
+    symbolic sizes (recorded as ``iota(n)[:, None] == iota(m)[None, :]``)."""
+    sizes = (n, n if m is None else m)
+    ops = _symbolic_ops(sizes, "eye")
+    if ops is None:
+        dims = _check_shape(sizes, "eye")
+        return _new(np.eye(dims[0], dims[1], dtype=_dtype_name(dtype)), requires_grad)
+    rows, cols = _check_dims(sizes, "eye", ops)
+    hit = ops.eq(ops.reshape(ops.iota(length=rows, dtype="int64"), shape=(rows, 1)),
+                 ops.reshape(ops.iota(length=cols, dtype="int64"), shape=(1, cols)))
+    out = ops.cast(hit, dtype=_dtype_name(dtype))
+    return out.requires_grad_(True) if requires_grad else out  # type: ignore[no-any-return]
 
 
 def manual_seed(seed: int) -> None:

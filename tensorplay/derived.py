@@ -467,6 +467,16 @@ def triangle(ops: Interpreter, x: AnyTensor, diagonal: int, lower: bool) -> AnyT
     return ops.where(keep, x, False if x.dtype.name == "bool" else 0)
 
 
+def causal_mask(ops: Interpreter, n: Any, m: Any) -> AnyTensor:
+    """The bool ``[n, m]`` mask of causal attention, True where ``col <= row`` (``tril`` of ones): a
+    constant for int sizes; built from ``iota`` when a size is symbolic, so the size stays dynamic."""
+    if not isinstance(n, SymDim) and not isinstance(m, SymDim):
+        return ops.constant(np.tril(np.ones((n, m), dtype=bool)))
+    rows = ops.reshape(ops.iota(length=n, dtype="int64"), shape=(n, 1))
+    cols = ops.reshape(ops.iota(length=m, dtype="int64"), shape=(1, m))
+    return ops.le(cols, rows)
+
+
 def outer(ops: Interpreter, a: AnyTensor, b: AnyTensor) -> AnyTensor:
     """``a[M] b[N] -> [M, N]``, ``out[i, j] = a[i] * b[j]`` (a broadcast product, no matrix product)."""
     if a.ndim != 1 or b.ndim != 1:
@@ -493,6 +503,15 @@ def matmul(ops: Interpreter, a: AnyTensor, b: AnyTensor) -> AnyTensor:
 
 def _is_index_tensor(item: Any) -> bool:
     return isinstance(item, (_tensor_module.Tensor, list, np.ndarray))
+
+
+def has_symbolic_item(key: Any) -> bool:
+    """Whether an indexing ``key`` holds a symbolic size (an item, or a slice bound)."""
+    for it in (key if isinstance(key, tuple) else (key,)):
+        if isinstance(it, SymDim) or (isinstance(it, builtins.slice) and (
+                isinstance(it.start, SymDim) or isinstance(it.stop, SymDim) or isinstance(it.step, SymDim))):
+            return True
+    return False
 
 
 def getitem(ops: Interpreter, x: AnyTensor, key: Any) -> AnyTensor:
@@ -569,16 +588,24 @@ def getitem(ops: Interpreter, x: AnyTensor, key: Any) -> AnyTensor:
             _append(starts, stops, steps, i, i + 1, 1)
         axis += 1
     out = x
-    if (tuple(starts), tuple(stops), tuple(steps)) != (tuple(0 for _ in shape), shape, tuple(1 for _ in shape)):
+    if not (same_sizes(starts, (0,) * builtins.len(shape)) and same_sizes(stops, shape)
+            and same_sizes(steps, (1,) * builtins.len(shape))):
         out = ops.slice(out, starts=tuple(starts), stops=tuple(stops), steps=tuple(steps))
     if index is not None and index.dtype.name == "bool":
         out = _mask_select(ops, out, index, index_axis, shape)
         out_shape[out_shape.index(-1)] = out.shape[index_axis]
     elif index is not None:
         out = ops.gather(out, index, axis=index_axis)
-    if tuple(out.shape) != tuple(out_shape):
+    if not same_sizes(out.shape, out_shape):
         out = ops.reshape(out, shape=tuple(out_shape))
     return out
+
+
+def same_sizes(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    """Whether two shapes are the same entry for entry, structurally: a symbolic size equals only the same
+    expression, never an int (comparing one with an int would make ``tp.compile`` guard on its value)."""
+    return builtins.len(a) == builtins.len(b) and all(
+        (x == y) if isinstance(x, SymDim) == isinstance(y, SymDim) else False for x, y in zip(a, b))
 
 
 def _check_unambiguous(items: Sequence[Any]) -> None:
@@ -677,6 +704,8 @@ def _slice_bounds(it: builtins.slice, size: Any) -> tuple[Any, Any, int, Any]:
     capture with dynamic dims) the bounds are assumed to lie in range, as they would for a large
     enough static size; negative bounds count from the end."""
     if isinstance(size, (int, np.integer)):
+        if isinstance(it.start, SymDim) or isinstance(it.stop, SymDim):
+            return _symbolic_slice_bounds(it, int(size))
         start, stop, step = it.indices(int(size))
         return start, stop, step, builtins.len(range(start, stop, step))
     step = 1 if it.step is None else operator.index(it.step)
@@ -694,6 +723,31 @@ def _slice_bounds(it: builtins.slice, size: Any) -> tuple[Any, Any, int, Any]:
         return start, stop, step, (stop - start) if step == 1 else (stop - start + step - 1) // step
     start, stop = bound(it.start, size - 1), bound(it.stop, -1)
     return start, stop, step, (start - stop + (-step - 1)) // (-step)
+
+
+def _symbolic_slice_bounds(it: builtins.slice, size: int) -> tuple[Any, Any, int, Any]:
+    """``slice.indices`` for an axis of static ``size`` and bounds that are symbolic sizes (``weight[:T]``,
+    ``T = x.shape[1]``): the same clamping, each comparison decided on the sizes (a guard under
+    ``tp.compile``; under export the declared ranges decide it, or it becomes a requirement on the dim)."""
+    step = 1 if it.step is None else operator.index(it.step)
+    if step == 0:
+        raise ValueError("slice step cannot be zero")
+    low, high = (0, size) if step > 0 else (-1, size - 1)
+
+    def bound(value: Any, default: int) -> Any:
+        if value is None:
+            return default
+        value = value if isinstance(value, SymDim) else operator.index(value)
+        if value < 0:
+            value = value + size
+        if value < low:
+            return low
+        return high if value > high else value
+
+    start, stop = bound(it.start, low if step > 0 else high), bound(it.stop, high if step > 0 else low)
+    span = stop - start if step > 0 else start - stop
+    length = (span + abs(step) - 1) // abs(step) if span >= 0 else 0
+    return start, stop, step, length
 
 
 def _append(starts: list[Any], stops: list[Any], steps: list[Any], start: Any, stop: Any, step: Any) -> None:

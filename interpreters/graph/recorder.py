@@ -55,9 +55,11 @@ _RULE_MEMO: dict[Any, Aval] = {}
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _PACKAGE = os.path.dirname(os.path.dirname(_HERE))  # tensorplay/ (interpreters/ and spec/ are inside it)
+_NUMPY = os.path.dirname(os.path.abspath(np.__file__))  # numpy's own frames are never the user's line
 _INTERNAL_PREFIXES = tuple(sorted({path + os.sep for d in ("", "spec", "interpreters")
                                    for path in (os.path.join(_PACKAGE, d).rstrip(os.sep),
-                                                os.path.realpath(os.path.join(_PACKAGE, d)))}))
+                                                os.path.realpath(os.path.join(_PACKAGE, d)))}
+                                  | {_NUMPY + os.sep, os.path.realpath(_NUMPY) + os.sep}))
 _internal_code: dict[CodeType, bool] = {}
 
 
@@ -73,7 +75,7 @@ def _is_internal(code: CodeType) -> bool:
 
 
 def user_location(depth: int = 1) -> Location | None:
-    """The first frame outside tensorplay, spec and interpreters (the user's line), or ``None``."""
+    """The first frame outside tensorplay, spec, interpreters and numpy (the user's line), or ``None``."""
     frame: Any = sys._getframe(depth)
     while frame is not None:
         code = frame.f_code
