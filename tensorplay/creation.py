@@ -50,8 +50,14 @@ def _new(array: np.ndarray[Any, Any], requires_grad: bool) -> Tensor[*tuple[Any,
 
 
 def _python_ints(data: Any) -> np.ndarray[Any, Any]:
-    """``data`` (nested lists of Python ints too large for int64/uint64) as an object array of ints."""
+    """``data`` (nested lists of Python ints too large for int64/uint64) as an object array of ints; a
+    symbolic size in it (``tp.tensor([x.shape[1]])`` under a dynamic dim) gives its value
+    (:meth:`SymDim.value_for`)."""
     array = np.array(data, dtype=object)
+    flat = array.reshape(-1)
+    for i, v in enumerate(flat):
+        if isinstance(v, SymDim):
+            flat[i] = v.value_for("tp.tensor of a symbolic size (tp.full((), size) keeps it symbolic)")
     if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in array.reshape(-1)):
         raise DTypeError(f"tensor: cannot make a tensor from data of numpy dtype object ({type(data).__name__}); "
                          "expected numbers or bools")
@@ -123,7 +129,7 @@ def full(*shape_and_value: Any, dtype: Any = None, requires_grad: bool = False) 
     if len(shape_and_value) != 2:
         raise TypeError("full: expected full(shape, fill_value)")
     shape, value = shape_and_value
-    default = "bool" if isinstance(value, bool) else "int64" if isinstance(value, int) else "float32"
+    default = "bool" if isinstance(value, bool) else "int64" if isinstance(value, (int, SymDim)) else "float32"
     return _filled("full", tuple(shape), value, _dtype_name(dtype, default), requires_grad)  # type: ignore[no-any-return]
 
 
@@ -196,11 +202,16 @@ def _filled(where: str, shape: Sequence[Any], value: Scalar, dtype: str, require
     """``value`` everywhere in a tensor of ``shape``: eagerly a numpy array; when a size is symbolic
     (see :func:`_symbolic_ops`) a recorded ``full`` of that symbolic shape, so the program keeps the size
     dynamic instead of specialising it."""
-    ops = _symbolic_ops(shape, where)
+    ops = _symbolic_ops(tuple(shape) + (value,), where)
     if ops is None:
         dims = _check_shape(shape, where)
         return _new(np.full(dims, value, dtype=dtype), requires_grad)
-    out = ops.full(shape=_check_dims(shape, where, ops), value=value, dtype=dtype)
+    dims = _check_dims(shape, where, ops)
+    if isinstance(value, SymDim):  # ``tp.full((n,), x.shape[1])``: the size as a value, recorded
+        out = ops.add(ops.full(shape=dims, value=0, dtype=dtype), value)
+        out = out if out.dtype.name == dtype else ops.cast(out, dtype=dtype)
+    else:
+        out = ops.full(shape=dims, value=value, dtype=dtype)
     return out.requires_grad_(True) if requires_grad else out
 
 
@@ -257,18 +268,20 @@ def arange(start: Scalar, end: Scalar | None = None, step: Scalar = 1, dtype: An
     return _new(fit_dtype(values, np.dtype(name), "arange"), requires_grad)
 
 
+def _integral(value: Any) -> bool:
+    return isinstance(value, SymDim) or (isinstance(value, (int, float, np.integer, np.floating))
+                                         and not isinstance(value, bool) and float(value).is_integer())
+
+
 def _symbolic_arange(ops: Any, start: Any, end: Any, step: Any, dtype: str, requires_grad: bool) -> Any:
-    """``arange`` with a symbolic bound, recorded in ``ops``: ``start + step * iota(length)``."""
-    for what, v in (("start", start), ("step", step)):
-        if not isinstance(v, (int, SymDim)) or isinstance(v, bool):
-            if isinstance(v, float) and v.is_integer():
-                continue
-            raise ShapeError(f"arange: with a symbolic bound ({start}, {end}), {what} must be an int, got "
-                             f"{type(v).__name__} {v!r}")
-    if not isinstance(end, (int, SymDim)):
-        if not (isinstance(end, float) and end.is_integer()):
-            raise ShapeError(f"arange: with a symbolic start ({start}), end must be an int, got "
-                             f"{type(end).__name__} {end!r}")
+    """``arange`` with a symbolic bound, recorded in ``ops``: ``start + step * iota(length)``. With a
+    non-integer start, end or step the length is no integer expression of the size: the size's value is
+    needed (``tp.compile`` specialises on it; export names the call)."""
+    if not all(_integral(v) for v in (start, end, step)):
+        what = f"arange({start}, {end}, {step}) with a non-integer start, end or step"
+        start, end = (v.value_for(what) if isinstance(v, SymDim) else v for v in (start, end))
+        values = np.arange(start, end, step, dtype=np.float64)
+        return _new(fit_dtype(values, np.dtype(dtype), "arange"), requires_grad)
     start, end, step = (v if isinstance(v, SymDim) else int(v) for v in (start, end, step))
     span = end - start if step > 0 else start - end
     # an empty range when the bounds are the wrong way round: decided on the sizes (a guard under compile,
@@ -287,6 +300,8 @@ def _symbolic_arange(ops: Any, start: Any, end: Any, step: Any, dtype: str, requ
 def linspace(start: float, end: float, steps: int, dtype: Any = None,
              requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    if isinstance(steps, SymDim):
+        steps = steps.value_for("linspace's number of steps")
     if steps < 0:
         raise ShapeError(f"linspace: number of steps must be non-negative, got {steps}")
     return _new(np.linspace(start, end, steps).astype(_dtype_name(dtype)), requires_grad)

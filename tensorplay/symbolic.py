@@ -385,6 +385,13 @@ class SymDim:
             return int(handler.dim_value(self, what))
         raise self._no_value(what)
 
+    def value_for(self, what: str) -> int:
+        """The size as an ``int``, for ``what`` (an operation that cannot keep it symbolic, named in the
+        words of the user's code): under ``tp.compile`` the captured size, guarded (the compiled code
+        specialises on it); otherwise a :class:`~tensorplay.errors.GraphCaptureError` saying ``what`` needs
+        the value (export reports it as a specialisation, with the user's line)."""
+        return self._captured_value(what)
+
     def __int__(self) -> int:
         return self._captured_value("int() of a size")
 
