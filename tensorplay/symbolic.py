@@ -271,6 +271,31 @@ class SymDim:
         raise GraphCaptureError(f"symbolic dims: {other} // {self} divides by a symbolic size; "
                                 "only division by a positive int is supported")
 
+    def __truediv__(self, other: object) -> float:
+        if not isinstance(other, (SymDim, numbers.Real)) or isinstance(other, bool):
+            return NotImplemented
+        return self._as_float(f"{self} / {other}") / _float_value(other, f"{self} / {other}")
+
+    def __rtruediv__(self, other: object) -> float:
+        if not isinstance(other, numbers.Real) or isinstance(other, bool):
+            return NotImplemented
+        return float(other) / self._as_float(f"{other} / {self}")
+
+    def __pow__(self, other: object) -> Any:
+        if _is_int(other) and _as_int(other) >= 0:  # an integer power stays a symbolic size
+            out: Any = 1
+            for _ in range(_as_int(other)):
+                out = out * self
+            return out
+        if not isinstance(other, (SymDim, numbers.Real)) or isinstance(other, bool):
+            return NotImplemented
+        return self._as_float(f"{self} ** {other}") ** _float_value(other, f"{self} ** {other}")
+
+    def _as_float(self, expression: str) -> float:
+        """The value of the size for ``expression``, a float of it (which cannot stay symbolic)."""
+        return float(self.value_for(f"{expression} (a Python float computed from a symbolic size; tensor "
+                                    "arithmetic such as x / size, or // on sizes, keeps it symbolic)"))
+
     def __mod__(self, other: object) -> Dim:
         if not _is_int(other):
             return NotImplemented
@@ -459,6 +484,11 @@ class SymDim:
 
     def __reduce__(self) -> Any:
         return (parse_dim, (str(self),))
+
+
+def _float_value(value: object, expression: str) -> float:
+    """``value`` (a number or a symbolic size) as a float, for ``expression`` (see :meth:`SymDim._as_float`)."""
+    return value._as_float(expression) if isinstance(value, SymDim) else float(value)  # type: ignore[arg-type]
 
 
 def _times(x: float, y: float) -> float:

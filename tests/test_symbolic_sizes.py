@@ -281,6 +281,8 @@ NEEDS_VALUE: dict[str, tuple[Callable[[AnyTensor], AnyTensor], str]] = {
                           r"arange\(0, seq, 0\.5\) with a non-integer start, end or step"),
     "linspace": (lambda x: x + tp.linspace(0, 1, x.shape[1]), r"linspace's number of steps"),
     "tensor_of_a_size": (lambda x: x + tp.tensor([x.shape[1]]), r"tp\.tensor of a symbolic size"),
+    "true_division_of_a_size": (lambda x: x * (x.shape[1] / 2), r"seq / 2 \(a Python float computed from a symbolic"),
+    "float_power_of_a_size": (lambda x: x * x.shape[1] ** 0.5, r"seq \*\* 0\.5 \(a Python float"),
 }
 
 
@@ -296,6 +298,17 @@ def test_a_size_that_cannot_stay_symbolic_names_the_call_and_the_line(name: str)
     for n in (6, 1, 9):
         x = _input((3, n), n)
         np.testing.assert_allclose(as_array(compiled(x)), as_array(fn(x)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["size_divides_a_tensor", "integer_power_of_a_size"])
+def test_sizes_in_tensor_arithmetic_stay_symbolic(name: str) -> None:
+    fn = {"size_divides_a_tensor": lambda x: x * x.shape[1] / 2 + x / x.shape[1],
+          "integer_power_of_a_size": lambda x: x.reshape(x.shape[0], x.shape[1] ** 1) * x.shape[1] ** 2}[name]
+    _check_sizes(round_trip(export(fn, (_input((3, 6), 0),), dynamic_shapes=[{1: SEQ}])).module(), fn,
+                 lambda n: (3, n), name)
+    compiled = tp.compile(fn, dynamic=True)
+    _check_sizes(compiled, fn, lambda n: (3, n), name)
+    assert compiled.compile_count == 1
 
 
 def test_a_symbolic_size_outside_a_recording_is_a_clear_error() -> None:
