@@ -118,12 +118,44 @@ def test_exported_with_a_dynamic_dim_matches_eager_at_every_size(name: str) -> N
     _check_sizes(round_trip(ep).module(), fn, shape, name)
 
 
+@pytest.mark.parametrize("backend", ["eager", "numba"])
 @pytest.mark.parametrize("name", list(CASES))
-def test_compiled_with_dynamic_shapes_matches_eager_at_every_size_without_recompiling(name: str) -> None:
+def test_compiled_with_dynamic_shapes_matches_eager_at_every_size_without_recompiling(name: str, backend: str) -> None:
     fn, shape, _ = CASES[name]
-    compiled = tp.compile(fn, dynamic=True)
+    compiled = tp.compile(fn, dynamic=True, backend=backend)
     _check_sizes(compiled, fn, shape, name)
     assert compiled.compile_count == 1, f"{name}: a size was specialised"
+
+
+def test_slicing_past_a_static_axis_becomes_a_bound_on_the_dim() -> None:
+    """``WEIGHT[:T]`` with ``T`` declared up to 64 but ``WEIGHT`` of 32 rows: the program needs ``T <= 32``,
+    which export reports with the fix (as ``torch.export`` does), not a specialisation."""
+    def fn(x: AnyTensor) -> AnyTensor:
+        return x + WEIGHT[:x.shape[0]]
+
+    with pytest.raises(ConstraintViolationError, match=r"the program requires seq <= 32") as info:
+        export(fn, (_input((5, 4), 0),), dynamic_shapes=[{0: Dim("seq", min=1, max=64)}])
+    assert '"kind": "set_max", "dim": "seq", "value": 32' in str(info.value)
+
+
+def test_an_index_input_slices_a_parameter_by_its_length() -> None:
+    """``emb(idx) + pos.weight[:idx.shape[1]]`` with ``idx`` a bounded ``Index`` input of dynamic shape."""
+    emb, pos = nn.Embedding(10, 4), nn.Embedding(16, 4)
+
+    def fn(idx: AnyTensor) -> AnyTensor:
+        return emb(idx) + pos.weight[:idx.shape[1]]  # type: ignore[no-any-return]
+
+    def ids(b: int, t: int) -> AnyTensor:
+        return tp.index(np.random.default_rng(t).integers(0, 10, (b, t)), 10)
+
+    ep = round_trip(export(fn, (ids(2, 5),), dynamic_shapes=[{0: Dim("b", min=1, max=4),
+                                                                1: Dim("seq", min=1, max=16)}]))
+    compiled = tp.compile(fn, dynamic=True)
+    for b, t in ((2, 5), (1, 1), (3, 7), (4, 16)):
+        expected = as_array(fn(ids(b, t)))
+        np.testing.assert_allclose(as_array(ep.module()(ids(b, t))), expected, rtol=1e-6)
+        np.testing.assert_allclose(as_array(compiled(ids(b, t))), expected, rtol=1e-6)
+    assert compiled.compile_count == 1
 
 
 def test_gradients_through_a_symbolic_slice_and_positions_match_pytorch() -> None:
