@@ -205,7 +205,8 @@ def _filled(where: str, shape: Sequence[Any], value: Scalar, dtype: str, require
     ops = _symbolic_ops(tuple(shape) + (value,), where)
     if ops is None:
         dims = _check_shape(shape, where)
-        return _new(np.full(dims, value, dtype=dtype), requires_grad)
+        zero = type(value) is int and value == 0  # calloc'd pages: a large zeros costs no writes
+        return _new(np.zeros(dims, dtype=dtype) if zero else np.full(dims, value, dtype=dtype), requires_grad)
     dims = _check_dims(shape, where, ops)
     if isinstance(value, SymDim):  # ``tp.full((n,), x.shape[1])``: the size as a value, recorded
         out = ops.add(ops.full(shape=dims, value=0, dtype=dtype), value)
