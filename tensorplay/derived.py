@@ -18,6 +18,7 @@ import numpy as np
 
 from tensorplay.dtypes import plain_array
 from tensorplay.errors import AxisError, DTypeError, ShapeError
+from tensorplay import compile_hooks
 from tensorplay import tensor as _tensor_module
 from tensorplay.symbolic import SymDim
 
@@ -314,14 +315,32 @@ def resolve_shape(shape: Sequence[Any], numel: Any, where: str, given: Sequence[
         raise ShapeError(f"{where}: shape {list(shape)} is invalid for a tensor of shape {list(given)} "
                          f"({numel} elements)")
     filled = list(shape)
-    filled[holes[0]] = numel // known
+    filled[holes[0]] = _inferred_size(numel, known, where, shape, given)
     return tuple(filled)
+
+
+def _inferred_size(numel: Any, known: Any, where: str, shape: tuple[Any, ...], given: Sequence[Any]) -> Any:
+    """``numel / known`` for a ``-1``. With symbolic sizes the division need not be exact as expressions
+    (``B*F / (2*B)`` under ``tp.compile(dynamic=True)``, where ``F`` is symbolic too): the symbolic part
+    divides exactly and the integer factor floor-divides (``F//2``); ``tp.compile`` guards the remainder
+    being 0, and export's probe re-checks the reshape at concrete sizes."""
+    if not isinstance(numel, SymDim) or not isinstance(known, SymDim) or len(known._key) != 1:
+        return numel // known
+    (mono, coef), = known._key
+    if coef == 1:
+        return numel // known
+    quotient = numel // SymDim._from_key(((mono, 1),)) if mono else numel
+    remainder = quotient % coef
+    if isinstance(remainder, SymDim) and compile_hooks.handler() is not None and not (remainder == 0):
+        raise ShapeError(f"{where}: shape {list(shape)} is invalid for a tensor of shape {list(given)}: "
+                         f"{numel} elements do not divide by {known}")
+    return quotient // coef
 
 
 def reshape(ops: Interpreter, x: AnyTensor, shape: Sequence[Any]) -> AnyTensor:
     """Same elements, new shape; one entry may be ``-1``. A no-op when the shape is unchanged."""
     target = resolve_shape(shape, numel_of(x.shape), "reshape", x.shape)
-    if tuple(target) == tuple(x.shape):
+    if same_sizes(target, x.shape):
         return x
     return ops.reshape(x, shape=target)
 
@@ -394,7 +413,7 @@ def expand(ops: Interpreter, x: AnyTensor, shape: Sequence[Any]) -> AnyTensor:
     offset = len(shape) - x.ndim
     target = tuple(x.shape[i - offset] if (isinstance(d, int) and d == -1 and i >= offset) else d
                    for i, d in enumerate(shape))
-    if target == tuple(x.shape):
+    if same_sizes(target, x.shape):
         return x
     return ops.broadcast_to(x, shape=target)
 
@@ -415,16 +434,21 @@ def split(ops: Interpreter, x: AnyTensor, split_size_or_sections: int | Sequence
         if isinstance(total, int) and isinstance(n, (int, np.integer)) and total != n:
             raise ShapeError(f"split: the section sizes {sizes} add up to {total}, but axis {axis} has size {n} "
                              f"(tensor shape {list(x.shape)})")
+    elif isinstance(split_size_or_sections, SymDim) and isinstance(n, SymDim) and split_size_or_sections == n:
+        sizes = [n]  # ``x.split(x.shape[d], d)``: one piece, whatever the size
     else:
-        if isinstance(split_size_or_sections, bool) or not isinstance(split_size_or_sections, (int, np.integer)):
+        if isinstance(split_size_or_sections, bool) or not isinstance(split_size_or_sections,
+                                                                      (int, np.integer, SymDim)):
             raise ShapeError(f"split: split_size_or_sections must be an int or a list of ints, got "
                              f"{type(split_size_or_sections).__name__} {split_size_or_sections!r}")
-        size = int(split_size_or_sections)
+        # the number of pieces is a Python int: a symbolic size must give its value (compile specialises)
+        what = "split into pieces of a symbolic size (pass the list of sizes to keep them symbolic)"
+        size = split_size_or_sections.value_for(what) if isinstance(split_size_or_sections, SymDim) \
+            else int(split_size_or_sections)
+        if isinstance(n, SymDim):
+            n = n.value_for(f"split of an axis of symbolic size {n} (pass the list of sizes to keep it symbolic)")
         if size < 0 or (size == 0 and n != 0):
             raise ShapeError(f"split: split_size must be positive, got {size} for an axis of size {n}")
-        if not isinstance(n, (int, np.integer)):
-            raise ShapeError(f"split: the number of pieces of an axis of symbolic size {n} is not known; pass "
-                             "the list of sizes instead")
         sizes = [builtins.min(size, n - start) for start in range(0, n, size)] if n else [0]
     pieces = []
     start: Any = 0
@@ -445,8 +469,8 @@ def chunk(ops: Interpreter, x: AnyTensor, chunks: int, dim: int) -> tuple[AnyTen
         raise ShapeError(f"chunk: chunks must be a positive int, got {chunks!r}")
     axis = normalize_axis(dim, x.ndim, "chunk")
     n = x.shape[axis]
-    if not isinstance(n, (int, np.integer)):
-        raise ShapeError(f"chunk: the pieces of an axis of symbolic size {n} are not known; use split with sizes")
+    if isinstance(n, SymDim):  # the number of pieces is a Python int: the size gives its value (compile specialises)
+        n = n.value_for(f"chunk of an axis of symbolic size {n} (split with a list of sizes keeps it symbolic)")
     if n == 0:
         return split(ops, x, [0] * int(chunks), axis)
     return split(ops, x, -(-int(n) // int(chunks)), axis)
