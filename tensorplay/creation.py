@@ -202,7 +202,13 @@ def _filled(where: str, shape: Sequence[Any], value: Scalar, dtype: str, require
     """``value`` everywhere in a tensor of ``shape``: eagerly a numpy array; when a size is symbolic
     (see :func:`_symbolic_ops`) a recorded ``full`` of that symbolic shape, so the program keeps the size
     dynamic instead of specialising it."""
-    ops = _symbolic_ops(tuple(shape) + (value,), where)
+    ops = None
+    for d in shape:  # a plain loop: the all-int check costs less than a generator on this eager path
+        if type(d) is not int:
+            ops = _symbolic_ops(tuple(shape) + (value,), where)
+            break
+    if isinstance(value, SymDim):
+        ops = _symbolic_ops(tuple(shape) + (value,), where)
     if ops is None:
         dims = _check_shape(shape, where)
         zero = type(value) is int and value == 0  # calloc'd pages: a large zeros costs no writes
@@ -262,9 +268,9 @@ def arange(start: Scalar, end: Scalar | None = None, step: Scalar = 1, dtype: An
         raise ShapeError("arange: step must be non-zero")
     ints = all(isinstance(v, (int, SymDim)) and not isinstance(v, bool) for v in (start, end, step))
     name = _dtype_name(dtype, "int64" if ints else "float32")
-    ops = _symbolic_ops((start, end), "arange")
-    if ops is not None:
-        return _symbolic_arange(ops, start, end, step, name, requires_grad)  # type: ignore[no-any-return]
+    if isinstance(start, SymDim) or isinstance(end, SymDim):
+        return _symbolic_arange(_symbolic_ops((start, end), "arange"), start, end, step,
+                                name, requires_grad)
     values = np.arange(start, end, step, dtype=np.float64 if not ints else np.int64)
     return _new(fit_dtype(values, np.dtype(name), "arange"), requires_grad)
 
@@ -312,7 +318,7 @@ def eye(n: int, m: int | None = None, dtype: Any = None, requires_grad: bool = F
     """The ``n x m`` identity matrix (``m = n`` by default); under a recording ``n`` and ``m`` may be
     symbolic sizes (recorded as ``iota(n)[:, None] == iota(m)[None, :]``)."""
     sizes = (n, n if m is None else m)
-    ops = _symbolic_ops(sizes, "eye")
+    ops = _symbolic_ops(sizes, "eye") if isinstance(n, SymDim) or isinstance(m, SymDim) else None
     if ops is None:
         dims = _check_shape(sizes, "eye")
         return _new(np.eye(dims[0], dims[1], dtype=_dtype_name(dtype)), requires_grad)
@@ -320,7 +326,7 @@ def eye(n: int, m: int | None = None, dtype: Any = None, requires_grad: bool = F
     hit = ops.eq(ops.reshape(ops.iota(length=rows, dtype="int64"), shape=(rows, 1)),
                  ops.reshape(ops.iota(length=cols, dtype="int64"), shape=(1, cols)))
     out = ops.cast(hit, dtype=_dtype_name(dtype))
-    return out.requires_grad_(True) if requires_grad else out  # type: ignore[no-any-return]
+    return out.requires_grad_(True) if requires_grad else out
 
 
 def manual_seed(seed: int) -> None:
