@@ -350,6 +350,16 @@ def test_sizes_in_tensor_arithmetic_stay_symbolic(name: str) -> None:
     assert compiled.compile_count == 1
 
 
+def test_a_size_read_by_numpy_is_blamed_on_the_users_line_not_numpys() -> None:
+    def fn(x: AnyTensor) -> AnyTensor:
+        return x + tp.from_numpy(np.ones(x.shape[1], np.float32))
+
+    with pytest.raises(ConstraintViolationError, match="specialises seq to 6") as info:
+        export(fn, (_input((3, 6), 0),), dynamic_shapes=[{1: SEQ}])
+    text = str(info.value)
+    assert f"{__file__}:" in text and "numeric.py" not in text, text
+
+
 def test_a_symbolic_size_outside_a_recording_is_a_clear_error() -> None:
     from tensorplay.symbolic import sym
 
