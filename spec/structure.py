@@ -146,10 +146,8 @@ def pad_rule(x: Aval, *, pads: tuple[tuple[int, int], ...], value: float = 0.0) 
             f"(x: {fmt_shape(x.shape)})")
     shape = []
     for i, pair in enumerate(pads):
-        # a symbolic amount (the backward of ``weight[:T]`` pads by ``n - T``) is trusted to be >= 0, as a
-        # symbolic slice bound is; a concrete one is checked
-        if (not isinstance(pair, (tuple, list)) or len(pair) != 2
-                or any((p < 0) if is_known(p) else not hasattr(p, "free_symbols") for p in pair)):
+        if (not isinstance(pair, (tuple, list)) or len(pair) != 2 or not known(*pair)
+                or pair[0] < 0 or pair[1] < 0):
             raise ShapeError(
                 f"pad: pads[{i}] must be a pair of non-negative ints, got {pair!r} (x: {fmt_shape(x.shape)})")
         shape.append(x.shape[i] + pair[0] + pair[1])

@@ -723,6 +723,82 @@ def setitem_value(ops: Interpreter, old: AnyTensor, value: Any, plan: SetitemPla
     return ops.where(ops.constant(plan.written), ops.reshape(scattered, shape=plan.shape), old)
 
 
+def _basic_setitem_key(key: Any, ndim: int) -> list[Any] | None:
+    """``key`` as one ``slice`` or ``int`` per axis when it holds only basic items (ints, slices, ``...``;
+    no ``None``, no tensor or list), else ``None``."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    for it in items:
+        if not (it is Ellipsis or isinstance(it, (builtins.slice, int, np.integer, SymDim))) or isinstance(it, bool):
+            return None
+    if sum(1 for it in items if it is Ellipsis) > 1:
+        raise ShapeError("indexing: an index can only have a single ellipsis ('...')")
+    consumed = sum(1 for it in items if it is not Ellipsis)
+    if consumed > ndim:
+        raise ShapeError(f"setitem: too many indices for a tensor of rank {ndim}: {consumed} given")
+    if Ellipsis in items:
+        pos = items.index(Ellipsis)
+        items[pos:pos + 1] = [builtins.slice(None)] * (ndim - consumed)
+    return items + [builtins.slice(None)] * (ndim - builtins.len(items))
+
+
+def symbolic_setitem_value(ops: Interpreter, old: AnyTensor, key: Any, value: Any) -> AnyTensor | None:
+    """The value of ``old`` after ``old[key] = value`` for a basic ``key`` (ints and slices with positive
+    steps) when a size or a bound is symbolic (``pe = tp.zeros(T, D); pe[:, 0::2] = ...`` under a dynamic
+    dim), built from primitives: per axis, the written positions ``i`` (a mask from ``iota``) and the entry
+    of ``value`` each reads (``(i - start) // step``, a ``gather``), then ``where``. ``None`` when ``key`` is
+    not of that form (the caller refuses it)."""
+    shape = tuple(old.shape)
+    items = _basic_setitem_key(key, builtins.len(shape))
+    if items is None:
+        return None
+    dtype = old.dtype.name
+    val = value if isinstance(value, _tensor_module.Tensor) else ops.constant(np.asarray(value, dtype=dtype))
+    bounds = []
+    region = []
+    for axis, (it, size) in enumerate(zip(items, shape)):
+        if not isinstance(it, builtins.slice):
+            i = it if isinstance(it, SymDim) else operator.index(it)
+            if not isinstance(size, SymDim) and not isinstance(i, SymDim) and not -size <= i < size:
+                raise AxisError(f"setitem: index {i} is out of range for axis {axis} of size {size} "
+                                f"(tensor shape {list(shape)})")
+            i = i + size if i < 0 else i
+            bounds.append((i, i + 1, 1, 1))
+            continue
+        start, stop, step, length = _slice_bounds(it, size)
+        if step < 0:
+            return None
+        bounds.append((start, stop, step, length))
+        region.append(length)
+    if not any(isinstance(d, SymDim) for d in (*val.shape, *region)):
+        check_setitem_value(tuple(val.shape), tuple(region))  # else the rule of broadcast_to checks it
+    if not same_sizes(val.shape, region):
+        val = ops.broadcast_to(val, shape=tuple(region))
+    if val.dtype.name != dtype:
+        val = ops.cast(val, dtype=dtype)
+    val = ops.reshape(val, shape=tuple(b[3] for b in bounds))  # int items keep a size-1 axis
+    written: AnyTensor | None = None
+    for axis, (start, stop, step, length) in enumerate(bounds):
+        size = shape[axis]
+        start_, stop_, length_ = operand(start, ops), operand(stop, ops), operand(length, ops)
+        positions = ops.iota(length=size, dtype="int64")
+        offset = ops.sub(positions, start_)
+        inside = ops.logical_and(ops.ge(offset, 0), ops.lt(positions, stop_))
+        if step == 1:
+            entry = offset
+        else:  # integer floor division through float64: exact for any size an array can have
+            entry = ops.cast(ops.floor(ops.div(ops.cast(offset, dtype="float64"), float(step))), dtype="int64")
+            inside = ops.logical_and(inside, ops.eq(ops.mul(entry, step), offset))
+        # positions outside the region read a padded entry (so an empty region gathers in range too)
+        padded = ops.pad(val, pads=tuple((0, 1) if a == axis else (0, 0) for a in range(builtins.len(shape))))
+        val = ops.gather(padded, ops.minimum(ops.maximum(entry, 0), length_), axis=axis)
+        lead = (1,) * axis + (size,) + (1,) * (builtins.len(shape) - axis - 1)
+        mask = ops.reshape(inside, shape=lead)
+        written = mask if written is None else ops.logical_and(written, mask)
+    if written is None:  # a 0-d target: the whole tensor is written
+        return val
+    return ops.where(written, val, old)
+
+
 def _slice_bounds(it: builtins.slice, size: Any) -> tuple[Any, Any, int, Any]:
     """``(start, stop, step, length)`` of ``it`` on an axis of ``size``. For a symbolic size (graph
     capture with dynamic dims) the bounds are assumed to lie in range, as they would for a large
@@ -739,7 +815,7 @@ def _slice_bounds(it: builtins.slice, size: Any) -> tuple[Any, Any, int, Any]:
     def bound(value: Any, default: Any) -> Any:
         if value is None:
             return default
-        value = operator.index(value)
+        value = value if isinstance(value, SymDim) else operator.index(value)
         return value + size if value < 0 else value
 
     if step > 0:

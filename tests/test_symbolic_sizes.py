@@ -8,6 +8,7 @@ What cannot stay symbolic says which call needs the value, at the user's line, a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -50,6 +51,27 @@ def _heads(x: AnyTensor) -> AnyTensor:
     return x.view(b, t, 2, 4).transpose(1, 2)
 
 
+def _sinusoidal(x: AnyTensor) -> AnyTensor:
+    """Positional encodings computed in the forward for the input's length (written into a zeros tensor)."""
+    t, d = x.shape
+    pe = tp.zeros(t, d)
+    position = tp.arange(t, dtype=tp.float32)[:, None]
+    freq = tp.exp(tp.arange(0, d, 2, dtype=tp.float32) * (-math.log(10000.0) / d))
+    pe[:, 0::2] = tp.sin(position * freq)
+    pe[:, 1::2] = tp.cos(position * freq)
+    return x + pe
+
+
+def _writes(x: AnyTensor) -> AnyTensor:
+    y = x.clone()
+    y[:, :2] = 0.0
+    y[0] = 1.0
+    y[-1] = x[0] * 2
+    y[1:, 5] = x[:-1, 6]
+    y[..., 3] = -1.0
+    return y
+
+
 # name -> (function, shape of the input at size n, the input's dynamic axes)
 Case = tuple[Callable[[AnyTensor], AnyTensor], Callable[[int], tuple[int, ...]], dict[int, Dim]]
 SQUARE: dict[int, Dim] = {0: SEQ, 1: SEQ}
@@ -88,6 +110,8 @@ CASES: dict[str, Case] = {
     "flatten": (lambda x: x[None].expand(2, -1, -1).flatten(0, 1), lambda n: (n, 4), {0: SEQ}),
     "split_whole_axis_and_sections": (lambda x: x.split(x.shape[0], 0)[0] * x.split([1, x.shape[0] - 1])[0],
                                       lambda n: (n, 4), {0: SEQ}),
+    "setitem_sinusoidal_positions": (_sinusoidal, lambda n: (n, 8), {0: SEQ}),
+    "setitem_rows_columns_and_ellipsis": (_writes, lambda n: (n, 8), {0: SEQ}),
     "sdpa_causal": (lambda x: F.scaled_dot_product_attention(x[None], x[None], x[None], is_causal=True),
                     lambda n: (n, 8), {0: SEQ}),
     "sdpa_causal_heads": (lambda x: F.scaled_dot_product_attention(_heads(x), _heads(x), _heads(x), is_causal=True),
@@ -160,6 +184,43 @@ def test_an_index_input_slices_a_parameter_by_its_length() -> None:
         expected = as_array(fn(ids(b, t)))
         np.testing.assert_allclose(as_array(ep.module()(ids(b, t))), expected, rtol=1e-6)
         np.testing.assert_allclose(as_array(compiled(ids(b, t))), expected, rtol=1e-6)
+    assert compiled.compile_count == 1
+
+
+def test_a_write_between_symbolic_bounds_needs_the_sizes_it_implies() -> None:
+    def fn(x: AnyTensor) -> AnyTensor:
+        y = x * 1
+        y[::3, 1::2] = 7.0
+        y[2:x.shape[0] - 1, 0] = tp.arange(x.shape[0] - 3, dtype=tp.float32)
+        return y
+
+    with pytest.raises(ConstraintViolationError, match=r"the program requires seq >= 3"):
+        export(fn, (_input((6, 8), 0),), dynamic_shapes=[{0: SEQ}])
+    ep = round_trip(export(fn, (_input((6, 8), 0),), dynamic_shapes=[{0: Dim("seq", min=3, max=MAX)}]))
+    compiled = tp.compile(fn, dynamic=True)
+    for n in (6, 3, 7, MAX):
+        x = _input((n, 8), n)
+        np.testing.assert_allclose(as_array(ep.module()(x)), as_array(fn(x)), err_msg=f"size {n}")
+        np.testing.assert_allclose(as_array(compiled(x)), as_array(fn(x)), err_msg=f"size {n}")
+    assert compiled.compile_count == 1
+
+
+def test_gradients_of_a_symbolic_write_match_pytorch() -> None:
+    compiled = tp.compile(lambda x, v: (_writes(x) * v).sum(), dynamic=True)
+    for n in (6, 1, 7):
+        x = _input((n, 8), n).requires_grad_(True)
+        v = _input((n, 8), 100 + n)
+        compiled(x, v).backward()
+        tx = torch.tensor(as_array(x), requires_grad=True)
+        y = tx.clone()
+        y[:, :2] = 0.0
+        y[0] = 1.0
+        y[-1] = tx[0] * 2
+        y[1:, 5] = tx[:-1, 6]
+        y[..., 3] = -1.0
+        (y * torch.from_numpy(as_array(v))).sum().backward()
+        assert x.grad is not None and tx.grad is not None
+        np.testing.assert_allclose(as_array(x.grad), tx.grad.numpy(), rtol=1e-6, err_msg=f"size {n}")
     assert compiled.compile_count == 1
 
 

@@ -43,7 +43,8 @@ from tensorplay.spec.aval import Aval
 from tensorplay.spec.errors import DTypeError, GraphCaptureError, TensorplayError
 from tensorplay import random_state, recording
 from tensorplay.ops import PRIMITIVE_NAMES
-from tensorplay.derived import check_inplace_operand, clamp, setitem_plan, setitem_value
+from tensorplay.derived import (check_inplace_operand, clamp, has_symbolic_item, setitem_plan, setitem_value,
+                                symbolic_setitem_value)
 from tensorplay.interpreter import BaseInterpreter
 from tensorplay.symbolic import SymDim
 from tensorplay.tensor import Tensor, highest_interpreter
@@ -540,13 +541,22 @@ class Recorder(BaseInterpreter):
         if outside:
             self._check_outside_write(x, "x[key] = value")
         shape = tuple(self.lift(x).shape)
-        if any(isinstance(d, SymDim) for d in shape):
-            raise GraphCaptureError(
-                f"x[key] = value on a tensor with symbolic shape {list(shape)} is not supported"
-                f"{_at(user_location(2))}; build the result with tp.where or concat")
+        if any(isinstance(d, SymDim) for d in shape) or has_symbolic_item(key):
+            new = symbolic_setitem_value(self, _tensor(self, self.lift(x)), key, value)  # type: ignore[arg-type]
+            if new is None:
+                raise GraphCaptureError(
+                    f"x[key] = value on a tensor with symbolic shape {list(shape)} supports ints and slices with "
+                    f"positive steps as the key, got {key!r}{_at(user_location(2))}; build the result with "
+                    "tp.where or concat")
+            self._bind_setitem(x, new, outside)
+            return
         items = key if isinstance(key, tuple) else (key,)
         index = tuple(np.asarray(self._index_value(k)) if isinstance(k, Tensor) else k for k in items)
         new = setitem_value(self, x, value, setitem_plan(shape, index))  # type: ignore[arg-type]
+        self._bind_setitem(x, new, outside)
+
+    def _bind_setitem(self, x: Tensor[*tuple[Any, ...]], new: Tensor[*tuple[Any, ...]], outside: bool) -> None:
+        """``x`` now holds ``new`` (recorded as a state write when ``x`` is not a value of this recording)."""
         if outside:
             self.write_state(x, new, "setitem")
             return
