@@ -224,6 +224,21 @@ def test_gradients_of_a_symbolic_write_match_pytorch() -> None:
     assert compiled.compile_count == 1
 
 
+def test_an_exported_gradient_through_a_symbolic_slice_saves_loads_and_matches_pytorch() -> None:
+    import tensorplay.func as TF
+
+    def grad_of_weight(x: AnyTensor, w: AnyTensor) -> AnyTensor:
+        return TF.grad(lambda w: ((x + w[:x.shape[0]]) ** 2).sum())(w)  # type: ignore[no-any-return]
+
+    ep = round_trip(export(grad_of_weight, (_input((5, 4), 0), WEIGHT), dynamic_shapes=[{0: SEQ}, None]))
+    for n in (1, 7, MAX):
+        x = _input((n, 4), n)
+        w = torch.tensor(as_array(WEIGHT), requires_grad=True)
+        ((torch.from_numpy(as_array(x)) + w[:n]) ** 2).sum().backward()
+        assert w.grad is not None
+        np.testing.assert_allclose(as_array(ep.module()(x, WEIGHT)), w.grad.numpy(), rtol=1e-6, err_msg=f"{n}")
+
+
 def test_gradients_through_a_symbolic_slice_and_positions_match_pytorch() -> None:
     """``pe[:, :T]`` and ``emb(tp.arange(T))`` under a dynamic compile: the backward of the slice pads by
     the symbolic ``MAX - T``; compared with PyTorch at every size."""
