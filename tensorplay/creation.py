@@ -257,9 +257,10 @@ def arange(start: Scalar, end: Scalar | None = None, step: Scalar = 1, dtype: An
            requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]:
     """``[start, end)`` in steps of ``step``; int64 when all arguments are ints, else float32.
 
-    Under a recording the bounds may be symbolic sizes (``tp.arange(x.shape[1])``): the result is recorded
-    (``iota``), its length ``ceil((end - start) / step)`` a symbolic size; ``start`` and ``step`` must then
-    be ints (a float step would make the length a non-integer expression of the size)."""
+    Under a recording the bounds may be symbolic sizes (``tp.arange(x.shape[1])``): with integral start,
+    end and step the result is recorded (``iota``), its length ``ceil((end - start) / step)`` a symbolic
+    size; otherwise the length is no integer expression of the size and its value is needed (see
+    :meth:`~tensorplay.symbolic.SymDim.value_for`)."""
     if end is None:
         start, end = 0, start
     if isinstance(step, SymDim) or step == 0:
