@@ -66,6 +66,17 @@ def _check_numbers(data: Any) -> None:
                          "expected numbers or bools")
 
 
+def _sizes_as_values(data: Any) -> Any:
+    """``data`` (nested lists and tuples) with each symbolic size replaced by its value: ``tp.tensor([T])``
+    under a dynamic dim needs the size's value (:meth:`SymDim.value_for`; ``tp.full((), T)`` keeps it
+    symbolic)."""
+    if isinstance(data, SymDim):
+        return data.value_for("tp.tensor of a symbolic size (tp.full((), size) keeps it symbolic)")
+    if isinstance(data, (list, tuple)):
+        return [_sizes_as_values(v) for v in data]
+    return data
+
+
 def _from_python(data: Any, array: np.ndarray[Any, Any], target: np.dtype[Any] | None) -> np.ndarray[Any, Any]:
     """``array = np.array(data)`` for nested Python lists and numbers ``data``, with numpy's lossy handling
     of ints beyond int64 resolved as PyTorch's: without a ``target`` dtype, ints alone infer int64, so such
@@ -123,6 +134,9 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor[
     target = None if dtype is None else _dt.to_dtype(dtype).numpy
     array = np.array(data, copy=True)
     if python:
+        if array.dtype.kind == "O" and find_leaf(data, lambda v: isinstance(v, SymDim)) is not None:
+            data = _sizes_as_values(data)
+            array = np.array(data, copy=True)
         array = _from_python(data, array, target)
     if target is not None:
         try:
@@ -164,11 +178,11 @@ def full(*shape_and_value: Any, dtype: Any = None, requires_grad: bool = False) 
     if len(shape_and_value) != 2:
         raise TypeError("full: expected full(shape, fill_value)")
     shape, value = shape_and_value
-    default = "bool" if isinstance(value, bool) else "int64" if isinstance(value, int) else "float32"
-    dims = _check_shape(tuple(shape), "full")
+    default = "bool" if isinstance(value, bool) else "int64" if isinstance(value, (int, SymDim)) else "float32"
     name = _dtype_name(dtype, default)
-    check_scalar_fits(value, np.dtype(name), "full: fill value")
-    return _new(np.full(dims, value, dtype=name), requires_grad)
+    if not isinstance(value, SymDim):
+        check_scalar_fits(value, np.dtype(name), "full: fill value")
+    return _filled("full", tuple(shape), value, name, requires_grad)  # type: ignore[no-any-return]
 
 
 @overload
@@ -184,9 +198,8 @@ def zeros(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[
 
 
 def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Any:  # type: ignore[misc]
-    """A tensor of zeros: ``zeros(2, 3)`` or ``zeros((2, 3))``."""
-    dims = _check_shape(_p.shape_args(shape), "zeros")
-    return _new(np.zeros(dims, dtype=_dtype_name(dtype)), requires_grad)
+    """A tensor of zeros: ``zeros(2, 3)`` or ``zeros((2, 3))`` (sizes may be symbolic, see :func:`_filled`)."""
+    return _filled("zeros", _p.shape_args(shape), 0, _dtype_name(dtype), requires_grad)
 
 
 @overload
@@ -202,9 +215,8 @@ def ones(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[*
 
 
 def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Any:  # type: ignore[misc]
-    """A tensor of ones: ``ones(2, 3)`` or ``ones((2, 3))``."""
-    dims = _check_shape(_p.shape_args(shape), "ones")
-    return _new(np.ones(dims, dtype=_dtype_name(dtype)), requires_grad)
+    """A tensor of ones: ``ones(2, 3)`` or ``ones((2, 3))`` (sizes may be symbolic, see :func:`_filled`)."""
+    return _filled("ones", _p.shape_args(shape), 1, _dtype_name(dtype), requires_grad)
 
 
 @overload
@@ -221,8 +233,45 @@ def empty(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[
 
 def empty(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Any:  # type: ignore[misc]
     """A tensor whose values are unspecified (here: zeros, so nothing uninitialised leaks)."""
-    dims = _check_shape(_p.shape_args(shape), "empty")
-    return _new(np.zeros(dims, dtype=_dtype_name(dtype)), requires_grad)
+    return _filled("empty", _p.shape_args(shape), 0, _dtype_name(dtype), requires_grad)
+
+
+def _symbolic_ops(sizes: Sequence[Any], where: str) -> Any:
+    """The recording a factory runs in when one of ``sizes`` is symbolic (``tp.ones(T, T)`` with
+    ``T = x.shape[1]`` under ``tp.export`` or a dynamic ``tp.compile``), else ``None``. A symbolic size with
+    no recording in progress (one kept from a finished trace) is a :class:`ShapeError`."""
+    if not any(isinstance(d, SymDim) for d in sizes):
+        return None
+    ops = _creating()
+    if ops is eager:
+        d = next(d for d in sizes if isinstance(d, SymDim))
+        raise ShapeError(f"{where}: size {d} is a symbolic dim, but no graph recording is in progress (a size "
+                         "kept from a finished trace?); pass an int")
+    return ops
+
+
+def _filled(where: str, shape: Sequence[Any], value: Scalar, dtype: str, requires_grad: bool) -> Any:
+    """``value`` everywhere in a tensor of ``shape``: eagerly a numpy array; when a size is symbolic
+    (see :func:`_symbolic_ops`) a recorded ``full`` of that symbolic shape, so the program keeps the size
+    dynamic instead of specialising it."""
+    ops = None
+    for d in shape:  # a plain loop: the all-int check costs less than a generator on this eager path
+        if type(d) is not int:
+            ops = _symbolic_ops(tuple(shape) + (value,), where)
+            break
+    if isinstance(value, SymDim):
+        ops = _symbolic_ops(tuple(shape) + (value,), where)
+    if ops is None:
+        dims = _check_shape(shape, where)
+        zero = type(value) is int and value == 0  # calloc'd pages: a large zeros costs no writes
+        return _new(np.zeros(dims, dtype=dtype) if zero else np.full(dims, value, dtype=dtype), requires_grad)
+    dims = _check_dims(shape, where, ops)
+    if isinstance(value, SymDim):  # ``tp.full((n,), x.shape[1])``: the size as a value, recorded
+        out = ops.add(ops.full(shape=dims, value=0, dtype=dtype), value)
+        out = out if out.dtype.name == dtype else ops.cast(out, dtype=dtype)
+    else:
+        out = ops.full(shape=dims, value=value, dtype=dtype)
+    return out.requires_grad_(True) if requires_grad else out
 
 
 def _filled_like(x: Tensor[*tuple[Any, ...]], value: Scalar, dtype: Any, requires_grad: bool) -> Any:
@@ -260,24 +309,67 @@ def empty_like(x: Tensor[*S], dtype: Any = None, requires_grad: bool = False) ->
 def arange(start: Scalar, end: Scalar | None = None, step: Scalar = 1, dtype: Any = None,
            requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]:
     """``[start, end)`` in steps of ``step``; int64 when all arguments are ints, else float32. An int
-    argument beyond int64 raises :class:`OverflowError`, as PyTorch."""
+    argument beyond int64 raises :class:`OverflowError`, as PyTorch.
+
+    Under a recording the bounds may be symbolic sizes (``tp.arange(x.shape[1])``): with integral start,
+    end and step the result is recorded (``iota``), its length ``ceil((end - start) / step)`` a symbolic
+    size; otherwise the length is no integer expression of the size and its value is needed (see
+    :meth:`~tensorplay.symbolic.SymDim.value_for`)."""
     if end is None:
         start, end = 0, start
+    if isinstance(step, SymDim):
+        raise ShapeError(f"arange: step must be a number, not the symbolic size {step}")
     for what, v in (("start", start), ("end", end), ("step", step)):
-        _check_number(v, f"arange: {what}", finite=True)
+        if not isinstance(v, SymDim):
+            _check_number(v, f"arange: {what}", finite=True)
     if step == 0:
         raise ShapeError("arange: step must be non-zero")
-    ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end, step))
+    ints = all(isinstance(v, (int, SymDim)) and not isinstance(v, bool) for v in (start, end, step))
     for what, v in (("start", start), ("end", end), ("step", step)):  # counted in int64 or float64
-        check_scalar_fits(v, np.dtype(np.int64 if ints else np.float64), f"arange: {what}")
+        if not isinstance(v, SymDim):
+            check_scalar_fits(v, np.dtype(np.int64 if ints else np.float64), f"arange: {what}")
     name = _dtype_name(dtype, "int64" if ints else "float32")
+    if isinstance(start, SymDim) or isinstance(end, SymDim):
+        return _symbolic_arange(_symbolic_ops((start, end), "arange"), start, end, step,
+                                name, requires_grad)
     values = np.arange(start, end, step, dtype=np.float64 if not ints else np.int64)
     return _new(fit_dtype(values, np.dtype(name), "arange"), requires_grad)
+
+
+def _integral(value: Any) -> bool:
+    return isinstance(value, SymDim) or (isinstance(value, (int, float, np.integer, np.floating))
+                                         and not isinstance(value, bool) and float(value).is_integer())
+
+
+def _symbolic_arange(ops: Any, start: Any, end: Any, step: Any, dtype: str, requires_grad: bool) -> Any:
+    """``arange`` with a symbolic bound, recorded in ``ops``: ``start + step * iota(length)``. With a
+    non-integer start, end or step the length is no integer expression of the size: the size's value is
+    needed (``tp.compile`` specialises on it; export names the call)."""
+    if not all(_integral(v) for v in (start, end, step)):
+        what = f"arange({start}, {end}, {step}) with a non-integer start, end or step"
+        start, end = (v.value_for(what) if isinstance(v, SymDim) else v for v in (start, end))
+        values = np.arange(start, end, step, dtype=np.float64)
+        return _new(fit_dtype(values, np.dtype(dtype), "arange"), requires_grad)
+    start, end, step = (v if isinstance(v, SymDim) else int(v) for v in (start, end, step))
+    span = end - start if step > 0 else start - end
+    # an empty range when the bounds are the wrong way round: decided on the sizes (a guard under compile,
+    # the declared ranges under export)
+    length = (span + abs(step) - 1) // abs(step) if span >= 0 else 0
+    out = ops.iota(length=length, dtype="int64")
+    if step != 1:
+        out = ops.mul(out, step)
+    if not (isinstance(start, int) and start == 0):
+        out = ops.add(out, start)
+    if dtype != "int64":
+        out = ops.cast(out, dtype=dtype)
+    return out.requires_grad_(True) if requires_grad else out
 
 
 def linspace(start: float, end: float, steps: int, dtype: Any = None,
              requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    if isinstance(steps, SymDim):
+        steps = steps.value_for("linspace's number of steps")
     _check_number(start, "linspace: start", finite=False)
     _check_number(end, "linspace: end", finite=False)
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
@@ -288,9 +380,18 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None,
 
 
 def eye(n: int, m: int | None = None, dtype: Any = None, requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]:
-    """The ``n x m`` identity matrix (``m = n`` by default)."""
-    dims = _check_shape((n, n if m is None else m), "eye")
-    return _new(np.eye(dims[0], dims[1], dtype=_dtype_name(dtype)), requires_grad)
+    """The ``n x m`` identity matrix (``m = n`` by default); under a recording ``n`` and ``m`` may be
+    symbolic sizes (recorded as ``iota(n)[:, None] == iota(m)[None, :]``)."""
+    sizes = (n, n if m is None else m)
+    ops = _symbolic_ops(sizes, "eye") if isinstance(n, SymDim) or isinstance(m, SymDim) else None
+    if ops is None:
+        dims = _check_shape(sizes, "eye")
+        return _new(np.eye(dims[0], dims[1], dtype=_dtype_name(dtype)), requires_grad)
+    rows, cols = _check_dims(sizes, "eye", ops)
+    hit = ops.eq(ops.reshape(ops.iota(length=rows, dtype="int64"), shape=(rows, 1)),
+                 ops.reshape(ops.iota(length=cols, dtype="int64"), shape=(1, cols)))
+    out = ops.cast(hit, dtype=_dtype_name(dtype))
+    return out.requires_grad_(True) if requires_grad else out
 
 
 def manual_seed(seed: int) -> None:

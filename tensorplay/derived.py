@@ -19,6 +19,7 @@ import numpy as np
 from tensorplay.dtypes import plain_array
 from tensorplay.errors import AxisError, DTypeError, ShapeError
 from tensorplay.pydata import check_scalar_fits
+from tensorplay import compile_hooks
 from tensorplay import tensor as _tensor_module
 from tensorplay.symbolic import SymDim
 
@@ -317,14 +318,32 @@ def resolve_shape(shape: Sequence[Any], numel: Any, where: str, given: Sequence[
         raise ShapeError(f"{where}: shape {list(shape)} is invalid for a tensor of shape {list(given)} "
                          f"({numel} elements)")
     filled = list(shape)
-    filled[holes[0]] = numel // known
+    filled[holes[0]] = _inferred_size(numel, known, where, shape, given)
     return tuple(filled)
+
+
+def _inferred_size(numel: Any, known: Any, where: str, shape: tuple[Any, ...], given: Sequence[Any]) -> Any:
+    """``numel / known`` for a ``-1``. With symbolic sizes the division need not be exact as expressions
+    (``B*F / (2*B)`` under ``tp.compile(dynamic=True)``, where ``F`` is symbolic too): the symbolic part
+    divides exactly and the integer factor floor-divides (``F//2``); ``tp.compile`` guards the remainder
+    being 0, and export's probe re-checks the reshape at concrete sizes."""
+    if not isinstance(numel, SymDim) or not isinstance(known, SymDim) or len(known._key) != 1:
+        return numel // known
+    (mono, coef), = known._key
+    if coef == 1:
+        return numel // known
+    quotient = numel // SymDim._from_key(((mono, 1),)) if mono else numel
+    remainder = quotient % coef
+    if isinstance(remainder, SymDim) and compile_hooks.handler() is not None and not (remainder == 0):
+        raise ShapeError(f"{where}: shape {list(shape)} is invalid for a tensor of shape {list(given)}: "
+                         f"{numel} elements do not divide by {known}")
+    return quotient // coef
 
 
 def reshape(ops: Interpreter, x: AnyTensor, shape: Sequence[Any]) -> AnyTensor:
     """Same elements, new shape; one entry may be ``-1``. A no-op when the shape is unchanged."""
     target = resolve_shape(shape, numel_of(x.shape), "reshape", x.shape)
-    if tuple(target) == tuple(x.shape):
+    if same_sizes(target, x.shape):
         return x
     return ops.reshape(x, shape=target)
 
@@ -397,7 +416,7 @@ def expand(ops: Interpreter, x: AnyTensor, shape: Sequence[Any]) -> AnyTensor:
     offset = len(shape) - x.ndim
     target = tuple(x.shape[i - offset] if (isinstance(d, int) and d == -1 and i >= offset) else d
                    for i, d in enumerate(shape))
-    if target == tuple(x.shape):
+    if same_sizes(target, x.shape):
         return x
     return ops.broadcast_to(x, shape=target)
 
@@ -418,16 +437,21 @@ def split(ops: Interpreter, x: AnyTensor, split_size_or_sections: int | Sequence
         if isinstance(total, int) and isinstance(n, (int, np.integer)) and total != n:
             raise ShapeError(f"split: the section sizes {sizes} add up to {total}, but axis {axis} has size {n} "
                              f"(tensor shape {list(x.shape)})")
+    elif isinstance(split_size_or_sections, SymDim) and isinstance(n, SymDim) and split_size_or_sections == n:
+        sizes = [n]  # ``x.split(x.shape[d], d)``: one piece, whatever the size
     else:
-        if isinstance(split_size_or_sections, bool) or not isinstance(split_size_or_sections, (int, np.integer)):
+        if isinstance(split_size_or_sections, bool) or not isinstance(split_size_or_sections,
+                                                                      (int, np.integer, SymDim)):
             raise ShapeError(f"split: split_size_or_sections must be an int or a list of ints, got "
                              f"{type(split_size_or_sections).__name__} {split_size_or_sections!r}")
-        size = int(split_size_or_sections)
+        # the number of pieces is a Python int: a symbolic size must give its value (compile specialises)
+        what = "split into pieces of a symbolic size (pass the list of sizes to keep them symbolic)"
+        size = split_size_or_sections.value_for(what) if isinstance(split_size_or_sections, SymDim) \
+            else int(split_size_or_sections)
+        if isinstance(n, SymDim):
+            n = n.value_for(f"split of an axis of symbolic size {n} (pass the list of sizes to keep it symbolic)")
         if size < 0 or (size == 0 and n != 0):
             raise ShapeError(f"split: split_size must be positive, got {size} for an axis of size {n}")
-        if not isinstance(n, (int, np.integer)):
-            raise ShapeError(f"split: the number of pieces of an axis of symbolic size {n} is not known; pass "
-                             "the list of sizes instead")
         sizes = [builtins.min(size, n - start) for start in range(0, n, size)] if n else [0]
     pieces = []
     start: Any = 0
@@ -448,8 +472,8 @@ def chunk(ops: Interpreter, x: AnyTensor, chunks: int, dim: int) -> tuple[AnyTen
         raise ShapeError(f"chunk: chunks must be a positive int, got {chunks!r}")
     axis = normalize_axis(dim, x.ndim, "chunk")
     n = x.shape[axis]
-    if not isinstance(n, (int, np.integer)):
-        raise ShapeError(f"chunk: the pieces of an axis of symbolic size {n} are not known; use split with sizes")
+    if isinstance(n, SymDim):  # the number of pieces is a Python int: the size gives its value (compile specialises)
+        n = n.value_for(f"chunk of an axis of symbolic size {n} (split with a list of sizes keeps it symbolic)")
     if n == 0:
         return split(ops, x, [0] * int(chunks), axis)
     return split(ops, x, -(-int(n) // int(chunks)), axis)
@@ -499,6 +523,16 @@ def triangle(ops: Interpreter, x: AnyTensor, diagonal: int, lower: bool) -> AnyT
     return ops.where(keep, x, False if x.dtype.name == "bool" else 0)
 
 
+def causal_mask(ops: Interpreter, n: Any, m: Any) -> AnyTensor:
+    """The bool ``[n, m]`` mask of causal attention, True where ``col <= row`` (``tril`` of ones): a
+    constant for int sizes; built from ``iota`` when a size is symbolic, so the size stays dynamic."""
+    if not isinstance(n, SymDim) and not isinstance(m, SymDim):
+        return ops.constant(np.tril(np.ones((n, m), dtype=bool)))
+    rows = ops.reshape(ops.iota(length=n, dtype="int64"), shape=(n, 1))
+    cols = ops.reshape(ops.iota(length=m, dtype="int64"), shape=(1, m))
+    return ops.le(cols, rows)
+
+
 def outer(ops: Interpreter, a: AnyTensor, b: AnyTensor) -> AnyTensor:
     """``a[M] b[N] -> [M, N]``, ``out[i, j] = a[i] * b[j]`` (a broadcast product, no matrix product)."""
     if a.ndim != 1 or b.ndim != 1:
@@ -525,6 +559,15 @@ def matmul(ops: Interpreter, a: AnyTensor, b: AnyTensor) -> AnyTensor:
 
 def _is_index_tensor(item: Any) -> bool:
     return isinstance(item, (_tensor_module.Tensor, list, np.ndarray))
+
+
+def has_symbolic_item(key: Any) -> bool:
+    """Whether an indexing ``key`` holds a symbolic size (an item, or a slice bound)."""
+    for it in (key if isinstance(key, tuple) else (key,)):
+        if isinstance(it, SymDim) or (isinstance(it, builtins.slice) and (
+                isinstance(it.start, SymDim) or isinstance(it.stop, SymDim) or isinstance(it.step, SymDim))):
+            return True
+    return False
 
 
 def getitem(ops: Interpreter, x: AnyTensor, key: Any) -> AnyTensor:
@@ -601,16 +644,24 @@ def getitem(ops: Interpreter, x: AnyTensor, key: Any) -> AnyTensor:
             _append(starts, stops, steps, i, i + 1, 1)
         axis += 1
     out = x
-    if (tuple(starts), tuple(stops), tuple(steps)) != (tuple(0 for _ in shape), shape, tuple(1 for _ in shape)):
+    if not (same_sizes(starts, (0,) * builtins.len(shape)) and same_sizes(stops, shape)
+            and same_sizes(steps, (1,) * builtins.len(shape))):
         out = ops.slice(out, starts=tuple(starts), stops=tuple(stops), steps=tuple(steps))
     if index is not None and index.dtype.name == "bool":
         out = _mask_select(ops, out, index, index_axis, shape)
         out_shape[out_shape.index(-1)] = out.shape[index_axis]
     elif index is not None:
         out = ops.gather(out, index, axis=index_axis)
-    if tuple(out.shape) != tuple(out_shape):
+    if not same_sizes(out.shape, out_shape):
         out = ops.reshape(out, shape=tuple(out_shape))
     return out
+
+
+def same_sizes(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    """Whether two shapes are the same entry for entry, structurally: a symbolic size equals only the same
+    expression, never an int (comparing one with an int would make ``tp.compile`` guard on its value)."""
+    return builtins.len(a) == builtins.len(b) and all(
+        (x == y) if isinstance(x, SymDim) == isinstance(y, SymDim) else False for x, y in zip(a, b))
 
 
 def _check_unambiguous(items: Sequence[Any]) -> None:
@@ -704,16 +755,94 @@ def setitem_value(ops: Interpreter, old: AnyTensor, value: Any, plan: SetitemPla
     return ops.where(ops.constant(plan.written), ops.reshape(scattered, shape=plan.shape), old)
 
 
+def _basic_setitem_key(key: Any, ndim: int) -> list[Any] | None:
+    """``key`` as one ``slice`` or ``int`` per axis when it holds only basic items (ints, slices, ``...``;
+    no ``None``, no tensor or list), else ``None``."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    for it in items:
+        if not (it is Ellipsis or isinstance(it, (builtins.slice, int, np.integer, SymDim))) or isinstance(it, bool):
+            return None
+    if sum(1 for it in items if it is Ellipsis) > 1:
+        raise ShapeError("indexing: an index can only have a single ellipsis ('...')")
+    consumed = sum(1 for it in items if it is not Ellipsis)
+    if consumed > ndim:
+        raise ShapeError(f"setitem: too many indices for a tensor of rank {ndim}: {consumed} given")
+    if Ellipsis in items:
+        pos = items.index(Ellipsis)
+        items[pos:pos + 1] = [builtins.slice(None)] * (ndim - consumed)
+    return items + [builtins.slice(None)] * (ndim - builtins.len(items))
+
+
+def symbolic_setitem_value(ops: Interpreter, old: AnyTensor, key: Any, value: Any) -> AnyTensor | None:
+    """The value of ``old`` after ``old[key] = value`` for a basic ``key`` (ints and slices with positive
+    steps) when a size or a bound is symbolic (``pe = tp.zeros(T, D); pe[:, 0::2] = ...`` under a dynamic
+    dim), built from primitives: per axis, the written positions ``i`` (a mask from ``iota``) and the entry
+    of ``value`` each reads (``(i - start) // step``, a ``gather``), then ``where``. ``None`` when ``key`` is
+    not of that form (the caller refuses it)."""
+    shape = tuple(old.shape)
+    items = _basic_setitem_key(key, builtins.len(shape))
+    if items is None:
+        return None
+    dtype = old.dtype.name
+    val = value if isinstance(value, _tensor_module.Tensor) else ops.constant(np.asarray(value, dtype=dtype))
+    bounds = []
+    region = []
+    for axis, (it, size) in enumerate(zip(items, shape)):
+        if not isinstance(it, builtins.slice):
+            i = it if isinstance(it, SymDim) else operator.index(it)
+            if not isinstance(size, SymDim) and not isinstance(i, SymDim) and not -size <= i < size:
+                raise AxisError(f"setitem: index {i} is out of range for axis {axis} of size {size} "
+                                f"(tensor shape {list(shape)})")
+            i = i + size if i < 0 else i
+            bounds.append((i, i + 1, 1, 1))
+            continue
+        start, stop, step, length = _slice_bounds(it, size, axis)
+        if step < 0:
+            return None
+        bounds.append((start, stop, step, length))
+        region.append(length)
+    if not any(isinstance(d, SymDim) for d in (*val.shape, *region)):
+        check_setitem_value(tuple(val.shape), tuple(region))  # else the rule of broadcast_to checks it
+    if not same_sizes(val.shape, region):
+        val = ops.broadcast_to(val, shape=tuple(region))
+    if val.dtype.name != dtype:
+        val = ops.cast(val, dtype=dtype)
+    val = ops.reshape(val, shape=tuple(b[3] for b in bounds))  # int items keep a size-1 axis
+    written: AnyTensor | None = None
+    for axis, (start, stop, step, length) in enumerate(bounds):
+        size = shape[axis]
+        start_, stop_, length_ = operand(start, ops), operand(stop, ops), operand(length, ops)
+        positions = ops.iota(length=size, dtype="int64")
+        offset = ops.sub(positions, start_)
+        inside = ops.logical_and(ops.ge(offset, 0), ops.lt(positions, stop_))
+        if step == 1:
+            entry = offset
+        else:  # integer floor division through float64: exact for any size an array can have
+            entry = ops.cast(ops.floor(ops.div(ops.cast(offset, dtype="float64"), float(step))), dtype="int64")
+            inside = ops.logical_and(inside, ops.eq(ops.mul(entry, step), offset))
+        # positions outside the region read a padded entry (so an empty region gathers in range too)
+        padded = ops.pad(val, pads=tuple((0, 1) if a == axis else (0, 0) for a in range(builtins.len(shape))))
+        val = ops.gather(padded, ops.minimum(ops.maximum(entry, 0), length_), axis=axis)
+        lead = (1,) * axis + (size,) + (1,) * (builtins.len(shape) - axis - 1)
+        mask = ops.reshape(inside, shape=lead)
+        written = mask if written is None else ops.logical_and(written, mask)
+    if written is None:  # a 0-d target: the whole tensor is written
+        return val
+    return ops.where(written, val, old)
+
+
 def _slice_bounds(it: builtins.slice, size: Any, axis: int) -> tuple[Any, Any, int, Any]:
     """``(start, stop, step, length)`` of ``it`` on ``axis``, of ``size``. For a symbolic size (graph
     capture with dynamic dims) the bounds are assumed to lie in range, as they would for a large
     enough static size; negative bounds count from the end. A bound that is not an int (nor None)
     raises :class:`DTypeError` naming the axis."""
     for what, value in (("start", it.start), ("stop", it.stop), ("step", it.step)):
-        if value is not None and not hasattr(type(value), "__index__"):
+        if value is not None and not isinstance(value, SymDim) and not hasattr(type(value), "__index__"):
             raise DTypeError(f"indexing: axis {axis} got a slice {what} of type {type(value).__name__} "
                              f"({value!r}); expected an int or None")
     if isinstance(size, (int, np.integer)):
+        if isinstance(it.start, SymDim) or isinstance(it.stop, SymDim):
+            return _symbolic_slice_bounds(it, int(size))
         start, stop, step = it.indices(int(size))
         return start, stop, step, builtins.len(range(start, stop, step))
     step = 1 if it.step is None else operator.index(it.step)
@@ -723,7 +852,7 @@ def _slice_bounds(it: builtins.slice, size: Any, axis: int) -> tuple[Any, Any, i
     def bound(value: Any, default: Any) -> Any:
         if value is None:
             return default
-        value = operator.index(value)
+        value = value if isinstance(value, SymDim) else operator.index(value)
         return value + size if value < 0 else value
 
     if step > 0:
@@ -731,6 +860,31 @@ def _slice_bounds(it: builtins.slice, size: Any, axis: int) -> tuple[Any, Any, i
         return start, stop, step, (stop - start) if step == 1 else (stop - start + step - 1) // step
     start, stop = bound(it.start, size - 1), bound(it.stop, -1)
     return start, stop, step, (start - stop + (-step - 1)) // (-step)
+
+
+def _symbolic_slice_bounds(it: builtins.slice, size: int) -> tuple[Any, Any, int, Any]:
+    """``slice.indices`` for an axis of static ``size`` and bounds that are symbolic sizes (``weight[:T]``,
+    ``T = x.shape[1]``): the same clamping, each comparison decided on the sizes (a guard under
+    ``tp.compile``; under export the declared ranges decide it, or it becomes a requirement on the dim)."""
+    step = 1 if it.step is None else operator.index(it.step)
+    if step == 0:
+        raise ValueError("slice step cannot be zero")
+    low, high = (0, size) if step > 0 else (-1, size - 1)
+
+    def bound(value: Any, default: int) -> Any:
+        if value is None:
+            return default
+        value = value if isinstance(value, SymDim) else operator.index(value)
+        if value < 0:
+            value = value + size
+        if value < low:
+            return low
+        return high if value > high else value
+
+    start, stop = bound(it.start, low if step > 0 else high), bound(it.stop, high if step > 0 else low)
+    span = stop - start if step > 0 else start - stop
+    length = (span + abs(step) - 1) // abs(step) if span >= 0 else 0
+    return start, stop, step, length
 
 
 def _append(starts: list[Any], stops: list[Any], steps: list[Any], start: Any, stop: Any, step: Any) -> None:

@@ -90,6 +90,13 @@ def outside_state(tensor: Any) -> Frame | None:
     return frames[-1]
 
 
+def created_by(tensor: Any, recorder: Any) -> bool:
+    """Whether ``tensor`` (eager) was created while ``recorder`` records a traced function in this thread
+    (its innermost recording): a temporary built from constants, whose value is the same on every call."""
+    frames = _stack.frames
+    return bool(frames) and frames[-1].recorder is recorder and frames[-1].created(tensor)
+
+
 def refuse_outside_write(tensor: Any, what: str) -> None:
     """Raise for a write to ``tensor`` that cannot be recorded when it is state from outside an active
     recording (``what`` names the operation, e.g. ``"optimizer.step()"``)."""
@@ -125,5 +132,5 @@ def creating_interpreter(default: Any) -> Any:
     return creators[-1] if creators else default
 
 
-__all__ = ["Frame", "active", "creating_in", "creating_interpreter", "note_created", "outside_state", "recording",
+__all__ = ["Frame", "active", "created_by", "creating_in", "creating_interpreter", "note_created", "outside_state", "recording",
            "refuse_outside_write"]

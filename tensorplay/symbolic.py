@@ -271,6 +271,31 @@ class SymDim:
         raise GraphCaptureError(f"symbolic dims: {other} // {self} divides by a symbolic size; "
                                 "only division by a positive int is supported")
 
+    def __truediv__(self, other: object) -> float:
+        if not isinstance(other, (SymDim, numbers.Real)) or isinstance(other, bool):
+            return NotImplemented
+        return self._as_float(f"{self} / {other}") / _float_value(other, f"{self} / {other}")
+
+    def __rtruediv__(self, other: object) -> float:
+        if not isinstance(other, numbers.Real) or isinstance(other, bool):
+            return NotImplemented
+        return float(other) / self._as_float(f"{other} / {self}")
+
+    def __pow__(self, other: object) -> Any:
+        if _is_int(other) and _as_int(other) >= 0:  # an integer power stays a symbolic size
+            out: Any = 1
+            for _ in range(_as_int(other)):
+                out = out * self
+            return out
+        if not isinstance(other, (SymDim, numbers.Real)) or isinstance(other, bool):
+            return NotImplemented
+        return self._as_float(f"{self} ** {other}") ** _float_value(other, f"{self} ** {other}")
+
+    def _as_float(self, expression: str) -> float:
+        """The value of the size for ``expression``, a float of it (which cannot stay symbolic)."""
+        return float(self.value_for(f"{expression} (a Python float computed from a symbolic size; tensor "
+                                    "arithmetic such as x / size, or // on sizes, keeps it symbolic)"))
+
     def __mod__(self, other: object) -> Dim:
         if not _is_int(other):
             return NotImplemented
@@ -385,6 +410,13 @@ class SymDim:
             return int(handler.dim_value(self, what))
         raise self._no_value(what)
 
+    def value_for(self, what: str) -> int:
+        """The size as an ``int``, for ``what`` (an operation that cannot keep it symbolic, named in the
+        words of the user's code): under ``tp.compile`` the captured size, guarded (the compiled code
+        specialises on it); otherwise a :class:`~tensorplay.errors.GraphCaptureError` saying ``what`` needs
+        the value (export reports it as a specialisation, with the user's line)."""
+        return self._captured_value(what)
+
     def __int__(self) -> int:
         return self._captured_value("int() of a size")
 
@@ -452,6 +484,11 @@ class SymDim:
 
     def __reduce__(self) -> Any:
         return (parse_dim, (str(self),))
+
+
+def _float_value(value: object, expression: str) -> float:
+    """``value`` (a number or a symbolic size) as a float, for ``expression`` (see :meth:`SymDim._as_float`)."""
+    return value._as_float(expression) if isinstance(value, SymDim) else float(value)  # type: ignore[arg-type]
 
 
 def _times(x: float, y: float) -> float:

@@ -1361,6 +1361,9 @@ class Tensor(Generic[*Shape]):
                     ops = pick_interpreter(ops, item._ops)
         elif isinstance(key, Tensor) and key._ops is not ops:
             ops = pick_interpreter(ops, key._ops)
+        if _RECORDING_ACTIVE[0] and _p.has_symbolic_item(key):
+            # ``weight[:T]`` with a symbolic ``T`` (a dynamic dim): the recording slices, keeping T symbolic
+            ops = pick_interpreter(ops, _recording.creating_interpreter(ops))
         return ops.tensor_getitem(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:

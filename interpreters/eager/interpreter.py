@@ -464,7 +464,7 @@ class EagerInterpreter(BaseInterpreter):
                 raise
             if type(out) is not np.ndarray:
                 out = np.asarray(out)
-        elif (type(x) is Tensor and type(xd) is not np.ndarray) or (type(y) is Tensor and type(yd) is not np.ndarray):
+        elif (isinstance(x, Tensor) and type(xd) is not np.ndarray) or (isinstance(y, Tensor) and type(yd) is not np.ndarray):
             return self._foreign(name, (x, y), {})
         else:
             out = self._binary_checked(name, x, y, xd, yd)
@@ -494,7 +494,7 @@ class EagerInterpreter(BaseInterpreter):
 
     def _kernel(self, name: str, inputs: tuple[Any, ...], params: dict[str, Any]) -> Any:
         for x in inputs:
-            if type(x) is Tensor and type(x._data) is not np.ndarray:
+            if isinstance(x, Tensor) and type(x._data) is not np.ndarray:
                 return self._foreign(name, inputs, params)
         aval = _rule(name, inputs, params)
         out = getattr(K, name)(*[x._data if isinstance(x, Tensor) else x for x in inputs], **params)
@@ -506,7 +506,7 @@ class EagerInterpreter(BaseInterpreter):
         used it. A payload that is not a numpy array of no other interpreter is an error."""
         top = highest_interpreter(inputs, self)
         if top is self:
-            bad = next(x for x in inputs if type(x) is Tensor and type(x._data) is not np.ndarray)
+            bad = next(x for x in inputs if isinstance(x, Tensor) and type(x._data) is not np.ndarray)
             raise DTypeError(f"{name}: the eager interpreter got a tensor whose payload is a "
                              f"{type(bad._data).__name__}, not a numpy array")
         return getattr(top, name)(*inputs, **params)
@@ -753,7 +753,7 @@ def _rule_compute_dtype(name: str, out_dtype: str, x: Any, y: Any) -> str:
 def _has_foreign(inputs: tuple[Any, ...]) -> bool:
     """Whether a tensor among ``inputs`` has a payload that is not a numpy array (another interpreter's)."""
     for x in inputs:
-        if type(x) is Tensor and type(x._data) is not np.ndarray:
+        if isinstance(x, Tensor) and type(x._data) is not np.ndarray:
             return True
     return False
 
@@ -833,7 +833,7 @@ def _accepting_foreign(name: str, method: Callable[..., Any]) -> Callable[..., A
     to one (see :meth:`EagerInterpreter._foreign`)."""
     def run(self: EagerInterpreter, *inputs: Any, **params: Any) -> Any:
         for x in inputs:
-            if type(x) is Tensor and type(x._data) is not np.ndarray:
+            if isinstance(x, Tensor) and type(x._data) is not np.ndarray:
                 return self._foreign(name, inputs, params)
         return method(self, *inputs, **params)
     run.__name__ = name

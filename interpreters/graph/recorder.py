@@ -43,7 +43,8 @@ from tensorplay.spec.aval import Aval
 from tensorplay.spec.errors import DTypeError, GraphCaptureError, TensorplayError
 from tensorplay import random_state, recording
 from tensorplay.ops import PRIMITIVE_NAMES
-from tensorplay.derived import check_inplace_operand, clamp, setitem_plan, setitem_value
+from tensorplay.derived import (check_inplace_operand, clamp, has_symbolic_item, setitem_plan, setitem_value,
+                                symbolic_setitem_value)
 from tensorplay.interpreter import BaseInterpreter
 from tensorplay.symbolic import SymDim
 from tensorplay.tensor import Tensor, highest_interpreter
@@ -55,9 +56,11 @@ _RULE_MEMO: dict[Any, Aval] = {}
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _PACKAGE = os.path.dirname(os.path.dirname(_HERE))  # tensorplay/ (interpreters/ and spec/ are inside it)
+_NUMPY = os.path.dirname(os.path.abspath(np.__file__))  # numpy's own frames are never the user's line
 _INTERNAL_PREFIXES = tuple(sorted({path + os.sep for d in ("", "spec", "interpreters")
                                    for path in (os.path.join(_PACKAGE, d).rstrip(os.sep),
-                                                os.path.realpath(os.path.join(_PACKAGE, d)))}))
+                                                os.path.realpath(os.path.join(_PACKAGE, d)))}
+                                  | {_NUMPY + os.sep, os.path.realpath(_NUMPY) + os.sep}))
 _internal_code: dict[CodeType, bool] = {}
 
 
@@ -73,7 +76,7 @@ def _is_internal(code: CodeType) -> bool:
 
 
 def user_location(depth: int = 1) -> Location | None:
-    """The first frame outside tensorplay, spec and interpreters (the user's line), or ``None``."""
+    """The first frame outside tensorplay, spec, interpreters and numpy (the user's line), or ``None``."""
     frame: Any = sys._getframe(depth)
     while frame is not None:
         code = frame.f_code
@@ -538,18 +541,35 @@ class Recorder(BaseInterpreter):
         if outside:
             self._check_outside_write(x, "x[key] = value")
         shape = tuple(self.lift(x).shape)
-        if any(isinstance(d, SymDim) for d in shape):
-            raise GraphCaptureError(
-                f"x[key] = value on a tensor with symbolic shape {list(shape)} is not supported"
-                f"{_at(user_location(2))}; build the result with tp.where or concat")
+        if any(isinstance(d, SymDim) for d in shape) or has_symbolic_item(key):
+            new = symbolic_setitem_value(self, _tensor(self, self.lift(x)), key, value)  # type: ignore[arg-type]
+            if new is None:
+                raise GraphCaptureError(
+                    f"x[key] = value on a tensor with symbolic shape {list(shape)} supports ints and slices with "
+                    f"positive steps as the key, got {key!r}{_at(user_location(2))}; build the result with "
+                    "tp.where or concat")
+            self._bind_setitem(x, new, outside)
+            return
         items = key if isinstance(key, tuple) else (key,)
-        index = tuple(np.asarray(self.concrete(k)) if isinstance(k, Tensor) else k for k in items)
+        index = tuple(np.asarray(self._index_value(k)) if isinstance(k, Tensor) else k for k in items)
         new = setitem_value(self, x, value, setitem_plan(shape, index))  # type: ignore[arg-type]
+        self._bind_setitem(x, new, outside)
+
+    def _bind_setitem(self, x: Tensor[*tuple[Any, ...]], new: Tensor[*tuple[Any, ...]], outside: bool) -> None:
+        """``x`` now holds ``new`` (recorded as a state write when ``x`` is not a value of this recording)."""
         if outside:
             self.write_state(x, new, "setitem")
             return
         x._data = new._data
         self._note_mutation(x, new._data)
+
+    def _index_value(self, k: Tensor[*tuple[Any, ...]]) -> Any:
+        """The value of the index tensor ``k`` of ``x[k] = value``: an eager tensor the traced function
+        created from constants (``tp.tensor([0, 2])``, ``tp.arange(3)``) is the same on every call and
+        is read directly (also when recording symbolically); any other needs execute mode."""
+        if type(k._data) is np.ndarray and recording.created_by(k, self):
+            return k._data
+        return self.concrete(k)
 
 
 def _tensor(ops: Any, var: Any) -> Tensor[*tuple[Any, ...]]:

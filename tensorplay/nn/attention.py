@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, TypeVarTuple
 
-import numpy as np
 
 from tensorplay import prefix as _prefix_module
-from tensorplay.derived import mean, transpose
+from tensorplay.derived import causal_mask, mean, transpose
 from tensorplay.errors import DTypeError, ShapeError
 from tensorplay.nn import init
 from tensorplay.nn._util import layer_size, masked_softmax, numel, ops_for, random_key, shape_of
@@ -138,7 +137,7 @@ class MultiheadAttention(Module, Generic[D]):
                 raise DTypeError(f"MultiheadAttention: masks must be bool or float, got {mask.dtype}")
 
         if attn_mask is None and is_causal:
-            allowed = ops.constant(np.tril(np.ones((n, m), dtype=bool)))
+            allowed = causal_mask(ops, n, m)
         if attn_mask is not None:
             if tuple(attn_mask.shape) == (n, m):
                 add(attn_mask, (n, m))

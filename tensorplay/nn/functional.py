@@ -18,7 +18,7 @@ from tensorplay.interpreters.eager import losses as _eager_losses
 from tensorplay.errors import DTypeError, GraphCaptureError, IndexRangeError, ShapeError
 from tensorplay.nn._util import IntOrTuple, check_padding_idx, is_eager, masked_softmax, numel, ops_for, random_key, shape_of
 from tensorplay.prefix import attention_scale, int_tuple
-from tensorplay.derived import transpose
+from tensorplay.derived import causal_mask, transpose
 from tensorplay.spec.structure import index_range_error, out_of_range
 from tensorplay.tensor import Size, Tensor
 
@@ -440,10 +440,6 @@ def one_hot(tensor: Tensor[*Lead], num_classes: Any = -1) -> Any:
     return ops.cast(hit, dtype="int64")
 
 
-def _causal_mask(ops: Any, n: int, m: int) -> AnyTensor:
-    return ops.constant(np.tril(np.ones((n, m), dtype=bool)))  # type: ignore[no-any-return]
-
-
 def scaled_dot_product_attention(query: AnyTensor, key: AnyTensor, value: AnyTensor,
                                  attn_mask: AnyTensor | None = None, dropout_p: float = 0.0,
                                  is_causal: bool = False, scale: float | None = None) -> AnyTensor:
@@ -460,7 +456,7 @@ def scaled_dot_product_attention(query: AnyTensor, key: AnyTensor, value: AnyTen
     if is_causal:
         if attn_mask is not None:
             raise ShapeError("scaled_dot_product_attention: pass either attn_mask or is_causal=True, not both")
-        mask = _causal_mask(ops, n, m)
+        mask = causal_mask(ops, n, m)
     if dropout_p == 0.0 and (mask is None or mask.dtype.name == "bool"):
         return ops.dot_product_attention(query, key, value, mask, scale=factor)  # type: ignore[no-any-return]
     scores = ops.mul(ops.matmul(query, transpose(ops, key, -2, -1)), factor)

@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tensorplay.spec.table import names
+from tensorplay.symbolic import SymDim
 from tensorplay.rules.registry import find_rule, registrar, uncovered
 from tensorplay.rules.util import (
     AnyTensor, as_float, attention_probs, channel_column, cotangent_for, dtype_name, flip, input_needed, is_float_tensor,
@@ -451,19 +452,36 @@ def slice_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor
             continue
         cur = shape_of(out)
         length = cur[axis]
-        index = ops.add(ops.mul(ops.iota(length=length, dtype="int64"), int(step)), int(start))
+        index = ops.add(ops.mul(ops.iota(length=length, dtype="int64"), int(step)), _bound(start))
         base = ops.full(shape=cur[:axis] + (xshape[axis],) + cur[axis + 1:], value=0.0, dtype=dtype_name(g))
         out = ops.scatter_add(base, index, out, axis=axis)
     pads = []
     for axis, (start, step) in enumerate(zip(starts, steps)):
         if step == 1:
             length = shape_of(g)[axis]
-            pads.append((int(start), xshape[axis] - start - length))
+            pads.append((_bound(start), xshape[axis] - start - length))
         else:
             pads.append((0, 0))
-    if any(p != (0, 0) for p in pads):
-        out = ops.pad(out, pads=tuple(pads), value=0.0)
+    if all(isinstance(a, int) and isinstance(b, int) for a, b in pads):
+        if any(p != (0, 0) for p in pads):
+            out = ops.pad(out, pads=tuple(pads), value=0.0)
+        return (_ct(ops, out, x),)
+    # a symbolic amount (the backward of ``weight[:T]``): zeros joined on, as ``pad`` takes ints only
+    for axis, (before, after) in enumerate(pads):
+        cur = shape_of(out)
+        parts = [ops.full(shape=cur[:axis] + (n,) + cur[axis + 1:], value=0.0, dtype=dtype_name(g))
+                 for n in (before,) if not (isinstance(n, int) and n == 0)]
+        parts.append(out)
+        parts += [ops.full(shape=cur[:axis] + (n,) + cur[axis + 1:], value=0.0, dtype=dtype_name(g))
+                  for n in (after,) if not (isinstance(n, int) and n == 0)]
+        if len(parts) > 1:
+            out = ops.concat(*parts, axis=axis)
     return (_ct(ops, out, x),)
+
+
+def _bound(value: Any) -> Any:
+    """A slice bound as an int, or kept as it is when it is a symbolic size."""
+    return value if isinstance(value, SymDim) else int(value)
 
 
 @_register("pad")
