@@ -9,7 +9,11 @@ and not be part of the graph, so later calls would silently skip it. ``trace`` e
   buf[0] = 1``, a temporary built from constants): it is part of building a constant, the same
   on every call;
 * recorded otherwise (state from outside the function): the graph computes the new value and
-  writes it back into the tensor on every call (``graph.mutations``);
+  writes it back into the tensor on every call (``graph.mutations``). That holds for a write through
+  a view too: a view of such a tensor (basic indexing, ``view``/``reshape``, ``T``/``transpose``,
+  ``unsqueeze``, ``detach``, ...) is the recording's while it is active, so ``c[0] = c[0] + 1.0`` and
+  ``c[0:1].add_(1.0)`` are recorded writes to ``c``
+  (:mod:`tensorplay.interpreters.graph.views`);
 * refused for writes that cannot be recorded (an optimizer step, an ``nn.init`` function on a
   tensor from outside).
 

@@ -28,12 +28,15 @@ from typing import Any
 import numpy as np
 
 from tensorplay import derived as _p
+from tensorplay import recording
 from tensorplay import sorting as _sorting
 from tensorplay.interpreters.eager import tape
 from tensorplay.interpreters.eager.kernels._support import CONCATENATE, FLOATS as _FLOATS, nb
 from tensorplay.interpreters.eager.kernels.threads import OPENBLAS_SERIAL_MAX_MACS, THREADED_MIN_WORK, threads_for
 from tensorplay.interpreters.eager.results import result, view
 from tensorplay.tensor import Tensor
+
+_RECORDING_ACTIVE = recording.active
 
 Array = np.ndarray[Any, Any]
 AnyTensor = Any
@@ -72,7 +75,12 @@ def _axes(dim: Any, ndim: int) -> tuple[int, ...] | None:
 
 def getitem(ops: Any, x: AnyTensor, key: Any) -> AnyTensor:
     """``x[key]``: basic indexing (ints, slices, ``None``, ``...``) as a numpy view; one integer tensor
-    as ``numpy.take`` along axis 0 (a ``gather``)."""
+    as ``numpy.take`` along axis 0 (a ``gather``). While ``tp.graph.trace`` records a function and ``x`` is
+    state from outside it, the indexing is the recording's (:func:`tensorplay.interpreters.eager.results.view`)."""
+    if _RECORDING_ACTIVE[0]:
+        frame = recording.outside_state(x)
+        if frame is not None:
+            return _p.getitem(frame.recorder, x, key)
     data = x._data
     if type(data) is np.ndarray:
         kind = type(key)

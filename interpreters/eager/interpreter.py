@@ -34,6 +34,7 @@ from tensorplay.spec.errors import DTypeError, ShapeError
 from tensorplay.formatting import format_array
 from tensorplay import random_state
 from tensorplay.interpreter import BaseInterpreter
+from tensorplay import recording
 from tensorplay.recording import creating_interpreter
 from tensorplay.tensor import Tensor, highest_interpreter
 
@@ -367,7 +368,12 @@ class EagerInterpreter(BaseInterpreter):
         tape.set_requires_grad(x, flag)
 
     def detach(self, x: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
-        """The same array, without tape history."""
+        """The same array, without tape history (while ``tp.graph.trace`` records a function and ``x`` is state
+        from outside it: the recording's ``detach``, so a write through it reaches ``x``)."""
+        if recording.active[0]:
+            frame = recording.outside_state(x)
+            if frame is not None:
+                return frame.recorder.detach(x)  # type: ignore[no-any-return]
         out: Tensor[*tuple[Any, ...]] = Tensor(self, x._data)
         out._version = _share_version(x)
         return out

@@ -11,8 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from tensorplay import recording
 from tensorplay.interpreters.eager import tape
 from tensorplay.tensor import Tensor
+
+_RECORDING_ACTIVE = recording.active
+_RECORDABLE = frozenset({"reshape", "permute", "slice", "broadcast_to"})  # (basic indexing: fastpath.getitem)
 
 Array = np.ndarray[Any, Any]
 AnyTensor = Tensor[*tuple[Any, ...]]
@@ -39,7 +43,15 @@ def share_version(x: AnyTensor) -> list[int]:
 
 def view(ops: Any, name: str, x: AnyTensor, params: dict[str, Any], out: Array) -> AnyTensor:
     """A view of ``x`` holding ``out`` (primitive ``name``): it shares ``x``'s version counter and
-    names ``x``'s base, so in-place checks see through it."""
+    names ``x``'s base, so in-place checks see through it.
+
+    While ``tp.graph.trace`` records a function and ``x`` is state from outside it, the view is the
+    recording's instead (``name`` recorded on ``x`` captured): a write through it is then a recorded
+    write to ``x`` (see :mod:`tensorplay.interpreters.graph.views`), not a trace-time write."""
+    if _RECORDING_ACTIVE[0] and name in _RECORDABLE and params:
+        frame = recording.outside_state(x)
+        if frame is not None:
+            return getattr(frame.recorder, name)(x, **params)  # type: ignore[no-any-return]
     made: AnyTensor = Tensor(ops, out)
     box = x._version  # ``share_version`` inline: views are made on every slice
     if box is None:

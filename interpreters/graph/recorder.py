@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from tensorplay.interpreters.eager.interpreter import eager, typed_params
+from tensorplay.interpreters.graph.views import VIEW_PRIMITIVES, ViewTable, positions
 from tensorplay.interpreters.graph.ir import (
     NUMPY_DTYPES, PARAMS, Graph, Guard, Literal, Location, Node, Var, complete_params, has_symbolic,
     substitute,
@@ -158,6 +159,7 @@ class Recorder(BaseInterpreter):
         self._n_captured = 0
         self._n_keys = 0
         self._state: dict[int, tuple[Any, Var]] = {}
+        self._views = ViewTable()
 
     def __repr__(self) -> str:
         mode = "execute" if self.execute else "symbolic"
@@ -282,7 +284,10 @@ class Recorder(BaseInterpreter):
         out = node.outputs[0]
         if self.execute:
             out.value = self._compute(node)
-        return Tensor(self, out)
+        made: Tensor[*tuple[Any, ...]] = Tensor(self, out)
+        if target in VIEW_PRIMITIVES and type(inputs[0]) is Tensor:
+            self._views.note(inputs[0], made, target, params, tuple(values[0].shape))
+        return made
 
     def _compute(self, node: Node) -> Any:
         args: list[Any] = []
@@ -357,6 +362,7 @@ class Recorder(BaseInterpreter):
     def close(self) -> None:
         """Refuse further recording (tensors that escape the traced function then raise when used)."""
         self.closed = True
+        self._views = ViewTable()  # nothing more is written through them: let their roots go
 
     def format(self, x: Tensor[*tuple[Any, ...]]) -> str:
         """``Tensor(graph, %12: float32[B, 784])`` (plus the value in execute mode)."""
@@ -397,9 +403,57 @@ class Recorder(BaseInterpreter):
         if x._ops is not self:  # type: ignore[comparison-overlap]
             self._check_outside_write(x, f"in-place {op}_")
             self.write_state(x, self._inplace_value(x, op, other), f"{op}_")
+            self._refresh_views(x)
             return x
+        self._check_writable(x, f"{op}_")
         self._rebind(x, self._inplace_value(x, op, other), f"{op}_")
+        self._write_through(x, f"{op}_")
         return x
+
+    # ---- writes through views (see :mod:`.views`) ------------------------------------------------
+    def _check_writable(self, x: Tensor[*tuple[Any, ...]], where: str) -> None:
+        view = self._views.of(x)
+        if view is None:
+            return
+        if not view.writable:
+            raise GraphCaptureError(f"{where}: the tensor is a read-only view (the result of expand or "
+                                    f"broadcast_to){_at(user_location(3))}; clone it first")
+        if positions(view) is None:
+            raise GraphCaptureError(
+                f"{where} through a view (a slice, reshape or transpose) of a tensor of symbolic shape "
+                f"{list(view.root_shape)} is not supported{_at(user_location(3))}: the positions it writes "
+                "need static sizes. Write the whole tensor (tp.where, tp.cat) or keep those dims static")
+
+    def _write_through(self, x: Tensor[*tuple[Any, ...]], where: str) -> None:
+        """``x`` was just rebound by a write: when it is a view, scatter its new value into its root (a
+        recorded state mutation for a root from outside); then re-derive the root's other live views."""
+        view = self._views.of(x)
+        if view is None:
+            self._refresh_views(x)
+            return
+        index = positions(view)
+        assert index is not None  # checked by _check_writable before the write
+        root = view.root
+        mine = root._ops is self  # type: ignore[comparison-overlap]
+        old = root if mine else _tensor(self, self.lift(root))
+        plan = setitem_plan(view.root_shape, np.unravel_index(index, view.root_shape))
+        new = setitem_value(self, old, x, plan)  # type: ignore[arg-type]  # a Recorder is an Ops
+        if mine:
+            self._rebind(root, new, where)
+        else:
+            self._check_outside_write(root, where)
+            self.write_state(root, new, where)
+        self._refresh_views(root, exclude=x)
+
+    def _refresh_views(self, root: Tensor[*tuple[Any, ...]], exclude: Any = None) -> None:
+        """Re-derive the live views of ``root`` from its value now (their memory is ``root``'s)."""
+        for tensor, view in self._views.live_views(root):
+            if tensor is exclude:
+                continue
+            value: Tensor[*tuple[Any, ...]] = root if root._ops is self else _tensor(self, self.lift(root))  # type: ignore[comparison-overlap]
+            for target, params in view.chain:
+                value = self.record(target, (value,), params)
+            tensor._data = value._data
 
     def _inplace_value(self, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tensor[*tuple[Any, ...]]:
         """The value of ``x`` after ``x op= other`` (recorded)."""
@@ -544,12 +598,16 @@ class Recorder(BaseInterpreter):
                 f"{_at(user_location(2))}; build the result with tp.where or concat")
         items = key if isinstance(key, tuple) else (key,)
         index = tuple(np.asarray(self.concrete(k)) if isinstance(k, Tensor) else k for k in items)
+        if not outside:
+            self._check_writable(x, "setitem")
         new = setitem_value(self, x, value, setitem_plan(shape, index))  # type: ignore[arg-type]
         if outside:
             self.write_state(x, new, "setitem")
+            self._refresh_views(x)
             return
         x._data = new._data
         self._note_mutation(x, new._data)
+        self._write_through(x, "setitem")
 
 
 def _tensor(ops: Any, var: Any) -> Tensor[*tuple[Any, ...]]:

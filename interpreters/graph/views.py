@@ -1,0 +1,123 @@
+"""Views while recording: an in-place write through a view reaches the tensor it views.
+
+Recorded values are immutable; an in-place operation rebinds the handle it was called on. Eagerly,
+``x[0:2].add_(1.0)``, ``x.view(2, 2).mul_(2.0)`` or ``x.T.add_(y)`` change ``x`` too, since the view
+shares ``x``'s memory. :class:`ViewTable` gives a recorder the same meaning: every result of a view
+primitive (``reshape``, ``permute``, ``slice``, ``broadcast_to``, and ``stop_gradient`` for ``detach()``:
+those the eager interpreter answers with a numpy view) is noted with its *root* (the tensor it views, through any chain of views) and the
+chain of view primitives from the root. A write through a view then
+
+* scatters the view's new value into the root (positions: the chain applied to ``arange`` of the
+  root's size) and rebinds the root -- for a root from outside the traced function (an eager tensor),
+  a recorded state mutation, as a direct ``root.add_(...)`` is;
+* re-derives every other live view of that root (the chain replayed on the root's new value), as
+  their shared memory would show the write eagerly.
+
+A write to a root re-derives its live views too. Views of ``broadcast_to`` (``expand``) are
+read-only, as eagerly; a write through a view of a root with symbolic dims is refused with a clear
+error (the positions need static sizes).
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tensorplay.symbolic import SymDim
+from tensorplay.tensor import Tensor
+
+AnyTensor = Tensor[*tuple[Any, ...]]
+
+VIEW_PRIMITIVES = frozenset({"reshape", "permute", "slice", "broadcast_to", "stop_gradient"})
+"""The primitives whose eager result is a view of their input (``stop_gradient``: ``detach()``, the same
+memory)."""
+
+
+@dataclass
+class View:
+    """A view noted by :class:`ViewTable`: the view (weakly), its root, the root's shape when the view
+    was taken and the chain of ``(primitive, params)`` from the root; ``writable``: no ``broadcast_to``
+    in the chain."""
+
+    ref: weakref.ref[AnyTensor]
+    root: AnyTensor
+    root_shape: tuple[Any, ...]
+    chain: tuple[tuple[str, dict[str, Any]], ...]
+    writable: bool
+
+
+def positions(view: View) -> np.ndarray[Any, Any] | None:
+    """Where each element of ``view`` lies in its root, flat (``None`` when a size is symbolic)."""
+    if any(isinstance(d, SymDim) for d in view.root_shape):
+        return None
+    index: np.ndarray[Any, Any] = np.arange(int(np.prod(view.root_shape, dtype=np.int64)),
+                                            dtype=np.int64).reshape(view.root_shape)
+    for target, params in view.chain:
+        if target == "reshape":
+            shape = params["shape"]
+            if any(isinstance(d, SymDim) for d in shape):
+                return None
+            index = index.reshape(shape)
+        elif target == "permute":
+            index = index.transpose(params["perm"])
+        elif target == "slice":
+            index = index[tuple(slice(a, None if (b < 0 and c < 0) else b, c)
+                                for a, b, c in zip(params["starts"], params["stops"], params["steps"]))]
+        elif target == "broadcast_to":
+            index = np.broadcast_to(index, params["shape"])
+    return index
+
+
+class ViewTable:
+    """The views a recorder made, by the id of the view's handle, and per root (see the module
+    docstring)."""
+
+    def __init__(self) -> None:
+        self._views: dict[int, View] = {}
+        self._by_root: dict[int, list[int]] = {}
+
+    def note(self, source: AnyTensor, view: AnyTensor, target: str, params: dict[str, Any],
+             source_shape: tuple[Any, ...]) -> None:
+        """``view`` is ``target(source, **params)`` (``source_shape``: ``source``'s recorded shape)."""
+        parent = self.of(source)
+        if parent is not None:
+            root, root_shape, chain, writable = parent.root, parent.root_shape, parent.chain, parent.writable
+        else:
+            root, root_shape, chain, writable = source, source_shape, (), True
+        key = id(view)
+        self._views[key] = View(weakref.ref(view), root, root_shape, chain + ((target, dict(params)),),
+                                writable and target != "broadcast_to")
+        self._by_root.setdefault(id(root), []).append(key)
+
+    def of(self, tensor: AnyTensor) -> View | None:
+        """The :class:`View` ``tensor`` is, if it is one."""
+        found = self._views.get(id(tensor))
+        return found if found is not None and found.ref() is tensor else None
+
+    def live_views(self, root: AnyTensor) -> list[tuple[AnyTensor, View]]:
+        """The views of ``root`` still alive (forgetting the others)."""
+        keys = self._by_root.get(id(root))
+        if not keys:
+            return []
+        alive: list[tuple[AnyTensor, View]] = []
+        kept = []
+        for key in keys:
+            view = self._views.get(key)
+            tensor = view.ref() if view is not None else None
+            if view is None:
+                continue
+            if tensor is None:
+                del self._views[key]
+                continue
+            if view.root is not root:  # the id was reused by a view of another root
+                continue
+            kept.append(key)
+            alive.append((tensor, view))
+        self._by_root[id(root)] = kept
+        return alive
+
+
+__all__ = ["VIEW_PRIMITIVES", "View", "ViewTable", "positions"]
