@@ -361,3 +361,29 @@ def test_state_changed_by_the_function_itself_is_refused_at_capture() -> None:
     with pytest.raises(GraphCaptureError, match=r"changed the Python state it reads while it was captured: "
                                                 r"closure log: length was 0, now 1"):
         tp.compile(fn)(X)
+
+
+W_NP = np.ones(3, dtype=np.float32)
+
+
+def _scaled_by_numpy(x: Any) -> Any:
+    return x * (W_NP * 2.0)  # numpy arithmetic: its result is baked into the compiled code
+
+
+def test_numpy_arrays_rebound_or_changed_in_place() -> None:
+    global W_NP
+    W_NP = np.ones(3, dtype=np.float32)
+    compiled = tp.compile(_scaled_by_numpy)
+    _same(compiled, _scaled_by_numpy, X)
+    _steady(compiled, _scaled_by_numpy)
+    W_NP[0] = 5.0
+    _same(compiled, _scaled_by_numpy, X)
+    assert any("global W_NP was numpy array float32[3] with other values, now changed" in m
+               for m in _messages(compiled)), _messages(compiled)
+    W_NP = np.full(3, -1.0, dtype=np.float32)
+    _same(compiled, _scaled_by_numpy, X)
+    table = {"w": np.ones(3, dtype=np.float32)}
+    in_dict = tp.compile(lambda x: x * table["w"])
+    np.testing.assert_array_equal(in_dict(X).numpy(), X.numpy())
+    table["w"] = np.zeros(3, dtype=np.float32)
+    np.testing.assert_array_equal(in_dict(X).numpy(), np.zeros(3, dtype=np.float32))

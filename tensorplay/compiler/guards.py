@@ -165,8 +165,10 @@ class Guards:
         for value_source in self.values:
             now = value_source.read()
             if static_key(now) != static_key(value_source.value):
-                reasons.append(Reason("value", f"{value_source.name} was {describe_static(value_source.value)}, "
-                                               f"now {describe_static(now)}",
+                was_text, now_text = describe_static(value_source.value), describe_static(now)
+                if was_text == now_text and isinstance(now, np.ndarray):
+                    was_text, now_text = f"{was_text} with other values", "changed"
+                reasons.append(Reason("value", f"{value_source.name} was {was_text}, now {now_text}",
                                       fix="the compiled code used that value; keep it fixed between calls, or pass it "
                                           "as a tensor argument"))
         for obj in self.objects:

@@ -17,6 +17,7 @@ bound method's ``self``, and recursively the helper functions and modules among 
   Python values among their entries are compared at every call, at the path the function reads
   them through (``closure s[0]``, ``global cfg['k']``, ``closure items[0].scale``), so ``s[0] = 4.0``,
   ``s.append(...)`` or a key added recompiles; their other entries are walked in turn;
+* **numpy arrays**: by value (a copy) up to 4 KiB, by identity above;
 * **objects** the function may drive, such as optimizers, compared by identity (and a container or
   object reached again at a second path: that path must still lead to it).
 
@@ -40,12 +41,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from tensorplay.compiler.containers import MISSING, ContainerSource, entry_name, snapshot
 from tensorplay.compiler.values import is_static_value
 from tensorplay.tensor import Tensor
 
 _MAX_DEPTH = 6
 _MAX_CONTAINER = 64
+_MAX_ARRAY_BYTES = 4096
 
 
 def _is_module(obj: Any) -> bool:
@@ -238,6 +242,9 @@ class _Walker:
         if isinstance(value, (tuple, list, dict, set, frozenset)):
             self.container(name, read, value, depth)
             return
+        if isinstance(value, np.ndarray):
+            self.array(name, read, value)
+            return
         if _is_plain_object(value):
             self.plain_object(name, read, value, depth)
 
@@ -269,6 +276,18 @@ class _Walker:
             if not is_static_value(item):
                 self.value(entry_name(name, key, False), _step(read, None, key), item, depth + 1)
 
+    def array(self, name: str, read: Reader, array: np.ndarray[Any, Any]) -> None:
+        """A numpy array: compiled code may have baked its values in (``x * W``, or numpy arithmetic on it),
+        so a small one is guarded by value (a copy compared at every call) and a larger one by identity
+        (rebinding it recompiles; the compiled code reads a directly used array's memory at every call)."""
+        if name in self.seen_values:
+            return
+        self.seen_values.add(name)
+        if array.nbytes <= _MAX_ARRAY_BYTES:
+            self.found.values.append(ValueSource(name, read, array.copy()))
+        else:
+            self.found.objects.append(ObjectSource(name, read, array))
+
     def plain_object(self, name: str, read: Reader, obj: Any, depth: int) -> None:
         """An instance of a user's class: its attributes are guarded like a dict's entries (the names in
         order, the static values by value) and walked like a module's (``obj.w``), so a tensor attribute
@@ -293,11 +312,11 @@ class _Walker:
     @staticmethod
     def _walkable(item: Any) -> bool:
         """Whether ``item`` holds state of its own (a change inside it would not change its identity)."""
-        return isinstance(item, (list, tuple, dict, set)) or _is_module(item) or _is_plain_object(item)
+        return isinstance(item, (list, tuple, dict, set, np.ndarray)) or _is_module(item) or _is_plain_object(item)
 
     @staticmethod
     def _interesting(item: Any) -> bool:
-        return isinstance(item, (Tensor, tuple, list, dict, set, frozenset)) or _is_module(item) \
+        return isinstance(item, (Tensor, tuple, list, dict, set, frozenset, np.ndarray)) or _is_module(item) \
             or _is_optimizer(item) or _is_plain_object(item)
 
     def module(self, prefix: str, read: Reader, module: Any, depth: int) -> None:
