@@ -76,11 +76,8 @@ def _axes(dim: Any, ndim: int) -> tuple[int, ...] | None:
 def getitem(ops: Any, x: AnyTensor, key: Any) -> AnyTensor:
     """``x[key]``: basic indexing (ints, slices, ``None``, ``...``) as a numpy view; one integer tensor
     as ``numpy.take`` along axis 0 (a ``gather``). While ``tp.graph.trace`` records a function and ``x`` is
-    state from outside it, the indexing is the recording's (:func:`tensorplay.interpreters.eager.results.view`)."""
-    if _RECORDING_ACTIVE[0]:
-        frame = recording.outside_state(x)
-        if frame is not None:
-            return _p.getitem(frame.recorder, x, key)
+    state from outside it, basic indexing (a view) is the recording's
+    (:func:`tensorplay.interpreters.eager.results.view`)."""
     data = x._data
     if type(data) is np.ndarray:
         kind = type(key)
@@ -93,6 +90,10 @@ def getitem(ops: Any, x: AnyTensor, key: Any) -> AnyTensor:
         else:
             basic = kind in _BASIC_ITEMS
         if basic:
+            if _RECORDING_ACTIVE[0]:
+                frame = recording.outside_state(x)
+                if frame is not None:
+                    return _p.getitem(frame.recorder, x, key)
             made = _basic_index(ops, x, data, key)
             if made is not None:
                 return made
