@@ -175,3 +175,17 @@ def test_writes_that_cannot_be_recorded_are_refused() -> None:
 
     with pytest.raises(GraphCaptureError, match=r"through a view .* of a tensor of symbolic shape \[B\]"):
         tp.graph.trace(through_a_view, tp.zeros(4), dynamic={0: {0: "B"}})
+
+
+def test_compiled_writes_through_views_of_an_argument_reach_the_argument() -> None:
+    def fn(x: Any) -> Any:
+        x[0:1].add_(1.0)
+        x.view(2, 2).T[0].mul_(2.0)
+        return x * 1.0
+
+    compiled = tp.compile(fn)
+    got, want = tp.zeros(4), tp.zeros(4)
+    for _ in range(3):
+        np.testing.assert_array_equal(compiled(got).numpy(), fn(want).numpy())
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    assert compiled.compile_count == 1
