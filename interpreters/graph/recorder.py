@@ -286,7 +286,7 @@ class Recorder(BaseInterpreter):
             out.value = self._compute(node)
         made: Tensor[*tuple[Any, ...]] = Tensor(self, out)
         if target in VIEW_PRIMITIVES and type(inputs[0]) is Tensor:
-            self._views.note(inputs[0], made, target, params, tuple(values[0].shape))
+            self._views.note(inputs[0], made, target, params)
         return made
 
     def _compute(self, node: Node) -> Any:

@@ -21,8 +21,7 @@ error (the positions need static sizes).
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -36,25 +35,28 @@ VIEW_PRIMITIVES = frozenset({"reshape", "permute", "slice", "broadcast_to", "sto
 memory)."""
 
 
-@dataclass
-class View:
-    """A view noted by :class:`ViewTable`: the view (weakly), its root, the root's shape when the view
-    was taken and the chain of ``(primitive, params)`` from the root; ``writable``: no ``broadcast_to``
-    in the chain."""
+class View(NamedTuple):
+    """A view noted by :class:`ViewTable`: the view (weakly), its root, the chain of ``(primitive,
+    params)`` from the root; ``writable``: no ``broadcast_to`` in the chain."""
 
     ref: weakref.ref[AnyTensor]
     root: AnyTensor
-    root_shape: tuple[Any, ...]
     chain: tuple[tuple[str, dict[str, Any]], ...]
     writable: bool
+
+    @property
+    def root_shape(self) -> tuple[Any, ...]:
+        """The root's shape (an in-place write keeps it)."""
+        return tuple(self.root._data.shape)
 
 
 def positions(view: View) -> np.ndarray[Any, Any] | None:
     """Where each element of ``view`` lies in its root, flat (``None`` when a size is symbolic)."""
-    if any(isinstance(d, SymDim) for d in view.root_shape):
+    root_shape = view.root_shape
+    if any(isinstance(d, SymDim) for d in root_shape):
         return None
-    index: np.ndarray[Any, Any] = np.arange(int(np.prod(view.root_shape, dtype=np.int64)),
-                                            dtype=np.int64).reshape(view.root_shape)
+    index: np.ndarray[Any, Any] = np.arange(int(np.prod(root_shape, dtype=np.int64)),
+                                            dtype=np.int64).reshape(root_shape)
     for target, params in view.chain:
         if target == "reshape":
             shape = params["shape"]
@@ -73,24 +75,26 @@ def positions(view: View) -> np.ndarray[Any, Any] | None:
 
 class ViewTable:
     """The views a recorder made, by the id of the view's handle, and per root (see the module
-    docstring)."""
+    docstring). Noting a view is on the recorder's hot path: entries are plain tuples."""
 
     def __init__(self) -> None:
         self._views: dict[int, View] = {}
         self._by_root: dict[int, list[int]] = {}
 
-    def note(self, source: AnyTensor, view: AnyTensor, target: str, params: dict[str, Any],
-             source_shape: tuple[Any, ...]) -> None:
-        """``view`` is ``target(source, **params)`` (``source_shape``: ``source``'s recorded shape)."""
-        parent = self.of(source)
-        if parent is not None:
-            root, root_shape, chain, writable = parent.root, parent.root_shape, parent.chain, parent.writable
+    def note(self, source: AnyTensor, view: AnyTensor, target: str, params: dict[str, Any]) -> None:
+        """``view`` is ``target(source, **params)`` (``params`` are the recorded node's: not copied)."""
+        parent = self._views.get(id(source))
+        if parent is not None and parent[0]() is source:
+            root, chain, writable = parent[1], parent[2] + ((target, params),), parent[3]
         else:
-            root, root_shape, chain, writable = source, source_shape, (), True
+            root, chain, writable = source, ((target, params),), True
         key = id(view)
-        self._views[key] = View(weakref.ref(view), root, root_shape, chain + ((target, dict(params)),),
-                                writable and target != "broadcast_to")
-        self._by_root.setdefault(id(root), []).append(key)
+        self._views[key] = View(weakref.ref(view), root, chain, writable and target != "broadcast_to")
+        keys = self._by_root.get(id(root))
+        if keys is None:
+            self._by_root[id(root)] = [key]
+        else:
+            keys.append(key)
 
     def of(self, tensor: AnyTensor) -> View | None:
         """The :class:`View` ``tensor`` is, if it is one."""
