@@ -189,3 +189,21 @@ def test_compiled_writes_through_views_of_an_argument_reach_the_argument() -> No
         np.testing.assert_array_equal(compiled(got).numpy(), fn(want).numpy())
     np.testing.assert_array_equal(got.numpy(), want.numpy())
     assert compiled.compile_count == 1
+
+
+@pytest.mark.parametrize("write", [lambda c: c.__setitem__(0, c.sum()), lambda c: c.add_(c * 0.5),
+                                   lambda c: c[0:2].add_(c.sum())], ids=["setitem", "add_", "view add_"])
+def test_a_value_computed_eagerly_from_outside_state_is_refused(write: Callable[[Any], Any]) -> None:
+    c = _start()
+
+    def fn(x: Any) -> Any:
+        write(c)
+        return x + c
+
+    with pytest.raises(GraphCaptureError, match="computed eagerly, once, at trace time"):
+        tp.graph.trace(fn, tp.zeros(4))
+    np.testing.assert_array_equal(c.numpy(), _start().numpy())
+
+
+def test_a_value_computed_from_a_recorded_view_is_written_at_every_call() -> None:
+    _compare(lambda fn: tp.graph.trace(fn, tp.zeros(4)), lambda c: c.__setitem__(0, c.detach().sum()))

@@ -29,6 +29,7 @@ import numpy as np
 
 from tensorplay import derived as _p
 from tensorplay import recording
+from tensorplay.recording import note_derived as _note_derived
 from tensorplay import sorting as _sorting
 from tensorplay.interpreters.eager import tape
 from tensorplay.interpreters.eager.kernels._support import CONCATENATE, FLOATS as _FLOATS, nb
@@ -277,6 +278,8 @@ def reduce(ops: Any, prim: str, x: AnyTensor, dim: Any, keepdim: bool) -> AnyTen
                 out = small_sum(data, axes, keepdim)
                 if out is not None:
                     made: AnyTensor = Tensor(ops, out)
+                    if _RECORDING_ACTIVE[0]:
+                        _note_derived(made, (x,))
                     if x._requires_grad and tape.grad_enabled():  # ``result``, its params made only here
                         tape.attach(made, prim, (x,), {"axes": axes, "keepdims": keepdim})
                     return made
@@ -329,6 +332,8 @@ def mean(ops: Any, x: AnyTensor, dim: Any, keepdim: bool) -> AnyTensor:
                 if type(out) is not np.ndarray:
                     out = np.asarray(out)
                 made: AnyTensor = Tensor(ops, out)
+                if _RECORDING_ACTIVE[0]:
+                    _note_derived(made, (x,))
                 if x._requires_grad and tape.grad_enabled():
                     tape.record(MEAN_NODE, (x,), {"axes": axes, "keepdims": keepdim, "count": count}, made)
                 return made
@@ -378,7 +383,11 @@ def extremum(ops: Any, x: AnyTensor, dim: Any, keepdim: bool, largest: bool) -> 
             out: AnyTensor = Tensor(ops, values)
             if x._requires_grad and tape.grad_enabled():
                 tape.record(SELECT_NODE, (x,), {"axis": axis, "picked": picked}, out)
-            return out, Tensor(ops, indices)
+            index: AnyTensor = Tensor(ops, indices)
+            if _RECORDING_ACTIVE[0]:
+                _note_derived(out, (x,))
+                _note_derived(index, (x,))
+            return out, index
     return _sorting.extremum(ops, x, dim, keepdim, largest)
 
 
@@ -501,6 +510,8 @@ def cat(ops: Any, items: list[Any] | tuple[Any, ...], dim: Any) -> AnyTensor | N
     except (ValueError, TypeError):
         return None
     made: AnyTensor = Tensor(ops, out)
+    if _RECORDING_ACTIVE[0]:
+        _note_derived(made, tuple(items))
     if recording and tape.grad_enabled():  # ``result``, with the node's inputs and params made only here
         tape.attach(made, "concat", tuple(items), {"axis": dim % ndim})
     return made
@@ -522,6 +533,8 @@ def matmul(ops: Any, a: Any, b: Any) -> AnyTensor:
                     pass  # the method raises the rule's error
                 else:
                     made: AnyTensor = Tensor(ops, out)
+                    if _RECORDING_ACTIVE[0]:
+                        _note_derived(made, (a, b))
                     if (a._requires_grad or b._requires_grad) and tape.grad_enabled():  # ``result`` for two tensors
                         tape.attach(made, "matmul", (a, b), {})
                     return made

@@ -25,6 +25,8 @@ AnyTensor = Tensor[*tuple[Any, ...]]
 def result(ops: Any, name: str, inputs: tuple[Any, ...], params: dict[str, Any], out: Array) -> AnyTensor:
     """A new tensor holding ``out``, recorded as primitive ``name`` of ``inputs`` when needed."""
     made: AnyTensor = Tensor(ops, out)
+    if _RECORDING_ACTIVE[0]:
+        recording.note_derived(made, inputs)
     for x in inputs:
         if isinstance(x, Tensor) and x._requires_grad:
             if out.dtype.kind == "f" and tape.grad_enabled():  # integer and bool results carry no gradient
@@ -53,6 +55,8 @@ def view(ops: Any, name: str, x: AnyTensor, params: dict[str, Any], out: Array) 
         if frame is not None:
             return getattr(frame.recorder, name)(x, **params)  # type: ignore[no-any-return]
     made: AnyTensor = Tensor(ops, out)
+    if _RECORDING_ACTIVE[0]:
+        recording.note_derived(made, (x,))
     box = x._version  # ``share_version`` inline: views are made on every slice
     if box is None:
         box = x._version = [0]

@@ -402,15 +402,28 @@ class Recorder(BaseInterpreter):
         :mod:`tensorplay.recording`)."""
         if x._ops is not self:  # type: ignore[comparison-overlap]
             self._check_outside_write(x, f"in-place {op}_")
+            self._check_written_value(other, f"{op}_")
             self.write_state(x, self._inplace_value(x, op, other), f"{op}_")
             self._refresh_views(x)
             return x
         self._check_writable(x, f"{op}_")
         self._rebind(x, self._inplace_value(x, op, other), f"{op}_")
-        self._write_through(x, f"{op}_")
+        self._write_through(x, f"{op}_", other)
         return x
 
     # ---- writes through views (see :mod:`.views`) ------------------------------------------------
+    def _check_written_value(self, value: Any, where: str) -> None:
+        """A write to a tensor from outside the traced function: refuse a value computed eagerly, at trace
+        time, from such tensors (``c[0] = c.sum()``, ``c.add_(c * 0.5)``): the graph would write that
+        trace-time reading at every call."""
+        if isinstance(value, Tensor) and value._ops is not self and recording.derived_from_outside(value):  # type: ignore[comparison-overlap]
+            raise GraphCaptureError(
+                f"{where} writes to a tensor from outside the traced function a value that was computed "
+                f"eagerly, once, at trace time, from tensors from outside it{_at(user_location(3))}: the graph "
+                "would write that same value at every call. Compute it from values the graph records (a view "
+                "of the tensor, such as c[0:2], c.T or c.detach(), is recorded; an operation such as c.sum() or "
+                "c * 0.5 on the tensor itself runs eagerly), or compute it outside the traced function")
+
     def _check_writable(self, x: Tensor[*tuple[Any, ...]], where: str) -> None:
         view = self._views.of(x)
         if view is None:
@@ -424,9 +437,10 @@ class Recorder(BaseInterpreter):
                 f"{list(view.root_shape)} is not supported{_at(user_location(3))}: the positions it writes "
                 "need static sizes. Write the whole tensor (tp.where, tp.cat) or keep those dims static")
 
-    def _write_through(self, x: Tensor[*tuple[Any, ...]], where: str) -> None:
-        """``x`` was just rebound by a write: when it is a view, scatter its new value into its root (a
-        recorded state mutation for a root from outside); then re-derive the root's other live views."""
+    def _write_through(self, x: Tensor[*tuple[Any, ...]], where: str, value_written: Any = None) -> None:
+        """``x`` was just rebound by a write (of ``value_written``): when it is a view, scatter its new value
+        into its root (a recorded state mutation for a root from outside); then re-derive the root's other
+        live views."""
         view = self._views.of(x)
         if view is None:
             self._refresh_views(x)
@@ -442,6 +456,7 @@ class Recorder(BaseInterpreter):
             self._rebind(root, new, where)
         else:
             self._check_outside_write(root, where)
+            self._check_written_value(value_written, where)
             self.write_state(root, new, where)
         self._refresh_views(root, exclude=x)
 
@@ -602,12 +617,13 @@ class Recorder(BaseInterpreter):
             self._check_writable(x, "setitem")
         new = setitem_value(self, x, value, setitem_plan(shape, index))  # type: ignore[arg-type]
         if outside:
+            self._check_written_value(value, "x[key] = value")
             self.write_state(x, new, "setitem")
             self._refresh_views(x)
             return
         x._data = new._data
         self._note_mutation(x, new._data)
-        self._write_through(x, "setitem")
+        self._write_through(x, "setitem", value)
 
 
 def _tensor(ops: Any, var: Any) -> Tensor[*tuple[Any, ...]]:
