@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import tensorplay as tp
-from tensorplay.compiler.sources import UnguardedStateWarning
+from tensorplay.compiler import UnguardedStateWarning
 from tensorplay.errors import GraphCaptureError
 
 X = tp.tensor([1.0, -2.0, 3.0])
