@@ -145,6 +145,7 @@ def _inside(x: Any) -> Any:
     before = y[1:3]  # a view taken before a write to the viewed value sees the write
     y.add_(10.0)
     y[3:].clamp_(max=11.0)
+    y.view(2, 2)[:, ::-1].reshape(4).add_(100.0)  # numpy can only copy there: the write stays in the copy
     return y, before
 
 

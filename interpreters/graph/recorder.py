@@ -431,11 +431,17 @@ class Recorder(BaseInterpreter):
         if not view.writable:
             raise GraphCaptureError(f"{where}: the tensor is a read-only view (the result of expand or "
                                     f"broadcast_to){_at(user_location(3))}; clone it first")
-        if positions(view) is None:
+        if positions(view, self._layout(view.root))[0] is None:
             raise GraphCaptureError(
                 f"{where} through a view (a slice, reshape or transpose) of a tensor of symbolic shape "
                 f"{list(view.root_shape)} is not supported{_at(user_location(3))}: the positions it writes "
                 "need static sizes. Write the whole tensor (tp.where, tp.cat) or keep those dims static")
+
+    def _layout(self, root: Tensor[*tuple[Any, ...]]) -> Any:
+        """The array whose memory order decides which reshapes of ``root`` copy: its data when eager, its
+        value in execute mode, else ``None`` (row-major assumed)."""
+        data = root._data
+        return data if isinstance(data, np.ndarray) else getattr(data, "value", None)
 
     def _write_through(self, x: Tensor[*tuple[Any, ...]], where: str, value_written: Any = None) -> None:
         """``x`` was just rebound by a write (of ``value_written``): when it is a view, scatter its new value
@@ -445,9 +451,11 @@ class Recorder(BaseInterpreter):
         if view is None:
             self._refresh_views(x)
             return
-        index = positions(view)
-        assert index is not None  # checked by _check_writable before the write
         root = view.root
+        index, shared = positions(view, self._layout(root))
+        assert index is not None  # checked by _check_writable before the write
+        if not shared:
+            return  # a copy (a reshape numpy could not do as a view): the write stays in it, as eagerly
         mine = root._ops is self  # type: ignore[comparison-overlap]
         old = root if mine else _tensor(self, self.lift(root))
         plan = setitem_plan(view.root_shape, np.unravel_index(index, view.root_shape))
@@ -463,7 +471,7 @@ class Recorder(BaseInterpreter):
     def _refresh_views(self, root: Tensor[*tuple[Any, ...]], exclude: Any = None) -> None:
         """Re-derive the live views of ``root`` from its value now (their memory is ``root``'s)."""
         for tensor, view in self._views.live_views(root):
-            if tensor is exclude:
+            if tensor is exclude or not positions(view, self._layout(root))[1]:
                 continue
             value: Tensor[*tuple[Any, ...]] = root if root._ops is self else _tensor(self, self.lift(root))  # type: ignore[comparison-overlap]
             for target, params in view.chain:

@@ -13,7 +13,8 @@ chain of view primitives from the root. A write through a view then
 * re-derives every other live view of that root (the chain replayed on the root's new value), as
   their shared memory would show the write eagerly.
 
-A write to a root re-derives its live views too. Views of ``broadcast_to`` (``expand``) are
+A write to a root re-derives its live views too. A ``reshape`` that numpy can only do by copying
+gives a copy, as eagerly: writes to it stay there. Views of ``broadcast_to`` (``expand``) are
 read-only, as eagerly; a write through a view of a root with symbolic dims is refused with a clear
 error (the positions need static sizes).
 """
@@ -50,19 +51,28 @@ class View(NamedTuple):
         return tuple(self.root._data.shape)
 
 
-def positions(view: View) -> np.ndarray[Any, Any] | None:
-    """Where each element of ``view`` lies in its root, flat (``None`` when a size is symbolic)."""
+def positions(view: View, like: Any = None) -> tuple[np.ndarray[Any, Any] | None, bool]:
+    """Where each element of ``view`` lies in its root, flat (``None`` when a size is symbolic), and whether
+    ``view`` shares the root's memory: a ``reshape`` that numpy can only do by copying (of a strided view,
+    ``c[::2].reshape(-1)``) gives a copy eagerly, so writes to it do not reach the root. ``like``: the
+    root's array when known (its memory order decides the copies), else a row-major one is assumed."""
     root_shape = view.root_shape
     if any(isinstance(d, SymDim) for d in root_shape):
-        return None
-    index: np.ndarray[Any, Any] = np.arange(int(np.prod(root_shape, dtype=np.int64)),
-                                            dtype=np.int64).reshape(root_shape)
+        return None, True
+    size = int(np.prod(root_shape, dtype=np.int64))
+    base: np.ndarray[Any, Any] = np.empty_like(like, dtype=np.int64) if isinstance(like, np.ndarray) \
+        and like.shape == root_shape else np.empty(root_shape, dtype=np.int64)
+    base[...] = np.arange(size, dtype=np.int64).reshape(root_shape)
+    index = base
     for target, params in view.chain:
         if target == "reshape":
             shape = params["shape"]
             if any(isinstance(d, SymDim) for d in shape):
-                return None
-            index = index.reshape(shape)
+                return None, True
+            reshaped = index.reshape(shape)
+            if reshaped.size and not np.shares_memory(reshaped, base):
+                return reshaped, False
+            index = reshaped
         elif target == "permute":
             index = index.transpose(params["perm"])
         elif target == "slice":
@@ -70,7 +80,7 @@ def positions(view: View) -> np.ndarray[Any, Any] | None:
                                 for a, b, c in zip(params["starts"], params["stops"], params["steps"]))]
         elif target == "broadcast_to":
             index = np.broadcast_to(index, params["shape"])
-    return index
+    return index, True
 
 
 class ViewTable:
