@@ -387,3 +387,38 @@ def test_numpy_arrays_rebound_or_changed_in_place() -> None:
     np.testing.assert_array_equal(in_dict(X).numpy(), X.numpy())
     table["w"] = np.zeros(3, dtype=np.float32)
     np.testing.assert_array_equal(in_dict(X).numpy(), np.zeros(3, dtype=np.float32))
+
+
+class Settings:
+    lr = 0.1
+    sizes = [1.0, 2.0]
+
+
+class Scaler:
+    scale = 2.0
+
+
+def test_class_attributes_read_through_the_class_or_an_instance() -> None:
+    Settings.lr, Settings.sizes = 0.1, [1.0, 2.0]
+    Scaler.scale = 2.0
+    scaler = Scaler()
+
+    def fn(x: Any) -> Any:
+        return x * Settings.lr + Settings.sizes[1] + scaler.scale
+
+    compiled = tp.compile(fn)
+    _same(compiled, fn, X)
+    _steady(compiled, fn)
+    Settings.lr = 0.5
+    _same(compiled, fn, X)
+    Settings.sizes[1] = 7.0
+    _same(compiled, fn, X)
+    Scaler.scale = 3.0  # read through the instance: its class's attribute
+    _same(compiled, fn, X)
+    scaler.scale = 10.0  # an instance attribute now shadows it
+    _same(compiled, fn, X)
+    messages = _messages(compiled)
+    for text in ("global Settings.lr was 0.1, now 0.5", "Settings.sizes[1] was 2.0, now 7.0",
+                 "type(scaler).scale was 2.0, now 3.0", "closure scaler: attribute 'scale' added"):
+        assert any(text in m for m in messages), (text, messages)
+    _steady(compiled, fn)

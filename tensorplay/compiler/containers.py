@@ -1,8 +1,8 @@
 """The guard of one container a compiled function reads from outside: a list, tuple, dict, set, or the
 attributes of a user's object.
 
-A :class:`ContainerSource` is found by :mod:`.sources` at the path the function reaches the container
-through (``closure s``, ``global cfg['opt']``, ``closure holders[0]``) and checked before every call:
+A :class:`ContainerSource` (also for the attributes of a user's class) is found by :mod:`.sources` at
+the path the function reaches the container through (``closure s``, ``global cfg['opt']``, ``closure holders[0]``) and checked before every call:
 
 * its *layout*: the type (a list rebound to a tuple is a change), the length, and for a dict (or an
   object's attributes) the keys in order, so an ``append``, a key added or removed or reordered, or a
@@ -21,6 +21,7 @@ computed only on a miss, name the entry: ``closure s[0] was 1.5, now 4.0``.
 from __future__ import annotations
 
 import operator
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -179,8 +180,9 @@ def snapshot(name: str, read: Reader, container: Any, attributes: bool, static: 
     entries = vars(container) if attributes else container
     if isinstance(entries, (set, frozenset)):
         return ContainerSource(name, read, type(container), attributes, len(entries), members=frozenset(entries))
-    items = list(entries.items()) if isinstance(entries, dict) else list(enumerate(entries))
-    keys = tuple(entries) if isinstance(entries, dict) else None
+    mapping = isinstance(entries, (dict, types.MappingProxyType))  # a class's attributes: a mapping proxy
+    items = list(entries.items()) if mapping else list(enumerate(entries))
+    keys = tuple(entries) if mapping else None
     slots, values, held, others = [], [], [], []
     for key, item in items:
         if static(item):

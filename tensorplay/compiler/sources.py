@@ -21,7 +21,9 @@ bound method's ``self``, and recursively the helper functions and modules among 
 * **objects** the function may drive, such as optimizers, compared by identity (and a container or
   object reached again at a second path: that path must still lead to it).
 
-Instances of the user's own classes are walked like modules (their attributes by name: ``cfg.w``,
+The user's own classes named by the function, and the classes of the user's objects, have their class
+attributes guarded the same way (``global Config.lr``, ``type(cfg).scale``). Instances of the user's
+own classes are walked like modules (their attributes by name: ``cfg.w``,
 ``cfg.scale``), so rebinding a tensor attribute of a plain object is read again, not recompiled.
 What lies deeper than the walk goes (or in a container of more than 64 entries, whose entries are
 guarded by value or identity only) is named in an :class:`UnguardedStateWarning`.
@@ -82,9 +84,17 @@ Reader = Callable[[], Any]
 def _is_user_module(module: types.ModuleType) -> bool:
     """A Python module of the user's own code (not the standard library, nor an installed package)."""
     top = module.__name__.split(".")[0]
+    if top == "__main__":
+        return True
     where = getattr(module, "__file__", None) or ""
     return (top not in _FOREIGN_PACKAGES and top not in sys.stdlib_module_names and bool(where)
             and "site-packages" not in where and "dist-packages" not in where)
+
+
+def _is_user_class(cls: type) -> bool:
+    """A class of the user's own code (its class attributes may be read as settings: ``Config.lr``)."""
+    module = sys.modules.get(getattr(cls, "__module__", "") or "")
+    return module is not None and _is_user_module(module) and not issubclass(cls, BaseException)
 
 
 @dataclass
@@ -203,6 +213,7 @@ class _Walker:
         self.seen_objects: set[int] = set()
         self.seen_values: set[str] = set()
         self.seen_containers: set[int] = set()
+        self.seen_classes: set[int] = set()
 
     # ---- entries -------------------------------------------------------------------------------
     def value(self, name: str, read: Reader, value: Any, depth: int, kind: str = "captured") -> None:
@@ -303,9 +314,28 @@ class _Walker:
                                       "guarded by value or identity only")
             return
         label = _label(name)
+        cls = type(obj)
+        if _is_user_class(cls):
+            self.user_class(f"type({label})", lambda: type(read()), cls, depth + 1)
         for key in sorted(attributes):
             item = attributes[key]
             if key.startswith("__") or is_static_value(item):
+                continue
+            self.value(f"{label}.{key}", _step(read, "__dict__", key), item, depth + 1)
+
+    def user_class(self, name: str, read: Reader, cls: type, depth: int) -> None:
+        """A class of the user's own code: its class attributes (``Config.lr``, or ``cfg.lr`` read through an
+        instance) are guarded like an object's, and its containers and objects walked; its methods are not
+        walked (the function's own code is)."""
+        if id(cls) in self.seen_classes or depth > _MAX_DEPTH:
+            return
+        self.seen_classes.add(id(cls))
+        attributes = vars(cls)
+        self.found.containers.append(snapshot(name, read, cls, True, is_static_value, True))
+        label = _label(name)
+        for key in sorted(attributes):
+            item = attributes[key]
+            if key.startswith("__") or is_static_value(item) or not self._walkable(item):
                 continue
             self.value(f"{label}.{key}", _step(read, "__dict__", key), item, depth + 1)
 
@@ -381,6 +411,8 @@ class _Walker:
             item = namespace[key]
             if isinstance(item, types.ModuleType) and _is_user_module(item):
                 self.user_module(f"global {key}", _global_reader(namespace, key), item, fn, depth)
+            if isinstance(item, type) and _is_user_class(item):
+                self.user_class(f"global {key}", _global_reader(namespace, key), item, depth)
             if isinstance(item, (types.ModuleType, type)):
                 continue
             self.value(f"global {key}" if not (_is_module(item) or isinstance(item, Tensor)) else key,
@@ -393,6 +425,8 @@ class _Walker:
                     continue
                 if isinstance(item, types.ModuleType) and _is_user_module(item):
                     self.user_module(f"closure {key}", _cell_reader(cell), item, fn, depth)
+                if isinstance(item, type) and _is_user_class(item):
+                    self.user_class(f"closure {key}", _cell_reader(cell), item, depth)
                 if isinstance(item, (types.ModuleType, type)):
                     continue
                 self.value(f"closure {key}" if not (_is_module(item) or isinstance(item, Tensor)) else key,
