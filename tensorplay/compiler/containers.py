@@ -125,7 +125,8 @@ class ContainerSource:
                 return False
             if slots:
                 got = get(entries)
-                if not (exact and got == values and tuple(map(type, got)) == types) \
+                if not all(map(is_, got, values)) \
+                        and not (exact and got == values and tuple(map(type, got)) == types) \
                         and tuple(map(static_key, got)) != frozen:
                     return False
             return not held or all(map(is_, get_held(entries), others))
@@ -185,6 +186,8 @@ def snapshot(name: str, read: Reader, container: Any, attributes: bool, static: 
     keys = tuple(entries) if mapping else None
     slots, values, held, others = [], [], [], []
     for key, item in items:
+        if attributes and isinstance(key, str) and key.startswith("__"):
+            continue  # ``__module__``, ``__doc__``, ...: the names are guarded, not the values
         if static(item):
             slots.append(key)
             values.append(item)
