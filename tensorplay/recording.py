@@ -9,9 +9,15 @@ and not be part of the graph, so later calls would silently skip it. ``trace`` e
   buf[0] = 1``, a temporary built from constants): it is part of building a constant, the same
   on every call;
 * recorded otherwise (state from outside the function): the graph computes the new value and
-  writes it back into the tensor on every call (``graph.mutations``);
+  writes it back into the tensor on every call (``graph.mutations``). That holds for a write through
+  a view too: a view of such a tensor (basic indexing, ``view``/``reshape``, ``T``/``transpose``,
+  ``unsqueeze``, ``detach``, ...) is the recording's while it is active, so ``c[0] = c[0] + 1.0`` and
+  ``c[0:1].add_(1.0)`` are recorded writes to ``c``
+  (:mod:`tensorplay.interpreters.graph.views`);
 * refused for writes that cannot be recorded (an optimizer step, an ``nn.init`` function on a
-  tensor from outside).
+  tensor from outside), and for a write to a tensor from outside of a value computed eagerly from
+  such tensors (``c[0] = c.sum()``: eager results computed from outside state are noted by
+  :func:`note_derived`), which the graph would write as a trace-time constant at every call.
 
 Tensors created while a recording is active are noted (weakly) by ``Tensor.__init__``; ``active``
 counts the recordings open in any thread, so outside recordings that costs one list lookup.
@@ -34,12 +40,13 @@ _count_lock = threading.Lock()
 class Frame:
     """One active recording: its recorder and the eager tensors created since it started."""
 
-    __slots__ = ("recorder", "made")
+    __slots__ = ("recorder", "made", "derived")
 
     def __init__(self, recorder: Any) -> None:
         self.recorder = recorder
         # id -> weak reference (a WeakSet would compare tensors with ==, which is elementwise)
         self.made: dict[int, weakref.ref[Any]] = {}
+        self.derived: dict[int, weakref.ref[Any]] = {}  # eager tensors computed from state from outside
 
     def created(self, tensor: Any) -> bool:
         """Whether ``tensor`` was created while this recording ran."""
@@ -77,6 +84,34 @@ def note_created(tensor: Any) -> None:
     frames = _stack.frames
     if frames and getattr(tensor._ops, "level", None) == 0:
         frames[-1].made[id(tensor)] = weakref.ref(tensor)
+
+
+def note_derived(made: Any, inputs: tuple[Any, ...]) -> None:
+    """Called for an eager result ``made`` of ``inputs`` while some recording is active: remember it when
+    an input is eager state from outside this thread's innermost recording, or was itself computed from
+    such state (its value is then a trace-time reading of that state)."""
+    frames = _stack.frames
+    if not frames:
+        return
+    frame = frames[-1]
+    for x in inputs:
+        ops = getattr(x, "_ops", None)
+        if ops is None or getattr(ops, "level", None) != 0:
+            continue
+        ref = frame.derived.get(id(x))
+        if not frame.created(x) or (ref is not None and ref() is x):
+            frame.derived[id(made)] = weakref.ref(made)
+            return
+
+
+def derived_from_outside(tensor: Any) -> bool:
+    """Whether ``tensor`` (eager) was computed, while this thread's innermost recording runs, from state
+    from outside it (see :func:`note_derived`)."""
+    frames = _stack.frames
+    if not frames:
+        return False
+    ref = frames[-1].derived.get(id(tensor))
+    return ref is not None and ref() is tensor
 
 
 def outside_state(tensor: Any) -> Frame | None:
@@ -132,5 +167,5 @@ def creating_interpreter(default: Any) -> Any:
     return creators[-1] if creators else default
 
 
-__all__ = ["Frame", "active", "created_by", "creating_in", "creating_interpreter", "note_created", "outside_state", "recording",
-           "refuse_outside_write"]
+__all__ = ["Frame", "active", "created_by", "creating_in", "creating_interpreter", "derived_from_outside",
+           "note_created", "note_derived", "outside_state", "recording", "refuse_outside_write"]

@@ -124,8 +124,10 @@ def test_printer_shows_state_kinds_and_locations() -> None:
     w = tp.ones(4, 3)
     gm = trace(lambda x: x @ w.T, tp.ones(2, 3))
     text = str(gm)
-    # w.T runs eagerly (w is an eager closure tensor); its result is captured
-    assert text.startswith("{ lambda captured_0:f32[3,4] ; x:f32[2,3]. let")
+    # w (an eager closure tensor) is captured itself; the view w.T is recorded on it, so a write through
+    # a view of w would reach w
+    assert text.startswith("{ lambda captured_0:f32[4,3] ; x:f32[2,3]. let")
+    assert "permute[perm=(1, 0)] captured_0" in text
     assert "# captured: captured_0" in text
     assert "test_graph_tooling.py:" in format_graph(gm.graph, show_locations=True)
 
@@ -137,7 +139,8 @@ def test_generated_code_is_readable_and_runs() -> None:
     code = gm.code
     assert code.startswith("def forward(ops, v, captured_0, captured_1, captured_2, captured_3):")
     assert "    B = v.shape[0]\n" in code
-    assert "matmul = ops.matmul(v, captured_0)  # float32[B,4]  test_graph_tooling.py:" in code
+    assert "permute = ops.permute(captured_0, perm=(1, 0))  # float32[3,4]  test_graph_tooling.py:" in code
+    assert "matmul = ops.matmul(v, permute)  # float32[B,4]  test_graph_tooling.py:" in code
     assert "ops.log_softmax(" in code and code.rstrip().endswith("return (log_softmax,)")
     compile(code, "<test>", "exec")
     for n in (5, 1, 9):

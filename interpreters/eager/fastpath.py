@@ -28,12 +28,16 @@ from typing import Any
 import numpy as np
 
 from tensorplay import derived as _p
+from tensorplay import recording
+from tensorplay.recording import note_derived as _note_derived
 from tensorplay import sorting as _sorting
 from tensorplay.interpreters.eager import tape
 from tensorplay.interpreters.eager.kernels._support import CONCATENATE, FLOATS as _FLOATS, nb
 from tensorplay.interpreters.eager.kernels.threads import OPENBLAS_SERIAL_MAX_MACS, THREADED_MIN_WORK, threads_for
 from tensorplay.interpreters.eager.results import result, view
 from tensorplay.tensor import Tensor
+
+_RECORDING_ACTIVE = recording.active
 
 Array = np.ndarray[Any, Any]
 AnyTensor = Any
@@ -72,7 +76,9 @@ def _axes(dim: Any, ndim: int) -> tuple[int, ...] | None:
 
 def getitem(ops: Any, x: AnyTensor, key: Any) -> AnyTensor:
     """``x[key]``: basic indexing (ints, slices, ``None``, ``...``) as a numpy view; one integer tensor
-    as ``numpy.take`` along axis 0 (a ``gather``)."""
+    as ``numpy.take`` along axis 0 (a ``gather``). While ``tp.graph.trace`` records a function and ``x`` is
+    state from outside it, basic indexing (a view) is the recording's
+    (:func:`tensorplay.interpreters.eager.results.view`)."""
     data = x._data
     if type(data) is np.ndarray:
         kind = type(key)
@@ -85,6 +91,10 @@ def getitem(ops: Any, x: AnyTensor, key: Any) -> AnyTensor:
         else:
             basic = kind in _BASIC_ITEMS
         if basic:
+            if _RECORDING_ACTIVE[0]:
+                frame = recording.outside_state(x)
+                if frame is not None:
+                    return _p.getitem(frame.recorder, x, key)
             made = _basic_index(ops, x, data, key)
             if made is not None:
                 return made
@@ -268,6 +278,8 @@ def reduce(ops: Any, prim: str, x: AnyTensor, dim: Any, keepdim: bool) -> AnyTen
                 out = small_sum(data, axes, keepdim)
                 if out is not None:
                     made: AnyTensor = Tensor(ops, out)
+                    if _RECORDING_ACTIVE[0]:
+                        _note_derived(made, (x,))
                     if x._requires_grad and tape.grad_enabled():  # ``result``, its params made only here
                         tape.attach(made, prim, (x,), {"axes": axes, "keepdims": keepdim})
                     return made
@@ -320,6 +332,8 @@ def mean(ops: Any, x: AnyTensor, dim: Any, keepdim: bool) -> AnyTensor:
                 if type(out) is not np.ndarray:
                     out = np.asarray(out)
                 made: AnyTensor = Tensor(ops, out)
+                if _RECORDING_ACTIVE[0]:
+                    _note_derived(made, (x,))
                 if x._requires_grad and tape.grad_enabled():
                     tape.record(MEAN_NODE, (x,), {"axes": axes, "keepdims": keepdim, "count": count}, made)
                 return made
@@ -369,7 +383,11 @@ def extremum(ops: Any, x: AnyTensor, dim: Any, keepdim: bool, largest: bool) -> 
             out: AnyTensor = Tensor(ops, values)
             if x._requires_grad and tape.grad_enabled():
                 tape.record(SELECT_NODE, (x,), {"axis": axis, "picked": picked}, out)
-            return out, Tensor(ops, indices)
+            index: AnyTensor = Tensor(ops, indices)
+            if _RECORDING_ACTIVE[0]:
+                _note_derived(out, (x,))
+                _note_derived(index, (x,))
+            return out, index
     return _sorting.extremum(ops, x, dim, keepdim, largest)
 
 
@@ -492,6 +510,8 @@ def cat(ops: Any, items: list[Any] | tuple[Any, ...], dim: Any) -> AnyTensor | N
     except (ValueError, TypeError):
         return None
     made: AnyTensor = Tensor(ops, out)
+    if _RECORDING_ACTIVE[0]:
+        _note_derived(made, tuple(items))
     if recording and tape.grad_enabled():  # ``result``, with the node's inputs and params made only here
         tape.attach(made, "concat", tuple(items), {"axis": dim % ndim})
     return made
@@ -513,6 +533,8 @@ def matmul(ops: Any, a: Any, b: Any) -> AnyTensor:
                     pass  # the method raises the rule's error
                 else:
                     made: AnyTensor = Tensor(ops, out)
+                    if _RECORDING_ACTIVE[0]:
+                        _note_derived(made, (a, b))
                     if (a._requires_grad or b._requires_grad) and tape.grad_enabled():  # ``result`` for two tensors
                         tape.attach(made, "matmul", (a, b), {})
                     return made

@@ -35,7 +35,10 @@ from tensorplay.formatting import format_array
 from tensorplay.pydata import check_int_operand
 from tensorplay import random_state
 from tensorplay.interpreter import BaseInterpreter
+from tensorplay import recording
 from tensorplay.recording import creating_interpreter
+
+_ACTIVE = recording.active
 from tensorplay.tensor import Tensor, highest_interpreter
 
 Array = np.ndarray[Any, Any]
@@ -396,8 +399,15 @@ class EagerInterpreter(BaseInterpreter):
         tape.set_requires_grad(x, flag)
 
     def detach(self, x: Tensor[*tuple[Any, ...]]) -> Tensor[*tuple[Any, ...]]:
-        """The same array, without tape history."""
+        """The same array, without tape history (while ``tp.graph.trace`` records a function and ``x`` is state
+        from outside it: the recording's ``detach``, so a write through it reaches ``x``)."""
+        if recording.active[0]:
+            frame = recording.outside_state(x)
+            if frame is not None:
+                return frame.recorder.detach(x)  # type: ignore[no-any-return]
         out: Tensor[*tuple[Any, ...]] = Tensor(self, x._data)
+        if recording.active[0]:
+            recording.note_derived(out, (x,))
         out._version = _share_version(x)
         return out
 
@@ -469,6 +479,8 @@ class EagerInterpreter(BaseInterpreter):
         else:
             out = self._binary_checked(name, x, y, xd, yd)
         result: Tensor[*tuple[Any, ...]] = Tensor(self, out)
+        if _ACTIVE[0]:
+            recording.note_derived(result, (x, y))
         if ((isinstance(x, Tensor) and x._requires_grad) or (isinstance(y, Tensor) and y._requires_grad)) \
                 and out.dtype.kind == "f" and tape.grad_enabled():  # comparisons (bool) carry no gradient
             tape.attach(result, name, (x, y), {})
@@ -542,6 +554,8 @@ class EagerInterpreter(BaseInterpreter):
                 out = fastpath.small_rows(_ROW_KERNELS[name], data)
                 if out is not None:  # a float result: _result inline
                     made: Tensor[*tuple[Any, ...]] = Tensor(self, out)
+                    if _ACTIVE[0]:
+                        recording.note_derived(made, (x,))
                     if x._requires_grad and tape.grad_enabled():
                         tape.attach(made, name, (x,), {"axis": axis})
                     return made
@@ -608,7 +622,10 @@ class EagerInterpreter(BaseInterpreter):
         out = fn(data, axis=axis, keepdims=keepdims)
         if type(out) is not np.ndarray or out.dtype is not _INT64:
             out = np.asarray(out, dtype=_INT64)
-        return Tensor(self, out)  # an index carries no gradient: never recorded
+        made: Tensor[*tuple[Any, ...]] = Tensor(self, out)  # an index carries no gradient: never recorded
+        if _ACTIVE[0]:
+            recording.note_derived(made, (x,))
+        return made
 
     def argmax(self, x: Any, *, axis: int, keepdims: bool = False) -> Any:
         """See :meth:`tensorplay.ops.Ops.argmax`."""
@@ -680,7 +697,10 @@ class EagerInterpreter(BaseInterpreter):
 
     def stop_gradient(self, x: Any) -> Any:
         """See :meth:`tensorplay.ops.Ops.stop_gradient`."""
-        return Tensor(self, x._data)
+        made: Tensor[*tuple[Any, ...]] = Tensor(self, x._data)
+        if _ACTIVE[0]:
+            recording.note_derived(made, (x,))
+        return made
 
     def full(self, *, shape: tuple[int, ...], value: float, dtype: str) -> Any:
         """See :meth:`tensorplay.ops.Ops.full`."""
@@ -800,6 +820,8 @@ def _make_unary(name: str) -> Callable[..., Any]:
                 if type(out) is not np.ndarray:
                     out = np.asarray(out)
                 made: Tensor[*tuple[Any, ...]] = Tensor(self, out)
+                if _ACTIVE[0]:
+                    recording.note_derived(made, (x,))
                 if x._requires_grad and out.dtype.kind == "f" and tape.grad_enabled():  # ``_result`` for one input
                     tape.attach(made, name, (x,), {})
                 return made

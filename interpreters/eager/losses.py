@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from tensorplay import recording as _recording  # (a local named ``recording`` below is a flag)
 from tensorplay.interpreters.eager import tape
 from tensorplay.interpreters.eager.kernels import layer_norm_last_axis
 from tensorplay.interpreters.eager.kernels.rows import NO_STATS
@@ -59,6 +60,8 @@ def cross_entropy(ops: Any, logits: AnyTensor, target: AnyTensor, ignore_index: 
     scale = 1.0 / n if reduction == "mean" else 1.0
     out = np.array(total * scale, dtype=x.dtype)
     loss: AnyTensor = Tensor(ops, out)
+    if _recording.active[0]:
+        _recording.note_derived(loss, (logits,))
     if logits._requires_grad and tape.grad_enabled():
         tape.record(CROSS_ENTROPY_NODE, (logits,), {"target": t, "lse": lse, "scale": scale}, loss)
     return loss
@@ -126,6 +129,8 @@ def layer_norm(ops: Any, x: AnyTensor, size: int, weight: AnyTensor | None, bias
     if out is None:
         out = layer_norm_last_axis(data, g, b, eps=eps, stats=stats)
     made: AnyTensor = Tensor(ops, out)
+    if _recording.active[0]:
+        _recording.note_derived(made, (x, weight, bias))
     if stats is not None:
         tape.attach(made, LAYER_NORM_NODE, (x, weight, bias), {"eps": eps, "stats": stats})
     return made

@@ -11,8 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from tensorplay import recording
 from tensorplay.interpreters.eager import tape
 from tensorplay.tensor import Tensor
+
+_RECORDING_ACTIVE = recording.active
+_RECORDABLE = frozenset({"reshape", "permute", "slice", "broadcast_to"})  # (basic indexing: fastpath.getitem)
 
 Array = np.ndarray[Any, Any]
 AnyTensor = Tensor[*tuple[Any, ...]]
@@ -21,6 +25,8 @@ AnyTensor = Tensor[*tuple[Any, ...]]
 def result(ops: Any, name: str, inputs: tuple[Any, ...], params: dict[str, Any], out: Array) -> AnyTensor:
     """A new tensor holding ``out``, recorded as primitive ``name`` of ``inputs`` when needed."""
     made: AnyTensor = Tensor(ops, out)
+    if _RECORDING_ACTIVE[0]:
+        recording.note_derived(made, inputs)
     for x in inputs:
         if isinstance(x, Tensor) and x._requires_grad:
             if out.dtype.kind == "f" and tape.grad_enabled():  # integer and bool results carry no gradient
@@ -39,8 +45,18 @@ def share_version(x: AnyTensor) -> list[int]:
 
 def view(ops: Any, name: str, x: AnyTensor, params: dict[str, Any], out: Array) -> AnyTensor:
     """A view of ``x`` holding ``out`` (primitive ``name``): it shares ``x``'s version counter and
-    names ``x``'s base, so in-place checks see through it."""
+    names ``x``'s base, so in-place checks see through it.
+
+    While ``tp.graph.trace`` records a function and ``x`` is state from outside it, the view is the
+    recording's instead (``name`` recorded on ``x`` captured): a write through it is then a recorded
+    write to ``x`` (see :mod:`tensorplay.interpreters.graph.views`), not a trace-time write."""
+    if _RECORDING_ACTIVE[0] and name in _RECORDABLE and params:
+        frame = recording.outside_state(x)
+        if frame is not None:
+            return getattr(frame.recorder, name)(x, **params)  # type: ignore[no-any-return]
     made: AnyTensor = Tensor(ops, out)
+    if _RECORDING_ACTIVE[0]:
+        recording.note_derived(made, (x,))
     box = x._version  # ``share_version`` inline: views are made on every slice
     if box is None:
         box = x._version = [0]

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from tensorplay.interpreters.eager.interpreter import eager, rule_key
+from tensorplay.interpreters.graph.views import VIEW_PRIMITIVES, ViewTable, positions
 from tensorplay.interpreters.graph.ir import (
     NUMPY_DTYPES, PARAMS, Graph, Guard, Literal, Location, Node, Var, complete_params, has_symbolic,
     substitute,
@@ -161,6 +162,7 @@ class Recorder(BaseInterpreter):
         self._n_captured = 0
         self._n_keys = 0
         self._state: dict[int, tuple[Any, Var]] = {}
+        self._views = ViewTable()
 
     def __repr__(self) -> str:
         mode = "execute" if self.execute else "symbolic"
@@ -285,7 +287,10 @@ class Recorder(BaseInterpreter):
         out = node.outputs[0]
         if self.execute:
             out.value = self._compute(node)
-        return Tensor(self, out)
+        made: Tensor[*tuple[Any, ...]] = Tensor(self, out)
+        if target in VIEW_PRIMITIVES and type(inputs[0]) is Tensor:
+            self._views.note(inputs[0], made, target, params)
+        return made
 
     def _compute(self, node: Node) -> Any:
         args: list[Any] = []
@@ -360,6 +365,7 @@ class Recorder(BaseInterpreter):
     def close(self) -> None:
         """Refuse further recording (tensors that escape the traced function then raise when used)."""
         self.closed = True
+        self._views = ViewTable()  # nothing more is written through them: let their roots go
 
     def format(self, x: Tensor[*tuple[Any, ...]]) -> str:
         """``Tensor(graph, %12: float32[B, 784])`` (plus the value in execute mode)."""
@@ -399,10 +405,81 @@ class Recorder(BaseInterpreter):
         :mod:`tensorplay.recording`)."""
         if x._ops is not self:  # type: ignore[comparison-overlap]
             self._check_outside_write(x, f"in-place {op}_")
+            self._check_written_value(other, f"{op}_")
             self.write_state(x, self._inplace_value(x, op, other), f"{op}_")
+            self._refresh_views(x)
             return x
+        self._check_writable(x, f"{op}_")
         self._rebind(x, self._inplace_value(x, op, other), f"{op}_")
+        self._write_through(x, f"{op}_", other)
         return x
+
+    # ---- writes through views (see :mod:`.views`) ------------------------------------------------
+    def _check_written_value(self, value: Any, where: str) -> None:
+        """A write to a tensor from outside the traced function: refuse a value computed eagerly, at trace
+        time, from such tensors (``c[0] = c.sum()``, ``c.add_(c * 0.5)``): the graph would write that
+        trace-time reading at every call."""
+        if isinstance(value, Tensor) and value._ops is not self and recording.derived_from_outside(value):  # type: ignore[comparison-overlap]
+            raise GraphCaptureError(
+                f"{where} writes to a tensor from outside the traced function a value that was computed "
+                f"eagerly, once, at trace time, from tensors from outside it{_at(user_location(3))}: the graph "
+                "would write that same value at every call. Compute it from values the graph records (a view "
+                "of the tensor, such as c[0:2], c.T or c.detach(), is recorded; an operation such as c.sum() or "
+                "c * 0.5 on the tensor itself runs eagerly), or compute it outside the traced function")
+
+    def _check_writable(self, x: Tensor[*tuple[Any, ...]], where: str) -> None:
+        view = self._views.of(x)
+        if view is None:
+            return
+        if not view.writable:
+            raise GraphCaptureError(f"{where}: the tensor is a read-only view (the result of expand or "
+                                    f"broadcast_to){_at(user_location(3))}; clone it first")
+        if positions(view, self._layout(view.root))[0] is None:
+            raise GraphCaptureError(
+                f"{where} through a view (a slice, reshape or transpose) of a tensor of symbolic shape "
+                f"{list(view.root_shape)} is not supported{_at(user_location(3))}: the positions it writes "
+                "need static sizes. Write the whole tensor (tp.where, tp.cat) or keep those dims static")
+
+    def _layout(self, root: Tensor[*tuple[Any, ...]]) -> Any:
+        """The array whose memory order decides which reshapes of ``root`` copy: its data when eager, its
+        value in execute mode, else ``None`` (row-major assumed)."""
+        data = root._data
+        return data if isinstance(data, np.ndarray) else getattr(data, "value", None)
+
+    def _write_through(self, x: Tensor[*tuple[Any, ...]], where: str, value_written: Any = None) -> None:
+        """``x`` was just rebound by a write (of ``value_written``): when it is a view, scatter its new value
+        into its root (a recorded state mutation for a root from outside); then re-derive the root's other
+        live views."""
+        view = self._views.of(x)
+        if view is None:
+            self._refresh_views(x)
+            return
+        root = view.root
+        index, shared = positions(view, self._layout(root))
+        assert index is not None  # checked by _check_writable before the write
+        if not shared:
+            return  # a copy (a reshape numpy could not do as a view): the write stays in it, as eagerly
+        mine = root._ops is self  # type: ignore[comparison-overlap]
+        old = root if mine else _tensor(self, self.lift(root))
+        plan = setitem_plan(view.root_shape, np.unravel_index(index, view.root_shape))
+        new = setitem_value(self, old, x, plan)  # type: ignore[arg-type]  # a Recorder is an Ops
+        if mine:
+            self._rebind(root, new, where)
+        else:
+            self._check_outside_write(root, where)
+            self._check_written_value(value_written, where)
+            self.write_state(root, new, where)
+        self._refresh_views(root, exclude=x)
+
+    def _refresh_views(self, root: Tensor[*tuple[Any, ...]], exclude: Any = None) -> None:
+        """Re-derive the live views of ``root`` from its value now (their memory is ``root``'s)."""
+        for tensor, view in self._views.live_views(root):
+            if tensor is exclude or not positions(view, self._layout(root))[1]:
+                continue
+            value: Tensor[*tuple[Any, ...]] = root if root._ops is self else _tensor(self, self.lift(root))  # type: ignore[comparison-overlap]
+            for target, params in view.chain:
+                value = self.record(target, (value,), params)
+            tensor._data = value._data
 
     def _inplace_value(self, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tensor[*tuple[Any, ...]]:
         """The value of ``x`` after ``x op= other`` (recorded)."""
@@ -541,6 +618,8 @@ class Recorder(BaseInterpreter):
         if outside:
             self._check_outside_write(x, "x[key] = value")
         shape = tuple(self.lift(x).shape)
+        if not outside:
+            self._check_writable(x, "setitem")
         if any(isinstance(d, SymDim) for d in shape) or has_symbolic_item(key):
             new = symbolic_setitem_value(self, _tensor(self, self.lift(x)), key, value)  # type: ignore[arg-type]
             if new is None:
@@ -548,20 +627,25 @@ class Recorder(BaseInterpreter):
                     f"x[key] = value on a tensor with symbolic shape {list(shape)} supports ints and slices with "
                     f"positive steps as the key, got {key!r}{_at(user_location(2))}; build the result with "
                     "tp.where or concat")
-            self._bind_setitem(x, new, outside)
+            self._bind_setitem(x, new, value, outside)
             return
         items = key if isinstance(key, tuple) else (key,)
         index = tuple(np.asarray(self._index_value(k)) if isinstance(k, Tensor) else k for k in items)
         new = setitem_value(self, x, value, setitem_plan(shape, index))  # type: ignore[arg-type]
-        self._bind_setitem(x, new, outside)
+        self._bind_setitem(x, new, value, outside)
 
-    def _bind_setitem(self, x: Tensor[*tuple[Any, ...]], new: Tensor[*tuple[Any, ...]], outside: bool) -> None:
-        """``x`` now holds ``new`` (recorded as a state write when ``x`` is not a value of this recording)."""
+    def _bind_setitem(self, x: Tensor[*tuple[Any, ...]], new: Tensor[*tuple[Any, ...]], value: Any,
+                      outside: bool) -> None:
+        """``x`` now holds ``new`` after ``x[key] = value``: recorded as a state write when ``x`` is not a value
+        of this recording, written through to what ``x`` views when it is a view."""
         if outside:
+            self._check_written_value(value, "x[key] = value")
             self.write_state(x, new, "setitem")
+            self._refresh_views(x)
             return
         x._data = new._data
         self._note_mutation(x, new._data)
+        self._write_through(x, "setitem", value)
 
     def _index_value(self, k: Tensor[*tuple[Any, ...]]) -> Any:
         """The value of the index tensor ``k`` of ``x[k] = value``: an eager tensor the traced function

@@ -16,9 +16,10 @@ from tensorplay.compiler.compiled import (
 )
 from tensorplay.compiler.guards import Reason
 from tensorplay.compiler.settings import CompileConfigError, CompileTypeError, Config, config
+from tensorplay.compiler.sources import UnguardedStateWarning
 
 __all__ = [
     "BackendError", "CompileConfigError", "CompileTypeError", "CompiledFunction", "CompiledModule", "Config",
     "MODES", "Reason", "RecompileEvent", "RecompileLimitError", "compile", "config", "list_backends",
-    "lookup_backend", "register_backend", "reset",
+    "UnguardedStateWarning", "lookup_backend", "register_backend", "reset",
 ]

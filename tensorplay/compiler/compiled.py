@@ -453,12 +453,30 @@ class CompiledFunction:
         statics = {i: leaf for i, leaf in enumerate(leaves) if not isinstance(leaf, Tensor)}
         guards = Guards(call, symbolic, sym_sites, names, dim_names, statics, sources.tensors,
                         [tensor_meta(s.tensor, id(s.tensor) in captured.grad_free) for s in sources.tensors],
-                        list(sources.values) + list(captured.value_guards), sources.objects, captured.size_guards)
+                        list(sources.values) + list(captured.value_guards), sources.objects, captured.size_guards,
+                        sources.containers)
+        changed = _changed_by_capture(guards)
+        if changed:
+            raise GraphCaptureError(
+                f"tp.compile: {self.__name__} changed the Python state it reads while it was captured: "
+                + "; ".join(r.message for r in changed) + ". A compiled call does not run the function's Python "
+                "again, so that change would happen once, not at every call. Make the change outside the compiled "
+                "function, or keep that state in a tensor (tensor updates in place are compiled)")
         program = build(captured, self._options.backend, self.__name__, self._options.backend_kwargs())
         return Specialization.make(guards, program, captured, self.__name__)
 
 
 _NO_RESULT: Any = object()
+
+
+def _changed_by_capture(guards: Guards) -> list[Reason]:
+    """The Python state (values, containers, objects) the function read and changed itself while it was
+    captured: its guards no longer hold right after the capture."""
+    with _STATE_LOCK:
+        if guards.state_ok([s.read() for s in guards.tensors]):
+            return []
+        return [r for r in guards.state_reasons([s.read() for s in guards.tensors])
+                if r.kind in ("value", "identity", "state") and " was a tensor, now " not in r.message]
 
 
 def _snapshot(leaves: list[Any]) -> list[tuple[Any, ...]]:

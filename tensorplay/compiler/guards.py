@@ -5,7 +5,7 @@ shape, ``requires_grad``, layout and whether it has a ``.grad``; per other leaf 
 strings, ``None``, tuples of them, numpy arrays by content) or its identity (any other object); and
 the grad mode. A :class:`Specialization`'s :class:`Guards` compare a description with the one the
 specialization was captured for (symbolic dims compare only their rank and the ties between them),
-then the state the function reads from outside (tensors, Python values, objects: see
+then the state the function reads from outside (tensors, Python values, containers, objects: see
 :mod:`.sources`) and the decisions taken on symbolic sizes. Data-dependent branches are checked
 on the values the compiled code computes (:mod:`.runtime`).
 
@@ -16,7 +16,6 @@ the operation that created the guard, and what to do about it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from tensorplay.compiler.capture import SizeGuard
-from tensorplay.compiler.sources import MISSING, ObjectSource, TensorSource, ValueSource
+from tensorplay.compiler.sources import MISSING, ContainerSource, ObjectSource, TensorSource, ValueSource
+from tensorplay.compiler.values import describe_key, describe_static, static_key
 from tensorplay.tensor import Tensor
 
 KINDS = ("structure", "shape", "rank", "dtype", "requires_grad", "layout", "grad", "value", "identity",
@@ -69,45 +69,6 @@ def tensor_meta(t: Tensor[*tuple[Any, ...]], any_grad: bool = False) -> TensorMe
     data = t._data
     return TensorMeta(data.dtype.name, tuple(data.shape), t._requires_grad, bool(data.flags.c_contiguous),
                       None if any_grad else t._grad is not None)
-
-
-def static_key(value: Any) -> Any:
-    """A hashable key comparing equal exactly when a compiled function may treat two values alike."""
-    kind = type(value)
-    if kind is float:
-        return (float, "nan" if math.isnan(value) else value)
-    if kind in (bool, int, str, bytes, complex, type(None)):
-        return (kind, value)
-    if kind is tuple and all(type(v) in (bool, int, float, str, type(None)) for v in value):
-        return (tuple, tuple(static_key(v) for v in value))
-    if isinstance(value, np.ndarray):
-        return (np.ndarray, value.dtype.str, value.shape, hash(value.tobytes()))
-    if isinstance(value, np.generic):
-        return (type(value), value.item())
-    return ("id", id(value))
-
-
-def describe_key(key: Any) -> str:
-    """A short text of the value a :func:`static_key` stands for (for messages)."""
-    if isinstance(key, tuple) and len(key) == 2:
-        kind, value = key
-        if kind is tuple and isinstance(value, tuple):
-            return "(" + ", ".join(describe_key(k) for k in value) + ("," if len(value) == 1 else "") + ")"
-        if kind == "id":
-            return "another object"
-        if isinstance(kind, type) and not isinstance(value, tuple):
-            return describe_static(value)
-    if isinstance(key, tuple) and key and key[0] is np.ndarray:
-        return f"numpy array {key[1]}{list(key[2])}"
-    return "a different value"
-
-
-def describe_static(value: Any) -> str:
-    """A short text of a static leaf for messages."""
-    if isinstance(value, np.ndarray):
-        return f"numpy array {value.dtype}{list(value.shape)}"
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 @dataclass
@@ -165,6 +126,7 @@ class Guards:
     values: list[ValueSource]
     objects: list[ObjectSource]
     size_guards: list[SizeGuard]
+    containers: list[ContainerSource] = field(default_factory=list)
     keep_alive: list[Any] = field(default_factory=list)
 
     @property
@@ -203,14 +165,19 @@ class Guards:
         for value_source in self.values:
             now = value_source.read()
             if static_key(now) != static_key(value_source.value):
-                reasons.append(Reason("value", f"{value_source.name} was {describe_static(value_source.value)}, "
-                                               f"now {describe_static(now)}",
+                was_text, now_text = describe_static(value_source.value), describe_static(now)
+                if was_text == now_text and isinstance(now, np.ndarray):
+                    was_text, now_text = f"{was_text} with other values", "changed"
+                reasons.append(Reason("value", f"{value_source.name} was {was_text}, now {now_text}",
                                       fix="the compiled code used that value; keep it fixed between calls, or pass it "
                                           "as a tensor argument"))
         for obj in self.objects:
             if obj.read() is not obj.obj:
                 reasons.append(Reason("identity", f"{obj.name} is a different object than when the function was "
                                                   "captured", fix="this recompiles for the new object"))
+        for container in self.containers:
+            for kind, message in container.reasons():
+                reasons.append(Reason(kind, message, fix=_CONTAINER_FIX))
         return reasons
 
     def state_ok(self, reads: Sequence[Any]) -> bool:
@@ -228,6 +195,9 @@ class Guards:
                 return False
         for obj in self.objects:
             if obj.read() is not obj.obj:
+                return False
+        for container in self.containers:
+            if not container.holds():
                 return False
         return True
 
@@ -284,6 +254,11 @@ class Guards:
             else:
                 reasons.extend(self.size_reasons(binding))
         return reasons
+
+
+_CONTAINER_FIX = ("the compiled code used what the function read from that container (its entries, its length, "
+                  "its keys); keep it fixed between calls, or pass the values that change as arguments (a tensor "
+                  "argument does not recompile)")
 
 
 def _static_fix(value: Any) -> str:

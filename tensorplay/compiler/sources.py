@@ -12,29 +12,46 @@ bound method's ``self``, and recursively the helper functions and modules among 
 * **value sources**: Python scalars, strings and small tuples of them (a global ``scale = 0.5``,
   a module's ``training`` flag, ``Dropout.p``), compared by value at every call: a compiled
   function never silently keeps a value the Python code would read differently;
-* **objects** the function may drive, such as optimizers, compared by identity.
+* **containers**: every list, tuple, dict and set reached, and the attributes of every instance of
+  the user's own classes (:mod:`.containers`): their layout (type, length, keys in order) and the
+  Python values among their entries are compared at every call, at the path the function reads
+  them through (``closure s[0]``, ``global cfg['k']``, ``closure items[0].scale``), so ``s[0] = 4.0``,
+  ``s.append(...)`` or a key added recompiles; their other entries are walked in turn;
+* **numpy arrays**: by value (a copy) up to 4 KiB, by identity above;
+* **objects** the function may drive, such as optimizers, compared by identity (and a container or
+  object reached again at a second path: that path must still lead to it).
 
-Instances of the user's own classes reached this way are walked like modules (their attributes by
-name: ``cfg.w``, ``cfg.scale``), so rebinding a tensor attribute of a plain object is seen too.
+The user's own classes named by the function, and the classes of the user's objects, have their class
+attributes guarded the same way (``global Config.lr``, ``type(cfg).scale``). Instances of the user's
+own classes are walked like modules (their attributes by name: ``cfg.w``,
+``cfg.scale``), so rebinding a tensor attribute of a plain object is read again, not recompiled.
+What lies deeper than the walk goes (or in a container of more than 64 entries, whose entries are
+guarded by value or identity only) is named in an :class:`UnguardedStateWarning`.
+
+The guards are conservative: a change to any Python value in a container the function names
+recompiles, whether or not this call's Python would read that entry.
 
 Names are the user's: ``model.fc1.weight``, ``global w``, ``closure scale``, ``self.fc1.weight``.
 """
 
 from __future__ import annotations
 
+import sys
 import types
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from tensorplay.compiler.containers import MISSING, ContainerSource, entry_name, snapshot
+from tensorplay.compiler.values import is_static_value
 from tensorplay.tensor import Tensor
 
-MISSING: Any = object()
-"""What a reader returns when its path no longer leads anywhere."""
-
-_SCALARS = (bool, int, float, str, complex, bytes, type(None))
 _MAX_DEPTH = 6
 _MAX_CONTAINER = 64
+_MAX_ARRAY_BYTES = 4096
 
 
 def _is_module(obj: Any) -> bool:
@@ -45,14 +62,6 @@ def _is_module(obj: Any) -> bool:
 def _is_optimizer(obj: Any) -> bool:
     from tensorplay.optim.optimizer import Optimizer
     return isinstance(obj, Optimizer)
-
-
-def _is_static_value(value: Any) -> bool:
-    if isinstance(value, _SCALARS):
-        return True
-    if isinstance(value, tuple) and len(value) <= _MAX_CONTAINER:
-        return all(_is_static_value(v) for v in value)
-    return False
 
 
 def _is_plain_object(value: Any) -> bool:
@@ -70,6 +79,22 @@ _FOREIGN_PACKAGES = frozenset({"builtins", "tensorplay", "numpy", "functools", "
 """Packages whose objects are never walked as a user's holder of state."""
 
 Reader = Callable[[], Any]
+
+
+def _is_user_module(module: types.ModuleType) -> bool:
+    """A Python module of the user's own code (not the standard library, nor an installed package)."""
+    top = module.__name__.split(".")[0]
+    if top == "__main__":
+        return True
+    where = getattr(module, "__file__", None) or ""
+    return (top not in _FOREIGN_PACKAGES and top not in sys.stdlib_module_names and bool(where)
+            and "site-packages" not in where and "dist-packages" not in where)
+
+
+def _is_user_class(cls: type) -> bool:
+    """A class of the user's own code (its class attributes may be read as settings: ``Config.lr``)."""
+    module = sys.modules.get(getattr(cls, "__module__", "") or "")
+    return module is not None and _is_user_module(module) and not issubclass(cls, BaseException)
 
 
 @dataclass
@@ -108,6 +133,7 @@ class Sources:
     values: list[ValueSource] = field(default_factory=list)
     objects: list[ObjectSource] = field(default_factory=list)
     modules: list[Any] = field(default_factory=list)
+    containers: list[ContainerSource] = field(default_factory=list)
 
     def tensor_by_id(self) -> dict[int, TensorSource]:
         """Tensor id -> its source."""
@@ -165,24 +191,44 @@ def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
             yield from _code_objects(const)
 
 
+class UnguardedStateWarning(UserWarning):
+    """Part of the state a compiled function reads lies too deep (or in too large a container) to be
+    guarded entry by entry: a change inside it is not seen by the compiled calls (the message names it)."""
+
+
+def _warn_unguarded(name: str, why: str) -> None:
+    warnings.warn(f"tp.compile: {name} {why}; a change inside it is not seen by the compiled calls (they may "
+                  "use stale values). Pass what changes as an argument (a tensor, or a Python value)",
+                  UnguardedStateWarning, stacklevel=4)
+
+
+def _label(name: str) -> str:
+    return name.removeprefix("global ").removeprefix("closure ")
+
+
 class _Walker:
     def __init__(self) -> None:
         self.found = Sources()
         self.seen_tensors: set[int] = set()
         self.seen_objects: set[int] = set()
         self.seen_values: set[str] = set()
+        self.seen_containers: set[int] = set()
+        self.seen_classes: set[int] = set()
 
     # ---- entries -------------------------------------------------------------------------------
     def value(self, name: str, read: Reader, value: Any, depth: int, kind: str = "captured") -> None:
         """Classify ``value`` reached at ``name`` and walk into it."""
         if depth > _MAX_DEPTH:
+            if isinstance(value, (list, tuple, dict, set)) or _is_module(value) or _is_plain_object(value):
+                _warn_unguarded(name, f"is reached through more than {_MAX_DEPTH} levels of containers, "
+                                      "objects and functions")
             return
         if isinstance(value, Tensor):
             if id(value) not in self.seen_tensors:
                 self.seen_tensors.add(id(value))
                 self.found.tensors.append(TensorSource(name, kind, read, value))
             return
-        if _is_static_value(value):
+        if is_static_value(value):
             if name not in self.seen_values:
                 self.seen_values.add(name)
                 self.found.values.append(ValueSource(name, read, value))
@@ -204,43 +250,108 @@ class _Walker:
         if isinstance(value, types.FunctionType):
             self.function(value, depth + 1)
             return
-        if isinstance(value, (tuple, list)) and len(value) <= _MAX_CONTAINER:
-            for i, item in enumerate(value):
-                if self._interesting(item):
-                    self.value(f"{name}[{i}]", _step(read, None, i), item, depth + 1)
+        if isinstance(value, (tuple, list, dict, set, frozenset)):
+            self.container(name, read, value, depth)
             return
-        if isinstance(value, dict) and len(value) <= _MAX_CONTAINER:
-            for key, item in value.items():
-                if _is_static_value(key) and self._interesting(item):
-                    self.value(f"{name}[{key!r}]", _step(read, None, key), item, depth + 1)
+        if isinstance(value, np.ndarray):
+            self.array(name, read, value)
             return
         if _is_plain_object(value):
             self.plain_object(name, read, value, depth)
 
+    def _again(self, name: str, read: Reader, obj: Any) -> bool:
+        """Whether ``obj`` (a container or an object) was walked already; if so, guard that ``name``
+        still leads to it (its entries are guarded at the first path)."""
+        if id(obj) not in self.seen_containers:
+            self.seen_containers.add(id(obj))
+            return False
+        self.found.objects.append(ObjectSource(name, read, obj))
+        return True
+
+    def container(self, name: str, read: Reader, value: Any, depth: int) -> None:
+        """A list, tuple, dict or set: its layout and static entries guarded (:mod:`.containers`), its
+        other entries walked at their own paths (``closure s[0]``, ``global cfg['k']``)."""
+        if self._again(name, read, value):
+            return
+        walked = len(value) <= _MAX_CONTAINER
+        self.found.containers.append(snapshot(name, read, value, False, is_static_value, walked))
+        if isinstance(value, (set, frozenset)):
+            return
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        if not walked:
+            if any(self._walkable(item) for _, item in items):
+                _warn_unguarded(name, f"holds {len(value)} entries (more than {_MAX_CONTAINER}): its entries "
+                                      "are guarded by value or identity only")
+            return
+        for key, item in items:
+            if not is_static_value(item):
+                self.value(entry_name(name, key, False), _step(read, None, key), item, depth + 1)
+
+    def array(self, name: str, read: Reader, array: np.ndarray[Any, Any]) -> None:
+        """A numpy array: compiled code may have baked its values in (``x * W``, or numpy arithmetic on it),
+        so a small one is guarded by value (a copy compared at every call) and a larger one by identity
+        (rebinding it recompiles; the compiled code reads a directly used array's memory at every call)."""
+        if name in self.seen_values:
+            return
+        self.seen_values.add(name)
+        if array.nbytes <= _MAX_ARRAY_BYTES:
+            self.found.values.append(ValueSource(name, read, array.copy()))
+        else:
+            self.found.objects.append(ObjectSource(name, read, array))
+
     def plain_object(self, name: str, read: Reader, obj: Any, depth: int) -> None:
-        """An instance of a user's class: its attributes are walked like a module's (``obj.w``), so a
-        tensor attribute rebound between calls is read again and a scalar attribute is guarded."""
-        if id(obj) in self.seen_objects:
+        """An instance of a user's class: its attributes are guarded like a dict's entries (the names in
+        order, the static values by value) and walked like a module's (``obj.w``), so a tensor attribute
+        rebound between calls is read again and a scalar attribute is guarded."""
+        if self._again(name, read, obj):
             return
-        self.seen_objects.add(id(obj))
         attributes = vars(obj)
-        if len(attributes) > _MAX_CONTAINER:
+        walked = len(attributes) <= _MAX_CONTAINER
+        self.found.containers.append(snapshot(name, read, obj, True, is_static_value, walked))
+        if not walked:
+            if any(self._walkable(item) for item in attributes.values()):
+                _warn_unguarded(name, f"has {len(attributes)} attributes (more than {_MAX_CONTAINER}): they are "
+                                      "guarded by value or identity only")
             return
-        label = name.removeprefix("global ").removeprefix("closure ")
+        label = _label(name)
+        cls = type(obj)
+        if _is_user_class(cls):
+            self.user_class(f"type({label})", lambda: type(read()), cls, depth + 1)
         for key in sorted(attributes):
             item = attributes[key]
-            if key.startswith("__") or not (_is_static_value(item) or self._interesting(item)
-                                            or _is_plain_object(item)):
+            if key.startswith("__") or is_static_value(item):
+                continue
+            self.value(f"{label}.{key}", _step(read, "__dict__", key), item, depth + 1)
+
+    def user_class(self, name: str, read: Reader, cls: type, depth: int) -> None:
+        """A class of the user's own code: its class attributes (``Config.lr``, or ``cfg.lr`` read through an
+        instance) are guarded like an object's, and its containers and objects walked; its methods are not
+        walked (the function's own code is)."""
+        if id(cls) in self.seen_classes or depth > _MAX_DEPTH:
+            return
+        self.seen_classes.add(id(cls))
+        attributes = vars(cls)
+        self.found.containers.append(snapshot(name, read, cls, True, is_static_value, True))
+        label = _label(name)
+        for key in sorted(attributes):
+            item = attributes[key]
+            if key.startswith("__") or is_static_value(item) or not self._walkable(item):
                 continue
             self.value(f"{label}.{key}", _step(read, "__dict__", key), item, depth + 1)
 
     @staticmethod
+    def _walkable(item: Any) -> bool:
+        """Whether ``item`` holds state of its own (a change inside it would not change its identity)."""
+        return isinstance(item, (list, tuple, dict, set, np.ndarray)) or _is_module(item) or _is_plain_object(item)
+
+    @staticmethod
     def _interesting(item: Any) -> bool:
-        return isinstance(item, (Tensor, tuple, list, dict)) or _is_module(item) or _is_optimizer(item)
+        return isinstance(item, (Tensor, tuple, list, dict, set, frozenset, np.ndarray)) or _is_module(item) \
+            or _is_optimizer(item) or _is_plain_object(item)
 
     def module(self, prefix: str, read: Reader, module: Any, depth: int) -> None:
-        """A module: its training flag and plain attributes (values), parameters, buffers, tensor
-        attributes, submodules, and the globals of its class's ``forward``."""
+        """A module: its training flag and plain attributes (values, containers, objects), parameters,
+        buffers, tensor attributes, submodules, and the globals of its class's ``forward``."""
         if id(module) in self.seen_objects:
             return
         self.seen_objects.add(id(module))
@@ -252,7 +363,8 @@ class _Walker:
             item = attributes[key]
             if key.startswith("_") or key in ("training",):
                 continue
-            if _is_static_value(item):
+            if is_static_value(item) or isinstance(item, (list, tuple, dict, set, frozenset)) \
+                    or _is_plain_object(item):
                 self.value(f"{label}.{key}", _step(read, "__dict__", key), item, depth + 1)
             elif isinstance(item, Tensor) or _is_optimizer(item):
                 self.value(f"{dot}{key}", _step(read, "__dict__", key), item, depth + 1)
@@ -272,6 +384,17 @@ class _Walker:
             if child is not None:
                 self.module(f"{dot}{key}", _step(read, "_modules", key), child, depth + 1)
 
+    def user_module(self, name: str, read: Reader, module: types.ModuleType, fn: types.FunctionType,
+                    depth: int) -> None:
+        """A module of the user's own code named by ``fn`` (``import config``): the attributes ``fn``'s code
+        names (``config.SCALE``) are walked like globals."""
+        names = {n for code in _code_objects(fn.__code__) for n in code.co_names}
+        namespace = vars(module)
+        for key in sorted(names & namespace.keys()):
+            item = namespace[key]
+            if not isinstance(item, (types.ModuleType, type)):
+                self.value(f"{name}.{key}", _step(read, "__dict__", key), item, depth + 1)
+
     def function(self, fn: types.FunctionType, depth: int) -> None:
         """A function: the globals its code names, its closure cells and its defaults."""
         if id(fn) in self.seen_objects or depth > _MAX_DEPTH:
@@ -286,6 +409,10 @@ class _Walker:
             names.extend(n for n in code.co_names if n in namespace and n not in names)
         for key in names:
             item = namespace[key]
+            if isinstance(item, types.ModuleType) and _is_user_module(item):
+                self.user_module(f"global {key}", _global_reader(namespace, key), item, fn, depth)
+            if isinstance(item, type) and _is_user_class(item):
+                self.user_class(f"global {key}", _global_reader(namespace, key), item, depth)
             if isinstance(item, (types.ModuleType, type)):
                 continue
             self.value(f"global {key}" if not (_is_module(item) or isinstance(item, Tensor)) else key,
@@ -296,13 +423,30 @@ class _Walker:
                     item = cell.cell_contents
                 except ValueError:
                     continue
+                if isinstance(item, types.ModuleType) and _is_user_module(item):
+                    self.user_module(f"closure {key}", _cell_reader(cell), item, fn, depth)
+                if isinstance(item, type) and _is_user_class(item):
+                    self.user_class(f"closure {key}", _cell_reader(cell), item, depth)
                 if isinstance(item, (types.ModuleType, type)):
                     continue
                 self.value(f"closure {key}" if not (_is_module(item) or isinstance(item, Tensor)) else key,
                            _cell_reader(cell), item, depth)
         for i, default in enumerate(fn.__defaults__ or ()):
-            if isinstance(default, Tensor) or _is_module(default):
+            if not is_static_value(default):  # bound once; a tensor, module or container may change inside
                 self.value(f"default {i}", _const_reader(default), default, depth)
+        for key, default in sorted((fn.__kwdefaults__ or {}).items()):
+            if not is_static_value(default):
+                self.value(f"default {key}", _const_reader(default), default, depth)
+
+
+def _owner(walker: _Walker, owner: Any) -> None:
+    """The object a bound method or a callable object belongs to: walked as ``self``."""
+    if _is_plain_object(owner):
+        walker.value("self", _const_reader(owner), owner, 0)
+        return
+    for key, item in sorted(getattr(owner, "__dict__", {}).items()):
+        if is_static_value(item) or walker._interesting(item):
+            walker.value(f"self.{key}", _step(_const_reader(owner), "__dict__", key), item, 1)
 
 
 def discover(fn: Any) -> Sources:
@@ -316,9 +460,7 @@ def discover(fn: Any) -> Sources:
         if _is_module(owner):
             walker.module("", _const_reader(owner), owner, 0)
         else:
-            for key, item in sorted(getattr(owner, "__dict__", {}).items()):
-                if walker._interesting(item):
-                    walker.value(f"self.{key}", _step(_const_reader(owner), "__dict__", key), item, 1)
+            _owner(walker, owner)
         func: Any = fn.__func__
         if isinstance(func, types.FunctionType):
             walker.function(func, 0)
@@ -327,12 +469,10 @@ def discover(fn: Any) -> Sources:
     else:
         call = getattr(type(fn), "__call__", None)
         if isinstance(call, types.FunctionType):
-            walker.value("self", _const_reader(fn), fn, 0)
-            for key, item in sorted(getattr(fn, "__dict__", {}).items()):
-                if walker._interesting(item):
-                    walker.value(f"self.{key}", _step(_const_reader(fn), "__dict__", key), item, 1)
+            _owner(walker, fn)
             walker.function(call, 0)
     return walker.found
 
 
-__all__ = ["MISSING", "ObjectSource", "Sources", "TensorSource", "ValueSource", "discover"]
+__all__ = ["MISSING", "ContainerSource", "ObjectSource", "Sources", "TensorSource", "UnguardedStateWarning", "ValueSource",
+           "discover"]
