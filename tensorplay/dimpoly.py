@@ -7,8 +7,8 @@ same way wherever it comes from and can be compared. This module imports nothing
 (mypy loads it, and so does the run time).
 
 The comparison rule (:func:`compare`) reports two expressions as *different* only when they differ
-for every choice of sizes in which the *declared* dims (those that take part in a relation) are at
-least 2 and every other dim is at least 1; anything else it cannot decide is unknown, never an error.
+for every choice of sizes in which every dim is at least 1 and the *declared* dims (those that take
+part in a relation) are at least 2; anything else it cannot decide is unknown, never an error.
 """
 
 from __future__ import annotations
@@ -202,12 +202,15 @@ def compare(a: Poly, b: Poly, relations: Mapping[str, Poly], declared: set[str])
     d = _divide(d, _common_factor(d))  # a common factor is a product of sizes >= 1: never 0
     if d.value() is not None:
         return False
+    coeffs = [c for m, c in d.terms.items() if m]
+    constant = d.terms.get((), 0)
+    if all(c > 0 for c in coeffs) and constant >= 0 or all(c < 0 for c in coeffs) and constant <= 0:
+        return False  # monotonic in every atom and away from 0 at all atoms == 1: never 0
     if not d.atoms() <= declared:
         return None
-    low = sum(c * 2 ** len(m) for m, c in d.terms.items() if m) + d.terms.get((), 0)  # every declared atom at 2
-    coeffs = [c for m, c in d.terms.items() if m]
-    if all(c > 0 for c in coeffs) and low > 0:  # increasing in every atom: positive everywhere
+    low = sum(c * 2 ** len(m) for m, c in d.terms.items() if m) + constant  # every declared atom at 2
+    if all(c > 0 for c in coeffs) and low > 0:
         return False
-    if all(c < 0 for c in coeffs) and low < 0:  # decreasing in every atom: negative everywhere
+    if all(c < 0 for c in coeffs) and low < 0:
         return False
     return None

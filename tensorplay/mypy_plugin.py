@@ -34,7 +34,7 @@ from mypy.nodes import (
 )
 from mypy.plugin import CheckerPluginInterface, FunctionContext, MethodContext, Plugin
 from mypy.types import (
-    AnyType, CallableType, Instance, LiteralType, ProperType, TupleType, Type, TypeOfAny, TypeVarLikeType,
+    AnyType, CallableType, Instance, LiteralType, Overloaded, ProperType, TupleType, Type, TypeOfAny, TypeVarLikeType,
     TypeVarTupleType, TypeVarType, UnpackType, get_proper_type,
 )
 
@@ -98,15 +98,17 @@ class _Relations:
         self.texts: dict[str, str] = {}
         self.atom_infos: dict[str, TypeInfo] = {}
 
-    def add(self, subject: TypeInfo, poly: Poly) -> None:
+    def add(self, subject: TypeInfo, poly: Poly, text: str = "") -> None:
         name = subject.fullname
         if name in self.defs or name in poly.atoms():
             return
         self.defs[name] = poly
         self.infos[name] = subject
         self.declared |= poly.atoms() | {name}
-        self.texts[name] = f"{subject.name} == {poly.text(short=True)}"
-        subject.metadata.setdefault("tensorplay", {})["relation"] = _encode(poly)
+        self.texts[name] = f"{subject.name} == {text or poly.text(short=True)}"
+        meta = subject.metadata.setdefault("tensorplay", {})
+        meta["relation"] = _encode(poly)
+        meta["text"] = self.texts[name]
 
     def note_info(self, info: TypeInfo) -> None:
         """A dim read from mypy's cache keeps its relation in its metadata."""
@@ -117,6 +119,9 @@ class _Relations:
             poly = _decode(raw)
             if poly is not None:
                 self.add(info, poly)
+                text = info.metadata["tensorplay"].get("text")
+                if isinstance(text, str):
+                    self.texts[info.fullname] = text
 
     def used(self, polys: Sequence[Poly]) -> list[str]:
         """The relation texts involved in ``polys`` (for messages)."""
@@ -166,6 +171,22 @@ def _expr_poly(e: Expression, infos: dict[str, TypeInfo] | None = None) -> Poly 
         if e.op == "*":
             return left * right
     return None
+
+
+def _expr_text(e: Expression, outer: str = "") -> str:
+    """The relation's expression as written (``Heads * HeadDim``), for messages."""
+    n = _const_int(e)
+    if n is not None:
+        return str(n)
+    if isinstance(e, (NameExpr, MemberExpr)):
+        return str(e.name)
+    if isinstance(e, CallExpr) and e.args:
+        return _expr_text(e.args[0], outer)
+    if isinstance(e, OpExpr):
+        text = f"{_expr_text(e.left, e.op)} {e.op} {_expr_text(e.right, e.op + 'r')}"
+        loose = e.op in "+-" and outer not in ("", "+") or outer.endswith("r") and outer[:-1] in ("-", "//")
+        return f"({text})" if loose or (e.op in ("*", "//") and outer == "//r") else text
+    return "?"
 
 
 def _relate_call(e: Expression, infos: dict[str, TypeInfo]) -> tuple[TypeInfo, Poly] | None:
@@ -219,7 +240,10 @@ class TensorplayPlugin(Plugin):
         if name == "__getitem__":
             return self._on_getitem
         if name in _ELEMENTWISE:
-            return self._on_elementwise
+            op = _OP_TEXT.get(name.replace("__r", "__", 1), name.strip("_"))
+            return lambda ctx: self._on_elementwise(ctx, op)
+        if name == "__matmul__":
+            return self._on_matmul
         return None
 
     def _takes_tensors(self, fullname: str) -> bool:
@@ -229,8 +253,9 @@ class TensorplayPlugin(Plugin):
             node = self.lookup_fully_qualified(fullname)
             typ = getattr(node.node, "type", None) if node is not None else None
             proper = get_proper_type(typ) if isinstance(typ, Type) else None
-            if isinstance(proper, CallableType) and not fullname.startswith(("tensorplay.", "builtins.", "typing.")):
-                known = any(_tensor_instance(t) is not None for t in proper.arg_types)
+            if isinstance(proper, (CallableType, Overloaded)) and not fullname.startswith(("builtins.", "typing.")):
+                items = proper.items if isinstance(proper, Overloaded) else [proper]
+                known = any(_tensor_instance(t) is not None for item in items for t in item.arg_types)
             self._tensor_fns[fullname] = known
         return known
 
@@ -239,7 +264,7 @@ class TensorplayPlugin(Plugin):
         if len(ctx.args) > 1 and ctx.args[0] and ctx.args[1]:
             found = _relation(ctx.args[0][0], ctx.args[1][0], self.rel.atom_infos)
             if found is not None:
-                self.rel.add(*found)
+                self.rel.add(*found, text=_expr_text(ctx.args[1][0]))
         return ctx.default_return_type
 
     def _scan(self, api: CheckerPluginInterface) -> None:
@@ -260,8 +285,8 @@ class TensorplayPlugin(Plugin):
         for s in stmts:
             if isinstance(s, ExpressionStmt):
                 found = _relate_call(s.expr, self.rel.atom_infos)
-                if found is not None:
-                    self.rel.add(*found)
+                if found is not None and isinstance(s.expr, CallExpr):
+                    self.rel.add(*found, text=_expr_text(s.expr.args[1]))
             elif isinstance(s, IfStmt):
                 for b in s.body:
                     self._scan_block(b.body)
@@ -416,6 +441,12 @@ class TensorplayPlugin(Plugin):
 
     def _reshape_hole(self, ctx: MethodContext, source: list[Dim], target: list[Dim], hole: int, total: Poly,
                       rest: Poly) -> Type:
+        n, k = total.value(), rest.value()
+        if n is not None and k is not None and k > 0 and n % k:
+            name = ctx.type.type.name if isinstance(ctx.type, Instance) else "Tensor"
+            self.fail(ctx.api, f"reshape: cannot view {name}{self.show(source)} as {self.show(target)}: {n} elements "
+                               f"do not divide by {_count([d for i, d in enumerate(target) if i != hole])}", ctx.context)
+            return ctx.default_return_type
         quotient = _divide_exact(_expand(total, self.rel.defs), _expand(rest, self.rel.defs))
         ret = _tensor_instance(ctx.default_return_type)
         if quotient is None or ret is None or len(ret.args) != len(target):
@@ -473,7 +504,7 @@ class TensorplayPlugin(Plugin):
         return result
 
     # -- elementwise operators -------------------------------------------------------------------
-    def _on_elementwise(self, ctx: MethodContext) -> Type:
+    def _on_elementwise(self, ctx: MethodContext, op: str) -> Type:
         if not ctx.arg_types or not ctx.arg_types[0]:
             return ctx.default_return_type
         a = self.dims_of(ctx.type)
@@ -483,11 +514,23 @@ class TensorplayPlugin(Plugin):
         for i in range(1, min(len(a), len(b)) + 1):
             x, y = a[-i], b[-i]
             if (x.computed or y.computed) and not _is_one(x) and not _is_one(y) and self.same(x, y) is False:
-                name = getattr(ctx.context, "op", None) or "elementwise operation"
-                self.fail(ctx.api, f"{name!s}: the shapes {self.show(a)} and {self.show(b)} do not broadcast: axis "
+                self.fail(ctx.api, f"{op}: the shapes {self.show(a)} and {self.show(b)} do not broadcast: axis "
                                    f"{len(a) - i} has {x.text} against {y.text}{self.rules([x.poly, y.poly])}",
                           ctx.context)
                 break
+        return ctx.default_return_type
+
+    def _on_matmul(self, ctx: MethodContext) -> Type:
+        if not ctx.arg_types or not ctx.arg_types[0]:
+            return ctx.default_return_type
+        a = self.dims_of(ctx.type)
+        b = self.dims_of(ctx.arg_types[0][0])
+        if a is None or b is None or not a or not b or not any(d.computed for d in a + b):
+            return ctx.default_return_type
+        x, y = a[-1], (b[-2] if len(b) >= 2 else b[-1])
+        if (x.computed or y.computed) and self.same(x, y) is False:
+            self.fail(ctx.api, f"@: the contracted dims differ: {self.show(a)} @ {self.show(b)} contracts {x.text} "
+                               f"with {y.text}{self.rules([x.poly, y.poly])}", ctx.context)
         return ctx.default_return_type
 
     # -- cat / stack -----------------------------------------------------------------------------
@@ -650,8 +693,11 @@ class TensorplayPlugin(Plugin):
         if not isinstance(callee, RefExpr):
             return ctx.default_return_type
         node = self.lookup_fully_qualified(callee.fullname)
-        typ = get_proper_type(getattr(node.node, "type", None)) if node is not None else None
-        if not isinstance(typ, CallableType):
+        found = get_proper_type(getattr(node.node, "type", None)) if node is not None else None
+        items: list[CallableType] = (found.items if isinstance(found, Overloaded) else
+                                     [found] if isinstance(found, CallableType) else [])
+        typ = next((item for item in items if item.arg_names == ctx.callee_arg_names), None)
+        if typ is None:
             return ctx.default_return_type
         bound: dict[str, tuple[Dim, str]] = {}
         for i, group in enumerate(ctx.arg_types):
@@ -664,7 +710,7 @@ class TensorplayPlugin(Plugin):
             where = f"argument {ctx.callee_arg_names[i] or i!r}"
             problem = self._match(formal, actual, bound, where)
             if problem:
-                self.fail(ctx.api, f"{callee.name}(): {where} has shape {self.show(actual)}; {problem}", ctx.context)
+                self.fail(ctx.api, f"{callee.fullname.rsplit('.', 1)[-1]}(): {where} has shape {self.show(actual)}; {problem}", ctx.context)
                 break
         return ctx.default_return_type
 
