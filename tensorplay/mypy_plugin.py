@@ -38,7 +38,7 @@ from mypy.types import (
     TypeVarTupleType, TypeVarType, UnpackType, get_proper_type,
 )
 
-from tensorplay.dimpoly import Poly, compare, product
+from tensorplay.dimpoly import Poly, compare, product, substitute
 
 SHAPE = ErrorCode("shape", "Dim arithmetic proves a shape wrong (tensorplay)", "General")
 
@@ -644,18 +644,19 @@ class TensorplayPlugin(Plugin):
         assert stride is not None and padding is not None and dilation is not None and out_pad is not None
         spatial = x[len(x) - rank:]
         outs: list[Poly | None] = []
+        shown_outs: list[str] = []
         for i, d in enumerate(spatial):
             k = kernel[i]
             assert k is not None
-            s, p, dl, op = stride[i], padding[i], dilation[i], out_pad[i]
-            if d.poly is None or s <= 0:
+            size = _window_size(fn, k, stride[i], padding[i], dilation[i], out_pad[i])
+            if d.poly is None or stride[i] <= 0:
                 outs.append(None)
-            elif fn == "conv_transpose":
-                outs.append((d.poly - Poly.const(1)) * Poly.const(s) + Poly.const(-2 * p + dl * (k - 1) + op + 1))
-            elif fn == "conv":
-                outs.append((d.poly + Poly.const(2 * p - dl * (k - 1) - 1)).floordiv(s) + Poly.const(1))
-            else:
-                outs.append((d.poly + Poly.const(2 * p - k)).floordiv(s) + Poly.const(1))
+                shown_outs.append("")
+                continue
+            expanded = size(substitute(d.poly, self.rel.defs))  # a // then divides what the relations allow
+            raw = size(d.poly)
+            outs.append(expanded)
+            shown_outs.append((raw if not any(a.startswith("(") for a in raw.atoms()) else expanded).text(short=True))
         rule = {"conv": "out = (in + 2p - d(k-1) - 1)//s + 1", "conv_transpose":
                 "out = (in-1)s - 2p + d(k-1) + output_padding + 1"}.get(fn, "out = (in + 2p - k)//s + 1")
         ret = _tensor_instance(ctx.default_return_type)
@@ -673,7 +674,7 @@ class TensorplayPlugin(Plugin):
             if g.poly is not None:
                 verdict = compare(g.poly, o, self.rel.defs, self.rel.declared)
                 if verdict is False:
-                    self.fail(ctx.api, f"{fn}: output spatial dim {i} is {o.text(short=True)} for input {shown} "
+                    self.fail(ctx.api, f"{fn}: output spatial dim {i} is {shown_outs[i]} for input {shown} "
                                        f"(kernel {kernel[i]}, stride {stride[i]}, padding {padding[i]}, dilation "
                                        f"{dilation[i]}; {rule}), but it is named {g.text}"
                                        f"{self.rules([g.poly, o])}", ctx.context)
@@ -885,12 +886,20 @@ def _int_tuple(e: Expression | None, rank: int | None) -> list[int] | None:
     return None
 
 
+def _window_size(fn: str, k: int, s: int, p: int, d: int, op: int) -> Callable[[Poly], Poly]:
+    """The output size of one spatial axis of a conv, transposed conv or pool, as a function of the input's."""
+    if fn == "conv_transpose":
+        return lambda n: (n - Poly.const(1)) * Poly.const(s) + Poly.const(-2 * p + d * (k - 1) + op + 1)
+    if fn == "conv":
+        return lambda n: (n + Poly.const(2 * p - d * (k - 1) - 1)).floordiv(s) + Poly.const(1)
+    return lambda n: (n + Poly.const(2 * p - k)).floordiv(s) + Poly.const(1)
+
+
 def _has_true(e: Expression | None) -> bool:
     return isinstance(e, NameExpr) and e.fullname == "builtins.True"
 
 
 def _expand(p: Poly, defs: dict[str, Poly]) -> Poly:
-    from tensorplay.dimpoly import substitute
     return substitute(p, defs)
 
 
