@@ -30,6 +30,7 @@ DimLike = Union["DimExpr", int, Callable[[int], int]]
 ``int`` subclass: both are callables from ``int`` to the dim for mypy)."""
 
 _RELATIONS: dict[str, Poly] = {}   # subject dim's full name -> its expression
+_TEXTS: dict[str, str] = {}        # subject dim's full name -> the expression as written
 _DIMS: dict[str, object] = {}      # full name -> the dim object (for @tp.shapecheck)
 
 
@@ -40,6 +41,26 @@ def dim_name(d: object) -> str:
     if not isinstance(name, str) or not isinstance(module, str):
         raise TypeError(f"dim arithmetic: expected a dim (a NewType of int, or an int subclass), got {d!r}")
     return f"{module}.{name}"
+
+
+def _text(x: object) -> str:
+    if isinstance(x, DimExpr):
+        return x.text
+    return str(x) if isinstance(x, int) else str(getattr(x, "__name__", x))
+
+
+def _wrap(text: str, op: str, right: bool = False) -> str:
+    """``text`` parenthesized where it is a sum inside ``op`` (or the right side of ``-``)."""
+    loose = " + " in text or " - " in text
+    if loose and (op in ("*", "//") or (right and op == "-")):
+        return f"({text})"
+    if right and op == "//" and (" * " in text or " // " in text):
+        return f"({text})"
+    return text
+
+
+def _combine(a: object, op: str, b: object, poly: Poly) -> DimExpr:
+    return DimExpr(poly, f"{_wrap(_text(a), op)} {op} {_wrap(_text(b), op, right=True)}")
 
 
 def _poly(x: object) -> Poly:
@@ -60,41 +81,42 @@ def _poly(x: object) -> Poly:
 class DimExpr:
     """A size written in terms of dims: ``+``, ``-``, ``*`` and ``//`` (by a positive int) build more."""
 
-    __slots__ = ("poly",)
+    __slots__ = ("poly", "text")
 
-    def __init__(self, poly: Poly) -> None:
+    def __init__(self, poly: Poly, text: str = "") -> None:
         self.poly = poly
+        self.text = text or poly.text(short=True)
 
     def __add__(self, other: DimLike) -> DimExpr:
-        return DimExpr(self.poly + _poly(other))
+        return _combine(self, "+", other, self.poly + _poly(other))
 
     def __radd__(self, other: DimLike) -> DimExpr:
-        return DimExpr(_poly(other) + self.poly)
+        return _combine(other, "+", self, _poly(other) + self.poly)
 
     def __sub__(self, other: DimLike) -> DimExpr:
-        return DimExpr(self.poly - _poly(other))
+        return _combine(self, "-", other, self.poly - _poly(other))
 
     def __rsub__(self, other: DimLike) -> DimExpr:
-        return DimExpr(_poly(other) - self.poly)
+        return _combine(other, "-", self, _poly(other) - self.poly)
 
     def __mul__(self, other: DimLike) -> DimExpr:
-        return DimExpr(self.poly * _poly(other))
+        return _combine(self, "*", other, self.poly * _poly(other))
 
     def __rmul__(self, other: DimLike) -> DimExpr:
-        return DimExpr(_poly(other) * self.poly)
+        return _combine(other, "*", self, _poly(other) * self.poly)
 
     def __floordiv__(self, k: int) -> DimExpr:
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
             raise TypeError(f"dim arithmetic: // takes a positive int divisor, got {k!r}")
-        return DimExpr(self.poly.floordiv(k))
+        return _combine(self, "//", k, self.poly.floordiv(k))
 
     def __repr__(self) -> str:
-        return f"tp.dim({self.poly.text(short=True)})"
+        return f"tp.dim({self.text})"
 
 
 def dim(d: DimLike) -> DimExpr:
     """``d`` as a :class:`DimExpr`, to write arithmetic on dims: ``tp.dim(Heads) * HeadDim``."""
-    return DimExpr(_poly(d))
+    return DimExpr(_poly(d), _text(d))
 
 
 def relate(subject: Callable[[int], int], expr: DimLike) -> None:
@@ -114,10 +136,16 @@ def relate(subject: Callable[[int], int], expr: DimLike) -> None:
         raise ValueError(f"relate(): {name.rsplit('.', 1)[-1]} is already declared as "
                          f"{known.text(short=True)}; cannot also declare it as {poly.text(short=True)}")
     _RELATIONS[name] = poly
+    _TEXTS.setdefault(name, _text(expr))
 
 
 def subject_in(poly: Poly, name: str) -> bool:
     return name in poly.atoms()
+
+
+def relation_text(name: str) -> str:
+    """``Model == Heads * HeadDim``: a declared relation as written."""
+    return f"{name.rsplit('.', 1)[-1]} == {_TEXTS.get(name) or _RELATIONS[name].text(short=True)}"
 
 
 def relations() -> dict[str, Poly]:

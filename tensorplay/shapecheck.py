@@ -390,7 +390,7 @@ def _check_relations(env: Env, fn: str) -> None:
         parts = ", ".join(f"{a.rsplit('.', 1)[-1]}={sizes[a]}" for a in sorted(poly.atoms()) if a in sizes)
         name = subject.rsplit(".", 1)[-1]
         raise ShapeError(f"{fn}: dim '{name}' has size {bound[0]} (bound by {_source(bound[1], bound[2])}), but the "
-                         f"declared relation {name} == {poly.text(short=True)} gives {value} ({parts})")
+                         f"declared relation {_dimexpr.relation_text(subject)} gives {value} ({parts})")
 
 
 # ---- the decorator -----------------------------------------------------------------------------------
