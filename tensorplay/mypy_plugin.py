@@ -257,6 +257,8 @@ class TensorplayPlugin(Plugin):
 
     def _method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
         cls, _, name = fullname.rpartition(".")
+        if cls == "tensorplay.index.Index" and name == "__getitem__":
+            return self._on_getitem
         if cls != _TENSOR:
             return None
         if name in ("reshape", "view"):
@@ -488,7 +490,11 @@ class TensorplayPlugin(Plugin):
             return ctx.default_return_type
         source = self.dims_of(ctx.type)
         inst = _tensor_instance(ctx.type)
-        if source is None or inst is None or inst.type.fullname != _TENSOR or inst is not get_proper_type(ctx.type):
+        self_type = get_proper_type(ctx.type)
+        if source is None or inst is None or not isinstance(self_type, Instance):
+            return ctx.default_return_type
+        is_index = self_type.type.fullname == "tensorplay.index.Index" and len(self_type.args) == len(source) + 1
+        if inst is not self_type and not is_index:
             return ctx.default_return_type
         items = list(key.items) if isinstance(key, TupleExpr) else [key]
         if not all(isinstance(i, (SliceExpr, EllipsisExpr)) or _const_int(i) is not None
@@ -524,7 +530,8 @@ class TensorplayPlugin(Plugin):
         if not changed:
             return ctx.default_return_type
         out += args_in[axis:]
-        result = inst.copy_modified(args=out)
+        result = (self_type.copy_modified(args=[self_type.args[0], *out]) if is_index  # Index[Bound, *dims]
+                  else inst.copy_modified(args=out))
         self._check_target(ctx.api, ctx.context, result)
         return result
 

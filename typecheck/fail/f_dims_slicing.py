@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal, NewType, TypeVar
 
-from tensorplay import Tensor
+from tensorplay import Index, Tensor
 from tensorplay.dims import Batch, Feat, Hidden, Seq, Vocab
+from tensorplay.nn import functional as F
 
 N = TypeVar("N")
 D = TypeVar("D")
@@ -74,3 +75,11 @@ def window_shorter_than_axis(x: Tensor[Batch, Seq, Feat]) -> Tensor[Batch, Seq, 
 
 def new_axis_then_shift(x: Tensor[Seq, Feat]) -> Tensor[Literal[1], Seq, Feat]:
     return x[None, 1:]  # P: return value: shape [1, Seq - 1, Feat]
+
+
+def cross_entropy_on_a_misaligned_shift(logits: Tensor[Batch, Vocab, Seq], ids: Index[Vocab, Batch, Seq]) -> None:
+    F.cross_entropy(logits[:, :, :-1], ids[:, 2:])  # P: cross_entropy(): argument 'target' has shape [Batch, Seq - 2]; its dim *Lead is Seq - 2, but argument 'input' binds it to Seq - 1
+
+
+def index_slice_returned(ids: Index[Vocab, Batch, Seq]) -> Index[Vocab, Batch, Seq]:
+    return ids[:, 1:]  # P: return value: shape [Batch, Seq - 1] where expected Tensor[Batch, Seq] (Seq - 1 against Seq)

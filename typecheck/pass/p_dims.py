@@ -7,9 +7,12 @@ from __future__ import annotations
 from typing import Literal, NewType
 
 import tensorplay as tp
-from tensorplay import Ops, Tensor
+import numpy as np
+
+from tensorplay import Index, Ops, Tensor
 from tensorplay import prefix as P
-from tensorplay.dims import Batch, Channels, Feat, Heads, Seq
+from tensorplay.dims import Batch, Channels, Feat, Heads, Seq, Vocab
+from tensorplay.nn import functional as F
 
 HeadDim = NewType("HeadDim", int)
 Model = NewType("Model", int)
@@ -56,6 +59,10 @@ def next_step_difference(x: Tensor[Batch, Seq, Feat]) -> Tensor[Batch, Seq, Feat
     return tp.cat([x[:, :1], step], 1)         # 1 + (Seq - 1) == Seq
 
 
+def next_token_loss(logits: Tensor[Batch, Vocab, Seq], ids: Index[Vocab, Batch, Seq]) -> Tensor[()]:
+    return F.cross_entropy(logits[:, :, :-1], ids[:, 1:])    # position t predicts token t + 1
+
+
 def join(left: Tensor[Batch, Left], right: Tensor[Batch, Right]) -> Tensor[Batch, Both]:
     return tp.cat([left, right], 1)
 
@@ -98,6 +105,8 @@ def main() -> None:
         raise AssertionError("the declared relation was not checked")
     f = tp.randn(b, s, Feat(3))
     assert tuple(next_step_difference(f).shape) == (2, 5, 3)
+    ids = tp.index(np.array([[0, 2, 1, 3, 0], [1, 1, 2, 0, 3]]), bound=Vocab(4), shape=(b, s))
+    assert next_token_loss(tp.randn(b, Vocab(4), s), ids).shape == ()
     assert tuple(join(tp.randn(b, Left(2)), tp.randn(b, Right(3))).shape) == (2, 5)
     assert tuple(pair_up(tp.randn(b, Feat(3)), tp.randn(b, Feat(3))).shape) == (2, 2, 3)
     img = tp.randn(b, Channels(3), Height(8), Width(6))
