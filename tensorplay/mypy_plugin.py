@@ -118,11 +118,9 @@ class _Relations:
         raw = info.metadata.get("tensorplay", {}).get("relation") if info.metadata else None
         if isinstance(raw, str):
             poly = _decode(raw)
+            text = info.metadata["tensorplay"].get("text")
             if poly is not None:
-                self.add(info, poly)
-                text = info.metadata["tensorplay"].get("text")
-                if isinstance(text, str):
-                    self.texts[info.fullname] = text
+                self.add(info, poly, text=text.split(" == ", 1)[-1] if isinstance(text, str) else "")
 
     def used(self, polys: Sequence[Poly]) -> list[str]:
         """The relation texts involved in ``polys`` (for messages)."""
