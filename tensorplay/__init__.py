@@ -34,6 +34,7 @@ from tensorplay.functions import (
     unsqueeze, var,
 )
 from tensorplay.generator import Generator
+from tensorplay.dimexpr import DimExpr, dim, relate
 from tensorplay.index import Index, index
 from tensorplay.ops import Interpreter, Ops
 from tensorplay.sampling import multinomial
@@ -90,11 +91,12 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "AutogradError", "AxisError", "DeviceError", "DType", "DTypeError", "Generator", "GraphCaptureError", "Index", "IndexRangeError",
     "Interpreter", "MissingRuleError", "Ops", "Program", "ShapeError", "Size", "Tensor", "TensorplayError",
-    "arange", "autograd", "bool", "bool_", "cat", "compile", "compiler", "cuda", "device", "dims", "eager", "empty", "empty_like",
-    "enable_grad", "export", "eye", "graph",
+    "DimExpr", "arange", "autograd", "bool", "bool_", "cat", "compile", "compiler", "cuda", "device", "dim", "dims", "eager",
+    "empty", "empty_like", "enable_grad", "export", "eye", "graph",
     "float32", "float64", "from_numpy", "func", "nn", "optim", "full", "full_like", "index", "int32", "int64", "is_grad_enabled",
     "linspace", "load", "manual_seed", "multinomial", "no_grad", "ones", "ones_like", "ops_of", "program", "rand", "rand_like",
-    "randint", "randn", "randn_like", "save", "set_grad_enabled", "shapecheck", "stack", "tensor", "testing", "utils", "where",
+    "randint", "randn", "randn_like", "relate", "save", "set_grad_enabled", "shapecheck", "stack", "tensor", "testing", "utils",
+    "where",
     "zeros", "zeros_like", "ValuesIndices",
     # PyTorch's top-level function forms (tensorplay.functions)
     "abs", "all", "allclose", "amax", "amin", "any", "argmax", "argmin", "argsort", "broadcast_to", "ceil", "chunk",

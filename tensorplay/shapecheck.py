@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from tensorplay import dimexpr as _dimexpr
 from tensorplay.errors import ShapeError
 from tensorplay.tensor import Tensor
 
@@ -364,6 +365,34 @@ def _checker(ann: Any) -> Any:
     return None
 
 
+# ---- declared relations (tp.relate) ----------------------------------------------------------------
+
+def _check_relations(env: Env, fn: str) -> None:
+    """Every relation ``subject == expr`` whose dims this call bound must hold with the bound sizes."""
+    relations = _dimexpr._RELATIONS
+    if not relations:
+        return
+    dims = _dimexpr._DIMS
+    sizes: dict[str, int] | None = None
+    for subject, poly in relations.items():
+        obj = dims.get(subject)
+        bound = env.get(obj) if obj is not None else None
+        if bound is None or not isinstance(bound[0], int):
+            continue
+        if sizes is None:
+            sizes = {}
+            for key, (size, _, _) in env.items():
+                if isinstance(size, int) and (_is_newtype(key) or isinstance(key, type)):
+                    sizes[_dimexpr.dim_name(key)] = size
+        value = poly.evaluate(sizes)
+        if value is None or value == bound[0]:
+            continue
+        parts = ", ".join(f"{a.rsplit('.', 1)[-1]}={sizes[a]}" for a in sorted(poly.atoms()) if a in sizes)
+        name = subject.rsplit(".", 1)[-1]
+        raise ShapeError(f"{fn}: dim '{name}' has size {bound[0]} (bound by {_source(bound[1], bound[2])}), but the "
+                         f"declared relation {_dimexpr.relation_text(subject)} gives {value} ({parts})")
+
+
 # ---- the decorator -----------------------------------------------------------------------------------
 
 def _resolve(fn: Callable[..., Any], localns: dict[str, Any]) -> dict[str, Any]:
@@ -487,9 +516,11 @@ class ShapeCheck:
             if not p.active:
                 return fn(*args, **kwargs)
             env = p.check_args(args, kwargs)
+            _check_relations(env, p.name)
             result = fn(*args, **kwargs)
             if p.result is not None:
                 p.result.check(result, env, "return value", p.name)
+                _check_relations(env, p.name)
             return result
 
         checked.__shapecheck__ = True  # type: ignore[attr-defined]
