@@ -69,4 +69,5 @@ class _LM(nn.Module):
 
 def test_a_model_reshaping_index_targets_runs_under_every_way() -> None:
     ways = check_interpreters(_LM(), tp.index(RAW, bound=5))
-    assert ways == ["eager", "traced", "traced_execute", "graph_module", "retraced", "vmap", "compiled", "exported"]
+    assert sorted(ways) == sorted(["eager", "traced", "traced_execute", "graph_module", "retraced", "vmap", "compiled",
+                                   "exported"])  # the plugged-in ways are listed in the order they were loaded

@@ -13,10 +13,11 @@ import numpy as np
 
 from tensorplay import recording
 from tensorplay.interpreters.eager import tape
+from tensorplay.spec.table import names
 from tensorplay.tensor import Tensor
 
 _RECORDING_ACTIVE = recording.active
-_RECORDABLE = frozenset({"reshape", "permute", "slice", "broadcast_to"})  # (basic indexing: fastpath.getitem)
+_RECORDABLE = frozenset(names("view"))  # the view primitives (basic indexing: fastpath.getitem)
 
 Array = np.ndarray[Any, Any]
 AnyTensor = Tensor[*tuple[Any, ...]]

@@ -27,11 +27,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tensorplay.symbolic import SymDim
+from tensorplay.spec.table import names
 from tensorplay.tensor import Tensor
 
 AnyTensor = Tensor[*tuple[Any, ...]]
 
-VIEW_PRIMITIVES = frozenset({"reshape", "permute", "slice", "broadcast_to", "stop_gradient"})
+VIEW_PRIMITIVES = frozenset({*names("view"), "stop_gradient"})
 """The primitives whose eager result is a view of their input (``stop_gradient``: ``detach()``, the same
 memory)."""
 
