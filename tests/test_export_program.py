@@ -109,11 +109,10 @@ def test_buffer_mutations_are_applied_by_module_and_returned_by_the_flat_contrac
             assert_same_bits(module.get_buffer(name) if hasattr(module, "get_buffer") else dict(module.named_buffers())[name],
                   value)
     # the flat contract: state in, (new state..., outputs) out, nothing written
-    flat = ExportedProgram.call_exported(ep)
     state = {**ep.state_dict, **ep.constants}
     saved = {name: as_array(t).copy() for name, t in state.items()}
     x = tp.randn(6, 4)
-    outs = flat(*ep.placeholder_values([x], state, keys=[tp.tensor(np.array([1, 2]))]))
+    outs = ep.run_flat(ep.placeholder_values([x], state, keys=[tp.tensor(np.array([1, 2]))]))
     for name, t in state.items():
         assert np.array_equal(as_array(t), saved[name]), name
     expected = reference(x)
@@ -129,11 +128,10 @@ def test_dropout_draws_fresh_keys_per_call_and_replays_with_the_same_key() -> No
     ep = export(model, (tp.randn(5, 4),), dynamic_shapes={"x": {0: Dim("batch", min=2)}})
     state = {**ep.state_dict, **ep.constants}
     x = tp.randn(8, 4)
-    flat = ExportedProgram.call_exported(ep)
     key = tp.tensor(np.array([7, 3]))
-    a = flat(*ep.placeholder_values([x], state, keys=[key]))[-1]
-    b = flat(*ep.placeholder_values([x], state, keys=[key]))[-1]
-    c = flat(*ep.placeholder_values([x], state, keys=[tp.tensor(np.array([7, 4]))]))[-1]
+    a = ep.run_flat(ep.placeholder_values([x], state, keys=[key]))[-1]
+    b = ep.run_flat(ep.placeholder_values([x], state, keys=[key]))[-1]
+    c = ep.run_flat(ep.placeholder_values([x], state, keys=[tp.tensor(np.array([7, 4]))]))[-1]
     assert_same_bits(a, b)
     assert not np.array_equal(as_array(a), as_array(c))
     # module(): keys from the global generator, as eager draws them

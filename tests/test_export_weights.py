@@ -16,7 +16,7 @@ import pytest
 import tensorplay as tp
 from tensorplay import nn
 from tensorplay.export import FileFormatError
-from tensorplay.export.tensorfile import CHECKSUMS_KEY, SCHEMA_KEY, encode, read_header
+from tensorplay.export.tensorfile import CHECKSUMS_KEY, HEADER_SHA_KEY, SCHEMA_KEY, encode, header_digest, read_header
 
 
 @pytest.fixture
@@ -153,18 +153,21 @@ def test_safetensors_files_of_other_tools_load_as_a_dict_of_tensors(tmp_path: Pa
 
 
 def _rewrite_metadata(data: bytes, **changes: str) -> bytes:
+    """``data`` with its metadata changed, and its header checksum made again (so the checks after it run)."""
     size = struct.unpack("<Q", data[:8])[0]
     header = json.loads(data[8:8 + size])
     header["__metadata__"].update(changes)
+    entries = {k: (v["dtype"], v["shape"]) for k, v in header.items() if k != "__metadata__"}
+    header["__metadata__"][HEADER_SHA_KEY] = header_digest(entries, header["__metadata__"])
     text = json.dumps(header).encode()
     return struct.pack("<Q", len(text)) + text + data[8 + size:]
 
 
 def test_a_file_from_a_newer_tensorplay_is_refused_with_the_versions() -> None:
     data = _bytes({"w": tp.randn(2)})
-    with pytest.raises(FileFormatError, match=r"needs schema 1\.3; this tensorplay reads up to 1\.0"):
+    with pytest.raises(FileFormatError, match=r"needs schema 1\.3; this tensorplay reads up to 1\.1"):
         _load(_rewrite_metadata(data, **{SCHEMA_KEY: "1.3"}))
-    with pytest.raises(FileFormatError, match=r"needs schema 2\.0; this tensorplay reads up to 1\.0"):
+    with pytest.raises(FileFormatError, match=r"needs schema 2\.0; this tensorplay reads up to 1\.1"):
         _load(_rewrite_metadata(data, **{SCHEMA_KEY: "2.0"}))
 
 

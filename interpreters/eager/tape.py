@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -184,6 +185,110 @@ def set_requires_grad(x: Tensor[*tuple[Any, ...]], flag: bool) -> None:
     x._requires_grad = bool(flag)
 
 
+# ---- gradient-ready hooks (what data-parallel training hangs its all-reduce on) ------------------------
+
+class _Hooks(threading.local):
+    """Per-thread list of the callbacks queued for the end of the running ``backward()`` (``None`` outside)."""
+
+    queued: list[Callable[[], None]] | None = None
+
+
+_HOOK_STATE = _Hooks()
+_READY_HOOKS: dict[int, tuple[Any, list[Callable[[Tensor[*tuple[Any, ...]]], None]]]] = {}
+"""``id(leaf) -> (weakref to the leaf, hooks)``: the hooks of :func:`register_grad_ready_hook`."""
+
+
+class HookHandle:
+    """What :func:`register_grad_ready_hook` returns: ``remove()`` unregisters the hook."""
+
+    __slots__ = ("key", "fn")
+
+    def __init__(self, key: int, fn: Callable[[Tensor[*tuple[Any, ...]]], None]) -> None:
+        self.key = key
+        self.fn = fn
+
+    def remove(self) -> None:
+        """Unregister the hook (a second call does nothing)."""
+        entry = _READY_HOOKS.get(self.key)
+        if entry is None:
+            return
+        hooks = entry[1]
+        if self.fn in hooks:
+            hooks.remove(self.fn)
+        if not hooks:
+            del _READY_HOOKS[self.key]
+
+
+def register_grad_ready_hook(leaf: Tensor[*tuple[Any, ...]],
+                             fn: Callable[[Tensor[*tuple[Any, ...]]], None]) -> HookHandle:
+    """Call ``fn(leaf)`` during ``backward()`` as soon as ``leaf.grad`` is final for that backward: when
+    the reverse sweep has passed the last recorded node with an edge to ``leaf`` (as PyTorch's
+    ``register_post_accumulate_grad_hook``). ``leaf.grad`` then holds the accumulated gradient (earlier
+    backwards' included); the rest of the sweep is still to run, so work started in ``fn`` (a
+    non-blocking all-reduce) overlaps it. Not called by ``tp.autograd.grad`` (nothing accumulates) nor for
+    a backward that does not reach ``leaf``. The hook is dropped when ``leaf`` is garbage collected."""
+    if leaf._node is not None:
+        raise AutogradError("register_grad_ready_hook: the tensor is not a leaf (it has a grad_fn); "
+                            "register the hook on the parameter or input tensor")
+    key = id(leaf)
+    entry = _READY_HOOKS.get(key)
+    if entry is None or entry[0]() is not leaf:
+        entry = (weakref.ref(leaf, _forgetter(key)), [])
+        _READY_HOOKS[key] = entry
+    entry[1].append(fn)
+    return HookHandle(key, fn)
+
+
+def _forgetter(key: int) -> Callable[[Any], None]:
+    def forget(_ref: Any) -> None:
+        _READY_HOOKS.pop(key, None)
+    return forget
+
+
+def has_grad_ready_hooks(leaf: Tensor[*tuple[Any, ...]]) -> bool:
+    """Whether :func:`register_grad_ready_hook` hooks are registered on ``leaf``."""
+    entry = _READY_HOOKS.get(id(leaf))
+    return entry is not None and entry[0]() is leaf and bool(entry[1])
+
+
+def queue_callback(fn: Callable[[], None]) -> None:
+    """From a grad-ready hook: call ``fn()`` once the running ``backward()`` has written every leaf's
+    ``.grad`` (callbacks run in the order queued; an error in the sweep drops them)."""
+    queued = _HOOK_STATE.queued
+    if queued is None:
+        raise AutogradError("queue_callback: no backward() is running in this thread; call it from a hook "
+                            "registered with register_grad_ready_hook")
+    queued.append(fn)
+
+
+def backward_token() -> object | None:
+    """An object that identifies the ``backward()`` running in this thread with hooks (``None`` outside one):
+    a hook can tell a new backward from the one it last saw, even after that one failed."""
+    return _HOOK_STATE.queued
+
+
+def _ready_plan(order: list[Node]) -> dict[int, list[Tensor[*tuple[Any, ...]]]] | None:
+    """``id(node) -> hooked leaves`` whose gradient is final once the sweep reaches that node (the node
+    after the last one with an edge to the leaf); leaves last used by the final node finish with the sweep."""
+    last: dict[int, tuple[int, Tensor[*tuple[Any, ...]]]] = {}
+    for i, node in enumerate(order):
+        for edge in node.edges:
+            if edge is not None and type(edge) is not Node and id(edge) in _READY_HOOKS:
+                last[id(edge)] = (i, edge)
+    plan: dict[int, list[Tensor[*tuple[Any, ...]]]] = {}
+    for i, leaf in last.values():
+        if i + 1 < len(order):
+            plan.setdefault(id(order[i + 1]), []).append(leaf)
+    return plan
+
+
+def _run_ready_hooks(leaf: Tensor[*tuple[Any, ...]]) -> None:
+    entry = _READY_HOOKS.get(id(leaf))
+    if entry is not None and entry[0]() is leaf:
+        for fn in list(entry[1]):
+            fn(leaf)
+
+
 # ---- the backward sweep ----------------------------------------------------------------------------
 
 def _toposort(roots: Sequence[Node]) -> list[Node]:
@@ -285,13 +390,24 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
     leaves: dict[int, Tensor[*tuple[Any, ...]]] = {}
     # without create_graph, fused kernels replace the composite rules (those stay for higher derivatives)
     fused = None if create_graph else _fused_rules()
+    order = _toposort(roots)
+    order.reverse()
+    ready = _ready_plan(order) if _READY_HOOKS and targets is None else None
+    outer_queue = _HOOK_STATE.queued
+    if ready is not None:
+        _HOOK_STATE.queued = []
     previous = grad_enabled()
     set_grad_enabled(create_graph)
     try:
         value_free = _value_free().union(EXTRA_VALUE_FREE)
         uses_output = _uses_output()
-        for node in reversed(_toposort(roots)):
+        for node in order:
             key = id(node)
+            if ready is not None and key in ready:  # leaves whose last user was the previous node: final now
+                for final in ready.pop(key):
+                    if id(final) in leaf_grads:  # (no local holds the cotangent: see _unshared_payload)
+                        _store_leaf_grad(final, dense(leaf_grads.pop(id(final))), create_graph)
+                        _run_ready_hooks(final)
             g = dense(node_grads.pop(key, None))
             if key in target_nodes:
                 found[target_nodes[key]] = g
@@ -329,6 +445,9 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
             if not retain_graph:
                 node.inputs = None
                 node.out_data = None
+    except BaseException:
+        _HOOK_STATE.queued = outer_queue
+        raise
     finally:
         needed.mask = None
         set_grad_enabled(previous)
@@ -337,22 +456,48 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
             if t._node is None:
                 found[i] = dense(leaf_grads.get(id(t)))
         return found
-    for key in list(leaf_grads):
-        g = dense(leaf_grads.pop(key))  # the dict lets go of g: see _unshared_payload
-        leaf = leaves.get(key)
-        if leaf is None:
-            leaf = next((o for o in outputs if id(o) == key), None)
-        if leaf is None:
-            continue
-        with _GRAD_LOCK:  # read-add-write of .grad: atomic, so concurrent backward calls lose no update
-            old = leaf._grad
-            if old is not None:
-                leaf._grad = old + g
-            elif create_graph:
-                leaf._grad = eager.clone(g)  # its own writeable memory (g may be shared, or a broadcast view)
-            else:
-                leaf._grad = Tensor(eager, _unshared_payload(g))
+    try:
+        for key in list(leaf_grads):
+            leaf = leaves.get(key)
+            if leaf is None:
+                leaf = next((o for o in outputs if id(o) == key), None)
+            if leaf is None:
+                del leaf_grads[key]
+                continue
+            # the dict lets go of the cotangent and no local holds it: see _unshared_payload
+            _store_leaf_grad(leaf, dense(leaf_grads.pop(key)), create_graph)
+            if ready is not None:
+                _run_ready_hooks(leaf)
+        queued = _HOOK_STATE.queued
+        if ready is not None and queued:
+            for fn in queued:
+                fn()
+    finally:
+        _HOOK_STATE.queued = outer_queue
     return []
+
+
+def _store_leaf_grad(leaf: Tensor[*tuple[Any, ...]], g: Tensor[*tuple[Any, ...]], create_graph: bool) -> None:
+    """Accumulate the cotangent ``g`` into ``leaf.grad`` (the caller lets go of ``g`` right after)."""
+    eager = _eager()
+    with _GRAD_LOCK:  # read-add-write of .grad: atomic, so concurrent backward calls lose no update
+        old = leaf._grad
+        if old is not None:
+            leaf._grad = old + g
+        elif create_graph:
+            leaf._grad = eager.clone(g)  # its own writeable memory (g may be shared, or a broadcast view)
+        else:
+            leaf._grad = Tensor(eager, _unshared_payload(g))
+
+
+_EAGER: list[Any] = []  # the eager interpreter, imported on first use (it imports this module)
+
+
+def _eager() -> Any:
+    if not _EAGER:
+        from tensorplay.interpreters.eager.interpreter import eager
+        _EAGER.append(eager)
+    return _EAGER[0]
 
 
 def _unshared_payload(g: Tensor[*tuple[Any, ...]]) -> Any:

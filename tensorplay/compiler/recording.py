@@ -184,6 +184,12 @@ class CaptureRecorder(Recorder):
         if self.backward_started is None:
             self.backward_started = len(self.graph.nodes)
         leaves = [(v, t) for v, t in self.grad_leaf.items() if t._requires_grad]
+        if any(tape.has_grad_ready_hooks(t) for _, t in leaves):
+            raise GraphCaptureError(
+                f"backward() inside a compiled function{at} reaches parameters with gradient-ready hooks (e.g. "
+                "tensorplay.distributed.DistributedDataParallel's gradient averaging), which cannot run inside "
+                "the compiled code; compile the forward and the loss only and call loss.backward() and "
+                "optimizer.step() outside the compiled function")
         wanted = [v for v, _ in leaves]
         zero: Any = 0
         traced = Traced(self.graph, self, wanted, [var], tree_flatten(zero)[1], None)

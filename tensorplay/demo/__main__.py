@@ -44,6 +44,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--limit", type=int, default=None, help="use only this many images (quick runs)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--distributed", action="store_true",
+                        help="data-parallel training over MPI: mpiexec -n 2 python -m tensorplay.demo --distributed "
+                             "(prints each rank's throughput and rank 0's final accuracy; skips the post-training "
+                             "steps)")
     return parser.parse_args(argv)
 
 
@@ -53,6 +57,9 @@ def main(argv: list[str] | None = None) -> TrainResult:
     config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed)
     start = time.perf_counter()
     data = load_digits_data(seed=config.seed, limit=args.limit)
+    if args.distributed:
+        from tensorplay.demo.distributed import report
+        return report(config, data)
     print(f"digits: {len(data.y_train)} training and {len(data.y_test)} test images of 8x8 pixels, "
           f"{data.num_classes} classes")
     result = fit(config, data, progress=not args.no_progress)

@@ -14,7 +14,7 @@ result is type-checked.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tensorplay.export.program import ExportedProgram, name_values, value_name
@@ -47,55 +47,114 @@ def target_name(target: Any) -> str:
     return name
 
 
-class CustomDecompTable(MutableMapping[Any, Builder]):
-    """A validated mapping target -> builder, starting with the library's default decompositions."""
+class CustomDecompTable(dict[str, Builder]):
+    """A validated ``dict`` target -> builder, starting with the library's default decompositions.
+
+    Keys are stored as primitive names (a layer-operation name or a callable is looked up as the module
+    docstring says) and every write checks its key and builder, whichever ``dict`` method makes it
+    (``__setitem__``, ``update``, ``setdefault``, ``|=``, ``fromkeys``, the constructor): an unknown target is a
+    ``KeyError`` naming close matches, a builder that is not callable a ``TypeError``, and a write that fails
+    leaves the table as it was. Reads (``[]``, ``in``, ``get``, ``pop``) take any key form too."""
 
     def __init__(self, entries: Mapping[Any, Builder] | None = None) -> None:
-        self._entries: dict[str, Builder] = {}
-        for key, builder in (default_decompositions() if entries is None else entries).items():
-            self[key] = builder
+        super().__init__()
+        self.update(default_decompositions() if entries is None else entries)
 
-    def __setitem__(self, target: Any, builder: Builder) -> None:
+    @staticmethod
+    def _checked(target: Any, builder: Any) -> tuple[str, Builder]:
+        name = target_name(target)
         if not callable(builder):
             raise TypeError(f"CustomDecompTable: the entry for {target!r} must be a builder(graph, node) -> value, "
                             f"got a {type(builder).__name__}")
-        self._entries[target_name(target)] = builder
+        return name, builder
+
+    def __setitem__(self, target: Any, builder: Builder) -> None:
+        super().__setitem__(*self._checked(target, builder))
 
     def __getitem__(self, target: Any) -> Builder:
-        return self._entries[target_name(target)]
+        return super().__getitem__(target_name(target))
 
     def __delitem__(self, target: Any) -> None:
-        del self._entries[target_name(target)]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._entries)
-
-    def __len__(self) -> int:
-        return len(self._entries)
+        super().__delitem__(target_name(target))
 
     def __contains__(self, target: object) -> bool:
         try:
-            return target_name(target) in self._entries
+            return super().__contains__(target_name(target))
         except (KeyError, TypeError):
             return False
+
+    def get(self, target: Any, default: Any = None) -> Any:
+        """The builder for ``target``, or ``default`` when it has none (or names no primitive)."""
+        return self[target] if target in self else default
+
+    def pop(self, target: Any, *default: Any) -> Any:
+        """Remove ``target``'s entry and return it; ``default`` (when given) if it has none."""
+        if target in self:
+            return super().pop(target_name(target))
+        if default:
+            return default[0]
+        return self.remove(target)  # the KeyError naming the target
+
+    def setdefault(self, target: Any, builder: Any = None) -> Builder:
+        """``target``'s builder; when it has none, ``builder`` (checked) is stored and returned."""
+        if target in self:
+            return self[target]
+        self[target] = builder
+        return builder  # type: ignore[no-any-return]
+
+    def update(self, other: Any = (), /, **kwargs: Builder) -> None:
+        """Add the entries of a mapping or of ``(target, builder)`` pairs, and ``kwargs``; all are checked
+        before any is written."""
+        pairs = list(other.items()) if isinstance(other, Mapping) else list(other)
+        checked = [self._checked(*pair) for pair in [*pairs, *kwargs.items()]]
+        for name, builder in checked:
+            super().__setitem__(name, builder)
+
+    def __ior__(self, other: Any) -> CustomDecompTable:  # type: ignore[override]
+        self.update(other)
+        return self
+
+    def __or__(self, other: Any) -> CustomDecompTable:  # type: ignore[override]
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        table = self.copy()
+        table.update(other)
+        return table
+
+    def __ror__(self, other: Any) -> CustomDecompTable:  # type: ignore[override]
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        table = CustomDecompTable(other)
+        table.update(self)
+        return table
+
+    @classmethod
+    def fromkeys(cls, targets: Any, builder: Any = None) -> CustomDecompTable:  # type: ignore[override]
+        """A table (without the defaults) mapping each of ``targets`` to ``builder`` (checked)."""
+        table = cls({})
+        table.update((target, builder) for target in targets)
+        return table
 
     def remove(self, target: Any) -> Builder:
         """Keep ``target`` from being rewritten; returns its entry (``KeyError`` when it has none)."""
         name = target_name(target)
-        if name not in self._entries:
+        if not super().__contains__(name):
             raise KeyError(f"CustomDecompTable has no entry for {name!r}")
-        return self._entries.pop(name)
+        return super().pop(name)
 
     def materialize(self) -> dict[str, Builder]:
         """A plain dict of the effective entries (primitive name -> builder)."""
-        return dict(self._entries)
+        return dict(self.items())
 
     def copy(self) -> CustomDecompTable:
         """A table with the same entries."""
-        return CustomDecompTable(self._entries)
+        return CustomDecompTable(self.materialize())
+
+    def __reduce__(self) -> Any:  # copy.copy, copy.deepcopy: the entries, not the defaults again
+        return (type(self), (self.materialize(),))
 
     def __repr__(self) -> str:
-        return f"CustomDecompTable({', '.join(self._entries)})"
+        return f"CustomDecompTable({', '.join(self)})"
 
 
 # ---- the default decompositions ----------------------------------------------------------------------------

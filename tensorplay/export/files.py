@@ -35,7 +35,8 @@ from tensorplay.export.signature import (
     ExportGraphSignature, InputKind, InputSpec, OutputKind, OutputSpec, TensorArgument,
 )
 from tensorplay.export.tensorfile import (
-    check_schema, checksum, decode, dim_order, encode, read_bytes, with_dim_order, write_bytes,
+    check_json_depth, check_schema, checksum, decode, dim_order, encode, parse_json, read_bytes, with_dim_order,
+    write_bytes,
 )
 from tensorplay.export.weights import _Reader, _Writer, decode_scalar, encode_scalar
 from tensorplay.tensor import ValuesIndices
@@ -321,7 +322,9 @@ def serialize(ep: ExportedProgram, opset_version: Mapping[str, int] | None = Non
     ``pickle_protocol`` is accepted for compatibility with code written for other exporters and unused:
     nothing is pickled."""
     program, arrays = program_json(ep, opset_version)
-    text = json.dumps(program, sort_keys=False, allow_nan=False).encode("utf-8")
+    plain = json.dumps(program, sort_keys=False, allow_nan=False)
+    check_json_depth(plain, "serialize")
+    text = plain.encode("utf-8")
     version = f"{SCHEMA[0]}.{SCHEMA[1]}"
     return SerializedArtifact(text, *(encode(arrays[role], role, version) for role in ROLES))
 
@@ -330,6 +333,7 @@ def save(ep: ExportedProgram, f: Any) -> None:
     """Write ``ep`` to ``f`` (a path or a binary file object) as one safetensors file (module docstring)."""
     program, arrays = program_json(ep)
     text = json.dumps(program, allow_nan=False)
+    check_json_depth(text, "tp.export.save")
     flat = {f"{role}/{name}": array for role in ROLES for name, array in arrays[role].items()}
     version = f"{SCHEMA[0]}.{SCHEMA[1]}"
     metadata = {PROGRAM_KEY: text, PROGRAM_SHA_KEY: hashlib.sha256(text.encode("utf-8")).hexdigest()}
@@ -396,10 +400,7 @@ def _arrays(blob: Any, role: str, where: str) -> dict[str, np.ndarray[Any, Any]]
 
 
 def _parse(text: str, where: str) -> dict[str, Any]:
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as error:
-        raise FileFormatError(f"{where}: the program is not valid JSON ({error})") from None
+    data = parse_json(text, where, "the program")
     if not isinstance(data, dict):
         raise FileFormatError(f"{where}: the program is not a JSON object")
     return data

@@ -11,8 +11,9 @@ with the dim's name and where it was declared), then interprets the graph with t
 * ``ep.module()``: a callable :class:`~tensorplay.nn.Module` taking the user's arguments, with the state folded
   back in (cached; :meth:`ExportedProgram.invalidate_unlifted` drops it); it applies buffer and parameter
   mutations to its own state and draws random keys from the global generator (``tp.manual_seed`` replays).
-* ``ExportedProgram.call_exported(ep)``: the flat contract: every placeholder's value in order in, the new
-  values of mutated state then the user outputs out; nothing is mutated and keys are explicit.
+* ``ExportedProgram.call_exported(ep)``: the flat contract on the user's arguments: the state and random keys
+  are filled in from the program, the new values of mutated state then the user outputs come out; nothing is
+  mutated. ``ep.run_flat(ep.placeholder_values(user, state, keys))`` takes every placeholder's value given.
 """
 
 from __future__ import annotations
@@ -327,7 +328,7 @@ class ExportedProgram:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError("an ExportedProgram is not called directly: use ep.module()(*args) (state folded in, "
-                        "mutations applied) or ExportedProgram.call_exported(ep) (the flat contract)")
+                        "mutations applied) or ExportedProgram.call_exported(ep)(*args) (the flat contract)")
 
     def module(self) -> Any:
         """A callable module taking the user's arguments, with the program's state (see the module docstring);
@@ -343,11 +344,20 @@ class ExportedProgram:
 
     @staticmethod
     def call_exported(program: ExportedProgram) -> Callable[..., tuple[Any, ...]]:
-        """A function running the flat contract of ``program``: one value per placeholder in order (see
-        ``program.graph_signature.input_specs``), returning the new values of mutated state then the user
-        outputs. Inputs are checked; nothing is mutated; random keys are inputs like any other."""
-        def call(*values: Any) -> tuple[Any, ...]:
-            return program.run_flat(values)
+        """A function executing the flat contract of ``program`` on the user's arguments: it takes what the
+        exported function takes (``call_exported(ep)(x)``, structure and keywords as exported, inputs checked)
+        and fills in the rest of the flat contract from the program: its parameters, buffers and constants
+        (``program.state_dict`` and ``program.constants``) and fresh random keys (from the generator of the
+        inputs' interpreter, the global one eagerly: ``tp.manual_seed`` replays). It returns the flat outputs:
+        the new values of mutated state, then the user outputs (flattened), in
+        ``program.graph_signature.output_specs`` order. Nothing is mutated. To give every placeholder's value
+        yourself (other state, explicit keys), use ``program.run_flat(program.placeholder_values(user, state,
+        keys))``."""
+        def call(*args: Any, **kwargs: Any) -> tuple[Any, ...]:
+            leaves = program.user_leaves(args, kwargs)
+            binding = program.check_inputs(leaves)
+            values = program.placeholder_values(leaves, ops=highest_interpreter(leaves, eager))
+            return program.run_flat(values, binding)
         call.__name__ = f"call_exported_{program.name}"
         return call
 

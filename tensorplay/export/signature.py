@@ -66,6 +66,10 @@ _OUTPUT_WEIGHTS = {OutputKind.USER_OUTPUT: WeightType.USER_OUTPUT, OutputKind.LO
                    OutputKind.GRADIENT_TO_USER_INPUT: WeightType.GRADIENT_TO_USER_INPUT}
 
 
+_TARGETS_ARE_VALUES = (OutputKind.USER_INPUT_MUTATION, OutputKind.GRADIENT_TO_USER_INPUT)
+"""The output kinds whose ``target`` is a graph value (a user input), not a state-dict name."""
+
+
 @dataclass
 class TensorArgument:
     """A graph value, by name."""
@@ -193,12 +197,15 @@ class ExportGraphSignature:
         return self._input_map(InputKind.CONSTANT_TENSOR)
 
     def is_param(self, name: str) -> bool:
-        """Whether ``name`` (an input name or a state-dict name) is a parameter input."""
-        return any(s.kind is InputKind.PARAMETER and name in (s.arg.name, s.target) for s in self.input_specs)
+        """Whether ``name``, a graph value, is a parameter input. An exported program names each state input
+        like its state (``"fc1.weight"``); after :meth:`replace_all_uses` renames it, the new name is the
+        parameter and the old one is not (the state-dict names are :attr:`parameters`)."""
+        return any(s.kind is InputKind.PARAMETER and s.arg.name == name for s in self.input_specs)
 
     def is_buffer(self, name: str) -> bool:
-        """Whether ``name`` (an input name or a state-dict name) is a buffer input."""
-        return any(s.kind is InputKind.BUFFER and name in (s.arg.name, s.target) for s in self.input_specs)
+        """Whether ``name``, a graph value, is a buffer input (see :meth:`is_param`; the state-dict names are
+        :attr:`buffers`)."""
+        return any(s.kind is InputKind.BUFFER and s.arg.name == name for s in self.input_specs)
 
     def get_param_to_buffer(self) -> dict[str, str]:
         """Input name -> state-dict name for every parameter and buffer input: the lifted state a packager turns
@@ -267,14 +274,19 @@ class ExportGraphSignature:
 
     # ---- editing ---------------------------------------------------------------------------------------------
     def replace_all_uses(self, old: str, new: str) -> None:
-        """Make every spec that refers to value ``old`` refer to ``new`` (after a graph value was renamed or
-        replaced)."""
+        """Rename graph value ``old`` to ``new`` in every input and output spec (after a graph value was renamed
+        or replaced): every ``arg``, and the ``target`` of every output that names an input value (a user
+        input's mutation or gradient). State targets (the state-dict names of parameters, buffers and
+        constants, and of their mutations and gradients) are names of the state, not of graph values: they
+        stay, so the program still finds its tensors."""
         for spec in self.input_specs:
             if isinstance(spec.arg, TensorArgument) and spec.arg.name == old:
                 spec.arg = TensorArgument(new)
         for out in self.output_specs:
             if isinstance(out.arg, TensorArgument) and out.arg.name == old:
                 out.arg = TensorArgument(new)
+            if out.kind in _TARGETS_ARE_VALUES and out.target == old:
+                out.target = new
 
     def get_replace_hook(self, replace_inputs: bool = False) -> Callable[[str, str, Any], None]:
         """A function ``hook(old, new, user)`` for graph rewriters: when a value used by the outputs (``user`` is

@@ -6,12 +6,16 @@ metadata) and the raw little-endian tensor bytes. tensorplay adds to the metadat
 
 * ``tensorplay.format``: what the file holds (``"tensors"`` or ``"program"``);
 * ``tensorplay.schema``: the schema version of that format (``"major.minor"``);
-* ``tensorplay.checksums``: a JSON object, tensor name -> SHA-256 of its bytes.
+* ``tensorplay.checksums``: a JSON object, tensor name -> SHA-256 of its bytes;
+* ``tensorplay.header_sha256`` (in formats that ask for it, see :func:`encode`): the SHA-256 of the rest of
+  the header (every other metadata entry, and every tensor's name, dtype and shape; :func:`header_digest`).
+  With the checksums of the bytes it covers everything a reader builds from the file.
 
 Reading checks, in order and with a message naming the file: the file is not a pickle stream or a zip
 archive (the ``torch.save`` format, which holds pickles); the header is complete, valid JSON and describes
 byte ranges that exactly tile the data; the format is the expected one and its schema is not newer than
-this tensorplay reads; every tensor has a checksum, every checksum a tensor, and every checksum matches.
+this tensorplay reads; the header matches its checksum (where it has one, or the format's schema requires one);
+every tensor has a checksum, every checksum a tensor, and every checksum matches.
 Only then are arrays made (by the ``safetensors`` library, which reads raw buffers and runs no code).
 
 The ``safetensors`` library is a runtime dependency: a small, audited reader and writer of exactly this
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import struct
 from collections.abc import Mapping
 from typing import Any
@@ -33,11 +38,19 @@ from tensorplay.export.errors import FileFormatError
 FORMAT_KEY = "tensorplay.format"
 SCHEMA_KEY = "tensorplay.schema"
 CHECKSUMS_KEY = "tensorplay.checksums"
+HEADER_SHA_KEY = "tensorplay.header_sha256"
 
 DTYPE_CODES = {"float32": "F32", "float64": "F64", "int32": "I32", "int64": "I64", "bool": "BOOL"}
 """numpy dtype name -> safetensors dtype code, for the dtypes tensorplay has."""
 _ITEM_SIZES = {"F32": 4, "F64": 8, "I32": 4, "I64": 8, "BOOL": 1}
 _MAX_HEADER = 100_000_000
+MAX_JSON_DEPTH = 256
+"""The deepest nesting of arrays and objects a file's JSON may have (header, checksums, tree, program): checked
+before decoding, so a deeply nested file is refused with a message, never a ``RecursionError``."""
+_BRACKET_STEPS = np.zeros(256, dtype=np.int8)
+_BRACKET_STEPS[[ord("["), ord("{")]] = 1
+_BRACKET_STEPS[[ord("]"), ord("}")]] = -1
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 
 
 def checksum(array: np.ndarray[Any, Any]) -> str:
@@ -90,9 +103,19 @@ def check_schema(found: str, supported: tuple[int, int], what: str, kind: str) -
     return major, minor
 
 
+def header_digest(entries: Mapping[str, tuple[str, list[int]]], metadata: Mapping[str, str]) -> str:
+    """SHA-256 (hex) of a header: ``entries`` (tensor name -> ``(dtype code, shape)``) and every ``metadata``
+    entry but the digest's own, in a canonical JSON form (sorted keys, no spaces, ASCII)."""
+    canonical = {"metadata": {k: v for k, v in metadata.items() if k != HEADER_SHA_KEY},
+                 "tensors": {name: [code, list(shape)] for name, (code, shape) in entries.items()}}
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
 def encode(arrays: Mapping[str, np.ndarray[Any, Any]], kind: str, schema: str,
-           metadata: Mapping[str, str] | None = None) -> bytes:
-    """The bytes of a file holding ``arrays`` (name -> array of a tensorplay dtype) and ``metadata``."""
+           metadata: Mapping[str, str] | None = None, seal: bool = False) -> bytes:
+    """The bytes of a file holding ``arrays`` (name -> array of a tensorplay dtype) and ``metadata``. With
+    ``seal``, the header's own checksum (:func:`header_digest`) is stored too."""
     from safetensors.numpy import save
 
     tensors: dict[str, np.ndarray[Any, Any]] = {}
@@ -106,6 +129,9 @@ def encode(arrays: Mapping[str, np.ndarray[Any, Any]], kind: str, schema: str,
         sums[name] = checksum(tensors[name])
     meta = dict(metadata or {})
     meta.update({FORMAT_KEY: kind, SCHEMA_KEY: schema, CHECKSUMS_KEY: json.dumps(sums, sort_keys=True)})
+    if seal:
+        entries = {name: (DTYPE_CODES[a.dtype.name], list(a.shape)) for name, a in tensors.items()}
+        meta[HEADER_SHA_KEY] = header_digest(entries, meta)
     return bytes(save(tensors, metadata=meta))
 
 
@@ -113,8 +139,50 @@ def _refuse(where: str, problem: str) -> FileFormatError:
     return FileFormatError(f"{where}: {problem}")
 
 
+def json_depth(text: str) -> int:
+    """How deeply arrays and objects nest in the JSON ``text`` (0 for a scalar), counted without decoding it
+    (brackets inside strings do not count)."""
+    codes = np.frombuffer(_JSON_STRING.sub("", text).encode("utf-8"), dtype=np.uint8)
+    return int(np.cumsum(_BRACKET_STEPS[codes], dtype=np.int64).max(initial=0))
+
+
+def parse_json(text: str, where: str, what: str) -> Any:
+    """The JSON ``text`` (``what`` in the file at ``where``), decoded once its nesting is known to be at most
+    :data:`MAX_JSON_DEPTH`; a :class:`FileFormatError` naming the file and ``what`` otherwise, or if it is not
+    valid JSON."""
+    depth = json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        raise _refuse(where, f"{what} nests {depth} levels deep; tensorplay files nest at most {MAX_JSON_DEPTH} "
+                             "(the file was tampered with or not written by tensorplay)")
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise _refuse(where, f"{what} is not valid JSON ({error})") from None
+
+
+def check_json_depth(text: str, what: str) -> None:
+    """At save: refuse (``ValueError``) to write JSON that loading would refuse as too deeply nested."""
+    depth = json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(f"{what}: the saved structure nests {depth} levels deep in the file's JSON; a file holds "
+                         f"at most {MAX_JSON_DEPTH} (flatten the nesting of the object saved)")
+
+
+def _could_be_header(data: bytes) -> bool:
+    """Whether ``data`` starts as a safetensors file can: a header length this reader accepts, then ``{``.
+    (A pickle stream or a zip archive never does: see :func:`sniff`.)"""
+    return len(data) >= 9 and struct.unpack("<Q", data[:8])[0] <= _MAX_HEADER and data[8:9] == b"{"
+
+
 def sniff(data: bytes, where: str) -> None:
-    """Refuse, with a clear message, bytes that are a pickle stream or a zip archive (``torch.save``)."""
+    """Refuse, with a clear message, bytes that are a pickle stream or a zip archive (``torch.save``).
+
+    Only bytes that cannot start a safetensors file are judged by those formats' markers: a valid header's
+    length may well begin with the bytes of a pickle's protocol marker (``0x80, 0x01`` is a header of 384
+    bytes), but its header then starts with ``{`` at byte 8, where a pickle of protocol 4 or 5 holds the
+    high bytes of its first frame's length and a zip archive its compression method, neither ever ``{``."""
+    if _could_be_header(data):
+        return
     if data[:1] == b"\x80" and len(data) > 1 and data[1] <= 5:
         raise _refuse(where, "this is a pickle stream, which can run arbitrary code when loaded; tensorplay never "
                              "unpickles. Save tensors with tp.save and programs with tp.export.save")
@@ -133,10 +201,14 @@ def read_header(data: bytes, where: str) -> tuple[dict[str, Any], dict[str, str]
         raise _refuse(where, f"not a tensorplay file: the header length field says {size} bytes")
     if 8 + size > len(data):
         raise _refuse(where, f"the file is truncated: the header needs {size} bytes, only {len(data) - 8} follow")
+    if data[8:9] != b"{":
+        raise _refuse(where, f"not a tensorplay file: the header does not start with '{{' (it starts with "
+                             f"{bytes(data[8:12])!r})")
     try:
-        header = json.loads(data[8:8 + size].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as error:
-        raise _refuse(where, f"not a tensorplay file: the header is not valid JSON ({error})") from None
+        text = data[8:8 + size].decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise _refuse(where, f"not a tensorplay file: the header is not UTF-8 ({error})") from None
+    header = parse_json(text, where, "the header")
     if not isinstance(header, dict):
         raise _refuse(where, "not a tensorplay file: the header is not a JSON object")
     metadata = header.pop("__metadata__", {})
@@ -175,21 +247,20 @@ def read_header(data: bytes, where: str) -> tuple[dict[str, Any], dict[str, str]
     return header, metadata, start
 
 
-def decode(data: bytes, kind: str, supported: tuple[int, int], where: str
-           ) -> tuple[dict[str, np.ndarray[Any, Any]], dict[str, str]]:
+def decode(data: bytes, kind: str, supported: tuple[int, int], where: str,
+           sealed_from: tuple[int, int] | None = None) -> tuple[dict[str, np.ndarray[Any, Any]], dict[str, str]]:
     """``(arrays, metadata)`` of a file of ``kind`` written by :func:`encode`, after every check of the
-    module docstring (:class:`FileFormatError` on any failure)."""
+    module docstring (:class:`FileFormatError` on any failure). A file of schema ``sealed_from`` or newer must
+    carry the header's checksum (``encode(..., seal=True)``); any file that carries one has it checked."""
     header, metadata, _ = read_header(data, where)
     found_kind = metadata.get(FORMAT_KEY)
     if found_kind is None:
         raise _refuse(where, "not a tensorplay file (a safetensors file without tensorplay's metadata)")
     if found_kind != kind:
         raise _refuse(where, f"this file holds {found_kind!r}, expected {kind!r}")
-    check_schema(metadata.get(SCHEMA_KEY, ""), supported, where, f"{kind} file")
-    try:
-        sums = json.loads(metadata.get(CHECKSUMS_KEY, ""))
-    except ValueError:
-        raise _refuse(where, "the checksum table is not valid JSON (the file was tampered with)") from None
+    version = check_schema(metadata.get(SCHEMA_KEY, ""), supported, where, f"{kind} file")
+    _check_seal(header, metadata, version, sealed_from, where)
+    sums = parse_json(metadata.get(CHECKSUMS_KEY, ""), where, "the checksum table")
     if not isinstance(sums, dict) or set(sums) != set(header):
         missing = sorted(set(header) - set(sums)) if isinstance(sums, dict) else sorted(header)
         extra = sorted(set(sums) - set(header)) if isinstance(sums, dict) else []
@@ -201,6 +272,20 @@ def decode(data: bytes, kind: str, supported: tuple[int, int], where: str
             raise _refuse(where, f"tensor {name!r} does not match its checksum: the file was corrupted or tampered "
                                  "with")
     return arrays, metadata
+
+
+def _check_seal(header: Mapping[str, Any], metadata: Mapping[str, str], version: tuple[int, int],
+                sealed_from: tuple[int, int] | None, where: str) -> None:
+    found = metadata.get(HEADER_SHA_KEY)
+    if found is None:
+        if sealed_from is not None and version >= sealed_from:
+            raise _refuse(where, f"the header has no checksum, which files of schema {version[0]}.{version[1]} "
+                                 "carry: the file was tampered with")
+        return
+    entries = {name: (entry["dtype"], entry["shape"]) for name, entry in header.items()}
+    if header_digest(entries, metadata) != found:
+        raise _refuse(where, "the header (what the file holds and how: its structure, names, dtypes, shapes and "
+                             "flags) does not match its checksum: the file was corrupted or tampered with")
 
 
 def _arrays(data: bytes, where: str) -> dict[str, np.ndarray[Any, Any]]:
@@ -219,6 +304,10 @@ def decode_plain(data: bytes, where: str) -> dict[str, np.ndarray[Any, Any]] | N
     header, metadata, _ = read_header(data, where)
     if FORMAT_KEY in metadata:
         return None
+    ours = sorted(k for k in metadata if k.startswith("tensorplay."))
+    if ours:
+        raise _refuse(where, f"the file has tensorplay metadata ({', '.join(ours)}) but no {FORMAT_KEY!r}: it was "
+                             "tampered with")
     arrays = _arrays(data, where)
     order = sorted(header, key=lambda n: header[n]["data_offsets"][0])
     return {name: arrays[name] for name in order}
@@ -244,6 +333,7 @@ def write_bytes(path: Any, data: bytes) -> None:
         handle.write(data)
 
 
-__all__ = ["CHECKSUMS_KEY", "DTYPE_CODES", "FORMAT_KEY", "SCHEMA_KEY", "check_schema", "checksum", "decode",
-           "decode_plain", "dim_order", "encode", "parse_version", "read_bytes", "read_header", "sniff", "with_dim_order",
+__all__ = ["CHECKSUMS_KEY", "DTYPE_CODES", "FORMAT_KEY", "HEADER_SHA_KEY", "MAX_JSON_DEPTH", "SCHEMA_KEY", "check_schema", "checksum",
+           "check_json_depth", "decode", "decode_plain", "dim_order", "encode", "header_digest", "json_depth",
+           "parse_json", "parse_version", "read_bytes", "read_header", "sniff", "with_dim_order",
            "write_bytes"]

@@ -4,8 +4,11 @@ The safe replacement for the ``torch.save`` habit: ``obj`` is a tensor, a numpy 
 tuples of them (and of ints, floats, bools, strings and ``None``), e.g. ``model.state_dict()`` or an
 optimizer's. The file is a safetensors file (:mod:`tensorplay.export.tensorfile`): the tensors by their
 dotted path (``fc1.weight``; a top-level dict of tensors keeps its keys, so other safetensors readers see
-the usual names), each with a checksum, and the nesting as JSON metadata. Loading builds only tensors,
-arrays, dicts, lists, tuples and JSON scalars: nothing named in the file is imported or run::
+the usual names), each with a checksum, and the nesting as JSON metadata (the tree: keys, containers,
+scalars, ``requires_grad`` and ``Parameter`` flags). Since schema 1.1 the header has a checksum too, so every
+byte that decides what :func:`load` returns (tree, names, dtypes, shapes, flags, data) is checked; files of
+schema 1.0 (written before) still load, with the checks they had (their tensors' bytes). Loading builds only
+tensors, arrays, dicts, lists, tuples and JSON scalars: nothing named in the file is imported or run::
 
     tp.save(model.state_dict(), "model.safetensors")
     model.load_state_dict(tp.load("model.safetensors"))
@@ -21,13 +24,15 @@ import numpy as np
 
 from tensorplay.export.errors import FileFormatError
 from tensorplay.export.tensorfile import (
-    decode, decode_plain, dim_order, encode, read_bytes, with_dim_order, write_bytes,
+    check_json_depth, decode, decode_plain, dim_order, encode, parse_json, read_bytes, with_dim_order, write_bytes,
 )
 from tensorplay.tensor import Tensor
 
 KIND = "tensors"
-SCHEMA = (1, 0)
-"""The schema of saved tensors this tensorplay writes and reads up to (``major.minor``)."""
+SCHEMA = (1, 1)
+"""The schema of saved tensors this tensorplay writes and reads up to (``major.minor``): 1.1 added the
+header's checksum, which 1.1 files must carry."""
+SEALED_FROM = (1, 1)
 TREE_KEY = "tensorplay.tree"
 
 
@@ -98,7 +103,9 @@ def save(obj: Any, f: Any) -> None:
     with their values (a recorded tensor must have data); ``requires_grad`` and ``Parameter``-ness are kept."""
     writer = _Writer()
     tree = writer.node(obj, [])
-    write_bytes(f, encode(writer.arrays, KIND, f"{SCHEMA[0]}.{SCHEMA[1]}", {TREE_KEY: json.dumps(tree)}))
+    text = json.dumps(tree)
+    check_json_depth(text, "tp.save")
+    write_bytes(f, encode(writer.arrays, KIND, f"{SCHEMA[0]}.{SCHEMA[1]}", {TREE_KEY: text}, seal=True))
 
 
 class _Reader:
@@ -166,11 +173,8 @@ def load(f: Any) -> Any:
     if plain is not None:  # written by another safetensors tool: a dict of tensors by name
         from tensorplay.creation import from_numpy
         return {name: from_numpy(np.array(array, copy=True)) for name, array in plain.items()}
-    arrays, metadata = decode(data, KIND, SCHEMA, where)
-    try:
-        tree = json.loads(metadata.get(TREE_KEY, ""))
-    except (ValueError, RecursionError):
-        raise FileFormatError(f"{where}: the tree of the saved object is not valid JSON") from None
+    arrays, metadata = decode(data, KIND, SCHEMA, where, sealed_from=SEALED_FROM)
+    tree = parse_json(metadata.get(TREE_KEY, ""), where, "the tree of the saved object")
     reader = _Reader(arrays, where)
     try:
         result = reader.node(tree)

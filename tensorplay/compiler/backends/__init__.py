@@ -24,8 +24,11 @@ from tensorplay.errors import TensorplayError
 Backend = Callable[..., Callable[..., Any]]
 
 
-class BackendError(TensorplayError, ValueError):
-    """An unknown backend name, an invalid registration, or a backend that returned no callable."""
+class BackendError(TensorplayError, TypeError, ValueError):
+    """An unknown backend name, an invalid registration, or a backend that returned no callable.
+
+    A ``TypeError`` (a backend that returns something not callable is one, as the compile contract says) and,
+    for the code that caught an unknown name or option as one, a ``ValueError``."""
 
 
 _BUILTIN: dict[str, str] = {
