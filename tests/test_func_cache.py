@@ -1,0 +1,275 @@
+"""The transforms' trace cache (tensorplay.func.cache): cached calls are never stale.
+
+Each test calls a transformed function through the cache, changes Python state the function reads, and
+compares the cached call with the same transform run uncached (``set_caching(False)``: traced at every
+call, the behaviour before the cache) or with PyTorch; ``compile_count`` shows the cache was used (one
+trace for calls that agree, a retrace after a change).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import tensorplay as tp
+import tensorplay.nn.functional as F
+from tensorplay.func import grad, hessian, jacfwd, jacrev, jvp, vmap
+from tensorplay.func.cache import clear_cache, set_caching
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache() -> Iterator[None]:
+    previous = set_caching(True)
+    clear_cache()
+    yield
+    set_caching(previous)
+    clear_cache()
+
+
+def uncached(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` with the cache off (the transform traces again)."""
+    previous = set_caching(False)
+    try:
+        return fn(*args)
+    finally:
+        set_caching(previous)
+
+
+def close(a: Any, b: Any) -> None:
+    la = a if isinstance(a, (tuple, list)) else [a]
+    lb = b if isinstance(b, (tuple, list)) else [b]
+    assert len(la) == len(lb)
+    for u, v in zip(la, lb):
+        np.testing.assert_allclose(u.detach().numpy(), v.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+W = tp.tensor([1.0, 2.0, 3.0])
+
+
+def uses_global(x: Any) -> Any:
+    return (x * W).sin().sum()
+
+
+def test_rebinding_a_global_tensor_is_read_at_every_call() -> None:
+    global W
+    g = grad(uses_global)
+    x = tp.tensor([0.5, -1.0, 2.0])
+    close(g(x), uncached(g, x))
+    saved = W
+    try:
+        W = tp.tensor([-3.0, 0.25, 1.0])
+        close(g(x), uncached(g, x))
+        wt = torch.tensor([-3.0, 0.25, 1.0])
+        xt = torch.tensor([0.5, -1.0, 2.0])
+        np.testing.assert_allclose(g(x).numpy(), (torch.cos(xt * wt) * wt).numpy(), rtol=1e-6)
+    finally:
+        W = saved
+    assert g.compile_count == 1  # the tensor is an input of the cached graph, not a constant
+
+
+def test_in_place_update_of_a_closed_over_tensor() -> None:
+    w = tp.tensor([1.0, 2.0])
+    g = vmap(grad(lambda x: (x * w * x).sum()))
+    xs = tp.tensor([[1.0, 1.0], [2.0, -1.0]])
+    close(g(xs), uncached(g, xs))
+    w.mul_(3.0)
+    close(g(xs), uncached(g, xs))
+    np.testing.assert_allclose(g(xs).numpy(), 2 * xs.numpy() * np.array([3.0, 6.0]), rtol=1e-6)
+    assert g.compile_count == 1
+
+
+def test_python_scalar_and_flag_read_by_the_function_retrace() -> None:
+    cfg = {"scale": 2.0, "square": True}
+    s = [0.5]
+
+    def f(x: Any) -> Any:
+        y = x * cfg["scale"] * s[0]
+        return (y * y).sum() if cfg["square"] else y.sum()
+
+    g = grad(f)
+    x = tp.tensor([1.0, -2.0])
+    close(g(x), uncached(g, x))
+    cfg["scale"] = 3.0
+    close(g(x), uncached(g, x))
+    cfg["square"] = False
+    close(g(x), uncached(g, x))
+    s[0] = 4.0
+    close(g(x), uncached(g, x))
+    np.testing.assert_allclose(g(x).numpy(), [12.0, 12.0])
+    assert g.compile_count == 4
+    kinds = {r.kind for event in g.recompile_reasons for r in event.reasons}
+    assert kinds <= {"value", "structure", "state"} and kinds, kinds
+
+
+def test_branch_outcome_on_data_retraces() -> None:
+    def f(x: Any) -> Any:
+        if x.sum() > 0:
+            return (x * x).sum()
+        return (x * 3.0).sum()
+
+    g = grad(f)
+    x = tp.tensor([1.0, 2.0])
+    close(g(x), uncached(g, x))
+    close(g(-x), uncached(g, -x))
+    np.testing.assert_allclose(g(-x).numpy(), [3.0, 3.0])
+    close(g(x), uncached(g, x))
+    assert g.compile_count == 2  # one graph per branch, both cached
+    reasons = [r for event in g.recompile_reasons for r in event.reasons]
+    assert reasons and reasons[0].kind == "branch"
+
+
+def test_module_parameter_replaced_and_updated_by_an_optimizer() -> None:
+    tp.manual_seed(0)
+    model = tp.nn.Linear(3, 2)
+
+    def loss(x: Any) -> Any:
+        return model(x).tanh().sum()
+
+    g = jacrev(loss)
+    x = tp.tensor([0.3, -0.2, 0.9])
+    close(g(x), uncached(g, x))
+    opt = tp.optim.SGD(model.parameters(), lr=0.5)
+    out = model(tp.ones(4, 3)).sum()
+    out.backward()
+    opt.step()
+    close(g(x), uncached(g, x))
+    model.weight = tp.nn.Parameter(tp.tensor(np.full((2, 3), 0.1, np.float32)))
+    close(g(x), uncached(g, x))
+    wt = torch.full((2, 3), 0.1)
+    bt = torch.tensor(model.bias.detach().numpy())
+    expected = torch.func.jacrev(lambda v: torch.tanh(wt @ v + bt).sum())(torch.tensor([0.3, -0.2, 0.9]))
+    np.testing.assert_allclose(g(x).detach().numpy(), expected.numpy(), rtol=1e-5)
+    # parameter values are inputs of the cached graph: only whether a .grad is set specializes (as tp.compile)
+    assert g.compile_count >= 2
+    assert {r.kind for event in g.recompile_reasons for r in event.reasons} <= {"grad", "layout"}
+
+
+def test_train_and_eval_retrace() -> None:
+    tp.manual_seed(0)
+    model = tp.nn.Sequential(tp.nn.Linear(4, 4), tp.nn.Dropout(0.5))
+    f = vmap(lambda x: model(x).sum(), randomness="different")
+    xs = tp.ones(8, 4)
+    model.eval()
+    close(f(xs), uncached(f, xs))
+    model.train()
+    a, b = f(xs), f(xs)
+    assert not np.allclose(a.detach().numpy(), b.detach().numpy())  # dropout draws at every call
+    model.eval()
+    close(f(xs), uncached(f, xs))
+    assert f.compile_count == 2
+    messages = [r.message for event in f.recompile_reasons for r in event.reasons]
+    assert any("training" in m for m in messages), messages
+
+
+def test_random_draws_are_fresh_at_every_cached_call() -> None:
+    g = grad(lambda x: (x * tp.randn(16)).sum())
+    x = tp.ones(16)
+    first, second = g(x), g(x)
+    assert g.compile_count == 1
+    assert not np.allclose(first.numpy(), second.numpy())
+    tp.manual_seed(7)
+    seeded = g(x)
+    tp.manual_seed(7)
+    np.testing.assert_array_equal(g(x).numpy(), seeded.numpy())
+
+
+def test_shapes_dtypes_and_grad_mode_key_the_cache() -> None:
+    g = grad(lambda x: (x ** 3).sum())
+    for x in (tp.tensor([1.0, 2.0]), tp.tensor([1.0, 2.0, 3.0]), tp.tensor(np.array([1.0, 2.0]))):
+        close(g(x), uncached(g, x))
+    with tp.no_grad():
+        close(g(tp.tensor([1.0, 2.0])), uncached(g, tp.tensor([1.0, 2.0])))
+    assert g.compile_count == 4
+
+
+def test_nested_transforms_and_tp_compile_of_them() -> None:
+    def f(x: Any) -> Any:
+        return (x.sin() * x).sum()
+
+    xs = tp.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3))
+    for t in (vmap(grad(f)), vmap(hessian(f)), vmap(jacfwd(grad(f))), grad(lambda x: grad(f)(x).sum())):
+        close(t(xs) if t.transform == "vmap" else t(xs[0]), uncached(t, xs) if t.transform == "vmap"
+              else uncached(t, xs[0]))
+    psg = vmap(grad(f))
+    compiled = tp.compile(psg)
+    close(compiled(xs), uncached(psg, xs))
+    xt = torch.tensor(xs.numpy())
+    expected = torch.func.vmap(torch.func.grad(lambda x: (x.sin() * x).sum()))(xt)
+    np.testing.assert_allclose(compiled(xs).numpy(), expected.numpy(), rtol=1e-5)
+    assert compiled.compile_count == 1
+
+
+def test_jvp_is_cached_by_function_identity() -> None:
+    w = tp.tensor([[1.0, 2.0], [0.5, -1.0]])
+
+    def f(x: Any) -> Any:
+        return (w @ x).tanh()
+
+    x, t = tp.tensor([0.1, 0.2]), tp.tensor([1.0, 0.0])
+    out, tan = jvp(f, (x,), (t,))
+    ref_out, ref_tan = uncached(jvp, f, (x,), (t,))
+    close([out, tan], [ref_out, ref_tan])
+    w.add_(1.0)
+    out, tan = jvp(f, (x,), (t,))
+    close([out, tan], list(uncached(jvp, f, (x,), (t,))))
+
+
+def test_a_function_changing_the_state_it_reads_runs_uncached() -> None:
+    seen: list[Any] = []
+    g = grad(lambda x: (seen.append(1) or x * x).sum())
+    x = tp.tensor([1.0, 2.0])
+    first = g(x)
+    assert len(seen) == 1  # its Python ran once for the first call (no second run after the refused capture)
+    close(first, uncached(g, x))
+    n = len(seen)
+    g(x)
+    assert len(seen) == n + 1  # its Python runs at every call
+    assert g.cache_disabled is not None
+
+
+def test_past_the_recompile_limit_calls_run_uncached() -> None:
+    from tensorplay.compiler import config
+    state = {"k": 0.0}
+    g = grad(lambda x: (x * state["k"]).sum())
+    x = tp.tensor([1.0])
+    for k in range(config.recompile_limit + 3):
+        state["k"] = float(k)
+        np.testing.assert_allclose(g(x).numpy(), [float(k)])
+    assert g.compile_count == config.recompile_limit
+    assert not g.recompile_reasons[-1].cached
+
+
+def test_errors_are_the_uncached_transform_errors() -> None:
+    g = grad(lambda x: x * 2)
+    with pytest.raises(ValueError, match="scalar"):
+        g(tp.tensor([1.0, 2.0]))
+
+
+def test_cross_entropy_per_sample_grads_match_torch() -> None:
+    gen = np.random.default_rng(0)
+    w = gen.standard_normal((10, 32)).astype(np.float32) / 6
+    xs = gen.standard_normal((16, 32)).astype(np.float32)
+    ys = gen.integers(0, 10, 16)
+
+    def loss(w: Any, x: Any, y: Any) -> Any:
+        return F.cross_entropy(F.linear(x[None], w), y[None])
+
+    psg = vmap(grad(loss), in_dims=(None, 0, 0))
+    ours = [psg(tp.tensor(w), tp.tensor(xs), tp.tensor(ys)) for _ in range(2)]
+    theirs = torch.func.vmap(torch.func.grad(
+        lambda w, x, y: torch.nn.functional.cross_entropy(torch.nn.functional.linear(x[None], w), y[None])),
+        in_dims=(None, 0, 0))(torch.tensor(w), torch.tensor(xs), torch.tensor(ys))
+    for o in ours:
+        np.testing.assert_allclose(o.numpy(), theirs.numpy(), rtol=1e-4, atol=1e-6)
+    assert psg.compile_count == 1
+
+
+def test_chunked_vmap_is_not_cached() -> None:
+    f = vmap(lambda v: (v * v).sum(), chunk_size=2)
+    xs = tp.ones(6, 3)
+    close(f(xs), uncached(f, xs))
+    assert f.compile_count == 0 and f.cache_disabled is not None and "memory" in f.cache_disabled
