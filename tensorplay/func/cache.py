@@ -16,7 +16,8 @@ captures the whole transformed graph with the compiler's own backend.
 Caching changes one thing users can see: the function's Python runs when a graph is traced, not at every
 call (as in ``jax.jit``): a ``print`` inside it prints at the first call and after each retrace. A function
 that changes the Python state it reads while traced, or reads state too deep to guard, is not cached (it
-runs uncached at every call). :func:`set_caching` turns the cache off for the process (``TP_FUNC_CACHE=0``
+runs uncached at every call). The first call of a transformed function runs uncached (a function
+transformed anew at every call pays no capture); the second traces it into the cache. :func:`set_caching` turns the cache off for the process (``TP_FUNC_CACHE=0``
 in the environment does the same).
 """
 
@@ -39,6 +40,9 @@ _MAX_ENTRIES = 128
 """Cache entries kept (least recently used ones are dropped)."""
 
 _ENTRIES: OrderedDict[Any, Any] = OrderedDict()
+_SEEN: OrderedDict[Any, None] = OrderedDict()
+"""Keys called once (uncached): a transformed function is traced into the cache at its second call, so
+code that transforms a new function at every call (``grad(lambda x: ...)(x)`` in a loop) pays no capture."""
 _LOCK = threading.Lock()
 _ENABLED = [os.environ.get("TP_FUNC_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")]
 
@@ -54,6 +58,7 @@ def clear_cache() -> None:
     """Forget every cached transformed graph."""
     with _LOCK:
         _ENTRIES.clear()
+        _SEEN.clear()
 
 
 def _freeze(value: Any) -> Any:
@@ -107,10 +112,25 @@ class Transformed:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not _ENABLED[0] or self.not_cached is not None or not _top_level(args, kwargs):
             return self.uncached(*args, **kwargs)
-        entry = self.entry()
+        entry = self._entry
         if entry is None:
-            return self.uncached(*args, **kwargs)
+            if self._first_call():
+                return self.uncached(*args, **kwargs)
+            entry = self.entry()
+            if entry is None:
+                return self.uncached(*args, **kwargs)
         return entry(*args, **kwargs)
+
+    def _first_call(self) -> bool:
+        """Whether no function with this key was called before (see ``_SEEN``); it is remembered."""
+        key = self.cache_key
+        with _LOCK:
+            if key in _ENTRIES or key in _SEEN:
+                return False
+            _SEEN[key] = None
+            while len(_SEEN) > 4 * _MAX_ENTRIES:
+                _SEEN.popitem(last=False)
+            return True
 
     def entry(self) -> Any:
         """The cache entry of this transformed function (``None`` when no compiler is available)."""
