@@ -315,3 +315,13 @@ def test_a_function_transformed_anew_at_every_call_is_not_traced_into_the_cache(
         made.append(g)
         np.testing.assert_allclose(g(x).numpy(), 2 * (k + 1) * x.numpy())
     assert [g.compile_count for g in made] == [0, 0, 0]  # each ran once, uncached: no capture paid
+
+
+def test_a_cache_entry_keeps_code_not_the_traced_call_s_values() -> None:
+    g = vmap(grad(lambda w, x: (x @ w).tanh().sum()), in_dims=(None, 0))
+    w, xs = tp.ones(32, 16), tp.ones(8, 32)
+    check(g, w, xs)
+    (spec,) = g.entry().specializations
+    graph = spec.program.graph
+    assert graph.nodes and all(out.value is None for node in graph.nodes for out in node.outputs)
+    assert all(p.value is None for p in graph.inputs)

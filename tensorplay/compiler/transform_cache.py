@@ -60,6 +60,11 @@ class CachedTransform(CompiledFunction):
             self.disabled = f"{type(error).__name__}: {error}"
             return self._fn(*args, **kwargs)
 
+    def _capture_and_build(self, *args: Any) -> Any:
+        spec = super()._capture_and_build(*args)
+        _drop_values(spec.program)
+        return spec
+
     def _discover(self) -> Sources:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", UnguardedStateWarning)
@@ -69,6 +74,19 @@ class CachedTransform(CompiledFunction):
                 raise _Uncacheable(str(w.message))
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         return sources
+
+
+def _drop_values(program: Any) -> None:
+    """Forget the values the capture computed (every intermediate of the traced call: per-sample gradients of
+    a large layer are tens of MB) once the backend has compiled the graphs; a cached entry keeps code only."""
+    for graph in (program.graph, program.backward_graph):
+        if graph is None:
+            continue
+        for p in graph.inputs:
+            p.value = None
+        for node in graph.nodes:
+            for out in node.outputs:
+                out.value = None
 
 
 _RERUN: Any = object()
