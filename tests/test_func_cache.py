@@ -325,3 +325,14 @@ def test_a_cache_entry_keeps_code_not_the_traced_call_s_values() -> None:
     graph = spec.program.graph
     assert graph.nodes and all(out.value is None for node in graph.nodes for out in node.outputs)
     assert all(p.value is None for p in graph.inputs)
+
+
+def test_a_new_function_at_the_address_of_a_dead_one_is_not_taken_for_it() -> None:
+    x = tp.tensor([1.0, 2.0])
+    counts = []
+    for k in range(4):  # each lambda dies at the end of its iteration: the next one may get its id
+        g = grad(lambda x, k=k: (x * x * (k + 1)).sum())
+        np.testing.assert_allclose(g(x).numpy(), 2 * (k + 1) * x.numpy())
+        counts.append(g.compile_count)
+        del g
+    assert counts == [0, 0, 0, 0]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import threading
 import types
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -40,7 +41,7 @@ _MAX_ENTRIES = 128
 """Cache entries kept (least recently used ones are dropped)."""
 
 _ENTRIES: OrderedDict[Any, Any] = OrderedDict()
-_SEEN: OrderedDict[Any, None] = OrderedDict()
+_SEEN: OrderedDict[Any, list[Any]] = OrderedDict()
 """Keys called once (uncached): a transformed function is traced into the cache at its second call, so
 code that transforms a new function at every call (``grad(lambda x: ...)(x)`` in a loop) pays no capture."""
 _LOCK = threading.Lock()
@@ -84,6 +85,29 @@ def _function_key(func: Any) -> Any:
     return ("fn", id(func))
 
 
+def _identity(func: Any) -> list[Any]:
+    """The objects whose ``id`` is part of :func:`_function_key` of ``func``."""
+    if isinstance(func, Transformed):
+        return func.identity
+    if isinstance(func, types.MethodType):
+        return [func.__func__, func.__self__]
+    return [func]
+
+
+def _reference(obj: Any) -> Any:
+    """A weak reference to ``obj`` where it takes one (else a strong one, in a bounded table)."""
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: obj
+
+
+def _same_objects(refs: list[Any], objects: list[Any]) -> bool:
+    """Whether ``refs`` still lead to ``objects`` (a key seen before was not an ``id`` of a dead object,
+    reused by a new one)."""
+    return len(refs) == len(objects) and all(r() is o for r, o in zip(refs, objects))
+
+
 class Transformed:
     """A transformed function (see the module docstring).
 
@@ -100,6 +124,7 @@ class Transformed:
         self.uncached = uncached
         self.options = options
         self.cache_key = (transform, _freeze(sorted(options.items())), _function_key(func))
+        self.identity = _identity(func)
         for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
             value = getattr(func, attr, None)
             if isinstance(value, str):
@@ -131,9 +156,12 @@ class Transformed:
         if _AT_FIRST_CALL[0]:
             return False
         with _LOCK:
-            if key in _ENTRIES or key in _SEEN:
+            if key in _ENTRIES:
                 return False
-            _SEEN[key] = None
+            seen = _SEEN.get(key)
+            if seen is not None and _same_objects(seen, self.identity):
+                return False
+            _SEEN[key] = [_reference(o) for o in self.identity]
             while len(_SEEN) > 4 * _MAX_ENTRIES:
                 _SEEN.popitem(last=False)
             return True
@@ -160,16 +188,23 @@ class Transformed:
         self._entry = found
         return found
 
+    def existing_entry(self) -> Any:
+        """The cache entry when one was made (by this object or another with the same key), else ``None``."""
+        if self._entry is not None:
+            return self._entry
+        with _LOCK:
+            return _ENTRIES.get(self.cache_key)
+
     @property
     def recompile_reasons(self) -> list[Any]:
         """The cache entry's retrace events (each lists its reasons), oldest first."""
-        entry = self.entry()
+        entry = self.existing_entry()
         return [] if entry is None else list(entry.recompile_reasons)
 
     @property
     def compile_count(self) -> int:
         """How many times the transformed graph was traced through the cache."""
-        entry = self.entry()
+        entry = self.existing_entry()
         return 0 if entry is None else int(entry.compile_count)
 
     @property
@@ -177,7 +212,7 @@ class Transformed:
         """Why this function runs uncached (``None`` when it is cached)."""
         if self.not_cached is not None:
             return self.not_cached
-        entry = self.entry()
+        entry = self.existing_entry()
         return None if entry is None else entry.disabled
 
 
