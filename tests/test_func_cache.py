@@ -336,3 +336,32 @@ def test_a_new_function_at_the_address_of_a_dead_one_is_not_taken_for_it() -> No
         counts.append(g.compile_count)
         del g
     assert counts == [0, 0, 0, 0]
+
+
+def test_a_module_and_a_bound_method_as_the_transformed_function() -> None:
+    tp.manual_seed(0)
+    model = tp.nn.Linear(3, 2)
+    per_row = vmap(model)
+    xs = tp.tensor(np.arange(12, dtype=np.float32).reshape(4, 3))
+    for _ in range(3):
+        check(per_row, xs)
+        with tp.no_grad():
+            model.weight.add_(1.0)
+    assert per_row.compile_count == 1
+
+    class Holder:
+        def __init__(self) -> None:
+            self.w = tp.tensor([1.0, 2.0])
+            self.s = 2.0
+
+        def loss(self, x: Any) -> Any:
+            return (x * self.w * self.s).sum()
+
+    h = Holder()
+    x = tp.ones(2)
+    for w, s in (([1.0, 2.0], 2.0), ([5.0, 6.0], 3.0), ([5.0, 7.0], 3.0)):
+        h.w, h.s = tp.tensor(w), s
+        g = grad(h.loss)  # a new bound method each time: one cache entry for (function, object)
+        for _ in range(2):
+            np.testing.assert_allclose(g(x).numpy(), np.array(w) * s)
+    assert g.compile_count == 2  # the scalar changed once; the rebound tensor is an input
