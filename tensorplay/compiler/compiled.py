@@ -44,7 +44,7 @@ from tensorplay.compiler.pipeline import build
 from tensorplay.compiler.recording import Respecialize
 from tensorplay.compiler.runtime import GuardMiss, Specialization
 from tensorplay.compiler.settings import config
-from tensorplay.compiler.sources import discover
+from tensorplay.compiler.sources import Sources, discover
 from tensorplay.errors import TensorplayError
 from tensorplay.interpreters.eager import tape
 from tensorplay.spec.errors import GraphCaptureError
@@ -437,7 +437,7 @@ class CompiledFunction:
             out.extend([name] * len(optree.tree_leaves(value, none_is_leaf=True)))
         return out
 
-    def _discover(self) -> Any:
+    def _discover(self) -> Sources:
         """What the function reads from outside its arguments (:func:`tensorplay.compiler.sources.discover`)."""
         return discover(self._fn)
 
@@ -470,7 +470,8 @@ class CompiledFunction:
                         sources.containers)
         changed = _changed_by_capture(guards)
         if changed:
-            raise StateChangedInCapture(captured, 
+            raise StateChangedInCapture(
+                captured,
                 f"tp.compile: {self.__name__} changed the Python state it reads while it was captured: "
                 + "; ".join(r.message for r in changed) + ". A compiled call does not run the function's Python "
                 "again, so that change would happen once, not at every call. Make the change outside the compiled "
@@ -575,6 +576,6 @@ class CompiledModule:
         return compiled.compile_count
 
 
-__all__ = ["CompiledFunction", "CompiledModule", "Options", "RecompileEvent", "RecompileLimitError", "StateChangedInCapture",
-           "reset_buckets"]
+__all__ = ["CompiledFunction", "CompiledModule", "Options", "RecompileEvent", "RecompileLimitError",
+           "StateChangedInCapture", "reset_buckets"]
 
