@@ -76,6 +76,17 @@ if TYPE_CHECKING:  # mypy sees the lazily loaded subpackages as attributes: tp.n
     from tensorplay.compiler import compile as compile
 
 
+def _transform_cache_factory() -> object:
+    """The compiler's factory of cached transforms (:mod:`tensorplay.compile_hooks`), loaded on first use."""
+    import importlib
+    return importlib.import_module("tensorplay.compiler.transform_cache").make
+
+
+from tensorplay import compile_hooks as _compile_hooks  # noqa: E402
+
+_compile_hooks.set_transform_cache_provider(_transform_cache_factory)
+
+
 def __getattr__(name: str) -> object:
     """``tp.compiler``, ``tp.export``, ``tp.func``, ``tp.nn``, ``tp.optim`` and ``tp.testing`` (and
     ``tp.compile``) load on first use, keeping ``import tensorplay`` fast."""

@@ -9,6 +9,11 @@ capture it returns ``None`` and they run as usual (one thread-local read).
 This module is part of the core layer: it imports nothing from the project. The handler object is
 supplied by :mod:`tensorplay.compiler.capture`; its methods are documented there. (Random factories
 need no hook: capture makes the recorder the creating interpreter, :func:`tensorplay.recording.creating_in`.)
+
+The transforms of :mod:`tensorplay.func` cache their traced graphs with compile's capture and guards. They
+sit below the compiler, so they reach it through :func:`transform_cache`: a *provider* registered by the
+package's public face (``tensorplay/__init__.py``) loads the compiler on first use and returns its factory
+(:func:`tensorplay.compiler.transform_cache.make`).
 """
 
 from __future__ import annotations
@@ -42,4 +47,19 @@ def installed(new: Any) -> Iterator[None]:
         _LOCAL.handler = previous
 
 
-__all__ = ["handler", "installed"]
+_PROVIDER: list[Any] = []
+
+
+def set_transform_cache_provider(provider: Any) -> None:
+    """Register ``provider()``, which returns the factory making a cached transform (see the module docstring)."""
+    _PROVIDER[:] = [provider]
+
+
+def transform_cache() -> Any:
+    """The factory making a cached transform, or ``None`` when no provider is registered."""
+    if not _PROVIDER:
+        return None
+    return _PROVIDER[0]()
+
+
+__all__ = ["handler", "installed", "set_transform_cache_provider", "transform_cache"]

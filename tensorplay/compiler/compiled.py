@@ -44,7 +44,7 @@ from tensorplay.compiler.pipeline import build
 from tensorplay.compiler.recording import Respecialize
 from tensorplay.compiler.runtime import GuardMiss, Specialization
 from tensorplay.compiler.settings import config
-from tensorplay.compiler.sources import discover
+from tensorplay.compiler.sources import Sources, discover
 from tensorplay.errors import TensorplayError
 from tensorplay.interpreters.eager import tape
 from tensorplay.spec.errors import GraphCaptureError
@@ -197,6 +197,9 @@ class CompiledFunction:
     ``compile_count`` is the number of captures; ``specializations`` the cached ones.
     """
 
+    _uncached_past_limit = False
+    """At the recompile limit, run the function's Python (a cached transform) instead of capturing again."""
+
     def __init__(self, fn: Callable[..., Any], options: Options) -> None:
         self._fn = fn
         self._options = options
@@ -321,6 +324,12 @@ class CompiledFunction:
                     "would need another because:\n" + "\n".join(f"  - {r}" for r in reasons) +
                     "\nRaise the limit (tp.compile(recompile_limit=...) or tensorplay.compiler.config."
                     "recompile_limit), or make the calls agree (see the reasons)")
+            if not cache and self._uncached_past_limit:
+                uncached = RecompileEvent(reasons, False, 0.0, -1)
+                self.recompile_reasons.append(uncached)
+                if _log_enabled():
+                    print(f"tp.compile: {self.__name__} runs uncached: {uncached}", file=sys.stderr)
+                raise _Inline
             self._count_capture()
             self._mark_dynamic(call, leaves, tree, args, kwargs)
             event = None
@@ -428,13 +437,17 @@ class CompiledFunction:
             out.extend([name] * len(optree.tree_leaves(value, none_is_leaf=True)))
         return out
 
+    def _discover(self) -> Sources:
+        """What the function reads from outside its arguments (:func:`tensorplay.compiler.sources.discover`)."""
+        return discover(self._fn)
+
     def _capture_and_build(self, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any], tree: Any,
                            call: CallDescription) -> Specialization:
         arg_names = naming.argument_names(self._fn, len(args), sorted(kwargs))
         names = naming.leaf_paths(args, kwargs, arg_names)
         while True:
             symbols, binding, dim_names = self._symbols(call, names, arg_names, args, kwargs)
-            sources = discover(self._fn)
+            sources = self._discover()
             request = Call(args, kwargs, leaves, tree, names, call.grad_enabled)
             try:
                 with _STATE_LOCK:
@@ -457,7 +470,8 @@ class CompiledFunction:
                         sources.containers)
         changed = _changed_by_capture(guards)
         if changed:
-            raise GraphCaptureError(
+            raise StateChangedInCapture(
+                captured,
                 f"tp.compile: {self.__name__} changed the Python state it reads while it was captured: "
                 + "; ".join(r.message for r in changed) + ". A compiled call does not run the function's Python "
                 "again, so that change would happen once, not at every call. Make the change outside the compiled "
@@ -512,6 +526,15 @@ def _same_call(snapshot: list[tuple[Any, ...]], leaves: list[Any]) -> bool:
     return True
 
 
+class StateChangedInCapture(GraphCaptureError):
+    """The function changed the Python state it reads while it was captured; ``captured`` is that capture
+    (its values are the results of the call it captured)."""
+
+    def __init__(self, captured: Any, message: str) -> None:
+        super().__init__(message)
+        self.captured = captured
+
+
 class _Inline(Exception):
     """The call must run the function's Python (see :func:`_inline`)."""
 
@@ -554,5 +577,5 @@ class CompiledModule:
 
 
 __all__ = ["CompiledFunction", "CompiledModule", "Options", "RecompileEvent", "RecompileLimitError",
-           "reset_buckets"]
+           "StateChangedInCapture", "reset_buckets"]
 

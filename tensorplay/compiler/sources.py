@@ -64,6 +64,12 @@ def _is_optimizer(obj: Any) -> bool:
     return isinstance(obj, Optimizer)
 
 
+def _transformed_function(obj: Any) -> Any:
+    """The function a :mod:`tensorplay.func` transform transforms (``f`` of ``grad(f)``), else ``None``."""
+    from tensorplay.func.cache import Transformed
+    return obj.__wrapped__ if isinstance(obj, Transformed) else None
+
+
 def _is_plain_object(value: Any) -> bool:
     """An instance of a class defined outside the library and the standard types (attributes in a
     ``__dict__``): the user's own holder of tensors and settings."""
@@ -240,6 +246,10 @@ class _Walker:
             if id(value) not in self.seen_objects:
                 self.seen_objects.add(id(value))
                 self.found.objects.append(ObjectSource(name, read, value))
+            return
+        inner = _transformed_function(value)
+        if inner is not None:  # ``grad(f)``: what ``f`` reads
+            self.value(name, _const_reader(inner), inner, depth)
             return
         if isinstance(value, types.MethodType):
             func: Any = value.__func__
@@ -453,6 +463,9 @@ def discover(fn: Any) -> Sources:
     """What ``fn`` (a function, a bound method or a module) reads from outside its arguments (see the
     module docstring)."""
     walker = _Walker()
+    inner = _transformed_function(fn)
+    while inner is not None:  # ``vmap(grad(f))`` reads what ``f`` reads
+        fn, inner = inner, _transformed_function(inner)
     if _is_module(fn):
         walker.module("", _const_reader(fn), fn, 0)
     elif isinstance(fn, types.MethodType):

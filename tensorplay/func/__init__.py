@@ -13,6 +13,10 @@ lists, dicts) of tensors. A primitive without a rule for a transform raises
 * modules: :func:`functional_call`, :func:`stack_module_state`,
   :func:`replace_all_batch_norm_modules_`, :func:`batch_norm_without_running_stats`
 * :func:`functionalize`, :func:`rearrange`, :func:`unwrap`, :func:`debug_unwrap`
+
+A transformed function caches its traced graph (:mod:`tensorplay.func.cache`): from its second call at top
+level, a call whose input shapes, dtypes, grad mode and the Python state the function read agree runs the
+cached graph; ``recompile_reasons`` says why it traced again. ``vjp`` and ``linearize`` trace at every call.
 """
 
 from __future__ import annotations

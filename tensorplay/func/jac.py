@@ -19,7 +19,8 @@ from tensorplay.func.jvp import jvp_named
 from tensorplay.pytree import tree_flatten, tree_unflatten
 from tensorplay.func.tracing import highest
 from tensorplay.func.vjp import ArgNums, diff_args, grad_results, vjp_named
-from tensorplay.func.vmap import vmap
+from tensorplay.func.cache import CHUNKED, transformed
+from tensorplay.func.vmap import vmap_uncached as vmap
 from tensorplay.tensor import Tensor
 
 AnyTensor = Tensor[*tuple[Any, ...]]
@@ -95,6 +96,14 @@ def jacrev(func: Callable[..., Any], argnums: ArgNums = 0, *, has_aux: bool = Fa
     tensor([[2., 0.],
             [0., 4.]])
     """
+    return transformed("jacrev", func, {"argnums": argnums, "has_aux": has_aux, "chunk_size": chunk_size},
+                       jacrev_uncached(func, argnums, has_aux=has_aux, chunk_size=chunk_size),
+                       None if chunk_size is None else CHUNKED)
+
+
+def jacrev_uncached(func: Callable[..., Any], argnums: ArgNums = 0, *, has_aux: bool = False,
+                    chunk_size: int | None = None) -> Callable[..., Any]:
+    """:func:`jacrev` without the cache of :mod:`tensorplay.func.cache` (traces at every call)."""
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         leaves, spec, wrt = diff_args(args, argnums, "jacrev")
@@ -131,6 +140,13 @@ def jacfwd(func: Callable[..., Any], argnums: ArgNums = 0, has_aux: bool = False
     >>> jacfwd(lambda x: x.sin().sum())(tp.tensor([0.0, 1.0]))
     tensor([1.0000, 0.5403])
     """
+    return transformed("jacfwd", func, {"argnums": argnums, "has_aux": has_aux, "randomness": randomness},
+                       jacfwd_uncached(func, argnums, has_aux, randomness=randomness))
+
+
+def jacfwd_uncached(func: Callable[..., Any], argnums: ArgNums = 0, has_aux: bool = False, *,
+                    randomness: str = "error") -> Callable[..., Any]:
+    """:func:`jacfwd` without the cache of :mod:`tensorplay.func.cache` (traces at every call)."""
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         leaves, spec, wrt = diff_args(args, argnums, "jacfwd")
@@ -180,7 +196,8 @@ def hessian(func: Callable[..., Any], argnums: ArgNums = 0) -> Callable[..., Any
     tensor([[6., 0.],
             [0., 12.]])
     """
-    return jacrev(jacrev(func, argnums), argnums)
+    return transformed("hessian", func, {"argnums": argnums},
+                       jacrev_uncached(jacrev_uncached(func, argnums), argnums))
 
 
-__all__ = ["hessian", "jacfwd", "jacrev"]
+__all__ = ["hessian", "jacfwd", "jacfwd_uncached", "jacrev", "jacrev_uncached"]

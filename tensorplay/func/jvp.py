@@ -20,6 +20,7 @@ from tensorplay.func.tracing import (
     Dispatch, aux_output, caller_of, forward, graph_sources, highest, read, sweep_ops, tangent_sweep, trace_for_transform,
     zeros_like,
 )
+from tensorplay.func.cache import transformed
 from tensorplay.tensor import Tensor
 
 AnyTensor = Tensor[*tuple[Any, ...]]
@@ -59,7 +60,9 @@ def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, strict: bool =
     >>> tangent
     tensor([1.0000, 2.7183])
     """
-    return jvp_named(func, primals, tangents, strict, has_aux, "jvp")
+    def uncached(primals: Any, tangents: Any) -> Any:
+        return jvp_named(func, primals, tangents, strict, has_aux, "jvp")
+    return transformed("jvp", func, {"strict": strict, "has_aux": has_aux}, uncached)(primals, tangents)
 
 
 def jvp_named(func: Callable[..., Any], primals: Any, tangents: Any, strict: bool, has_aux: bool,

@@ -16,6 +16,7 @@ from tensorplay.pytree import TreeSpec, check_leaves_like, tensor_leaves, tree_f
 from tensorplay.func.tracing import (
     aux_output, backward, caller_of, forward, ones_like, read, sweep_ops, trace_for_transform, zeros_like,
 )
+from tensorplay.func.cache import transformed
 from tensorplay.tensor import Tensor
 
 AnyTensor = Tensor[*tuple[Any, ...]]
@@ -152,6 +153,12 @@ def grad_and_value(func: Callable[..., Any], argnums: ArgNums = 0, has_aux: bool
     >>> g, v
     (tensor([2., 4.]), tensor(5.))
     """
+    return transformed("grad_and_value", func, {"argnums": argnums, "has_aux": has_aux},
+                       grad_and_value_uncached(func, argnums, has_aux))
+
+
+def grad_and_value_uncached(func: Callable[..., Any], argnums: ArgNums = 0, has_aux: bool = False) -> Callable[..., Any]:
+    """:func:`grad_and_value` without the cache of :mod:`tensorplay.func.cache` (traces at every call)."""
     name = getattr(func, "__name__", "f")
 
     @functools.wraps(func)
@@ -199,7 +206,12 @@ def grad(func: Callable[..., Any], argnums: ArgNums = 0, has_aux: bool = False) 
     >>> grad(lambda x, y: (x * y).sum(), argnums=(0, 1))(tp.tensor([1.0, 2.0]), tp.tensor([3.0, 4.0]))
     (tensor([3., 4.]), tensor([1., 2.]))
     """
-    inner = grad_and_value(func, argnums, has_aux)
+    return transformed("grad", func, {"argnums": argnums, "has_aux": has_aux}, grad_uncached(func, argnums, has_aux))
+
+
+def grad_uncached(func: Callable[..., Any], argnums: ArgNums = 0, has_aux: bool = False) -> Callable[..., Any]:
+    """:func:`grad` without the cache of :mod:`tensorplay.func.cache` (traces at every call)."""
+    inner = grad_and_value_uncached(func, argnums, has_aux)
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -211,4 +223,5 @@ def grad(func: Callable[..., Any], argnums: ArgNums = 0, has_aux: bool = False) 
     return wrapper
 
 
-__all__ = ["diff_args", "grad", "grad_and_value", "grad_results", "vjp", "vjp_named"]
+__all__ = ["diff_args", "grad", "grad_and_value", "grad_and_value_uncached", "grad_results", "grad_uncached", "vjp",
+           "vjp_named"]

@@ -22,6 +22,7 @@ from tensorplay.interpreters.graph.ir import Var
 from tensorplay.spec.aval import Aval
 from tensorplay.pytree import broadcast_prefix, tree_flatten, tree_unflatten
 from tensorplay.func.tracing import Traced, graph_sources, highest, trace_for_transform
+from tensorplay.func.cache import CHUNKED, transformed
 from tensorplay.tensor import Tensor
 
 AnyTensor = Tensor[*tuple[Any, ...]]
@@ -114,6 +115,15 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomne
     tp.Size([2, 3])
     """
     _check_options(in_dims, out_dims, randomness, chunk_size, "vmap")
+    options = {"in_dims": in_dims, "out_dims": out_dims, "randomness": randomness, "chunk_size": chunk_size}
+    return transformed("vmap", func, options, vmap_uncached(func, in_dims, out_dims, randomness, chunk_size=chunk_size),
+                       None if chunk_size is None else CHUNKED)
+
+
+def vmap_uncached(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error", *,
+                  chunk_size: int | None = None) -> Callable[..., Any]:
+    """:func:`vmap` without the cache of :mod:`tensorplay.func.cache` (traces at every call)."""
+    _check_options(in_dims, out_dims, randomness, chunk_size, "vmap")
     name = getattr(func, "__name__", "f")
 
     @functools.wraps(func)
@@ -138,6 +148,7 @@ def chunk_vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, ra
         raise ValueError(f"chunk_vmap: chunks must be a positive int, got {chunks!r}")
     _check_options(in_dims, out_dims, randomness, None, "chunk_vmap")
     name = getattr(func, "__name__", "f")
+    options = {"in_dims": in_dims, "out_dims": out_dims, "randomness": randomness, "chunks": chunks}
 
     @functools.wraps(func)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
@@ -147,7 +158,7 @@ def chunk_vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, ra
             chunk = max(1, math.ceil(size / chunks))
         return _vmap_call(func, name, leaves, spec, dims, size, kwargs, out_dims, randomness, chunk)
 
-    return wrapped
+    return transformed("chunk_vmap", func, options, wrapped, None if chunks == 1 else CHUNKED)
 
 
 # ---- the batched interpretation ------------------------------------------------------------------
@@ -226,4 +237,4 @@ def _take(ops: Any, x: AnyTensor, d: int, start: int, stop: int) -> AnyTensor:
 
 
 
-__all__ = ["chunk_vmap", "vmap"]
+__all__ = ["vmap_uncached", "chunk_vmap", "vmap"]
