@@ -136,12 +136,17 @@ def test_a_whole_training_step_compiles_with_backward_and_step_inside(kind: str,
 
 @pytest.fixture
 def compiled_way() -> Iterator[None]:
-    """The ``compiled`` way registered for the test (as the package's entry point does once installed)."""
+    """The ``compiled`` way registered for the test (as the package's entry point does once installed); the
+    registry is left as it was found (the installed entry point's way stays registered for later tests)."""
     from tensorplay.compiler.testing_way import run_compiled
-    from tensorplay.testing import register_interpreter, unregister_interpreter
+    from tensorplay.testing import interpreters, register_interpreter, unregister_interpreter
+    previous = interpreters().get("compiled")
     register_interpreter("compiled", run_compiled, replace=True)
     yield
-    unregister_interpreter("compiled")
+    if previous is None:
+        unregister_interpreter("compiled")
+    else:
+        register_interpreter("compiled", previous.run, description=previous.description, replace=True)
 
 
 @pytest.mark.parametrize("kind", list(MODELS))
