@@ -107,11 +107,11 @@ def train(model: nn.Module, loader: DataLoader[Any], steps: int, step_fn: Any = 
     """``steps`` AdamW steps over ``loader`` (cycled); the losses, one per step."""
     opt = tp.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
 
-    def step(x: tp.Tensor[Any, Any], y: tp.Tensor[Any, Any]) -> tp.Tensor[()]:
+    def step(m: nn.Module, x: tp.Tensor[Any, Any], y: tp.Tensor[Any, Any]) -> tp.Tensor[()]:
         opt.zero_grad()
-        loss = loss_fn(model, x, y)
+        loss = loss_fn(m, x, y)
         loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        nn.utils.clip_grad_norm_(m.parameters(), 1.0)
         opt.step()
         return loss
 
@@ -119,7 +119,7 @@ def train(model: nn.Module, loader: DataLoader[Any], steps: int, step_fn: Any = 
     losses: list[float] = []
     while len(losses) < steps:
         for x, y in loader:
-            losses.append(float(run(x, y).item()))
+            losses.append(float(run(model, x, y).item()))
             if len(losses) == steps:
                 break
     return losses

@@ -74,3 +74,58 @@ def test_backward_inside_with_the_module_as_an_argument() -> None:
     np.testing.assert_allclose(loss.item(), want.item(), rtol=1e-5)
     for p, q in zip(ours.parameters(), theirs.parameters()):
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+class _PosModel(nn.Module):
+    """An embedding of positions made inside forward (``tp.arange``), as a language model's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tok = nn.Embedding(6, 4)
+        self.pos = nn.Embedding(8, 4)
+        self.head = nn.Linear(4, 6)
+
+    def forward(self, idx: Any) -> Any:
+        return self.head(self.tok(idx) + self.pos(tp.arange(idx.shape[1])))
+
+
+class _TorchPosModel(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tok = torch.nn.Embedding(6, 4)
+        self.pos = torch.nn.Embedding(8, 4)
+        self.head = torch.nn.Linear(4, 6)
+
+    def forward(self, idx: Any) -> Any:
+        return self.head(self.tok(idx) + self.pos(torch.arange(idx.shape[1])))
+
+
+def test_a_module_argument_is_state_so_what_its_parameters_make_inside_is_recorded() -> None:
+    """``pos(arange(T))`` involves only the module's parameter and a tensor made inside: it must be recorded
+    (gradient, and the updated weights read at every call), not computed once at capture and baked in."""
+    ours, theirs = _PosModel(), _TorchPosModel()
+    theirs.load_state_dict({k: torch.from_numpy(v.detach().numpy().copy()) for k, v in ours.state_dict().items()})
+    opt = tp.optim.SGD(ours.parameters(), lr=0.5)
+    topt = torch.optim.SGD(theirs.parameters(), lr=0.5)
+
+    def step(model: Any, o: Any, x: Any, y: Any, F: Any) -> Any:
+        o.zero_grad()
+        loss = F.cross_entropy(model(x).reshape(-1, 6), y.reshape(-1))
+        loss.backward()
+        o.step()
+        return loss
+
+    compiled = tp.compile(lambda m, x, y: step(m, opt, x, y, nn.functional))
+    for _ in range(4):
+        x = RNG.integers(0, 6, (3, 5))
+        y = RNG.integers(0, 6, (3, 5))
+        loss = compiled(ours, tp.tensor(x), tp.tensor(y))
+        want = step(theirs, topt, torch.from_numpy(x), torch.from_numpy(y), torch.nn.functional)
+        np.testing.assert_allclose(loss.item(), want.item(), rtol=1e-5)
+        np.testing.assert_allclose(ours.pos.weight.detach().numpy(), theirs.pos.weight.detach().numpy(),
+                                   rtol=1e-5, atol=1e-6)
+    other = _PosModel()  # another module object: its own parameters, not the first one's
+    x = RNG.integers(0, 6, (2, 5))
+    got = tp.compile(lambda m, x: m(x))
+    np.testing.assert_allclose(got(other, tp.tensor(x)).detach().numpy(), other(tp.tensor(x)).detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(got(ours, tp.tensor(x)).detach().numpy(), ours(tp.tensor(x)).detach().numpy(), rtol=1e-6)

@@ -44,7 +44,7 @@ from tensorplay.compiler.pipeline import build
 from tensorplay.compiler.recording import Respecialize
 from tensorplay.compiler.runtime import GuardMiss, Specialization
 from tensorplay.compiler.settings import config
-from tensorplay.compiler.sources import discover
+from tensorplay.compiler.sources import discover, is_module
 from tensorplay.errors import TensorplayError
 from tensorplay.interpreters.eager import tape
 from tensorplay.spec.errors import GraphCaptureError
@@ -434,7 +434,7 @@ class CompiledFunction:
         names = naming.leaf_paths(args, kwargs, arg_names)
         while True:
             symbols, binding, dim_names = self._symbols(call, names, arg_names, args, kwargs)
-            sources = discover(self._fn)
+            sources = discover(self._fn, [(names[i], leaf) for i, leaf in enumerate(leaves) if is_module(leaf)])
             request = Call(args, kwargs, leaves, tree, names, call.grad_enabled)
             try:
                 with _STATE_LOCK:
