@@ -27,6 +27,7 @@ import numpy as np
 
 from tensorplay.errors import DTypeError
 from tensorplay.spec import dtypes as _sd
+from tensorplay.symbolic import SymDim
 from tensorplay.tensor import Tensor, highest_interpreter
 
 AnyTensor = Tensor[*tuple[Any, ...]]
@@ -37,6 +38,8 @@ def _kind(value: Any, where: str) -> str:
         return value.dtype.name
     if isinstance(value, np.generic):
         value = value.item()
+    if isinstance(value, SymDim):  # a symbolic size (x // x.shape[0] under a dynamic dim) is an int
+        return "weak_int"
     if isinstance(value, (bool, int, float)):
         return _sd.weak_kind(value)
     raise DTypeError(f"{where}: expected tensors or Python numbers, got {type(value).__name__}")
@@ -56,6 +59,8 @@ def _prepare(a: Any, b: Any, where: str) -> tuple[Any, Any, Any, str]:
     def cast(v: Any) -> Any:
         if isinstance(v, Tensor):
             return v if v.dtype.name == dtype else ops.cast(v, dtype=dtype)
+        if isinstance(v, SymDim):  # kept symbolic: a 0-d tensor of the size
+            return ops.add(ops.full(shape=(), value=0, dtype=dtype), v)
         v = v.item() if isinstance(v, np.generic) else v
         # a number takes the result dtype first, as in PyTorch (0.1 against float32 is float32's 0.1)
         return float(np.float32(v)) if dtype == "float32" else float(v) if _sd.is_float(dtype) else int(v)

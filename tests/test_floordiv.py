@@ -160,3 +160,22 @@ def test_under_compile_export_and_vmap() -> None:
     x = RNG.standard_normal((3, 5)).astype(np.float32) * 10
     got = tp.func.vmap(lambda r: r // 1.5 + r % 0.7)(tp.tensor(x))
     np.testing.assert_array_equal(got.numpy(), (torch.from_numpy(x) // 1.5 + torch.from_numpy(x) % 0.7).numpy())
+
+
+def test_a_symbolic_size_operand_stays_symbolic() -> None:
+    def f(x: Any) -> Any:
+        return x // x.shape[0], x % x.shape[0], x.float() // x.shape[0], x.shape[0] // (x.abs() + 1)
+
+    def want(x: np.ndarray) -> list[np.ndarray]:
+        t, n = torch.from_numpy(x), x.shape[0]
+        return [(t // n).numpy(), (t % n).numpy(), (t.float() // n).numpy(), (n // (t.abs() + 1)).numpy()]
+
+    ep = tp.export.export(f, (tp.tensor(INT_A),), dynamic_shapes={"x": {0: Dim("n", min=1, max=100)}})
+    compiled = tp.compile(f, dynamic=True)
+    for n in (1, 5, 12):
+        x = np.arange(-n, n, dtype=np.int64) * 3
+        for got in (ep.module()(tp.tensor(x)), compiled(tp.tensor(x))):
+            for g, w in zip(got, want(x)):
+                np.testing.assert_array_equal(g.numpy(), w)
+    assert str(ep.range_constraints) == "{n: [1, 100]}"
+    assert len(compiled.specializations) == 1  # one program for every size
