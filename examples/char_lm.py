@@ -126,7 +126,7 @@ def train(model: nn.Module, loader: DataLoader[Any], steps: int, step_fn: Any = 
 
 
 @tp.no_grad()
-def generate(model: nn.Module, idx: tp.Tensor[Any, Any], new: int, greedy: bool,
+def generate(model: Any, idx: tp.Tensor[Any, Any], new: int, greedy: bool,
              generator: tp.Generator | None = None) -> tp.Tensor[Any, Any]:
     """``new`` more tokens after ``idx`` (``(B, T)``), greedily or sampled with ``tp.multinomial``."""
     for _ in range(new):
@@ -207,8 +207,11 @@ def main(steps: int = 300, seed: int = 0, verbose: bool = True) -> dict[str, Any
     greedy = generate(model, prompt, 40, greedy=True)
     sampled = generate(model, prompt, 40, greedy=False, generator=tp.Generator().manual_seed(seed))
     out["greedy"] = "".join(chars[i] for i in greedy[0].tolist())
+    # the loaded program (dynamic seq: one program for every context length) generates the same text
+    out["greedy_loaded"] = "".join(chars[i] for i in generate(loaded.module(), prompt, 40, greedy=True)[0].tolist())
+    assert out["greedy_loaded"] == out["greedy"], (out["greedy_loaded"], out["greedy"])
     out["sampled"] = "".join(chars[i] for i in sampled[0].tolist())
-    say(f"greedy:  {out['greedy']!r}")
+    say(f"greedy:  {out['greedy']!r} (the loaded program's: the same)")
     say(f"sampled: {out['sampled']!r}")
     return out
 

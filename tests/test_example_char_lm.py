@@ -65,6 +65,7 @@ def test_generation(run: dict[str, Any], example: ModuleType) -> None:
         assert text.startswith("To be") and len(text) == len("To be") + 40
         assert set(text) <= set(example.TEXT)
     assert run["greedy"] != run["sampled"]
+    assert run["greedy_loaded"] == run["greedy"]  # the loaded program generates the same text
 
 
 def test_the_model_computes_what_torch_computes(example: ModuleType) -> None:
