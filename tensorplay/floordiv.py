@@ -88,7 +88,8 @@ def _check_divisor(ops: Any, y: Any, dtype: str, where: str) -> Any:
             raise ZeroDivisionError(f"{what} (the divisor is 0 at index {tuple(int(i) for i in zeros[0])})")
         return y
     flag = ops.cast(ops.eq(y, 0), dtype=dtype)  # 1 where the divisor is zero: refused when the program runs
-    checked = ops.check_index(flag, bound=1, what=f"{what} (1 marks a zero divisor)")
+    # the message reads "<where>: integer division by zero (divisor == 0), zero flag 1 at position [i] ..."
+    checked = ops.check_index(flag, bound=1, what=f"{what} (divisor == 0), zero flag")
     return ops.add(y, checked)
 
 
