@@ -18,6 +18,7 @@ from tensorplay.creation import (
     ones_like, rand, rand_like, randint, randn, randn_like, stack, tensor, where, zeros, zeros_like,
 )
 from tensorplay.dispatch import Program, ops_of
+from tensorplay.floordiv import floor_divide, remainder
 from tensorplay.dispatch import program as program  # the decorator shadows the submodule name
 from tensorplay.devices import device
 from tensorplay.dtypes import DType, bool_, float32, float64, int32, int64
@@ -105,7 +106,7 @@ __all__ = [
     "DimExpr", "arange", "autograd", "bool", "bool_", "cat", "compile", "compiler", "cuda", "device", "dim", "dims", "eager",
     "empty", "empty_like", "enable_grad", "export", "eye", "graph",
     "float32", "float64", "from_numpy", "func", "nn", "optim", "full", "full_like", "index", "int32", "int64", "is_grad_enabled",
-    "linspace", "load", "manual_seed", "multinomial", "no_grad", "ones", "ones_like", "ops_of", "program", "rand", "rand_like",
+    "floor_divide", "linspace", "load", "manual_seed", "multinomial", "remainder", "no_grad", "ones", "ones_like", "ops_of", "program", "rand", "rand_like",
     "randint", "randn", "randn_like", "relate", "save", "set_grad_enabled", "shapecheck", "stack", "tensor", "testing", "utils",
     "where",
     "zeros", "zeros_like", "ValuesIndices",

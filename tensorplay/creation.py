@@ -21,6 +21,8 @@ from tensorplay import derived as _p
 from tensorplay import random_state, recording
 from tensorplay.pydata import at, check_ints_fit, check_ints_to_float, check_scalar_fits, find_leaf, has_non_int
 from tensorplay.symbolic import SymDim
+from tensorplay.devices import check_device
+from tensorplay.generator import Generator
 from tensorplay.errors import DTypeError, ShapeError
 from tensorplay.tensor import Tensor, highest_interpreter, pick_interpreter
 
@@ -50,6 +52,13 @@ def _check_number(value: Any, where: str, finite: bool) -> None:
         raise DTypeError(f"{where} must be a number, got {type(value).__name__} {value!r}")
     if finite and isinstance(value, (float, np.floating)) and not np.isfinite(value):
         raise ShapeError(f"{where} must be finite, got {value!r}")
+
+
+def _on_cpu(device: Any, where: str) -> None:
+    """A factory's ``device=``: ``None``, ``"cpu"`` and ``tp.device("cpu")`` are accepted (tensorplay runs on
+    the CPU only); any other device is the :class:`~tensorplay.errors.DeviceError` that ``Tensor.to`` gives."""
+    if device is not None:
+        check_device(device, where)
 
 
 def _new(array: np.ndarray[Any, Any], requires_grad: bool) -> Tensor[*tuple[Any, ...]]:
@@ -117,7 +126,7 @@ def fit_dtype(array: np.ndarray[Any, Any], dtype: np.dtype[Any], where: str) -> 
     return array if array.dtype == dtype else array.astype(dtype)
 
 
-def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]:
+def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor[*tuple[Any, ...]]:
     """A new tensor holding a copy of ``data`` (nested lists, scalars, numpy arrays or a tensor).
 
     The dtype is inferred like PyTorch (floats -> float32, ints -> int64, bools -> bool;
@@ -126,6 +135,7 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor[
     an int beyond int64 is not silently made a float when the data has no float); a numpy masked array
     is refused.
     """
+    _on_cpu(device, "tensor")
     if isinstance(data, Tensor):
         data = np.asarray(data._ops.concrete(data))
     elif isinstance(data, np.ndarray):
@@ -171,10 +181,11 @@ def from_numpy(array: np.ndarray[Any, Any]) -> Tensor[*tuple[Any, ...]]:
     return eager.wrap(array)
 
 
-def full(*shape_and_value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]:
+def full(*shape_and_value: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor[*tuple[Any, ...]]:
     """``full(shape, value)``: a tensor of ``shape`` filled with ``value`` (dtype from the value: bool,
     int64 for an int, else float32). A value the dtype cannot hold (an int out of its range, an inf for
     an integer dtype, a finite float beyond float32's range) raises :class:`OverflowError`, as PyTorch."""
+    _on_cpu(device, "full")
     if len(shape_and_value) != 2:
         raise TypeError("full: expected full(shape, fill_value)")
     shape, value = shape_and_value
@@ -186,53 +197,56 @@ def full(*shape_and_value: Any, dtype: Any = None, requires_grad: bool = False) 
 
 
 @overload
-def zeros(shape: tuple[*S], /, *, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]: ...
+def zeros(shape: tuple[*S], /, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor[*S]: ...
 
 
 @overload
-def zeros(shape: list[int], /, *, dtype: Any = None, requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]: ...
+def zeros(shape: list[int], /, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor[*tuple[Any, ...]]: ...
 
 
 @overload
-def zeros(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]: ...
+def zeros(*shape: *S, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor[*S]: ...
 
 
-def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Any:  # type: ignore[misc]
+def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Any:  # type: ignore[misc]
     """A tensor of zeros: ``zeros(2, 3)`` or ``zeros((2, 3))`` (sizes may be symbolic, see :func:`_filled`)."""
+    _on_cpu(device, "zeros")
     return _filled("zeros", _p.shape_args(shape), 0, _dtype_name(dtype), requires_grad)
 
 
 @overload
-def ones(shape: tuple[*S], /, *, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]: ...
+def ones(shape: tuple[*S], /, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor[*S]: ...
 
 
 @overload
-def ones(shape: list[int], /, *, dtype: Any = None, requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]: ...
+def ones(shape: list[int], /, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor[*tuple[Any, ...]]: ...
 
 
 @overload
-def ones(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]: ...
+def ones(*shape: *S, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor[*S]: ...
 
 
-def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Any:  # type: ignore[misc]
+def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Any:  # type: ignore[misc]
     """A tensor of ones: ``ones(2, 3)`` or ``ones((2, 3))`` (sizes may be symbolic, see :func:`_filled`)."""
+    _on_cpu(device, "ones")
     return _filled("ones", _p.shape_args(shape), 1, _dtype_name(dtype), requires_grad)
 
 
 @overload
-def empty(shape: tuple[*S], /, *, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]: ...
+def empty(shape: tuple[*S], /, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor[*S]: ...
 
 
 @overload
-def empty(shape: list[int], /, *, dtype: Any = None, requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]: ...
+def empty(shape: list[int], /, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor[*tuple[Any, ...]]: ...
 
 
 @overload
-def empty(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]: ...
+def empty(*shape: *S, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor[*S]: ...
 
 
-def empty(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Any:  # type: ignore[misc]
+def empty(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Any:  # type: ignore[misc]
     """A tensor whose values are unspecified (here: zeros, so nothing uninitialised leaks)."""
+    _on_cpu(device, "empty")
     return _filled("empty", _p.shape_args(shape), 0, _dtype_name(dtype), requires_grad)
 
 
@@ -286,28 +300,32 @@ def _filled_like(x: Tensor[*tuple[Any, ...]], value: Scalar, dtype: Any, require
     return out.requires_grad_(True) if requires_grad else out
 
 
-def zeros_like(x: Tensor[*S], dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
+def zeros_like(x: Tensor[*S], dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor[*S]:
     """Zeros with the shape (and dtype, unless given) of ``x``, in ``x``'s interpreter."""
+    _on_cpu(device, "zeros_like")
     return _filled_like(x, 0, dtype, requires_grad)  # type: ignore[no-any-return]
 
 
-def ones_like(x: Tensor[*S], dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
+def ones_like(x: Tensor[*S], dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor[*S]:
     """Ones with the shape (and dtype, unless given) of ``x``, in ``x``'s interpreter."""
+    _on_cpu(device, "ones_like")
     return _filled_like(x, 1, dtype, requires_grad)  # type: ignore[no-any-return]
 
 
-def full_like(x: Tensor[*S], value: Scalar, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
+def full_like(x: Tensor[*S], value: Scalar, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor[*S]:
     """``value`` everywhere, with the shape (and dtype, unless given) of ``x``, in ``x``'s interpreter."""
+    _on_cpu(device, "full_like")
     return _filled_like(x, value, dtype, requires_grad)  # type: ignore[no-any-return]
 
 
-def empty_like(x: Tensor[*S], dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]:
+def empty_like(x: Tensor[*S], dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor[*S]:
     """Like :func:`zeros_like` (values unspecified)."""
+    _on_cpu(device, "empty_like")
     return _filled_like(x, 0, dtype, requires_grad)  # type: ignore[no-any-return]
 
 
 def arange(start: Scalar, end: Scalar | None = None, step: Scalar = 1, dtype: Any = None,
-           requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]:
+           requires_grad: bool = False, device: Any = None) -> Tensor[*tuple[Any, ...]]:
     """``[start, end)`` in steps of ``step``; int64 when all arguments are ints, else float32. An int
     argument beyond int64 raises :class:`OverflowError`, as PyTorch.
 
@@ -315,6 +333,7 @@ def arange(start: Scalar, end: Scalar | None = None, step: Scalar = 1, dtype: An
     end and step the result is recorded (``iota``), its length ``ceil((end - start) / step)`` a symbolic
     size; otherwise the length is no integer expression of the size and its value is needed (see
     :meth:`~tensorplay.symbolic.SymDim.value_for`)."""
+    _on_cpu(device, "arange")
     if end is None:
         start, end = 0, start
     if isinstance(step, SymDim):
@@ -366,8 +385,9 @@ def _symbolic_arange(ops: Any, start: Any, end: Any, step: Any, dtype: str, requ
 
 
 def linspace(start: float, end: float, steps: int, dtype: Any = None,
-             requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]:
+             requires_grad: bool = False, device: Any = None) -> Tensor[*tuple[Any, ...]]:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    _on_cpu(device, "linspace")
     if isinstance(steps, SymDim):
         steps = steps.value_for("linspace's number of steps")
     _check_number(start, "linspace: start", finite=False)
@@ -379,9 +399,10 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None,
     return _new(np.linspace(start, end, steps).astype(_dtype_name(dtype)), requires_grad)
 
 
-def eye(n: int, m: int | None = None, dtype: Any = None, requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]:
+def eye(n: int, m: int | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor[*tuple[Any, ...]]:
     """The ``n x m`` identity matrix (``m = n`` by default); under a recording ``n`` and ``m`` may be
     symbolic sizes (recorded as ``iota(n)[:, None] == iota(m)[None, :]``)."""
+    _on_cpu(device, "eye")
     sizes = (n, n if m is None else m)
     ops = _symbolic_ops(sizes, "eye") if isinstance(n, SymDim) or isinstance(m, SymDim) else None
     if ops is None:
@@ -414,68 +435,81 @@ def _check_dims(shape: Sequence[Any], where: str, ops: Any) -> tuple[Any, ...]:
 
 
 def _random(prim: str, where: str, shape: Sequence[Any], dtype: str, requires_grad: bool, *like: Any,
-            **params: Any) -> Any:
+            generator: Generator | None = None, **params: Any) -> Any:
     """``prim`` drawn with a fresh key of the interpreter the factory runs in (see :func:`_creating`):
     the global generator eagerly; a key input of the recording inside ``tp.graph.trace`` (fresh numbers at
-    every call of the graph) and inside transforms (``vmap`` applies its ``randomness`` policy)."""
+    every call of the graph) and inside transforms (``vmap`` applies its ``randomness`` policy). With a
+    ``generator`` (a :class:`~tensorplay.Generator`) the key is its next one instead (refused inside
+    ``tp.compile``, see :mod:`tensorplay.generator`), and the global stream is untouched."""
     ops = _creating(*like)
     dims = _check_dims(shape, where, ops)
-    out = getattr(ops, prim)(ops.random_key(), shape=dims, dtype=dtype, **params)
+    key = ops.random_key() if generator is None else eager.wrap(generator.next_key(where))
+    out = getattr(ops, prim)(key, shape=dims, dtype=dtype, **params)
     return out.requires_grad_(True) if requires_grad else out
 
 
 @overload
-def randn(shape: tuple[*S], /, *, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]: ...
+def randn(shape: tuple[*S], /, *, dtype: Any = None, requires_grad: bool = False, device: Any = None, generator: Generator | None = None) -> Tensor[*S]: ...
 
 
 @overload
-def randn(shape: list[int], /, *, dtype: Any = None, requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]: ...
+def randn(shape: list[int], /, *, dtype: Any = None, requires_grad: bool = False, device: Any = None, generator: Generator | None = None) -> Tensor[*tuple[Any, ...]]: ...
 
 
 @overload
-def randn(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]: ...
+def randn(*shape: *S, dtype: Any = None, requires_grad: bool = False, device: Any = None, generator: Generator | None = None) -> Tensor[*S]: ...
 
 
-def randn(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Any:  # type: ignore[misc]
+def randn(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,  # type: ignore[misc]
+          generator: Generator | None = None) -> Any:
     """Standard normal samples, from a fresh key (see :func:`_random`)."""
-    return _random("random_normal", "randn", _p.shape_args(shape), _dtype_name(dtype), requires_grad)
+    _on_cpu(device, "randn")
+    return _random("random_normal", "randn", _p.shape_args(shape), _dtype_name(dtype), requires_grad,
+                   generator=generator)
 
 
 @overload
-def rand(shape: tuple[*S], /, *, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]: ...
+def rand(shape: tuple[*S], /, *, dtype: Any = None, requires_grad: bool = False, device: Any = None, generator: Generator | None = None) -> Tensor[*S]: ...
 
 
 @overload
-def rand(shape: list[int], /, *, dtype: Any = None, requires_grad: bool = False) -> Tensor[*tuple[Any, ...]]: ...
+def rand(shape: list[int], /, *, dtype: Any = None, requires_grad: bool = False, device: Any = None, generator: Generator | None = None) -> Tensor[*tuple[Any, ...]]: ...
 
 
 @overload
-def rand(*shape: *S, dtype: Any = None, requires_grad: bool = False) -> Tensor[*S]: ...
+def rand(*shape: *S, dtype: Any = None, requires_grad: bool = False, device: Any = None, generator: Generator | None = None) -> Tensor[*S]: ...
 
 
-def rand(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Any:  # type: ignore[misc]
+def rand(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,  # type: ignore[misc]
+         generator: Generator | None = None) -> Any:
     """Uniform samples in ``[0, 1)``, from a fresh key (see :func:`_random`)."""
-    return _random("random_uniform", "rand", _p.shape_args(shape), _dtype_name(dtype), requires_grad)
+    _on_cpu(device, "rand")
+    return _random("random_uniform", "rand", _p.shape_args(shape), _dtype_name(dtype), requires_grad,
+                   generator=generator)
 
 
-def randint(low: int, high: int | None = None, size: Sequence[int] = (), dtype: Any = None) -> Tensor[*tuple[Any, ...]]:
+def randint(low: int, high: int | None = None, size: Sequence[int] = (), dtype: Any = None, *,
+            generator: Generator | None = None, device: Any = None) -> Tensor[*tuple[Any, ...]]:
     """Integers uniform in ``[low, high)`` (``randint(high, size=...)`` starts at 0), from a fresh key."""
+    _on_cpu(device, "randint")
     if high is None:
         low, high = 0, low
     if high <= low:
         raise ShapeError(f"randint: expected low < high, got low={low}, high={high}")
     return _random("random_randint", "randint", tuple(size), _dtype_name(dtype, "int64"), False,  # type: ignore[no-any-return]
-                   low=low, high=high)
+                   generator=generator, low=low, high=high)
 
 
-def randn_like(x: Tensor[*S], dtype: Any = None) -> Tensor[*S]:
+def randn_like(x: Tensor[*S], dtype: Any = None, *, device: Any = None) -> Tensor[*S]:
     """Standard normal samples shaped like ``x``, in ``x``'s interpreter (or the recording in progress)."""
+    _on_cpu(device, "randn_like")
     return _random("random_normal", "randn_like", tuple(x.shape), _dtype_name(dtype or x.dtype), False,  # type: ignore[no-any-return]
                    x)
 
 
-def rand_like(x: Tensor[*S], dtype: Any = None) -> Tensor[*S]:
+def rand_like(x: Tensor[*S], dtype: Any = None, *, device: Any = None) -> Tensor[*S]:
     """Uniform samples shaped like ``x``, in ``x``'s interpreter (or the recording in progress)."""
+    _on_cpu(device, "rand_like")
     return _random("random_uniform", "rand_like", tuple(x.shape), _dtype_name(dtype or x.dtype), False,  # type: ignore[no-any-return]
                    x)
 

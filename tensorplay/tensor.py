@@ -354,6 +354,32 @@ class Tensor(Generic[*Shape]):
     def __rtruediv__(self, other: Scalar) -> Tensor[*Shape]:
         return self._binary("div", other, True)  # type: ignore[no-any-return]
 
+    def __floordiv__(self, other: Tensor[*tuple[Any, ...]] | Scalar) -> Tensor[*Shape]:
+        """``self // other``: see :func:`tensorplay.floordiv.floor_divide`."""
+        from tensorplay.floordiv import floor_divide
+        return floor_divide(self, other)
+
+    def __rfloordiv__(self, other: Scalar) -> Tensor[*Shape]:
+        from tensorplay.floordiv import floor_divide
+        return floor_divide(other, self)
+
+    def __mod__(self, other: Tensor[*tuple[Any, ...]] | Scalar) -> Tensor[*Shape]:
+        """``self % other`` (the sign of ``other``): see :func:`tensorplay.floordiv.remainder`."""
+        from tensorplay.floordiv import remainder
+        return remainder(self, other)
+
+    def __rmod__(self, other: Scalar) -> Tensor[*Shape]:
+        from tensorplay.floordiv import remainder
+        return remainder(other, self)
+
+    def floor_divide(self, other: Tensor[*tuple[Any, ...]] | Scalar) -> Tensor[*Shape]:
+        """``self // other``, as ``torch.Tensor.floor_divide``."""
+        return self.__floordiv__(other)
+
+    def remainder(self, other: Tensor[*tuple[Any, ...]] | Scalar) -> Tensor[*Shape]:
+        """``self % other``, as ``torch.Tensor.remainder``."""
+        return self.__mod__(other)
+
     @overload
     def __pow__(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]: ...
 

@@ -153,6 +153,9 @@ class CaptureHandler:
         self.grad_saved: dict[int, tuple[AnyTensor, Any]] = {}
         self.optimizer_effects: list[tuple[Var | None, Effect]] = []
         self.opt_inputs: dict[int, InputPlan] = {}
+        # tensors the capture rebinds to recorder values that were not swapped in as state (a parameter of a
+        # module passed as an argument, updated by optimizer.step()): restored when the capture ends
+        self.rebound: list[tuple[Any, Any, Any]] = []
         self.value_guards: list[ValueSource] = []
         self.thread = threading.get_ident()
         self.grad_inputs: dict[int, AnyTensor] = {}  # leaf id -> the input standing for its .grad
@@ -329,6 +332,7 @@ def capture(fn: Callable[..., Any], call: Call, sources: Sources, symbols: dict[
             result = fn(*args, **kwargs)
     finally:
         recorder.restore_state(saved)
+        recorder.restore_state(handler.rebound[::-1])
         final_grads = handler.restore_grads()
     if random_state.initial_seed() != seed_before:
         raise GraphCaptureError(

@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +44,7 @@ from tensorplay.compiler.pipeline import build
 from tensorplay.compiler.recording import Respecialize
 from tensorplay.compiler.runtime import GuardMiss, Specialization
 from tensorplay.compiler.settings import config
-from tensorplay.compiler.sources import Sources, discover
+from tensorplay.compiler.sources import Sources, discover, is_module
 from tensorplay.errors import TensorplayError
 from tensorplay.interpreters.eager import tape
 from tensorplay.spec.errors import GraphCaptureError
@@ -437,9 +437,10 @@ class CompiledFunction:
             out.extend([name] * len(optree.tree_leaves(value, none_is_leaf=True)))
         return out
 
-    def _discover(self) -> Sources:
-        """What the function reads from outside its arguments (:func:`tensorplay.compiler.sources.discover`)."""
-        return discover(self._fn)
+    def _discover(self, modules: Sequence[tuple[str, Any]] = ()) -> Sources:
+        """What the function reads from outside its arguments, and the state of the ``(name, module)`` pairs
+        among its arguments (:func:`tensorplay.compiler.sources.discover`)."""
+        return discover(self._fn, modules)
 
     def _capture_and_build(self, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any], tree: Any,
                            call: CallDescription) -> Specialization:
@@ -447,7 +448,7 @@ class CompiledFunction:
         names = naming.leaf_paths(args, kwargs, arg_names)
         while True:
             symbols, binding, dim_names = self._symbols(call, names, arg_names, args, kwargs)
-            sources = self._discover()
+            sources = self._discover([(names[i], leaf) for i, leaf in enumerate(leaves) if is_module(leaf)])
             request = Call(args, kwargs, leaves, tree, names, call.grad_enabled)
             try:
                 with _STATE_LOCK:

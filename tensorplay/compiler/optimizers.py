@@ -114,6 +114,9 @@ class _Step:
         if var.dtype != target.dtype:
             var = self.recorder.cast(new, dtype=target.aval.dtype)._data
         self.recorder.graph.mutations.append((target, var))
+        if p._ops is not self.recorder:  # an eager tensor (not swapped in as state): put back after the capture
+            self.handler.rebound.append((p, p._ops, p._data))
+            p._ops = self.recorder
         p._data = var  # later reads in the function see the updated parameter
 
     @staticmethod

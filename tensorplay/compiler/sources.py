@@ -39,7 +39,7 @@ from __future__ import annotations
 import sys
 import types
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,9 +54,13 @@ _MAX_CONTAINER = 64
 _MAX_ARRAY_BYTES = 4096
 
 
-def _is_module(obj: Any) -> bool:
+def is_module(obj: Any) -> bool:
+    """Whether ``obj`` is a :class:`tensorplay.nn.Module`."""
     from tensorplay.nn.module import Module
     return isinstance(obj, Module)
+
+
+_is_module = is_module
 
 
 def _is_optimizer(obj: Any) -> bool:
@@ -459,13 +463,18 @@ def _owner(walker: _Walker, owner: Any) -> None:
             walker.value(f"self.{key}", _step(_const_reader(owner), "__dict__", key), item, 1)
 
 
-def discover(fn: Any) -> Sources:
+def discover(fn: Any, modules: Sequence[tuple[str, Any]] = ()) -> Sources:
     """What ``fn`` (a function, a bound method or a module) reads from outside its arguments (see the
-    module docstring)."""
+    module docstring), and the state of the ``(name, module)`` pairs among its arguments: a module passed
+    as an argument is walked like one the function names (its parameters and buffers are state the
+    capture swaps in, so what is computed from them is recorded, not baked in from their values at
+    capture), read through the argument itself (the call's guards hold only for that module object)."""
     walker = _Walker()
     inner = _transformed_function(fn)
     while inner is not None:  # ``vmap(grad(f))`` reads what ``f`` reads
         fn, inner = inner, _transformed_function(inner)
+    for name, module in modules:
+        walker.module(name, _const_reader(module), module, 0)
     if _is_module(fn):
         walker.module("", _const_reader(fn), fn, 0)
     elif isinstance(fn, types.MethodType):
@@ -488,4 +497,4 @@ def discover(fn: Any) -> Sources:
 
 
 __all__ = ["MISSING", "ContainerSource", "ObjectSource", "Sources", "TensorSource", "UnguardedStateWarning", "ValueSource",
-           "discover"]
+           "discover", "is_module"]

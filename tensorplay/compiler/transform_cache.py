@@ -16,6 +16,7 @@ being captured again.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 from tensorplay.compiler.backends.eager import eager_backend
@@ -65,10 +66,10 @@ class CachedTransform(CompiledFunction):
         _drop_values(spec.program)
         return spec
 
-    def _discover(self) -> Sources:
+    def _discover(self, modules: Sequence[tuple[str, Any]] = ()) -> Sources:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", UnguardedStateWarning)
-            sources = discover(self._transformed)
+            sources = discover(self._transformed, modules)
         for w in caught:
             if issubclass(w.category, UnguardedStateWarning):
                 raise _Uncacheable(str(w.message))
