@@ -98,9 +98,25 @@ def matmul(a: Array, b: Array, dtype: Any) -> Array:
     return result
 
 
+def conv_backward(x: Array, w: Array, g: Array, *, stride: tuple[int, ...], padding: tuple[int, ...],
+                  dilation: tuple[int, ...], groups: int, output_padding: tuple[int, ...]) -> tuple[Array, Array]:
+    """``(dx, dw)`` of ``conv(x, w)`` for the cotangent ``g`` (one float dtype): by the eager interpreter's
+    backward kernel, one read of ``g`` for both (:func:`tensorplay.interpreters.eager.kernels.conv_backward_nd`),
+    else ``conv_transpose`` (with ``output_padding``, giving ``x``'s shape) and ``conv_weight_grad``."""
+    got = K.conv_backward_nd(x, w, g, True, True, False, stride=stride, padding=padding, dilation=dilation,
+                             groups=groups)
+    if got is not None and got[0] is not None and got[1] is not None:
+        return got[0], got[1]
+    dx: Array = K.conv_transpose_nd(g, w, stride=stride, padding=padding, output_padding=output_padding,
+                                    dilation=dilation, groups=groups)
+    dw: Array = K.conv_weight_grad_nd(x, g, kernel_size=tuple(w.shape[2:]), stride=stride, padding=padding,
+                                      dilation=dilation, groups=groups)
+    return dx, dw
+
+
 def wrap(array: Array) -> Tensor[*tuple[Any, ...]]:
     """An eager tensor on ``array`` (the fallback path only)."""
     return eager.wrap(array)
 
 
-__all__ = ["as_array", "as_dtype", "contiguous", "empty", "flat", "fortran", "into", "matmul", "quiet", "wrap"]
+__all__ = ["as_array", "as_dtype", "contiguous", "conv_backward", "empty", "flat", "fortran", "into", "matmul", "quiet", "wrap"]
