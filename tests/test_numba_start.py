@@ -60,3 +60,20 @@ def test_numba_blas_functions_and_scipy_linalg_still_work_after() -> None:
         print(scipy.linalg.solve(np.array([[2.0, 0.0], [0.0, 4.0]]), np.array([2.0, 2.0])).tolist())
     """)
     assert out == "[1.0, 0.5]"
+
+
+def test_the_kernels_numpy_ufuncs_are_built_on_first_use_only() -> None:
+    out = _run("""
+        import numpy as np
+        import tensorplay as tp
+        from tensorplay.interpreters.eager.kernels import _numba_kernels as nk
+        x = np.linspace(-3, 3, 1000, dtype=np.float32)
+        r = tp.tensor(x).relu().numpy()
+        before = 'sigmoid_ufunc' in vars(nk), 'relu_ufunc' in vars(nk)
+        s = tp.tensor(x).sigmoid().numpy()
+        print(*before, 'sigmoid_ufunc' in vars(nk), float(np.abs(r - np.maximum(x, 0)).max()),
+              float(np.abs(s - 1 / (1 + np.exp(-x.astype(np.float64)))).max()))
+    """)
+    sig_before, relu_before, sig_after, relu_err, sig_err = out.split()
+    assert (sig_before, relu_before, sig_after) == ("False", "True", "True")
+    assert float(relu_err) == 0.0 and float(sig_err) < 1e-6
