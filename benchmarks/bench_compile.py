@@ -6,7 +6,10 @@ update; same architectures and initial weights): (a) MLP 784-256-256-10 b128, cr
 momentum; (b) CNN c16-pool-c32-pool-fc on 1x28x28 b64, SGD with momentum; (c) pre-norm transformer block
 d64 h4 s32 b16, MSE, Adam. ``tp.compile`` and ``torch.compile`` compile the whole step function (backward
 and optimizer step inside); JAX's step is one ``jax.jit`` of a pure update with the parameters and the
-optimizer state donated; PyTorch eager is the reference.
+optimizer state donated; PyTorch eager is the reference. The column ``tensorplay.eager`` is the same step
+run by tensorplay's eager interpreter in its own process, so ``tp/tensorplay.eager`` is the compiled/eager
+ratio per model (at most 1.00x is the goal: compiling never makes a step slower). For that ratio alone:
+``python -m benchmarks compile --libraries tensorplay,tensorplay.eager --only step``.
 
 Compile time (rows ``compile: ...``, seconds, not timed steps): the first three calls of the MLP step minus
 three steady steps, in a fresh process --
@@ -38,8 +41,9 @@ from benchmarks import bench_training as training
 from benchmarks.cases import Case
 
 GROUPING = "case"
-LIBRARIES = ("tensorplay", "torch", "torch.compile", "jax")
-"""The columns: ``tensorplay`` is ``tp.compile``; ``torch`` is PyTorch eager."""
+LIBRARIES = ("tensorplay", "tensorplay.eager", "torch", "torch.compile", "jax")
+"""The columns: ``tensorplay`` is ``tp.compile``; ``tensorplay.eager`` the same step uncompiled; ``torch`` is
+PyTorch eager."""
 
 TIMING = {"warmup_time": 1.0}
 GEOMETRIC_MEAN = False  # the compile-time rows are not steps: no mean over rows
@@ -78,6 +82,8 @@ def compiled_step(case: str, library: str) -> Callable[[], Any]:
         import tensorplay as tp
 
         return tp.compile(STEPS[case]["tensorplay"]())  # type: ignore[no-any-return]
+    if library == "tensorplay.eager":
+        return STEPS[case]["tensorplay"]()
     if library == "torch.compile":
         _fresh_cache_dirs()
         _torch_threads()

@@ -34,6 +34,7 @@ import math
 from typing import Any, Callable, TypeVar, cast
 
 import llvmlite.ir as ir  # type: ignore[import-untyped]
+from . import _numba_start  # noqa: F401  (numba's CPU target started without scipy.linalg)
 import numba
 import numpy as np
 from numba.core import types

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 import llvmlite.ir as ir  # type: ignore[import-untyped]
+from . import _numba_start  # noqa: F401  (numba's CPU target started without scipy.linalg)
 import numba
 import numpy as np
 from numba.core import types

@@ -39,6 +39,7 @@ import math
 from typing import Any, Callable, TypeVar, cast
 
 import llvmlite.ir as ir  # type: ignore[import-untyped]
+from . import _numba_start  # noqa: F401  (numba's CPU target started without scipy.linalg)
 import numba
 import numpy as np
 from numba.core import types
@@ -1012,16 +1013,28 @@ def _scalar_ufunc(f: Callable[[Any], Any]) -> Any:
     return numba.vectorize(signatures, nopython=True, cache=True, fastmath=set(FAST))(f)  # type: ignore[no-untyped-call]
 
 
-@_scalar_ufunc
-def sigmoid_ufunc(v: Any) -> Any:
-    """:func:`_sigmoid_of` as a numpy ufunc (:func:`_scalar_ufunc`)."""
+def _sigmoid_scalar(v: Any) -> Any:
+    """:func:`_sigmoid_of`, the body of ``sigmoid_ufunc``."""
     return _sigmoid_of(v)
 
 
-@_scalar_ufunc
-def relu_ufunc(v: Any) -> Any:
-    """:func:`_relu_of` as a numpy ufunc (:func:`_scalar_ufunc`)."""
+def _relu_scalar(v: Any) -> Any:
+    """:func:`_relu_of`, the body of ``relu_ufunc``."""
     return _relu_of(v)
+
+
+_UFUNC_BODIES = {"sigmoid_ufunc": _sigmoid_scalar, "relu_ufunc": _relu_scalar}
+"""The numpy ufuncs of :func:`_scalar_ufunc`, each built on its first use (``sigmoid_ufunc``, ``relu_ufunc``):
+building one compiles its loops' wrappers, about 0.1 s a ufunc in a fresh process even from numba's cache,
+so a program that never takes a sigmoid does not pay for its ufunc."""
+
+
+def __getattr__(name: str) -> Any:
+    body = _UFUNC_BODIES.get(name)
+    if body is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    ufunc = globals()[name] = _scalar_ufunc(body)
+    return ufunc
 
 
 # tanh (float32): ``x + x^3 Q(x^2)`` for ``|x| < 0.75``, ``Q`` of degree 5 fitted here by reweighted least

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import _numba_start  # noqa: F401  (numba's CPU target started without scipy.linalg)
 import numba
 
 

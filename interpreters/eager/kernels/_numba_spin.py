@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 import llvmlite.ir as ir  # type: ignore[import-untyped]
+from . import _numba_start  # noqa: F401  (numba's CPU target started without scipy.linalg)
 import numba
 import numpy as np
 from numba.core import cgutils as _cgutils, types

@@ -59,6 +59,7 @@ def _environment() -> dict[str, Any]:
     import numpy as np
 
     import tensorplay
+    from tensorplay.interpreters.eager.kernels import _numba_start  # noqa: F401  (numba started without scipy)
     llvmlite: Any = importlib.import_module("llvmlite")
     llvm: Any = importlib.import_module("llvmlite.binding")
     numba_config: Any = importlib.import_module("numba.core.config")

@@ -292,6 +292,8 @@ def kernel_source(plan: GroupPlan) -> tuple[str, str]:
             inner.append(f"{out_names[v.id]}[{full_index}] = {emitter.operand(v, v.aval.dtype)}")
     per_row: list[str] = []
     after_row: list[str] = []
+    before_inner: list[str] = []  # accumulator arrays reduced along the innermost axis: a local partial
+    after_inner: list[str] = []   # over that loop, added in after it (no store and load per element)
     for r_index, r in enumerate(plan.reductions):
         source = r.inputs[0]
         assert isinstance(source, Var)
@@ -304,15 +306,22 @@ def kernel_source(plan: GroupPlan) -> tuple[str, str]:
             inner.append(_accumulate(r.target, acc, value))
             after_row.append(f"{out_names[r.outputs[0].id]}[{index}] = "
                              f"{_cast(acc, acc_dtype, r.outputs[0].aval.dtype)}")
+        elif rank and plan.reduced_axes[r_index][merged[-1][0]]:
+            local = f"part{r_index}"
+            before_inner.append(f"{local} = {_literal(START[r.target], acc_dtype)}")
+            inner.append(_accumulate(r.target, local, value))
+            after_inner.append(_accumulate(r.target, f"{acc_names[r_index]}[{index}]", local))
         else:
             inner.append(_accumulate(r.target, f"{acc_names[r_index]}[{index}]", value))
     body: list[str] = []
     n_outer = sum(1 for g in merged if not plan.reduced_axes[0][g[0]]) if scalar else rank
+    if before_inner:  # the innermost loop is opened below, between its partials' start and end
+        n_outer -= 1
     depth = 0
     for i in range(n_outer):
         body.append("    " * depth + f"for i{i} in range({sizes[i]}):")
         depth += 1
-    body.extend("    " * depth + line for line in per_row)
+    body.extend("    " * depth + line for line in per_row + before_inner)
     inner_depth = depth
     for i in range(n_outer, rank):
         body.append("    " * inner_depth + f"for i{i} in range({sizes[i]}):")
@@ -320,7 +329,7 @@ def kernel_source(plan: GroupPlan) -> tuple[str, str]:
     if rank == 0:
         inner_depth = 0
     body.extend("    " * inner_depth + line for line in inner)
-    body.extend("    " * depth + line for line in after_row)
+    body.extend("    " * depth + line for line in after_inner + after_row)
     names = sizes + in_names + [out_names[v.id] for v in written] + acc_names
     text = "\n".join([f"def kernel({', '.join(names)}):"] + ["    " + line for line in body]) + "\n"
     return text, "kernel"

@@ -410,6 +410,63 @@ def _units(graph: Graph, groups: dict[int, list[Node]]) -> list[list[Node]]:
     return order
 
 
+_CONV_KEYS = ("stride", "padding", "dilation", "groups")
+
+
+def _var_inputs(node: Node) -> list[Var] | None:
+    """The node's two inputs when both are vars, else None."""
+    vs = [v for v in node.inputs if type(v) is Var]
+    return vs if len(vs) == 2 == len(node.inputs) else None
+
+
+def _conv_backward_pairs(graph: Graph) -> dict[int, Node]:
+    """The input and weight gradients of one convolution, computed from one cotangent: each
+    ``conv_weight_grad_nd(x, g)`` and ``conv_transpose_nd(g, w)`` with the same ``g`` and geometry, the
+    transposed convolution giving ``x``'s shape, all of one float dtype. Maps each node's id to its partner
+    (both directions); such a pair is lowered as one call of :func:`.runtime.conv_backward`, one read of
+    ``g`` as the eager interpreter's backward makes."""
+    weight_grads: dict[tuple[Any, ...], tuple[Node, Var]] = {}
+    for node in graph.nodes:
+        vs = _var_inputs(node) if node.target == "conv_weight_grad_nd" else None
+        if vs is not None:
+            key = (vs[1].id,) + tuple(repr(node.params.get(k)) for k in _CONV_KEYS)
+            weight_grads.setdefault(key, (node, vs[0]))
+    pairs: dict[int, Node] = {}
+    for node in graph.nodes:
+        vs = _var_inputs(node) if node.target == "conv_transpose_nd" else None
+        if vs is None:
+            continue
+        g, w = vs
+        found = weight_grads.get((g.id,) + tuple(repr(node.params.get(k)) for k in _CONV_KEYS))
+        if found is None or id(found[0]) in pairs:
+            continue
+        partner, x = found
+        dtypes = {v.aval.dtype for v in (x, g, w, node.outputs[0], partner.outputs[0])}
+        if len(dtypes) != 1 or dtypes.pop() not in ("float32", "float64"):
+            continue
+        if tuple(node.outputs[0].shape) != tuple(x.shape) or tuple(partner.outputs[0].shape) != tuple(w.shape) \
+                or tuple(partner.params.get("kernel_size", ())) != tuple(w.shape[2:]):
+            continue
+        pairs[id(node)], pairs[id(partner)] = partner, node
+    return pairs
+
+
+def _conv_backward(w: _Writer, weight_grad: Node, transpose: Node) -> None:
+    """Both gradients of a pair from :func:`_conv_backward_pairs` in one statement."""
+    x, g = (w.value(v) for v in weight_grad.inputs)
+    weight = w.value(transpose.inputs[1])
+    names = []
+    for node in (transpose, weight_grad):
+        names.append(f"v{len(w.names)}")
+        w.names[node.outputs[0].id] = names[-1]
+    params = "".join(f", {k}={w.render(transpose.params[k])}" for k in _CONV_KEYS + ("output_padding",))
+    w.lines.append(f"{names[0]}, {names[1]} = _rt.conv_backward({x}, {weight}, {g}{params})")
+
+
+def _defined(w: _Writer, node: Node) -> bool:
+    return all(type(v) is not Var or v.id in w.names for v in node.inputs)
+
+
 def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small_kernels: bool = False) -> Lowered:
     """Generate the function for ``graph`` (see the module docstring)."""
     w = _Writer(graph)
@@ -433,9 +490,16 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small
     keep = {v.id for v in graph.outputs if type(v) is Var} | \
         {v.id for _, v in graph.mutations if type(v) is Var} | {p.id for p in graph.inputs}
     inplace = _inplace_updates(graph, order, plans)
+    pairs = _conv_backward_pairs(graph)
     for position, unit in enumerate(order):
         plan = plans.get(id(unit[0]))
-        if plan is not None:
+        partner = pairs.get(id(unit[0])) if plan is None else None
+        if partner is not None and partner.outputs[0].id in w.names:
+            pass  # computed with its partner
+        elif partner is not None and _defined(w, partner):
+            first, second = (unit[0], partner) if unit[0].target == "conv_weight_grad_nd" else (partner, unit[0])
+            _conv_backward(w, first, second)
+        elif plan is not None:
             slot = f"_k{len(w.kernels)}"
             w.kernels.append((slot, plan))
             _emit_group(w, plan, slot, inplace)

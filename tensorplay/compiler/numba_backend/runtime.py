@@ -10,6 +10,7 @@ import numpy as np
 
 from tensorplay.interpreters.eager import kernels as K
 from tensorplay.interpreters.eager.interpreter import eager
+from tensorplay.interpreters.eager.kernels.threads import OPENBLAS_SERIAL_MAX_MACS as _SERIAL_MAX_MACS
 from tensorplay.tensor import Tensor
 
 Array = np.ndarray[Any, Any]
@@ -72,15 +73,23 @@ def into(state: Array, fortran_order: bool) -> Array:
 
 
 def matmul(a: Array, b: Array, dtype: Any) -> Array:
-    """The eager interpreter's ``matmul``: operands in the result dtype, a broadcast 2-d right operand
-    folded into one GEMM, batched outer products (``K == 1``) by a dedicated kernel."""
+    """The eager interpreter's ``matmul``, under its thread policy: operands in the result dtype, a
+    broadcast 2-d right operand folded into one GEMM, batched outer products (``K == 1``) by a dedicated
+    kernel, and every 2-d GEMM through :func:`tensorplay.interpreters.eager.kernels.matmul` (OpenBLAS's
+    threads only for GEMMs large enough to profit, the kernel threads parked first), as eagerly."""
     if a.dtype != dtype:
         a = a.astype(dtype)
     if b.dtype != dtype:
         b = b.astype(dtype)
+    if a.ndim == 2 and b.ndim == 2:
+        if a.shape[0] * a.shape[1] * b.shape[1] <= _SERIAL_MAX_MACS:  # OpenBLAS runs it on this thread anyway
+            small: Array = np.matmul(a, b)
+            return small
+        gemm: Array = K.matmul(a, b)
+        return gemm
     if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous:
         rows = math.prod(a.shape[:-1])  # not -1: that is ambiguous when the inner size is 0
-        out: Array = np.matmul(a.reshape(rows, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[-1:])
+        out: Array = K.matmul(a.reshape(rows, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[-1:])
         return out
     if a.shape[-1] == 1 and b.shape[-2] == 1 and (a.ndim > 2 or b.ndim > 2):
         outer: Array = K.outer_matmul(a, b)
@@ -89,9 +98,25 @@ def matmul(a: Array, b: Array, dtype: Any) -> Array:
     return result
 
 
+def conv_backward(x: Array, w: Array, g: Array, *, stride: tuple[int, ...], padding: tuple[int, ...],
+                  dilation: tuple[int, ...], groups: int, output_padding: tuple[int, ...]) -> tuple[Array, Array]:
+    """``(dx, dw)`` of ``conv(x, w)`` for the cotangent ``g`` (one float dtype): by the eager interpreter's
+    backward kernel, one read of ``g`` for both (:func:`tensorplay.interpreters.eager.kernels.conv_backward_nd`),
+    else ``conv_transpose`` (with ``output_padding``, giving ``x``'s shape) and ``conv_weight_grad``."""
+    got = K.conv_backward_nd(x, w, g, True, True, False, stride=stride, padding=padding, dilation=dilation,
+                             groups=groups)
+    if got is not None and got[0] is not None and got[1] is not None:
+        return got[0], got[1]
+    dx: Array = K.conv_transpose_nd(g, w, stride=stride, padding=padding, output_padding=output_padding,
+                                    dilation=dilation, groups=groups)
+    dw: Array = K.conv_weight_grad_nd(x, g, kernel_size=tuple(w.shape[2:]), stride=stride, padding=padding,
+                                      dilation=dilation, groups=groups)
+    return dx, dw
+
+
 def wrap(array: Array) -> Tensor[*tuple[Any, ...]]:
     """An eager tensor on ``array`` (the fallback path only)."""
     return eager.wrap(array)
 
 
-__all__ = ["as_array", "as_dtype", "contiguous", "empty", "flat", "fortran", "into", "matmul", "quiet", "wrap"]
+__all__ = ["as_array", "as_dtype", "contiguous", "conv_backward", "empty", "flat", "fortran", "into", "matmul", "quiet", "wrap"]

@@ -1,0 +1,79 @@
+"""numba starts without importing ``scipy.linalg`` (most of scipy) for tensorplay's kernels, and numba's own
+BLAS-backed functions and a later ``import scipy.linalg`` still work (each check in a fresh process)."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("scipy") is None, reason="scipy is not installed")
+
+
+def _run(code: str) -> str:
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_first_eager_kernel_and_compiled_step_leave_scipy_linalg_unimported() -> None:
+    out = _run("""
+        import sys, tempfile
+        import numpy as np
+        import tensorplay as tp
+        x = tp.tensor(np.linspace(-1, 1, 4096, dtype=np.float32))
+        y = x.relu()                      # the eager kernels: numba starts here
+        step = tp.compile(lambda v: (v * 2.0 + 1.0).relu().sum())
+        with tp.compiler.config.patch(cache_dir=tempfile.mkdtemp()):
+            s = step(x)
+        assert 'numba' in sys.modules
+        print('scipy.linalg' in sys.modules, float(y.sum()), float(s))
+    """)
+    imported, relu_sum, step_sum = out.split()
+    assert imported == "False"
+    import numpy as np
+
+    x = np.linspace(-1, 1, 4096, dtype=np.float32)
+    assert float(relu_sum) == pytest.approx(float(np.maximum(x, 0).sum(dtype=np.float64)), rel=1e-6)
+    assert float(step_sum) == pytest.approx(float(np.maximum(x * 2 + 1, 0).sum(dtype=np.float64)), rel=1e-5)
+
+
+def test_numba_blas_functions_and_scipy_linalg_still_work_after() -> None:
+    out = _run("""
+        import numpy as np
+        import tensorplay as tp
+        tp.tensor(np.ones(4096, np.float32)).relu()
+        import numba
+        @numba.njit
+        def dot(a, b):
+            return np.dot(a, b)
+        a = np.arange(9.0).reshape(3, 3)
+        assert np.array_equal(dot(a, a), a @ a)
+        import scipy.linalg
+        import scipy.linalg.cython_blas
+        assert scipy.linalg.cython_blas.__pyx_capi__
+        from scipy.linalg import cython_blas
+        assert cython_blas is scipy.linalg.cython_blas
+        print(scipy.linalg.solve(np.array([[2.0, 0.0], [0.0, 4.0]]), np.array([2.0, 2.0])).tolist())
+    """)
+    assert out == "[1.0, 0.5]"
+
+
+def test_the_kernels_numpy_ufuncs_are_built_on_first_use_only() -> None:
+    out = _run("""
+        import numpy as np
+        import tensorplay as tp
+        from tensorplay.interpreters.eager.kernels import _numba_kernels as nk
+        x = np.linspace(-3, 3, 1000, dtype=np.float32)
+        r = tp.tensor(x).relu().numpy()
+        before = 'sigmoid_ufunc' in vars(nk), 'relu_ufunc' in vars(nk)
+        s = tp.tensor(x).sigmoid().numpy()
+        print(*before, 'sigmoid_ufunc' in vars(nk), float(np.abs(r - np.maximum(x, 0)).max()),
+              float(np.abs(s - 1 / (1 + np.exp(-x.astype(np.float64)))).max()))
+    """)
+    sig_before, relu_before, sig_after, relu_err, sig_err = out.split()
+    assert (sig_before, relu_before, sig_after) == ("False", "True", "True")
+    assert float(relu_err) == 0.0 and float(sig_err) < 1e-6
