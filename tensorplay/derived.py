@@ -735,6 +735,22 @@ def check_setitem_value(value_shape: tuple[Any, ...], region: tuple[Any, ...]) -
                          f"shape {list(region)} of the indexed region")
 
 
+def check_setitem_key(key: Any) -> None:
+    """A :class:`DTypeError` naming the item of ``x[key] = value``'s key that no index can be: a float,
+    complex or string item, or a slice whose start, stop or step is not an int or None (numpy would raise
+    a bare TypeError or IndexError)."""
+    for position, item in enumerate(key if isinstance(key, tuple) else (key,)):
+        if isinstance(item, slice):
+            for what in ("start", "stop", "step"):
+                bound = getattr(item, what)
+                if bound is not None and not isinstance(bound, SymDim) and not hasattr(type(bound), "__index__"):
+                    raise DTypeError(f"setitem: key item {position} is a slice whose {what} is "
+                                     f"{type(bound).__name__} {bound!r}; expected an int or None")
+        elif isinstance(item, (float, complex, str, bytes, np.floating, np.complexfloating)):
+            raise DTypeError(f"setitem: key item {position} is {type(item).__name__} {item!r}; expected an int, a "
+                             "slice, ..., None, or an integer or bool tensor")
+
+
 def setitem_value(ops: Interpreter, old: AnyTensor, value: Any, plan: SetitemPlan) -> AnyTensor:
     """The value of ``old`` after ``old[index] = value`` (planned by :func:`setitem_plan`), built from
     primitives so that it records and differentiates: ``where(written, scatter(value), old)``; a

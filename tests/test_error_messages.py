@@ -35,6 +35,10 @@ MESSAGES: dict[str, tuple[Callable[[], Any], type, str]] = {
     "copy_ of another shape": (lambda: tp.ones(3).copy_(tp.ones(2)), ShapeError,
                                r"copy_: the source has shape \[2\], which does not broadcast to the tensor's "
                                r"shape \[3\]"),
+    "setitem with a float slice step": (lambda: tp.zeros(4).__setitem__(slice(None, None, 2.0), 0.0), DTypeError,
+                                        r"setitem: key item 0 is a slice whose step is float 2.0; expected an int"),
+    "setitem with a float index": (lambda: tp.zeros(4).__setitem__((0, 1.5), 0.0), DTypeError,
+                                   r"setitem: key item 1 is float 1.5; expected an int, a slice"),
     "setitem of another shape": (lambda: tp.zeros(3).__setitem__(slice(0, 2), tp.ones(3)), ShapeError,
                                  r"setitem: the value has shape \[3\], which does not broadcast to the shape \[2\]"),
     "bool of many elements": (lambda: bool(tp.ones(2)), ValueError,

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from tensorplay import compile_hooks, recording
-from tensorplay.derived import check_inplace_operand, check_setitem_value, clamp, setitem_plan, setitem_value
+from tensorplay.derived import check_inplace_operand, check_setitem_key, check_setitem_value, clamp, setitem_plan, setitem_value
 from tensorplay.interpreters.eager.padded import add_cotangents, dense
 from tensorplay.spec.errors import AutogradError, DTypeError
 from tensorplay.tensor import Tensor
@@ -769,6 +769,7 @@ def inplace(ops: Any, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tenso
 
 def setitem(ops: Any, x: Tensor[*tuple[Any, ...]], key: Any, value: Any) -> None:
     """``x[key] = value`` (numpy indexing); differentiable w.r.t. ``value`` and the rest of ``x``."""
+    check_setitem_key(key)
     recorder = _recorder_for_write(x, value)
     if recorder is not None:
         recorder.setitem(x, key, value)

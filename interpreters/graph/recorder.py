@@ -44,7 +44,7 @@ from tensorplay.spec.aval import Aval
 from tensorplay.spec.errors import DTypeError, GraphCaptureError, TensorplayError
 from tensorplay import random_state, recording
 from tensorplay.ops import PRIMITIVE_NAMES
-from tensorplay.derived import (check_inplace_operand, clamp, has_symbolic_item, setitem_plan, setitem_value,
+from tensorplay.derived import (check_inplace_operand, check_setitem_key, clamp, has_symbolic_item, setitem_plan, setitem_value,
                                 symbolic_setitem_value)
 from tensorplay.interpreter import BaseInterpreter
 from tensorplay.symbolic import SymDim
@@ -614,6 +614,7 @@ class Recorder(BaseInterpreter):
 
         The written positions must not depend on data: basic indices (ints, slices, ``None``,
         ``...``) and constant index arrays; a recorded index tensor needs execute mode."""
+        check_setitem_key(key)
         outside = x._ops is not self  # type: ignore[comparison-overlap]
         if outside:
             self._check_outside_write(x, "x[key] = value")
