@@ -1427,6 +1427,11 @@ class Tensor(Generic[*Shape]):
         check_scalar_fits(value, self.dtype.numpy, "fill_: value")
         return self._ops.inplace(self, "fill", value)
 
+    def masked_fill_(self, mask: Tensor[*tuple[Any, ...]], value: Tensor[()] | Scalar) -> Tensor[*Shape]:
+        """:meth:`masked_fill` in place: ``value`` where the bool ``mask`` (broadcast to this shape) is True;
+        returns ``self`` (recorded as a copy of the filled value, with its gradient)."""
+        return self.copy_(self.clone().masked_fill(mask, value))
+
     def copy_(self, src: Tensor[*tuple[Any, ...]]) -> Tensor[*Shape]:
         """Copy ``src`` (broadcast) into ``self`` in place."""
         return self._ops.inplace(self, "copy", src)

@@ -469,3 +469,29 @@ def test_symbolic_dims_under_trace() -> None:
     gm = tp.graph.trace(f, tp.randn(3, 4, dtype=tp.float64), dynamic={0: {0: "B"}})
     other = tp.tensor(RNG.standard_normal((5, 4)))
     assert_close(gm(other), f(other))
+
+
+def test_masked_fill_in_place_matches_pytorch_with_gradients_and_runs_under_every_way() -> None:
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    m = rng.random((3, 4)) > 0.5
+    x = tp.tensor(a, requires_grad=True)
+    y = x * 2
+    assert y.masked_fill_(tp.tensor(m), 5.0) is y
+    (y * y).sum().backward()
+    tx = torch.tensor(a, requires_grad=True)
+    ty = tx * 2
+    ty.masked_fill_(torch.tensor(m), 5.0)
+    (ty * ty).sum().backward()
+    np.testing.assert_array_equal(y.detach().numpy(), ty.detach().numpy())
+    assert x.grad is not None
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+
+    def fill(t: Any) -> Any:
+        u = t * 1.0
+        u.masked_fill_(t > 0, 0.0)
+        return u
+
+    assert "compiled" in check_interpreters(fill, tp.tensor(a))
+    with pytest.raises(OverflowError, match="does not fit int32"):
+        tp.zeros(2, dtype=tp.int32).masked_fill_(tp.tensor([True, False]), 2**40)
