@@ -20,7 +20,7 @@ import numpy as np
 
 import tensorplay as tp
 from tensorplay.demo.data import Digits
-from tensorplay.demo.train import TrainResult, predict
+from tensorplay.demo.train import TrainResult, eval_logits, predict
 
 
 @dataclass(frozen=True)
@@ -71,13 +71,7 @@ def check_export(result: TrainResult, data: Digits, log: Any = print) -> ExportR
         size = path.stat().st_size
         logits = _fresh_process_logits(path, data.x_test, Path(tmp))
     got = logits.argmax(axis=1)
-    was_training = result.model.training
-    result.model.eval()
-    try:
-        with tp.no_grad():
-            reference = result.model(tp.tensor(data.x_test)).numpy()
-    finally:
-        result.model.train(was_training)
+    reference = eval_logits(result.model, data.x_test)
     report = ExportReport(seconds, size, str(ep.range_constraints), int((got == expected).sum()), len(expected),
                           float(np.abs(logits - reference).max()) if len(reference) else 0.0)
     if log is not None:

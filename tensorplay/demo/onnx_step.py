@@ -18,7 +18,7 @@ import numpy as np
 import tensorplay as tp
 from tensorplay.demo.data import Digits
 from tensorplay.demo.exported import export_model
-from tensorplay.demo.train import TrainResult, predict
+from tensorplay.demo.train import TrainResult, eval_logits, predict
 
 
 @dataclass(frozen=True)
@@ -66,13 +66,7 @@ def check_onnx(result: TrainResult, data: Digits, log: Any = print, directory: P
         session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
         logits = session.run(None, {model.graph.input[0].name: data.x_test.astype(np.float32)})[0]
     expected = predict(result.model, data.x_test)
-    was_training = result.model.training
-    result.model.eval()
-    try:
-        with tp.no_grad():
-            reference = result.model(tp.tensor(data.x_test)).numpy()
-    finally:
-        result.model.train(was_training)
+    reference = eval_logits(result.model, data.x_test)
     got = logits.argmax(axis=1)
     matching, total = int((got == expected).sum()), len(expected)
     report = OnnxReport(seconds, size, dims, matching, total,

@@ -87,15 +87,20 @@ def logits(model: nn.Module, x: Array, batch_size: int = 512) -> Array:
     return np.concatenate(outs) if outs else np.zeros((0, 10), dtype=np.float32)
 
 
-def predict(model: nn.Module, x: Array) -> Array:
-    """Predicted classes for images ``x`` (the model in evaluation mode)."""
+def eval_logits(model: nn.Module, x: Array) -> Array:
+    """:func:`logits` of images ``x`` with the model in evaluation mode (its mode is restored after)."""
     was_training = model.training
     model.eval()
     try:
-        classes: Array = logits(model, x).argmax(axis=1)
-        return classes
+        return logits(model, x)
     finally:
         model.train(was_training)
+
+
+def predict(model: nn.Module, x: Array) -> Array:
+    """Predicted classes for images ``x`` (the model in evaluation mode)."""
+    classes: Array = eval_logits(model, x).argmax(axis=1)
+    return classes
 
 
 def evaluate(model: nn.Module, x: Array, y: Array) -> tuple[float, float]:
