@@ -33,6 +33,22 @@ def empty_parameter(shape: tuple[int, ...], dtype: Any = None, order: str = "C")
     return Parameter(np.zeros(shape, dtype=name, order="F" if order == "F" else "C"))
 
 
+def add_affine(module: Module, shape: tuple[int, ...], dtype: Any, *, weight: bool, bias: bool) -> None:
+    """Register a normalisation layer's elementwise affine parameters of ``shape``: ``module.weight`` when
+    ``weight``, ``module.bias`` when ``weight`` and ``bias`` (each ``None`` otherwise); initialise them with
+    :func:`reset_affine`."""
+    module.register_parameter("weight", empty_parameter(shape, dtype) if weight else None)
+    module.register_parameter("bias", empty_parameter(shape, dtype) if weight and bias else None)
+
+
+def reset_affine(module: Module) -> None:
+    """A normalisation layer's affine parameters back to the identity: weight ones, bias zeros (those it has)."""
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
+
 class Linear(Module, Generic[In, Out]):
     """``y = x @ weight^T + bias`` over the last axis of ``x[*lead, In]``, keeping ``*lead``.
 

@@ -10,9 +10,8 @@ import numpy as np
 from tensorplay import dtypes as _dt
 from tensorplay.errors import ShapeError
 from tensorplay.nn import functional as F
-from tensorplay.nn import init
 from tensorplay.nn._util import is_eager, layer_size, numel, ops_for, shape_of
-from tensorplay.nn.linear import empty_parameter
+from tensorplay.nn.linear import add_affine, reset_affine
 from tensorplay.nn.module import Module
 from tensorplay.tensor import Tensor
 
@@ -47,23 +46,12 @@ class LayerNorm(Module, Generic[D]):
         self.normalized_shape = shape
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = empty_parameter(shape, dtype)
-            if bias:
-                self.bias = empty_parameter(shape, dtype)
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        add_affine(self, shape, dtype, weight=elementwise_affine, bias=bias)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """Weight ones, bias zeros."""
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        reset_affine(self)
 
     def forward(self, x: Tensor[*Lead, D]) -> Tensor[*Lead, D]:
         """The normalised tensor, same shape as ``x``."""
@@ -87,15 +75,7 @@ class _BatchNorm(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = empty_parameter((num_features,), dtype)
-            if bias:
-                self.bias = empty_parameter((num_features,), dtype)
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        add_affine(self, (num_features,), dtype, weight=affine, bias=bias)
         if track_running_stats:
             name = "float32" if dtype is None else _dt.to_dtype(dtype).name
             self.register_buffer("running_mean", eager.wrap(np.zeros(num_features, dtype=name)))
@@ -119,10 +99,7 @@ class _BatchNorm(Module):
     def reset_parameters(self) -> None:
         """Reset the running statistics; weight ones, bias zeros."""
         self.reset_running_stats()
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        reset_affine(self)
 
     def _check_input(self, x: AnyTensor) -> None:
         raise NotImplementedError

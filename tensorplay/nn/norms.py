@@ -17,7 +17,7 @@ from tensorplay import prefix as _prefix_module
 from tensorplay.errors import ShapeError
 from tensorplay.nn import init
 from tensorplay.nn._util import layer_size, numel, ops_for, shape_of
-from tensorplay.nn.linear import empty_parameter
+from tensorplay.nn.linear import add_affine, empty_parameter, reset_affine
 from tensorplay.nn.module import Module
 from tensorplay.tensor import Tensor
 
@@ -98,20 +98,12 @@ class GroupNorm(Module):
         if channels % groups:
             raise ShapeError(f"GroupNorm: num_channels ({channels}) must be divisible by num_groups ({groups})")
         self.num_groups, self.num_channels, self.eps, self.affine = groups, channels, eps, affine
-        if affine:
-            self.weight = empty_parameter((channels,), dtype)
-            self.bias = empty_parameter((channels,), dtype)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        add_affine(self, (channels,), dtype, weight=affine, bias=True)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """Weight ones, bias zeros."""
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        reset_affine(self)
 
     def forward(self, x: Tensor[*S]) -> Tensor[*S]:
         """The normalised tensor, same shape as ``x``."""
