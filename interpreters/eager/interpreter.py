@@ -75,17 +75,6 @@ def _typed(value: Any) -> Any:
 _SCALARS = (int, float, str, bool, type(None))
 
 
-def typed_params(params: dict[str, Any]) -> tuple[Any, ...]:
-    """``params`` as a cache key that tells ``2`` from ``2.0`` and ``1`` from ``True`` (``==`` does not), in
-    nested tuples too: a rule that refuses ``kernel_size=(2.0, 2.0)`` must not be skipped because
-    ``(2, 2)`` passed before."""
-    key = []
-    for k, v in params.items():
-        kind = type(v)
-        key.append((k, kind, v) if kind in _SCALARS else (k, _typed(v)))
-    return tuple(key)
-
-
 def _plain(value: tuple[Any, ...]) -> bool:
     """Whether the tuple ``value`` holds only ints, strs, None and such tuples: values that ``==`` another
     only when of the same types (``1.0``, ``True`` and ``np.int64(1)`` all ``== 1``)."""
@@ -99,8 +88,8 @@ def _plain(value: tuple[Any, ...]) -> bool:
 def rule_key(params: dict[str, Any]) -> tuple[Any, ...]:
     """``params`` as a rule-cache key that never lets a form the rule refuses find the entry of one it
     accepted: an int, a str, None or a tuple of those as it is (``(name, value)``: the hot path, derived
-    code passes ints), any other value with its types, as :func:`typed_params` (``(name, type, value)`` or
-    ``(name, (type, ...))``). The kinds cannot collide: a plain value holds no type object."""
+    code passes ints), any other value with its types (``(name, type, value)``, or ``(name, (type, ...))`` for
+    containers, nested). The kinds cannot collide: a plain value holds no type object."""
     key: list[tuple[Any, ...]] = []
     for k, v in params.items():
         kind = type(v)
