@@ -24,6 +24,7 @@ from tensorplay.symbolic import SymDim
 from tensorplay.devices import check_device
 from tensorplay.generator import Generator
 from tensorplay.errors import DTypeError, ShapeError
+from tensorplay import tensor as _tensor_module
 from tensorplay.tensor import Tensor, highest_interpreter, pick_interpreter
 
 S = TypeVarTuple("S")
@@ -298,6 +299,40 @@ def _filled_like(x: Tensor[*tuple[Any, ...]], value: Scalar, dtype: Any, require
         return _new(np.full(tuple(x.shape), value, dtype=name), requires_grad)
     out = ops.full(shape=tuple(x.shape), value=value, dtype=name)
     return out.requires_grad_(True) if requires_grad else out
+
+
+class _TensorFactories:
+    """What ``Tensor.new_zeros``, ``new_ones``, ``new_empty``, ``new_full`` and ``new_tensor`` call
+    (registered in :data:`tensorplay.tensor._FACTORY_HOOK`)."""
+
+    @staticmethod
+    def new_filled(x: Tensor[*tuple[Any, ...]], where: str, size: tuple[Any, ...], value: Scalar, dtype: Any,
+                   device: Any, requires_grad: bool) -> Any:
+        """``value`` everywhere in a tensor of ``size`` (ints, or one tuple/list of them; symbolic sizes
+        under a recording), dtype ``dtype`` or ``x``'s, made by ``x``'s interpreter."""
+        _on_cpu(device, f"Tensor.{where}")
+        name = _dtype_name(dtype, x.dtype.name)
+        check_scalar_fits(value, np.dtype(name), f"Tensor.{where}: fill value")
+        shape = _p.shape_args(size)
+        ops = _creating(x)
+        dims = _check_dims(shape, f"Tensor.{where}", ops)
+        if ops is eager:
+            return _new(np.full(dims, value, dtype=name), requires_grad)
+        out = ops.full(shape=dims, value=value, dtype=name)
+        return out.requires_grad_(True) if requires_grad else out
+
+    @staticmethod
+    def new_tensor(x: Tensor[*tuple[Any, ...]], data: Any, dtype: Any, device: Any, requires_grad: bool) -> Any:
+        """A copy of ``data`` as a new leaf tensor, dtype ``dtype`` or ``x``'s."""
+        _on_cpu(device, "Tensor.new_tensor")
+        target = x.dtype if dtype is None else dtype
+        if isinstance(data, Tensor):
+            copied = data.detach().clone().astype(target)
+            return copied.requires_grad_(True) if requires_grad else copied
+        return tensor(data, dtype=target, requires_grad=requires_grad)
+
+
+_tensor_module._FACTORY_HOOK[:] = [_TensorFactories()]
 
 
 def zeros_like(x: Tensor[*S], dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor[*S]:

@@ -29,6 +29,8 @@ Shape = TypeVarTuple("Shape")
 S2 = TypeVarTuple("S2")
 VS = TypeVarTuple("VS")
 Scalar = bool | int | float
+Flag = bool
+"""``bool``, for annotations inside :class:`Tensor` (whose ``bool`` method hides the builtin there)."""
 
 # Typing-only names for the shape-polymorphic signatures below. Methods that constrain
 # ``self`` use their own TypeVarTuples (reusing ``Shape`` in a ``self`` annotation
@@ -59,6 +61,17 @@ class Size(tuple[int, ...]):
         for d in self:
             n *= int(d)
         return n
+
+
+_FACTORY_HOOK: list[Any] = []
+"""The factories behind ``Tensor.new_zeros`` and friends: :mod:`tensorplay.creation` registers itself here at
+import (the tensor class sits below the factories in the layering)."""
+
+
+def _factories() -> Any:
+    if not _FACTORY_HOOK:  # only while ``tensorplay`` itself is still being imported
+        raise RuntimeError("Tensor.new_*: tensorplay.creation is not imported yet")
+    return _FACTORY_HOOK[0]
 
 
 def pick_interpreter(a: Interpreter, b: Interpreter) -> Interpreter:
@@ -1417,6 +1430,58 @@ class Tensor(Generic[*Shape]):
     def div_(self, other: Tensor[*Shape] | Scalar) -> Tensor[*Shape]:
         """``self /= other`` in place."""
         return self._ops.inplace(self, "div", other)
+
+    @overload
+    def new_zeros(self, size: tuple[*S2], /, *, dtype: Any = None, device: Any = None,
+                  requires_grad: Flag = False) -> Tensor[*S2]: ...
+
+    @overload
+    def new_zeros(self, *size: *S2, dtype: Any = None, device: Any = None,
+                  requires_grad: Flag = False) -> Tensor[*S2]: ...
+
+    def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: Flag = False) -> Any:  # type: ignore[misc]
+        """Zeros of ``size`` (ints or one tuple/list) with this tensor's dtype unless ``dtype`` is given,
+        made by this tensor's interpreter (as ``torch.Tensor.new_zeros``; a constant under a trace)."""
+        return _factories().new_filled(self, "new_zeros", size, 0, dtype, device, requires_grad)
+
+    @overload
+    def new_ones(self, size: tuple[*S2], /, *, dtype: Any = None, device: Any = None,
+                 requires_grad: Flag = False) -> Tensor[*S2]: ...
+
+    @overload
+    def new_ones(self, *size: *S2, dtype: Any = None, device: Any = None,
+                 requires_grad: Flag = False) -> Tensor[*S2]: ...
+
+    def new_ones(self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: Flag = False) -> Any:  # type: ignore[misc]
+        """Ones of ``size``, this tensor's dtype unless ``dtype`` is given (see :meth:`new_zeros`)."""
+        return _factories().new_filled(self, "new_ones", size, 1, dtype, device, requires_grad)
+
+    @overload
+    def new_empty(self, size: tuple[*S2], /, *, dtype: Any = None, device: Any = None,
+                  requires_grad: Flag = False) -> Tensor[*S2]: ...
+
+    @overload
+    def new_empty(self, *size: *S2, dtype: Any = None, device: Any = None,
+                  requires_grad: Flag = False) -> Tensor[*S2]: ...
+
+    def new_empty(self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: Flag = False) -> Any:  # type: ignore[misc]
+        """An uninitialised tensor of ``size`` (here zeros, so nothing uninitialised leaks; see
+        :meth:`new_zeros`)."""
+        return _factories().new_filled(self, "new_empty", size, 0, dtype, device, requires_grad)
+
+    def new_full(self, size: tuple[*S2], fill_value: Scalar, *, dtype: Any = None, device: Any = None,
+                 requires_grad: Flag = False) -> Tensor[*S2]:
+        """``fill_value`` everywhere in a tensor of ``size``, with this tensor's dtype unless ``dtype`` is
+        given (not the fill value's, as ``torch.Tensor.new_full``); a value the dtype cannot hold raises
+        :class:`OverflowError`."""
+        return _factories().new_filled(self, "new_full", (size,), fill_value, dtype, device,  # type: ignore[no-any-return]
+                                       requires_grad)
+
+    def new_tensor(self, data: Any, *, dtype: Any = None, device: Any = None,
+                   requires_grad: Flag = False) -> Tensor[*tuple[Any, ...]]:
+        """A new tensor holding a copy of ``data`` (nested lists, numbers, an array or a tensor, detached),
+        with this tensor's dtype unless ``dtype`` is given, as ``torch.Tensor.new_tensor``."""
+        return _factories().new_tensor(self, data, dtype, device, requires_grad)  # type: ignore[no-any-return]
 
     def zero_(self) -> Tensor[*Shape]:
         """Fill with zeros in place."""
