@@ -9,6 +9,7 @@ as in PyTorch. Random factories draw a fresh key from the global generator
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, Literal, TypeVarTuple, overload
 
@@ -421,7 +422,8 @@ def _symbolic_arange(ops: Any, start: Any, end: Any, step: Any, dtype: str, requ
 
 def linspace(start: float, end: float, steps: int, dtype: Any = None,
              requires_grad: bool = False, device: Any = None) -> Tensor[*tuple[Any, ...]]:
-    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (``[start]`` for one step; all NaN
+    when a bound is infinite or NaN and ``steps > 1``, as PyTorch)."""
     _on_cpu(device, "linspace")
     if isinstance(steps, SymDim):
         steps = steps.value_for("linspace's number of steps")
@@ -431,7 +433,14 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None,
         raise DTypeError(f"linspace: steps must be an int, got {type(steps).__name__} {steps!r}")
     if steps < 0:
         raise ShapeError(f"linspace: number of steps must be non-negative, got {steps}")
-    return _new(np.linspace(start, end, steps).astype(_dtype_name(dtype)), requires_grad)
+    if steps == 1:
+        values = np.array([start], dtype=np.float64)  # the start alone, whatever the end (as PyTorch)
+    elif steps and not (math.isfinite(start) and math.isfinite(end)):
+        values = np.full(steps, np.nan)  # an infinite or NaN bound leaves no finite spacing (as PyTorch)
+    else:
+        values = np.linspace(start, end, steps)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return _new(values.astype(_dtype_name(dtype)), requires_grad)
 
 
 def eye(n: int, m: int | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor[*tuple[Any, ...]]:

@@ -103,3 +103,22 @@ def test_vmap_and_grad() -> None:
     np.testing.assert_allclose(rows.numpy(), 3.0 * x.numpy())
     g = T.grad(lambda r: (r * r.new_ones(r.shape) * 2.0).sum())(x)
     np.testing.assert_allclose(g.numpy(), np.full((3, 4), 2.0))
+
+
+INF, NAN = float("inf"), float("nan")
+
+
+@pytest.mark.parametrize("start,end,steps", [
+    (0.0, INF, 3), (0.0, INF, 1), (-INF, INF, 4), (INF, INF, 2), (0.0, NAN, 3), (NAN, 1.0, 1), (1.0, -INF, 2),
+    (0.0, 1.0, 1), (0.0, 1.0, 0), (2.0, -3.0, 7), (-1.0, 1.0, 2),
+])
+def test_linspace_bounds_and_single_steps_as_torch(start: float, end: float, steps: int) -> None:
+    """One step gives the start alone; a non-finite bound gives NaN everywhere (no warning leaks)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = tp.linspace(start, end, steps).numpy()
+    want = torch.linspace(start, end, steps).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, equal_nan=True)
+    assert got.dtype == want.dtype
