@@ -10,6 +10,7 @@ Python scalar, which takes the other operand's dtype, as ONNX's same-type operan
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -503,14 +504,78 @@ def _gemm(ctx: Context, node: Any, ins: list[Any], at: dict[str, Any]) -> list[A
     return [out]
 
 
-def _symmetric(ctx: Context, at: dict[str, Any], rank: int) -> tuple[int, ...]:
+def _auto_pad(at: dict[str, Any]) -> str:
     auto = at.get("auto_pad", b"NOTSET")
-    if (auto.decode() if isinstance(auto, bytes) else auto) not in ("NOTSET", "VALID"):
-        raise ctx.fail(f"auto_pad {auto!r} is not supported (give explicit pads)")
-    pads = list(at.get("pads", [0] * (2 * rank)))
+    return auto.decode() if isinstance(auto, bytes) else str(auto)
+
+
+def _symmetric(ctx: Context, at: dict[str, Any], rank: int) -> tuple[int, ...]:
+    """The padding of a ConvTranspose: explicit and the same at both ends of each axis."""
+    auto = _auto_pad(at)
+    if auto not in ("NOTSET", "VALID"):
+        raise ctx.fail(f"ConvTranspose with auto_pad {auto!r} is not supported (give explicit pads)")
+    pads = [0] * (2 * rank) if auto == "VALID" else list(at.get("pads", [0] * (2 * rank)))
     if pads[:rank] != pads[rank:]:
-        raise ctx.fail(f"asymmetric pads {pads} are not supported")
+        raise ctx.fail(f"ConvTranspose with asymmetric pads {pads} is not supported")
     return tuple(int(p) for p in pads[:rank])
+
+
+def _static_sizes(ctx: Context, x: Any, why: str) -> list[int]:
+    sizes = list(x.shape[2:])
+    if not all(isinstance(d, int) for d in sizes):
+        raise ctx.fail(f"{why} needs the spatial sizes, which are dynamic here ({list(x.shape)}): give the "
+                       "model static spatial sizes or explicit pads")
+    return [int(d) for d in sizes]
+
+
+def _window_pads(ctx: Context, x: Any, at: dict[str, Any], kernel: Sequence[Any], strides: Sequence[int],
+                 dilations: Sequence[int], ceil_mode: bool) -> list[tuple[int, int]]:
+    """Per spatial axis the ``(begin, end)`` padding of a sliding window (Conv, MaxPool, AveragePool): from
+    ``pads``, or computed for ``auto_pad`` SAME_UPPER / SAME_LOWER (output size ``ceil(in / stride)``, the odd
+    element at the end / the beginning), with ``ceil_mode``'s extra end padding (a last, partial window that
+    starts inside the input or its begin padding, as ONNX Runtime and PyTorch)."""
+    rank = len(kernel)
+    auto = _auto_pad(at)
+
+    def spans(why: str) -> list[int]:  # the dilated kernel sizes (a Conv's weight may have dynamic axes)
+        if not all(isinstance(k, int) for k in kernel):
+            raise ctx.fail(f"{why} needs the kernel's sizes, which are dynamic here ({list(kernel)})")
+        return [(int(k) - 1) * int(d) + 1 for k, d in zip(kernel, dilations)]
+
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        sizes = _static_sizes(ctx, x, f"auto_pad {auto}")
+        pairs = []
+        for n, s, w in zip(sizes, strides, spans(f"auto_pad {auto}")):
+            total = max(0, (-(-n // s) - 1) * s + w - n)
+            small = total // 2
+            pairs.append((small, total - small) if auto == "SAME_UPPER" else (total - small, small))
+    elif auto in ("NOTSET", "VALID"):
+        pads = [0] * (2 * rank) if auto == "VALID" else [int(p) for p in at.get("pads", [0] * (2 * rank))]
+        if len(pads) != 2 * rank or any(p < 0 for p in pads):
+            raise ctx.fail(f"pads must be {2 * rank} non-negative ints (begins, then ends), got {pads}")
+        pairs = list(zip(pads[:rank], pads[rank:]))
+    else:
+        raise ctx.fail(f"unknown auto_pad {auto!r} (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)")
+    if ceil_mode:
+        sizes = _static_sizes(ctx, x, "ceil_mode")
+        for i, (n, s, w) in enumerate(zip(sizes, strides, spans("ceil_mode"))):
+            begin, end = pairs[i]
+            covered = n + begin + end
+            if covered < w:
+                continue  # no window fits: the pooling reports the empty output
+            out = -(-(covered - w) // s) + 1
+            if (out - 1) * s >= n + begin:
+                out -= 1  # the last window would start in the end padding
+            pairs[i] = (begin, end + max(0, (out - 1) * s + w - covered))
+    return pairs
+
+
+def _padded(ctx: Context, x: Any, pairs: list[tuple[int, int]], fill: float) -> tuple[Any, tuple[int, ...]]:
+    """``x`` and the symmetric padding to give the window operation: unchanged when every axis is padded
+    alike at both ends, else ``x`` padded explicitly with ``fill`` and no padding left."""
+    if all(b == e for b, e in pairs):
+        return x, tuple(b for b, _ in pairs)
+    return ctx.ops.pad(x, pads=((0, 0), (0, 0), *pairs), value=fill), (0,) * len(pairs)
 
 
 def _bias(ctx: Context, out: Any, ins: list[Any]) -> Any:
@@ -523,8 +588,10 @@ def _bias(ctx: Context, out: Any, ins: list[Any]) -> Any:
 def _conv(ctx: Context, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
     x, w = ctx.tensor(ins[0]), ctx.tensor(ins[1])
     rank = x.ndim - 2
-    out = ctx.ops.conv_nd(x, w, stride=tuple(at.get("strides", (1,) * rank)), padding=_symmetric(ctx, at, rank),
-                          dilation=tuple(at.get("dilations", (1,) * rank)), groups=int(at.get("group", 1)))
+    strides, dilations = tuple(at.get("strides", (1,) * rank)), tuple(at.get("dilations", (1,) * rank))
+    pairs = _window_pads(ctx, x, at, list(w.shape[2:]), strides, dilations, ceil_mode=False)
+    x, padding = _padded(ctx, x, pairs, 0.0)
+    out = ctx.ops.conv_nd(x, w, stride=strides, padding=padding, dilation=dilations, groups=int(at.get("group", 1)))
     return [_bias(ctx, out, ins)]
 
 
@@ -544,14 +611,22 @@ def _pool(prim: str) -> Importer:
     def imp(ctx: Context, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
         x = ctx.tensor(ins[0])
         rank = x.ndim - 2
-        if at.get("ceil_mode", 0) or any(d != 1 for d in at.get("dilations", ())):
-            raise ctx.fail("ceil_mode and dilated pooling are not supported")
-        padding = _symmetric(ctx, at, rank)
-        if prim == "avg_pool_nd" and any(padding) and not at.get("count_include_pad", 0):
-            raise ctx.fail("AveragePool with padding must count the padding (count_include_pad=1)")
+        if any(d != 1 for d in at.get("dilations", ())):
+            raise ctx.fail(f"dilated pooling (dilations {list(at['dilations'])}) is not supported")
         kernel = tuple(int(k) for k in at["kernel_shape"])
-        return [getattr(ctx.ops, prim)(x, kernel_size=kernel, stride=tuple(at.get("strides", (1,) * rank)),
-                                       padding=padding)]
+        strides = tuple(int(s) for s in at.get("strides", (1,) * rank))
+        ceil_mode = bool(at.get("ceil_mode", 0))
+        pairs = _window_pads(ctx, x, at, kernel, strides, (1,) * rank, ceil_mode)
+        if prim == "avg_pool_nd":
+            plain = _window_pads(ctx, x, at, kernel, strides, (1,) * rank, False) if ceil_mode else pairs
+            if pairs != plain:
+                raise ctx.fail("AveragePool with ceil_mode=1 whose last window passes the padded input is not "
+                               "supported (its divisor leaves that part out)")
+            if any(b or e for b, e in pairs) and not at.get("count_include_pad", 0):
+                raise ctx.fail("AveragePool with padding must count the padding (count_include_pad=1)")
+        fill = 0.0 if prim == "avg_pool_nd" else -math.inf
+        x, padding = _padded(ctx, x, pairs, fill)
+        return [getattr(ctx.ops, prim)(x, kernel_size=kernel, stride=strides, padding=padding)]
     return imp
 
 
