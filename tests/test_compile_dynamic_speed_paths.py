@@ -222,3 +222,32 @@ def test_pinned_sizes_solves_the_equalities_that_held() -> None:
     ]
     assert pinned_sizes(decisions) == {"a": 784, "b": 4, "c": 800}
     assert pinned_sizes([_Decision(a, ">", 3, True)]) == {}
+
+
+def test_repeated_calls_do_not_evaluate_the_size_guards_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Per-call guard cost does not grow with the guards: a call with the same tensors as the last one reuses
+    the verdict on its sizes; a call with new tensors evaluates each guard once."""
+    from tensorplay.compiler.capture import SizeGuard
+
+    layer = nn.Linear(8, 4)
+    compiled = tp.compile(lambda x: layer(x).sum(), dynamic=True)
+    x = tp.tensor(np.ones((3, 8), np.float32))
+    compiled(x)
+    assert compiled.specializations[0].guards.size_guards
+    evaluated: list[Any] = []
+    holds = SizeGuard.holds
+
+    def counting(self: Any, binding: dict[str, int]) -> bool:
+        evaluated.append(self)
+        return holds(self, binding)
+
+    monkeypatch.setattr(SizeGuard, "holds", counting)
+    for _ in range(5):
+        compiled(x)
+    assert len(evaluated) <= 1
+    evaluated.clear()
+    for batch in (2, 5):
+        x_new = tp.tensor(np.ones((batch, 8), np.float32))
+        np.testing.assert_allclose(compiled(x_new).detach().numpy(), layer(x_new).sum().detach().numpy(), rtol=1e-5)
+    assert len(evaluated) == 2 * len(compiled.specializations[0].guards.size_guards)
+    assert compiled.compile_count == 1
