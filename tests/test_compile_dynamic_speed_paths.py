@@ -251,3 +251,20 @@ def test_repeated_calls_do_not_evaluate_the_size_guards_again(monkeypatch: pytes
         np.testing.assert_allclose(compiled(x_new).detach().numpy(), layer(x_new).sum().detach().numpy(), rtol=1e-5)
     assert len(evaluated) == 2 * len(compiled.specializations[0].guards.size_guards)
     assert compiled.compile_count == 1
+
+
+def test_the_benchmarks_dynamic_rows_serve_two_batch_sizes_with_one_compilation(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``python -m benchmarks compile`` has a dynamic-batch row beside each static compiled step; its
+    tensorplay step is ``tp.compile(dynamic=True)`` and serves the benchmark's batch and a smaller one."""
+    from benchmarks import bench_compile
+
+    monkeypatch.setenv("TP_COMPILE_CACHE_DIR", "")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "")
+    names = [case.name for case in bench_compile.cases()]
+    static = [n for n in names if n.startswith("compiled train step: ")]
+    dynamic = [n for n in names if n.startswith("compiled train step (dynamic batch): ")]
+    assert len(static) == 3 and [n.replace(" (dynamic batch)", "") for n in dynamic] == static
+    step = bench_compile.dynamic_step("mlp", "tensorplay")
+    loss = step()
+    assert np.isfinite(float(loss))
