@@ -11,6 +11,11 @@ run by tensorplay's eager interpreter in its own process, so ``tp/tensorplay.eag
 ratio per model (at most 1.00x is the goal: compiling never makes a step slower). For that ratio alone:
 ``python -m benchmarks compile --libraries tensorplay,tensorplay.eager --only step``.
 
+Rows ``compiled train step (dynamic batch): ...``: the same steps taking the batch as arguments, compiled
+with ``dynamic=True`` (a symbolic batch dim; ``torch.compile(dynamic=True)`` beside it), run on the same
+batch: the cost of not specialising on the batch size, against the static rows above
+(``python -m benchmarks compile --libraries tensorplay --only "train step"``).
+
 Compile time (rows ``compile: ...``, seconds, not timed steps): the first three calls of the MLP step minus
 three steady steps, in a fresh process --
 
@@ -93,6 +98,44 @@ def compiled_step(case: str, library: str) -> Callable[[], Any]:
     return STEPS[case][library]()
 
 
+DYNAMIC_LIBRARIES = ("tensorplay", "torch.compile")
+"""The columns of the dynamic-batch rows: ``tp.compile(dynamic=True)`` and ``torch.compile(dynamic=True)``."""
+
+
+def dynamic_step(case: str, library: str) -> Callable[[], Any]:
+    """The step of ``case`` compiled with a symbolic batch dim: the step takes the batch as arguments
+    (``step.on(x, y)``) and is compiled with ``dynamic=True``; it runs once on the benchmark's batch, once on
+    a smaller one (the same compiled code must serve it: a second compilation raises), and the returned
+    callable runs it on the benchmark's batch."""
+    if library == "tensorplay":
+        _fresh_cache_dirs()
+        import tensorplay as tp
+
+        base = STEPS[case]["tensorplay"]()
+        compiled: Any = tp.compile(base.on, dynamic=True)  # type: ignore[attr-defined]
+    elif library == "torch.compile":
+        _fresh_cache_dirs()
+        _torch_threads()
+        import torch
+
+        base = STEPS[case]["torch"]()
+        compiled = torch.compile(base.on, dynamic=True)  # type: ignore[attr-defined]
+    else:
+        raise ValueError(f"no dynamic-batch step for {library!r}; the libraries are {', '.join(DYNAMIC_LIBRARIES)}")
+    x, y = base.batch  # type: ignore[attr-defined]
+    compiled(x, y)
+    half = x.shape[0] // 2
+    compiled(x[:half], y[:half])
+    if library == "tensorplay" and compiled.compile_count != 1:
+        raise RuntimeError(f"tp.compile(dynamic=True) compiled the {case} step {compiled.compile_count} times for "
+                           f"two batch sizes: {compiled.recompile_reasons}")
+    return lambda: compiled(x, y)
+
+
+def _dynamic_builder(case: str, library: str) -> Callable[[], Callable[[], Any]]:
+    return lambda: dynamic_step(case, library)
+
+
 def compile_seconds(step: Callable[[], Any], calls: int = 3) -> float:
     """Seconds the first ``calls`` calls of a freshly built ``step`` take beyond ``calls`` steady steps."""
     first = 0.0
@@ -139,10 +182,13 @@ def _steady_builder(case: str, library: str) -> Callable[[], Callable[[], Any]]:
 
 
 def cases() -> list[Case]:
-    """The three compiled training steps, then the compile times of the MLP step."""
+    """The three compiled training steps, the same with a dynamic batch dim, then the compile times of the MLP
+    step."""
     names = {"mlp": training.cases()[0].name, "cnn": training.cases()[1].name, "block": training.cases()[2].name}
     out = [Case(f"compiled {names[case]}", {lib: _steady_builder(case, lib) for lib in LIBRARIES})
            for case in STEPS]
+    out += [Case(f"compiled {names[case].replace('train step', 'train step (dynamic batch)', 1)}",
+                 {lib: _dynamic_builder(case, lib) for lib in DYNAMIC_LIBRARIES}) for case in STEPS]
     out.append(Case("compile: MLP step, cold (empty caches)",
                     {lib: cold(lib) for lib in ("tensorplay", "torch.compile", "jax")}, metrics=True))
     out.append(Case("compile: MLP step, kernel cache, fresh process",

@@ -71,13 +71,21 @@ def _block_data() -> tuple[Arrays, np.ndarray[Any, Any], np.ndarray[Any, Any]]:
 
 
 def _step(model: Any, opt: Any, x: Any, y: Any, loss_fn: Callable[[Any, Any], Any]) -> Callable[[], Any]:
-    """One training step on ``(x, y)`` for a PyTorch-style model and optimizer."""
-    def step() -> Any:
+    """One training step on ``(x, y)`` for a PyTorch-style model and optimizer. The returned step also
+    carries ``step.on(xb, yb)``, the same step on a batch given as arguments, and ``step.batch``, ``(x, y)``
+    (for compiling with a dynamic batch dim)."""
+    def on(xb: Any, yb: Any) -> Any:
         opt.zero_grad()
-        out = loss_fn(model(x), y)
+        out = loss_fn(model(xb), yb)
         out.backward()
         opt.step()
         return out
+
+    def step() -> Any:
+        return on(x, y)
+
+    step.on = on  # type: ignore[attr-defined]
+    step.batch = (x, y)  # type: ignore[attr-defined]
     return step
 
 

@@ -150,6 +150,7 @@ class CaptureHandler:
         self.recorder = recorder
         self.binding = binding
         self.size_guards: list[SizeGuard] = []
+        self._decisions: set[tuple[Any, ...]] = set()
         self.grad_saved: dict[int, tuple[AnyTensor, Any]] = {}
         self.optimizer_effects: list[tuple[Var | None, Effect]] = []
         self.opt_inputs: dict[int, InputPlan] = {}
@@ -219,8 +220,16 @@ class CaptureHandler:
         if self.recorder.internal:
             raise Respecialize(frozenset(dim.free_symbols), f"{what} inside a shape rule")
         value = dim.evaluate(self.binding)
-        self.size_guards.append(SizeGuard(dim, "value", None, value, what, user_location(3)))
+        self._guard_size(SizeGuard(dim, "value", None, value, what, user_location(3)))
         return value
+
+    def _guard_size(self, guard: SizeGuard) -> None:
+        """Record ``guard`` unless the same decision is recorded already (a module called in a loop
+        repeats its checks; every call of the compiled code checks each guard once)."""
+        decision = (guard.expr, guard.op, guard.other, guard.outcome)
+        if decision not in self._decisions:
+            self._decisions.add(decision)
+            self.size_guards.append(guard)
 
     def decide(self, diff: SymDim, op: str) -> bool | None:
         """``diff op 0`` for a comparison of symbolic sizes (:func:`tensorplay.symbolic.deciding`), in the
@@ -244,7 +253,7 @@ class CaptureHandler:
         left = dim.evaluate(self.binding)
         right = other.evaluate(self.binding) if isinstance(other, SymDim) else other
         outcome = bool(_COMPARE[op](left, right))
-        self.size_guards.append(SizeGuard(dim, op, other, outcome, f"{dim} {op} {other}", user_location(3)))
+        self._guard_size(SizeGuard(dim, op, other, outcome, f"{dim} {op} {other}", user_location(3)))
         return outcome
 
 

@@ -263,10 +263,8 @@ class CompiledFunction:
                     raise _Inline  # state swapped for another interpreter's values (functional_call)
             if not guards.state_ok(reads):
                 return _NO_RESULT
-            binding = guards.binding(call) if guards.symbols else {}
+            binding = guards.sizes_for(call) if guards.symbols or guards.size_guards else {}
             if binding is None:
-                return _NO_RESULT
-            if guards.size_guards and guards.size_reasons(binding):
                 return _NO_RESULT
             started = spec.start(leaves, reads)
         result = spec.execute(started)

@@ -79,6 +79,8 @@ class CallDescription:
     tensors: list[tuple[int, TensorMeta]]
     statics: list[tuple[int, Any]]
     grad_enabled: bool
+    sizes: dict[int, tuple[Guards, dict[str, int] | None]] = field(default_factory=dict, compare=False, repr=False)
+    """What :meth:`Guards.sizes_for` found for this call, by the guards' id (a description never changes)."""
 
     def exact_key(self) -> tuple[Any, ...]:
         """The key of a static specialization for this call."""
@@ -151,6 +153,19 @@ class Guards:
             assert size is not None
             out[name] = size
         return out
+
+    def sizes_for(self, call: CallDescription) -> dict[str, int] | None:
+        """The symbols' sizes in ``call`` when the tied dims agree and every size guard holds, else ``None``.
+        Computed once per call description: a call the wrapper's fast path recognises (the same tensors as
+        the last call) pays a dict look-up, not a walk over the symbols and guards."""
+        found = call.sizes.get(id(self))
+        if found is not None and found[0] is self:
+            return found[1]
+        binding = self.binding(call)
+        if binding is not None and self.size_guards and not all(g.holds(binding) for g in self.size_guards):
+            binding = None
+        call.sizes[id(self)] = (self, binding)
+        return binding
 
     # ---- checks on the state read from outside ---------------------------------------------------------
     def state_reasons(self, reads: Sequence[Any]) -> list[Reason]:

@@ -5,7 +5,9 @@ For a training region the recorded graph holds the forward followed by the rever
 split into a forward graph (whose outputs also carry the values the backward reads, the
 *residuals*) and a backward graph (inputs: the residuals, then one cotangent per differentiable
 output; outputs: the leaves' gradients). Each graph goes through the pass pipeline
-(:func:`tensorplay.compiler.passes.optimize`) and then the backend.
+(:func:`tensorplay.compiler.passes.optimize`) and then the backend. First, the symbolic sizes the
+capture's decisions pinned to one value (its size guards) become constants
+(:mod:`tensorplay.compiler.passes.specialize`): the backend sees only the sizes that vary.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from tensorplay.compiler.backends import BackendError
 from tensorplay.compiler.capture import Captured, InputPlan
 from tensorplay.compiler.passes import optimize
+from tensorplay.compiler.passes.specialize import pinned_sizes, specialize_symbols
 from tensorplay.interpreters.graph.ir import Graph, Node, Var
 from tensorplay.interpreters.graph.trace import GraphModule
 from tensorplay.symbolic import SymDim
@@ -153,6 +156,7 @@ def build(captured: Captured, backend: Callable[..., Any], name: str, backend_kw
     backward_graph: Graph | None = None
     residuals: list[Var] = []
     slots: list[int | None] = []
+    specialize_symbols(captured.graph, pinned_sizes(captured.size_guards))
     if captured.training:
         forward_graph, backward_graph, residuals, slots = split(captured)
     else:

@@ -83,6 +83,7 @@ def numba_backend(graph_module: GraphModule, example_inputs: Sequence[Any], **kw
     run: Callable[..., Any] = namespace["run"]
     run.source = lowered.source  # type: ignore[attr-defined]
     run.kernels = [plan for _, plan in lowered.kernels]  # type: ignore[attr-defined]
+    run.fallbacks = [node.target for node in lowered.fallbacks]  # type: ignore[attr-defined]
     return run
 
 

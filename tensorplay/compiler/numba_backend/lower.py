@@ -59,6 +59,8 @@ class _Writer:
         self.namespace: dict[str, Any] = {"np": np, "_rt": runtime}
         self.n_consts = 0
         self.symbols: dict[str, str] = {}
+        self.sizes: dict[str, str] = {}  # source of a symbolic size or shape -> the local computed once
+        self.size_lines: list[str] = []  # their definitions, placed after the symbols are read
         self.kernels: list[tuple[str, GroupPlan]] = []
         self.fallbacks: list[Node] = []
 
@@ -82,15 +84,26 @@ class _Writer:
                 return "float('inf')" if value > 0 else "-float('inf')"
             return repr(float(value))
         if isinstance(value, SymDim):
-            return f"({value.to_source(self.symbols)})"
+            source = value.to_source(self.symbols)
+            return source if value.is_symbol else self.size_local(source)
         if isinstance(value, tuple):
             inner = ", ".join(self.render(v) for v in value)
-            return f"({inner},)" if len(value) == 1 else f"({inner})"
+            source = f"({inner},)" if len(value) == 1 else f"({inner})"
+            return self.size_local(source) if any(isinstance(v, SymDim) for v in value) else source
         if isinstance(value, list):
             return "[" + ", ".join(self.render(v) for v in value) + "]"
         if isinstance(value, dict):
             return "{" + ", ".join(f"{k!r}: {self.render(v)}" for k, v in value.items()) + "}"
         return self.const(value)
+
+    def size_local(self, source: str) -> str:
+        """The local holding the symbolic size or shape ``source``: each is computed once per call, at the
+        top of the function (the symbols' sizes are known there), however many nodes use it."""
+        name = self.sizes.get(source)
+        if name is None:
+            name = self.sizes[source] = f"_z{len(self.sizes)}"
+            self.size_lines.append(f"{name} = {source}")
+        return name
 
     def value(self, v: Any) -> str:
         if v is None:
@@ -474,6 +487,7 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small
     for p in graph.inputs:
         w.names[p.id] = arg_names[p.id]
     _symbol_lines(w, graph, arg_names)
+    sizes_at = len(w.lines)
     groups: dict[int, list[Node]] = {}
     if fuse:
         for node in graph.nodes:
@@ -485,7 +499,7 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small
     plans = {id(unit[0]): plan_group(graph, unit, live_outside) for unit in order
              if len(unit) > 1 or unit[0].meta.get("fusion_group") in groups}
     if not small_kernels:
-        order = _drop_small_kernels(order, plans)
+        order = _drop_small_kernels(order, plans, size_hints(graph))
     last_use = _last_uses(graph, order)
     keep = {v.id for v in graph.outputs if type(v) is Var} | \
         {v.id for _, v in graph.mutations if type(v) is Var} | {p.id for p in graph.inputs}
@@ -517,6 +531,7 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small
         dead = [vid for vid, last in last_use.items() if last == position and vid not in keep and vid in w.names]
         if dead:
             w.lines.append("del " + ", ".join(w.names[vid] for vid in sorted(dead)))
+    w.lines[sizes_at:sizes_at] = w.size_lines
     outs = [w.value(v) for v in graph.outputs] + [w.value(v) for _, v in graph.mutations]
     w.lines.append(f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
     args = ", ".join(arg_names[p.id] for p in graph.inputs)
@@ -565,24 +580,44 @@ def _inplace_updates(graph: Graph, order: list[list[Node]], plans: dict[int, Gro
 
 
 SMALL_GROUP = 4096
-"""A fusion group whose iteration space has fewer elements (static sizes) gets a kernel only when a larger
-group of the graph uses the same kernel anyway: on a few thousand elements numpy's calls cost about what a
-kernel call costs, and each distinct kernel costs a compilation the first time."""
+"""A fusion group whose iteration space has fewer elements (symbolic sizes taken at the sizes the graph was
+captured with) gets a kernel only when a larger group of the graph uses the same kernel anyway: on a few
+thousand elements numpy's calls cost about what a kernel call costs, and each distinct kernel costs a
+compilation the first time."""
 
 
-def _space_size(plan: GroupPlan) -> int | None:
+def size_hints(graph: Graph) -> dict[str, int]:
+    """Symbol name -> its size in the values the graph's placeholders hold (the capture's example); symbols
+    no placeholder value shows are absent. Used for choices that do not change results (which groups get a
+    kernel), so a dynamic graph makes the static graph's choices at the size it was captured with."""
+    hints: dict[str, int] = {}
+    for p in graph.inputs:
+        shape = getattr(p.value, "shape", None)
+        if shape is None or len(shape) != len(p.shape):
+            continue
+        for d, size in zip(p.shape, shape):
+            linear = d.linear_in() if isinstance(d, SymDim) else None
+            if linear is not None and linear[0] not in hints and (int(size) - linear[2]) % linear[1] == 0:
+                hints[linear[0]] = (int(size) - linear[2]) // linear[1]
+    return hints
+
+
+def _space_size(plan: GroupPlan, hints: dict[str, int]) -> int | None:
     size = 1
     for d in plan.space:
+        if isinstance(d, SymDim):
+            d = d.subs(hints)
         if not isinstance(d, int):
             return None
         size *= d
     return size
 
 
-def _drop_small_kernels(order: list[list[Node]], plans: dict[int, GroupPlan]) -> list[list[Node]]:
+def _drop_small_kernels(order: list[list[Node]], plans: dict[int, GroupPlan],
+                        hints: dict[str, int]) -> list[list[Node]]:
     """``order`` with the small groups (see :data:`SMALL_GROUP`) split back into single nodes."""
     def small(plan: GroupPlan) -> bool:
-        size = _space_size(plan)
+        size = _space_size(plan, hints)
         return size is not None and size < SMALL_GROUP
 
     needed = {plan.source for plan in plans.values() if not small(plan)}
