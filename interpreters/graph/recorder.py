@@ -40,6 +40,7 @@ from tensorplay.interpreters.graph.ir import (
     substitute,
 )
 from tensorplay.spec import SPECS
+from tensorplay.spec.table import PRIMITIVES
 from tensorplay.spec.aval import Aval
 from tensorplay.spec.errors import DTypeError, GraphCaptureError, TensorplayError
 from tensorplay import random_state, recording
@@ -144,13 +145,16 @@ class Recorder(BaseInterpreter):
     """Records primitive calls into ``self.graph`` (see the module docstring).
 
     ``execute=True`` also computes every value eagerly; ``binding`` maps symbolic dim names to
-    the sizes of the example inputs (execute mode with symbolic shapes).
+    the sizes of the example inputs (execute mode with symbolic shapes). ``merge=True`` records a
+    call that repeats an earlier one (same primitive, same input values, same params; not a random draw
+    or a view) as that call's value instead of a new node: the transforms' traces, whose graphs every
+    later sweep walks node by node, stay as small as the function's distinct computations.
     """
 
     name = "graph"
 
     def __init__(self, graph: Graph | None = None, *, execute: bool = False,
-                 binding: dict[str, Any] | None = None) -> None:
+                 binding: dict[str, Any] | None = None, merge: bool = False) -> None:
         self.level = next(_levels)
         self.graph = graph if graph is not None else Graph()
         self.execute = execute
@@ -163,6 +167,7 @@ class Recorder(BaseInterpreter):
         self._n_keys = 0
         self._state: dict[int, tuple[Any, Var]] = {}
         self._views = ViewTable()
+        self._merged: dict[Any, Var] | None = {} if merge else None
 
     def __repr__(self) -> str:
         mode = "execute" if self.execute else "symbolic"
@@ -255,6 +260,16 @@ class Recorder(BaseInterpreter):
         elif _DECLARED[target]:
             params = complete_params(target, params)
             sym = has_symbolic(params)
+        merged = self._merged
+        if merged is not None:
+            try:
+                merge_key: Any = (target, *values, rule_key(params)) if target in _MERGEABLE \
+                    and self.graph._anchor is None else None
+                found = None if merge_key is None else merged.get(merge_key)
+            except TypeError:  # an unhashable param
+                merge_key = found = None
+            if found is not None:
+                return Tensor(self, found)
         location = self.location_override
         if location is None:
             # the first frame outside the project (inlined user_location: this is the hot path)
@@ -285,6 +300,8 @@ class Recorder(BaseInterpreter):
                 _RULE_MEMO[key] = aval
         node = self.graph.append(target, values, params, aval, location, sym)
         out = node.outputs[0]
+        if merged is not None and merge_key is not None:
+            merged[merge_key] = out
         if self.execute:
             out.value = self._compute(node)
         made: Tensor[*tuple[Any, ...]] = Tensor(self, out)
@@ -674,6 +691,9 @@ def _literal(target: str, x: Any) -> Literal:
 
 
 _DECLARED = PARAMS
+
+_MERGEABLE = frozenset(name for name in PRIMITIVE_NAMES if not PRIMITIVES[name].random and name not in VIEW_PRIMITIVES)
+"""Primitives whose repeated calls a merging recorder records once (see :class:`Recorder`)."""
 
 
 def _make_method(target: str) -> Callable[..., Any]:

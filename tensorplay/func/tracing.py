@@ -52,6 +52,10 @@ class _Active(threading.local):
 
 _ACTIVE = _Active()
 
+_MERGE = [True]
+"""Whether transform traces merge repeated calls (:class:`~tensorplay.interpreters.graph.recorder.Recorder`'s
+``merge``); a switch for comparing with unmerged traces."""
+
 
 # ---- interpreters ---------------------------------------------------------------------------------
 
@@ -190,7 +194,7 @@ def trace_for_transform(fn: Callable[..., Any], leaves: Sequence[Any], spec: Tre
 def _trace(fn: Callable[..., Any], leaves: Sequence[Any], spec: TreeSpec, wrt: Sequence[int], transform: str,
            kwargs: dict[str, Any] | None, avals: Sequence[Aval] | None, has_aux: bool,
            values: list[Any] | None) -> Traced:
-    recorder = Recorder(execute=values is not None)
+    recorder = Recorder(execute=values is not None, merge=_MERGE[0])
     new_leaves = list(leaves)
     in_vars: list[Var] = []
     for k, i in enumerate(wrt):
