@@ -260,13 +260,14 @@ class Recorder(BaseInterpreter):
         elif _DECLARED[target]:
             params = complete_params(target, params)
             sym = has_symbolic(params)
+        pkey = rule_key(params)
         merged = self._merged
-        if merged is not None:
+        merge_key: Any = None
+        if merged is not None and target in _MERGEABLE and self.graph._anchor is None:
+            merge_key = (target, *values, pkey)
             try:
-                merge_key: Any = (target, *values, rule_key(params)) if target in _MERGEABLE \
-                    and self.graph._anchor is None else None
-                found = None if merge_key is None else merged.get(merge_key)
-            except TypeError:  # an unhashable param
+                found = merged.get(merge_key)
+            except TypeError:  # an unhashable param (a list): no merging
                 merge_key = found = None
             if found is not None:
                 return Tensor(self, found)
@@ -285,9 +286,9 @@ class Recorder(BaseInterpreter):
                 frame = frame.f_back
         # the shape rule runs at record time; results are memoised by (target, avals, params)
         try:
-            key: Any = (target, *avals, rule_key(params))
+            key: Any = (target, *avals, pkey)
             aval = _RULE_MEMO.get(key)
-        except TypeError:  # an unhashable param (a list): no memo
+        except TypeError:  # an unhashable param: no memo
             key, aval = None, None
         if aval is None:
             try:
@@ -300,7 +301,8 @@ class Recorder(BaseInterpreter):
                 _RULE_MEMO[key] = aval
         node = self.graph.append(target, values, params, aval, location, sym)
         out = node.outputs[0]
-        if merged is not None and merge_key is not None:
+        if merge_key is not None:
+            assert merged is not None
             merged[merge_key] = out
         if self.execute:
             out.value = self._compute(node)

@@ -312,12 +312,14 @@ class _ReverseSweep(Walker):
     """Walks the graph backwards pushing cotangents through the vjp rules (see :func:`backward`)."""
 
     def __init__(self, traced: Traced, env: dict[Any, Any], ops: Any, needed: set[Var], transform: str) -> None:
+        from tensorplay.rules.util import set_needed_inputs
         from tensorplay.rules.vjp import VJP_RULES
         super().__init__(ops)
         self.values = env
         self.needed = needed
         self.transform = transform
         self.rules = VJP_RULES
+        self.set_needed = set_needed_inputs
 
     def add(self, ct: dict[Any, Any], v: Any, c: Any) -> None:
         """Add cotangent ``c`` to value ``v`` (nothing for literals, ``None`` or values nobody asked for)."""
@@ -327,14 +329,14 @@ class _ReverseSweep(Walker):
         ct[v] = c if prev is None else self.ops.add(prev, c)
 
     def step(self, node: Any, ct: dict[Any, Any]) -> None:
-        from tensorplay.rules.util import set_needed_inputs
         out = node.outputs[0]
         g = ct.pop(out, None)
         if g is None:
             return
-        rule = _rule_for(self.rules, node, self.transform, "vjp", "differentiating")
+        rule = self.rules.get(node.target) or _rule_for(self.rules, node, self.transform, "vjp", "differentiating")
         # rules may skip the cotangents of inputs that do not depend on ``wanted``
-        set_needed_inputs(tuple(v.__class__ is Var and v in self.needed for v in node.inputs))
+        needed = self.needed
+        self.set_needed(tuple(v.__class__ is Var and v in needed for v in node.inputs))
         inputs = self.inputs(node, self.values)
         for v, c in zip(node.inputs, rule(self.ops, g, tuple(inputs), self.values[out], **self.params(node))):
             self.add(ct, v, c)

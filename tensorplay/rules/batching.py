@@ -49,16 +49,21 @@ def _with_unbatched_case(name: str, fn: BatchRule) -> BatchRule:
     def rule(ops: Ops, inputs: tuple[Any, ...], dims: Dims, **params: Any) -> Batched:
         if len(dims) != len(inputs):
             raise ValueError(f"vmap: '{name}' got {len(dims)} batch dims for {len(inputs)} inputs")
-        clean = tuple(d if d is not None and is_tensor(x) else None for x, d in zip(inputs, dims))
-        if all(d is None for d in clean):
-            return getattr(ops, name)(*inputs, **params), None
-        for i, (x, d) in enumerate(zip(inputs, clean)):
-            n = len(shape_of(x)) if d is not None else 0
-            if d is not None and not -n <= d < n:
+        clean: list[int | None] = []
+        batched = False
+        for i, (x, d) in enumerate(zip(inputs, dims)):
+            if d is None or not is_tensor(x):
+                clean.append(None)
+                continue
+            n = len(shape_of(x))
+            if not -n <= d < n:
                 raise AxisError(f"vmap: batch axis {d} of input {i} of '{name}' is out of range for a tensor "
                                 f"of rank {n} (expected {-n} <= axis < {n})")
-        clean = tuple(None if d is None else int(d) % len(shape_of(x)) for x, d in zip(inputs, clean))
-        return fn(ops, inputs, clean, **params)
+            clean.append(int(d) % n)
+            batched = True
+        if not batched:
+            return getattr(ops, name)(*inputs, **params), None
+        return fn(ops, inputs, tuple(clean), **params)
     rule.__name__ = getattr(fn, "__name__", name)
     rule.__doc__ = fn.__doc__
     rule.__wrapped__ = fn  # type: ignore[attr-defined]
