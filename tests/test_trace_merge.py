@@ -7,10 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 import torch
 
 import tensorplay as tp
+import tensorplay.nn.functional as F
 from tensorplay.func import grad, vmap
+from tensorplay.func.cache import set_caching
 from tensorplay.func.tracing import trace_for_transform
 from tensorplay.interpreters.graph.recorder import Recorder, foreign_aval
 from tensorplay.pytree import tree_flatten
@@ -62,3 +65,34 @@ def test_a_transform_trace_has_each_distinct_computation_once_and_matches_torch(
     assert np.all(out.numpy() != 0.0)
     g = grad(lambda x: (x * tp.randn(16) - x * tp.randn(16)).sum())(tp.ones(16))
     assert np.all(g.numpy() != 0.0)
+
+
+def test_vmap_batches_only_what_its_outputs_need(monkeypatch: Any) -> None:
+    from tensorplay.interpreters.eager.interpreter import EagerInterpreter
+    calls: list[str] = []
+    original = EagerInterpreter.exp
+
+    def counting(self: Any, *args: Any, **kw: Any) -> Any:
+        calls.append("exp")
+        return original(self, *args, **kw)
+
+    monkeypatch.setattr(EagerInterpreter, "exp", counting)
+    xs = tp.tensor(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3))
+
+    def f(x: Any) -> Any:
+        unused = x.exp() * 2.0  # nothing reads it
+        del unused
+        return (x * x).sin().sum()
+
+    previous = set_caching(False)
+    try:
+        got = vmap(grad(f))(xs)
+    finally:
+        set_caching(previous)
+    assert calls == []  # the dead value is neither batched nor computed
+    expected = torch.func.vmap(torch.func.grad(lambda v: (v * v).sin().sum()))(torch.tensor(xs.numpy()))
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-6)
+    # a check of index values is kept where the checked value is dead: a bad target still raises
+    logits = tp.tensor(np.zeros((2, 4), dtype=np.float32))
+    with pytest.raises(IndexError, match="target"):
+        vmap(lambda z, t: (F.cross_entropy(z[None], t[None]), z.sin())[1])(logits, tp.tensor(np.array([1, 7])))

@@ -513,6 +513,21 @@ class Graph:
         self.erase(node)
         return new
 
+    def live_nodes(self, keep: Callable[[Node], bool] | None = None) -> list[Node]:
+        """The nodes whose values the graph's outputs, mutations or guards read (directly or through other
+        live nodes), and those ``keep(node)`` protects, in graph order; the graph is not changed. One reverse
+        sweep (the rule of :meth:`eliminate_dead_code`: an unused random draw is dead too)."""
+        live: set[Var] = {v for v in self.outputs if type(v) is Var}
+        live.update(v for _, v in self.mutations if type(v) is Var)
+        live.update(g.value for g in self.guards if type(g.value) is Var)
+        found: list[Node] = []
+        for node in reversed(self.nodes):
+            if any(out in live for out in node.outputs) or (keep is not None and keep(node)):
+                found.append(node)
+                live.update(v for v in node.inputs if type(v) is Var)
+        found.reverse()
+        return found
+
     def eliminate_dead_code(self, keep: Callable[[Node], bool] | None = None) -> int:
         """Erase every node whose outputs nothing reads (directly or through other dead nodes), except
         those ``keep(node)`` protects; returns the number erased. One reverse sweep."""
