@@ -96,3 +96,39 @@ def test_vmap_batches_only_what_its_outputs_need(monkeypatch: Any) -> None:
     logits = tp.tensor(np.zeros((2, 4), dtype=np.float32))
     with pytest.raises(IndexError, match="target"):
         vmap(lambda z, t: (F.cross_entropy(z[None], t[None]), z.sin())[1])(logits, tp.tensor(np.array([1, 7])))
+
+
+def test_uncached_transforms_leave_no_trace_for_the_cycle_collector() -> None:
+    import gc
+
+    from tensorplay.func import hessian, jacfwd, jacrev, jvp
+    from tensorplay.interpreters.graph.ir import Node, Var
+
+    def f(x: Any) -> Any:
+        return (x.tanh() * x).sum()
+
+    x = tp.tensor([0.5, -1.0, 2.0])
+    xs = tp.tensor(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3))
+    calls = [lambda: grad(f)(x), lambda: vmap(grad(f))(xs), lambda: jvp(f, (x,), (x,)), lambda: jacrev(f)(x),
+             lambda: jacfwd(f)(x), lambda: hessian(f)(x)]
+    previous = set_caching(False)
+    try:
+        for call in calls:
+            call()  # warm up
+            gc.collect()
+            gc.disable()
+            try:
+                result = call()
+                gc.set_debug(gc.DEBUG_SAVEALL)
+                gc.collect()
+                left = [o for o in gc.garbage if isinstance(o, (Node, Var))]
+            finally:
+                gc.set_debug(0)
+                gc.garbage.clear()
+                gc.enable()
+            assert not left, f"{len(left)} graph objects left to the cycle collector"
+            assert result is not None
+    finally:
+        set_caching(previous)
+    np.testing.assert_allclose(hessian(f)(x).numpy(), torch.func.hessian(
+        lambda v: (v.tanh() * v).sum())(torch.tensor(x.numpy())).numpy(), rtol=1e-5, atol=1e-6)

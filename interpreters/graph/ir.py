@@ -513,6 +513,18 @@ class Graph:
         self.erase(node)
         return new
 
+    def release(self) -> None:
+        """Unlink the graph's values from its nodes (each value's ``producer`` and ``users``), so that a graph
+        nobody uses any more is freed at once by reference counting instead of later by the cycle collector
+        (a transform's trace made at every uncached call is thousands of objects). The graph must not be
+        used afterwards."""
+        for p in self.inputs:
+            p.users = {}
+        for node in self.nodes:
+            for out in node.outputs:
+                out.producer = None
+                out.users = {}
+
     def live_nodes(self, keep: Callable[[Node], bool] | None = None) -> list[Node]:
         """The nodes whose values the graph's outputs, mutations or guards read (directly or through other
         live nodes), and those ``keep(node)`` protects, in graph order; the graph is not changed. One reverse

@@ -94,8 +94,10 @@ def jvp_named(func: Callable[..., Any], primals: Any, tangents: Any, strict: boo
         out_tangents.append(t)
     output = tree_unflatten(traced.out_spec, outs)
     jvp_out = tree_unflatten(traced.out_spec, out_tangents)
+    aux = aux_output(traced, env) if has_aux else None
+    traced.graph.release()
     if has_aux:
-        return output, jvp_out, aux_output(traced, env)
+        return output, jvp_out, aux
     return output, jvp_out
 
 

@@ -110,9 +110,14 @@ def _cotangent_leaves(cotangents: Any, more: tuple[Any, ...], out_spec: TreeSpec
     return ct_leaves
 
 
-def vjp_named(func: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool, transform: str) -> Any:
-    """:func:`vjp`, naming ``transform`` in its errors (``jacrev`` is built on it)."""
+def vjp_named(func: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool, transform: str,
+              releases: list[Callable[[], None]] | None = None) -> Any:
+    """:func:`vjp`, naming ``transform`` in its errors (``jacrev`` is built on it). A caller that knows when it
+    is done with ``vjp_fn`` passes ``releases``: it gets the function that frees the trace at once
+    (:meth:`~tensorplay.interpreters.graph.ir.Graph.release`)."""
     leaves, spec, traced, env = _traced_forward(func, primals, has_aux, transform)
+    if releases is not None:
+        releases.append(traced.graph.release)
     caller = caller_of(traced, leaves)
     outs = [read(env, v) for v in traced.out_vars]
     output = tree_unflatten(traced.out_spec, outs)
@@ -229,8 +234,10 @@ def grad_and_value_uncached(func: Callable[..., Any], argnums: ArgNums = 0, has_
         value = read(env, out_var)
         cts = backward(traced, env, caller, [(out_var, ones_like(caller, value))], traced.in_vars, "grad")
         grads = grad_results(args, argnums, _fill(caller, cts, inputs))
+        aux = aux_output(traced, env) if has_aux else None
+        traced.graph.release()
         if has_aux:
-            return grads, (value, aux_output(traced, env))
+            return grads, (value, aux)
         return grads, value
 
     return wrapper

@@ -183,6 +183,7 @@ def _vmap_call(func: Callable[..., Any], name: str, leaves: list[Any], spec: Any
         env = _run_batched(traced, caller, inputs, keys)
         outs = [place(caller, env[v], o, size, i, f"vmap({name})")
                 for i, (v, o) in enumerate(zip(traced.out_vars, od))]
+        traced.graph.release()
         return tree_unflatten(traced.out_spec, outs)
     pieces: list[list[Any]] = [[] for _ in traced.out_vars]
     for start in range(0, size, chunk_size):
@@ -199,6 +200,7 @@ def _vmap_call(func: Callable[..., Any], name: str, leaves: list[Any], spec: Any
         else:
             axis = o % parts[0].ndim
             outs.append(parts[0] if len(parts) == 1 else caller.concat(*parts, axis=axis))
+    traced.graph.release()
     return tree_unflatten(traced.out_spec, outs)
 
 
