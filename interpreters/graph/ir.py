@@ -222,11 +222,7 @@ class Node:
             if type(v) is Var:
                 v.users[self] = None
 
-    def __hash__(self) -> int:
-        return id(self)
-
-    def __eq__(self, other: object) -> bool:
-        return self is other
+    # equality and hashing are by identity: object's own (C-level: ``Var.users`` hashes nodes at every record)
 
     @property
     def out(self) -> Var:
@@ -529,14 +525,16 @@ class Graph:
         """The nodes whose values the graph's outputs, mutations or guards read (directly or through other
         live nodes), and those ``keep(node)`` protects, in graph order; the graph is not changed. One reverse
         sweep (the rule of :meth:`eliminate_dead_code`: an unused random draw is dead too)."""
-        live: set[Var] = {v for v in self.outputs if type(v) is Var}
-        live.update(v for _, v in self.mutations if type(v) is Var)
-        live.update(g.value for g in self.guards if type(g.value) is Var)
+        live: set[Any] = set(self.outputs)
+        live.update(v for _, v in self.mutations)
+        live.update(g.value for g in self.guards)
         found: list[Node] = []
         for node in reversed(self.nodes):
-            if any(out in live for out in node.outputs) or (keep is not None and keep(node)):
+            outs = node.outputs
+            if (outs[0] in live if len(outs) == 1 else any(out in live for out in outs)) \
+                    or (keep is not None and keep(node)):
                 found.append(node)
-                live.update(v for v in node.inputs if type(v) is Var)
+                live.update(node.inputs)  # literals and None too: harmless members
         found.reverse()
         return found
 
