@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorplay.interpreters.eager.interpreter import eager, rule_key
+from tensorplay.interpreters.eager.interpreter import dtype_name, eager, rule_key
 from tensorplay.interpreters.graph.views import VIEW_PRIMITIVES, ViewTable, positions
 from tensorplay.interpreters.graph.ir import (
     NUMPY_DTYPES, PARAMS, Graph, Guard, Literal, Location, Node, Var, complete_params, has_symbolic,
@@ -138,7 +138,7 @@ def _read_kind() -> str:
 def foreign_aval(x: Tensor[*tuple[Any, ...]]) -> Aval:
     """The aval of a tensor of any interpreter (its payload has ``.shape`` and a numpy ``.dtype``)."""
     data = x._data
-    return Aval(tuple(data.shape), data.dtype.name)
+    return Aval(tuple(data.shape), dtype_name(data.dtype))
 
 
 class Recorder(BaseInterpreter):

@@ -31,6 +31,7 @@ from tensorplay.func.tracing import highest
 from tensorplay.interpreters.graph.evaluate import evaluate
 from tensorplay.interpreters.graph.ir import Graph, Var
 from tensorplay.interpreters.graph.recorder import Recorder
+from tensorplay.interpreters.graph.views import VIEW_PRIMITIVES
 from tensorplay.tensor import Tensor
 
 AnyTensor = Tensor[*tuple[Any, ...]]
@@ -128,10 +129,6 @@ class StagedFunction:
         return self.pullback.compile_count
 
 
-_VIEWS = frozenset({"reshape", "permute", "slice", "broadcast_to", "stop_gradient"})
-"""Primitives whose result may share memory with their first input."""
-
-
 def _may_alias(x: AnyTensor, inputs: Sequence[Any], outputs: Sequence[Any]) -> bool:
     """Whether the payload of ``x`` (a residual) may share memory with an input of the forward call or one of
     its outputs: for arrays, by their memory; for values of a recording (the forward being traced into the
@@ -146,7 +143,7 @@ def _may_alias(x: AnyTensor, inputs: Sequence[Any], outputs: Sequence[Any]) -> b
         if id(v) in out_ids or v.kind is not None:
             return True
         node = v.producer
-        if node is None or node.target not in _VIEWS:
+        if node is None or node.target not in VIEW_PRIMITIVES:
             return False
         v = node.inputs[0]
     return False
