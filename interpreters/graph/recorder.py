@@ -311,6 +311,39 @@ class Recorder(BaseInterpreter):
             self._views.note(inputs[0], made, target, params)
         return made
 
+    def replay(self, nodes: Any, env: dict[Any, Any]) -> None:
+        """Record ``nodes`` (of another symbolic graph, whose avals hold here) again, reading each input from
+        ``env`` (tensors of this recorder or of lower interpreters) and writing each output's tensor into it:
+        what :meth:`record` would do for each node, without its checks and shape rules (the nodes were checked
+        when they were first recorded) and at the nodes' own locations. Symbolic mode only."""
+        assert not self.execute and not self.closed
+        graph = self.graph
+        merged = self._merged if graph._anchor is None else None
+        for node in nodes:
+            values: list[Any] = []
+            for v in node.inputs:
+                if type(v) is Var:
+                    x = env[v]
+                    values.append(x._data if x._ops is self else self.lift(x))
+                else:
+                    values.append(v)
+            target = node.target
+            merge_key: Any = None
+            if merged is not None and target in _MERGEABLE:
+                try:
+                    merge_key = (target, *values, rule_key(node.params))
+                    found = merged.get(merge_key)
+                except TypeError:
+                    merge_key = found = None
+                if found is not None:
+                    env[node.outputs[0]] = Tensor(self, found)
+                    continue
+            out = graph.append(target, values, dict(node.params), node.outputs[0].aval, node.location,
+                               node.has_sym).outputs[0]
+            if merge_key is not None:
+                merged[merge_key] = out  # type: ignore[index]
+            env[node.outputs[0]] = Tensor(self, out)
+
     def _compute(self, node: Node) -> Any:
         args: list[Any] = []
         for v in node.inputs:

@@ -260,7 +260,10 @@ def forward(traced: Traced, ops: Any, inputs: Sequence[Any]) -> dict[Any, Any]:
         else:
             _write_state(graph, ops, values, env)
             return env
-    run_nodes(graph.nodes, ops, env)
+    if type(ops) is Recorder and not ops.execute and not traced.execute and not graph.symbols:
+        ops.replay(graph.nodes, env)  # the nodes re-recorded as they are (a trace inside vmap's)
+    else:
+        run_nodes(graph.nodes, ops, env)
     _write_state(graph, ops, values, env)
     if graph.guards and isinstance(ops, Recorder):
         # Python control flow decided on values while tracing: the caller's recording depends on it too
