@@ -9,6 +9,9 @@ the guard outcomes recorded while tracing (Python values, containers, branches o
 the function reads from outside its arguments (globals, closure cells, module parameters and buffers) is
 an input read again at every call. A change of any of them is seen: nothing is ever stale.
 
+``vjp`` and ``linearize``, whose results hold a function, are cached in two stages (the forward, then the
+function it returns: :mod:`tensorplay.func.staged`).
+
 Called inside another transform, a graph recording or a ``tp.compile`` capture, the transform runs its
 Python as before (the outer recording sees the operations). ``tp.compile(vmap(grad(f)))`` therefore
 captures the whole transformed graph with the compiler's own backend.
