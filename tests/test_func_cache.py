@@ -604,3 +604,25 @@ def test_vjp_fn_errors_match_the_uncached_ones() -> None:
         with pytest.raises(TypeError, match="one argument"):
             fn(tp.ones(2), tp.ones(2))
     assert _vjp_entry(f).compile_count == 1
+
+
+def test_backward_through_a_cached_vjp_and_its_pullback_matches_torch() -> None:
+    from tensorplay.func import vjp
+
+    def f(x: Any) -> Any:
+        return (x.sin() * x).tanh()
+
+    ct = tp.tensor([1.0, 2.0, -1.0])
+    for _ in range(4):
+        x = tp.tensor([0.3, -0.5, 1.2], requires_grad=True)
+        out, fn = vjp(f, x)
+        (g,) = fn(ct)
+        ((g * g).sum() + out.sum()).backward()  # through the pullback's residuals and the output
+        xt = torch.tensor([0.3, -0.5, 1.2], requires_grad=True)
+        out_t, fn_t = torch.func.vjp(lambda v: (v.sin() * v).tanh(), xt)
+        (g_t,) = fn_t(torch.tensor(ct.numpy()))
+        ((g_t * g_t).sum() + out_t.sum()).backward()
+        assert x.grad is not None and xt.grad is not None
+        np.testing.assert_allclose(_np(g), g_t.detach().numpy(), rtol=1e-5)
+        np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-6)
+    assert _vjp_entry(f).compile_count >= 1 and fn.compile_count == 1
