@@ -365,3 +365,264 @@ def test_a_module_and_a_bound_method_as_the_transformed_function() -> None:
         for _ in range(2):
             np.testing.assert_allclose(g(x).numpy(), np.array(w) * s)
     assert g.compile_count == 2  # the scalar changed once; the rebound tensor is an input
+
+
+# ---- vjp and linearize: a cached forward and a cached pullback, residuals passed between them ----------------
+
+def _np(t: Any) -> Any:
+    return t.detach().numpy()
+
+
+def _vjp_entry(f: Any, has_aux: bool = False) -> Any:
+    from tensorplay.func.cache import transformed
+    return transformed("vjp", f, {"has_aux": has_aux}, f)
+
+
+def _linearize_entry(f: Any) -> Any:
+    from tensorplay.func.cache import transformed
+    return transformed("linearize", f, {}, f)
+
+
+V = tp.tensor([[1.0, -2.0, 0.5], [0.25, 1.5, -1.0]])
+
+
+def uses_v(x: Any, y: Any) -> Any:
+    return ((V @ x).tanh() * y, (x * x).sum())
+
+
+def test_vjp_forward_and_pullback_are_cached_and_match_uncached_and_torch() -> None:
+    global V
+    from tensorplay.func import vjp
+    x, y = tp.tensor([0.3, -0.7, 1.1]), tp.tensor([2.0, -1.0])
+    ct = (tp.tensor([1.0, 0.5]), tp.tensor(2.0))
+    previous = set_caching(False)
+    try:
+        out_u, fn_u = vjp(uses_v, x, y)
+        expected = fn_u(ct)
+    finally:
+        set_caching(previous)
+    vt = torch.tensor(V.numpy())
+    out_t, fn_t = torch.func.vjp(lambda x, y: ((vt @ x).tanh() * y, (x * x).sum()),
+                                 torch.tensor(x.numpy()), torch.tensor(y.numpy()))
+    theirs = fn_t(tuple(torch.tensor(c.numpy()) for c in ct))
+    fns = []
+    for _ in range(4):
+        out, fn = vjp(uses_v, x, y)
+        close(list(out), list(out_u))
+        for _ in range(2):  # a pullback called twice
+            got = fn(ct)
+            close(list(got), list(expected))
+            for g, t in zip(got, theirs):
+                np.testing.assert_allclose(_np(g), t.numpy(), rtol=1e-5, atol=1e-6)
+        fns.append(fn)
+    assert _vjp_entry(uses_v).compile_count == 1
+    assert fns[-1].compile_count == 1  # the pullback graph of that forward, traced once
+    saved = V
+    try:  # a rebound global is read by the next forward; the pullbacks made before keep their own values
+        V = tp.tensor([[0.5, 0.5, 0.5], [-1.0, 2.0, 0.0]])
+        out2, fn2 = vjp(uses_v, x, y)
+        vt2 = torch.tensor(V.numpy())
+        _, fn_t2 = torch.func.vjp(lambda x, y: ((vt2 @ x).tanh() * y, (x * x).sum()),
+                                  torch.tensor(x.numpy()), torch.tensor(y.numpy()))
+        for g, t in zip(fn2(ct), fn_t2(tuple(torch.tensor(c.numpy()) for c in ct))):
+            np.testing.assert_allclose(_np(g), t.numpy(), rtol=1e-5, atol=1e-6)
+        close(list(fns[-1](ct)), list(expected))
+    finally:
+        V = saved
+    assert _vjp_entry(uses_v).compile_count == 1  # the tensor is an input of the forward graph
+
+
+def test_a_pullback_uses_the_values_of_its_own_forward_after_in_place_updates() -> None:
+    from tensorplay.func import vjp
+    tp.manual_seed(0)
+    model = tp.nn.Linear(3, 2)
+    opt = tp.optim.SGD(model.parameters(), lr=0.5)
+    x = tp.tensor([0.3, -0.2, 0.9])
+    ct = tp.tensor([1.0, -2.0])
+
+    def f(x: Any) -> Any:
+        return model(x).tanh()
+
+    for step in range(4):
+        w0, b0 = (torch.tensor(_np(p).copy()) for p in (model.weight, model.bias))
+        x0 = torch.tensor(x.numpy().copy())
+        _, fn = vjp(f, x)
+        model(tp.ones(3)).sum().backward()
+        opt.step()  # the parameters the forward read change in place
+        x.mul_(1.5)  # and so does the primal
+        _, fn_t = torch.func.vjp(lambda v: torch.tanh(w0 @ v + b0), x0)
+        (got,) = fn(ct)
+        np.testing.assert_allclose(_np(got), fn_t(torch.tensor(ct.numpy()))[0].numpy(), rtol=1e-5, atol=1e-6)
+    assert _vjp_entry(f).compile_count >= 1 and fn.compile_count == 1
+
+
+def test_dropout_draws_fresh_masks_and_each_pullback_uses_its_own() -> None:
+    from tensorplay.func import linearize, vjp
+    tp.manual_seed(3)
+
+    def f(x: Any) -> Any:
+        return F.dropout(x, p=0.5, training=True) * 3.0
+
+    x = tp.ones(64)
+    results = [vjp(f, x) for _ in range(4)]
+    lins = [linearize(f, x) for _ in range(4)]
+    outs = [_np(out) for out, _ in results]
+    assert not np.array_equal(outs[-1], outs[-2])  # the cached forward draws at every call
+    for out, fn in reversed(results):  # pullbacks called after later forwards ran
+        (g,) = fn(tp.ones(64))
+        np.testing.assert_array_equal(_np(g), np.where(_np(out) != 0, 6.0, 0.0))
+    t = tp.tensor(np.linspace(1, 2, 64, dtype=np.float32))
+    assert not np.array_equal(_np(lins[-1][0]), _np(lins[-2][0]))
+    for out, jvp_fn in reversed(lins):
+        np.testing.assert_allclose(_np(jvp_fn(t)), np.where(_np(out) != 0, 6.0, 0.0) * t.numpy(), rtol=1e-6)
+    assert _vjp_entry(f).compile_count == 1 and results[-1][1].compile_count == 1
+    assert _linearize_entry(f).compile_count == 1 and lins[-1][1].compile_count == 1
+    tp.manual_seed(11)
+    a = _np(vjp(f, x)[0])
+    tp.manual_seed(11)
+    np.testing.assert_array_equal(_np(vjp(f, x)[0]), a)
+
+
+def test_batch_norm_running_statistics_update_at_every_cached_vjp() -> None:
+    from tensorplay.func import vjp
+    tp.manual_seed(0)
+    cached_model = tp.nn.BatchNorm1d(3)
+    reference = tp.nn.BatchNorm1d(3)
+    torch_model = torch.nn.BatchNorm1d(3)
+    gen = np.random.default_rng(1)
+    xs = [tp.tensor(gen.standard_normal((5, 3)).astype(np.float32)) for _ in range(4)]
+    ct = tp.tensor(gen.standard_normal((5, 3)).astype(np.float32))
+
+    def loss_of(model: Any) -> Any:
+        def f(x: Any) -> Any:
+            y = model(x)
+            return y * y.tanh()
+        return f
+
+    f = loss_of(cached_model)
+    for x in xs:
+        out, fn = vjp(f, x)
+        previous = set_caching(False)
+        try:
+            out_u, fn_u = vjp(loss_of(reference), x)
+        finally:
+            set_caching(previous)
+        close(out, out_u)
+        close(list(fn(ct)), list(fn_u(ct)))
+        xt = torch.tensor(x.numpy(), requires_grad=True)
+        yt = torch_model(xt)
+        (yt * yt.tanh()).backward(torch.tensor(ct.numpy()))
+        assert xt.grad is not None
+        np.testing.assert_allclose(_np(fn(ct)[0]), xt.grad.numpy(), rtol=1e-4, atol=1e-5)
+    for name in ("running_mean", "running_var"):
+        np.testing.assert_allclose(_np(getattr(cached_model, name)), _np(getattr(reference, name)), rtol=1e-6)
+        np.testing.assert_allclose(_np(getattr(cached_model, name)), getattr(torch_model, name).numpy(), rtol=1e-5)
+    assert _vjp_entry(f).compile_count == 1
+
+
+def test_vjp_with_aux_and_nested_in_vmap_and_grad() -> None:
+    from tensorplay.func import vjp
+
+    def f(x: Any) -> Any:
+        y = x.sin() * x
+        return y, {"cos": x.cos(), "n": 3}
+
+    x = tp.tensor([0.2, -0.4, 1.3])
+    ct = tp.tensor([1.0, 2.0, -1.0])
+    xt = torch.tensor(x.numpy())
+    out_t, fn_t, aux_t = torch.func.vjp(lambda v: (v.sin() * v, {"cos": v.cos()}), xt, has_aux=True)
+    for _ in range(3):
+        out, fn, aux = vjp(f, x, has_aux=True)
+        np.testing.assert_allclose(_np(out), out_t.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(_np(aux["cos"]), aux_t["cos"].numpy(), rtol=1e-6)
+        assert aux["n"] == 3
+        np.testing.assert_allclose(_np(fn(ct)[0]), fn_t(torch.tensor(ct.numpy()))[0].numpy(), rtol=1e-6)
+        # grad of a cached pullback (its argument is recorded; the residuals are constants of that recording)
+        g = grad(lambda c: (fn(c)[0] ** 2).sum())(ct)
+        g_t = torch.func.grad(lambda c: (fn_t(c)[0] ** 2).sum())(torch.tensor(ct.numpy()))
+        np.testing.assert_allclose(_np(g), g_t.numpy(), rtol=1e-5)
+        # a cached pullback under vmap, and vjp inside vmap (the transform runs uncached there)
+        cts = tp.tensor(np.eye(3, dtype=np.float32))
+        rows = vmap(lambda c: fn(c)[0])(cts)
+        np.testing.assert_allclose(_np(rows), torch.func.vmap(lambda c: fn_t(c)[0])(torch.eye(3)).numpy(), rtol=1e-6)
+        xs = tp.tensor(np.array([[0.1, 0.2, 0.3], [1.0, -1.0, 0.5]], dtype=np.float32))
+        per_row = vmap(lambda v: vjp(lambda u: u.sin() * u, v)[1](tp.ones(3))[0])(xs)
+        expected = torch.func.vmap(lambda v: torch.func.vjp(lambda u: u.sin() * u, v)[1](torch.ones(3))[0])(
+            torch.tensor(xs.numpy()))
+        np.testing.assert_allclose(_np(per_row), expected.numpy(), rtol=1e-6)
+    assert _vjp_entry(f, has_aux=True).compile_count == 1
+
+
+def test_linearize_is_cached_and_matches_uncached_and_torch() -> None:
+    from tensorplay.func import linearize
+    w = tp.tensor([[1.0, 0.5], [-0.5, 2.0]])
+
+    def f(x: Any, y: Any) -> Any:
+        return {"a": (w @ x).sin() * y, "b": y.exp().sum(), "c": w * 2.0}
+
+    x, y = tp.tensor([0.3, -0.8]), tp.tensor([1.5, 0.5])
+    tx, ty = tp.tensor([1.0, 2.0]), tp.tensor([-1.0, 0.5])
+    previous = set_caching(False)
+    try:
+        out_u, fn_u = linearize(f, x, y)
+        expected = fn_u(tx, ty)
+    finally:
+        set_caching(previous)
+    wt = torch.tensor(w.numpy())
+    _, fn_t = torch.func.linearize(lambda x, y: {"a": (wt @ x).sin() * y, "b": y.exp().sum(), "c": wt * 2.0},
+                                   torch.tensor(x.numpy()), torch.tensor(y.numpy()))
+    theirs = fn_t(torch.tensor(tx.numpy()), torch.tensor(ty.numpy()))
+    for _ in range(4):
+        out, fn = linearize(f, x, y)
+        for k in ("a", "b", "c"):
+            close(out[k], out_u[k])
+        for _ in range(2):
+            got = fn(tx, ty)
+            for k in ("a", "b", "c"):
+                close(got[k], expected[k])
+                np.testing.assert_allclose(_np(got[k]), theirs[k].numpy(), rtol=1e-5, atol=1e-6)
+    assert _linearize_entry(f).compile_count == 1 and fn.compile_count == 1
+    w.mul_(2.0)  # the next forward reads the new value; the jvp_fn made before keeps its own
+    out2, fn2 = linearize(f, x, y)
+    np.testing.assert_allclose(_np(out2["c"]), 2 * _np(out_u["c"]), rtol=1e-6)
+    close(fn(tx, ty)["a"], expected["a"])
+    assert _linearize_entry(f).compile_count == 1
+    with pytest.raises(ValueError, match="shape"):
+        fn(tp.ones(3), ty)
+
+
+def test_vjp_fn_errors_match_the_uncached_ones() -> None:
+    from tensorplay.func import vjp
+    f = lambda x: x.sin()  # noqa: E731
+    x = tp.tensor([1.0, 2.0])
+    for _ in range(3):
+        _, fn = vjp(f, x)
+        with pytest.raises(ValueError, match="shape"):
+            fn(tp.ones(3))
+        with pytest.raises(ValueError, match="structure"):
+            fn((tp.ones(2),))
+        with pytest.raises(TypeError, match="one argument"):
+            fn(tp.ones(2), tp.ones(2))
+    assert _vjp_entry(f).compile_count == 1
+
+
+def test_backward_through_a_cached_vjp_and_its_pullback_matches_torch() -> None:
+    from tensorplay.func import vjp
+
+    def f(x: Any) -> Any:
+        return (x.sin() * x).tanh()
+
+    ct = tp.tensor([1.0, 2.0, -1.0])
+    for _ in range(4):
+        x = tp.tensor([0.3, -0.5, 1.2], requires_grad=True)
+        out, fn = vjp(f, x)
+        (g,) = fn(ct)
+        ((g * g).sum() + out.sum()).backward()  # through the pullback's residuals and the output
+        xt = torch.tensor([0.3, -0.5, 1.2], requires_grad=True)
+        out_t, fn_t = torch.func.vjp(lambda v: (v.sin() * v).tanh(), xt)
+        (g_t,) = fn_t(torch.tensor(ct.numpy()))
+        ((g_t * g_t).sum() + out_t.sum()).backward()
+        assert x.grad is not None and xt.grad is not None
+        np.testing.assert_allclose(_np(g), g_t.detach().numpy(), rtol=1e-5)
+        np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-6)
+    assert _vjp_entry(f).compile_count >= 1 and fn.compile_count == 1

@@ -11,6 +11,7 @@ import tensorplay as tp
 from tensorplay.interpreters.eager.interpreter import EagerInterpreter
 from tensorplay.errors import MissingRuleError
 from tensorplay.func import grad, jvp, linearize, vjp, vmap
+from tensorplay.func.cache import set_caching, transformed
 from tensorplay.testing import assert_close
 
 torch = pytest.importorskip("torch")
@@ -136,15 +137,38 @@ def test_linearize_evaluates_the_primal_once(monkeypatch: pytest.MonkeyPatch) ->
         traced_calls.append(1)
         return (w @ x.sin()).exp().sum()
 
-    out, jvp_fn = linearize(g, tp.tensor(X))
-    assert len(traced_calls) == 1
-    assert calls.count("sin") == 1 and calls.count("exp") == 1  # the primal pass, once
+    previous = set_caching(False)
+    try:
+        out, jvp_fn = linearize(g, tp.tensor(X))
+        assert len(traced_calls) == 1
+        assert calls.count("sin") == 1 and calls.count("exp") == 1  # the primal pass, once
+        calls.clear()
+        t1 = jvp_fn(tp.tensor(TX))
+        # the tangent graph only: t -> cos(x) * t -> w @ . -> exp(y) * . -> sum
+        assert "sin" not in calls and "cos" not in calls and "exp" not in calls
+        assert calls.count("mul") == 2 and calls.count("matmul") == 1
+        assert len(traced_calls) == 1
+        assert_close(t1, jvp(g, (tp.tensor(X),), (tp.tensor(TX),))[1])
+    finally:
+        set_caching(previous)
+    # the cached forward and tangent graphs keep that split: a cached call runs each primal op once, its
+    # jvp_fn only the tangent graph (and neither runs the function's Python)
+    def h(x: Any) -> Any:
+        return (w @ x.sin()).exp().sum()
+
+    for _ in range(3):
+        out, jvp_fn = linearize(h, tp.tensor(X))
+        jvp_fn(tp.tensor(TX))
+        jvp_fn(tp.tensor(TX))
+    calls.clear()
+    out, jvp_fn = linearize(h, tp.tensor(X))
+    assert calls.count("sin") == 1 and calls.count("exp") == 1 and calls.count("cos") == 1
     calls.clear()
     t1 = jvp_fn(tp.tensor(TX))
-    # the tangent graph only: t -> cos(x) * t -> w @ . -> exp(y) * . -> sum
     assert "sin" not in calls and "cos" not in calls and "exp" not in calls
     assert calls.count("mul") == 2 and calls.count("matmul") == 1
-    assert len(traced_calls) == 1
+    assert jvp_fn.compile_count == 1
+    assert transformed("linearize", h, {}, h).compile_count == 1
     assert_close(t1, jvp(g, (tp.tensor(X),), (tp.tensor(TX),))[1])
 
 

@@ -62,12 +62,23 @@ class BatchedWalker(Walker):
         if not batched:
             env[node.outputs[0]] = (self.method(node.target)(*args, **params), None)
             return
-        from tensorplay.rules.batching import BATCH_RULES
-        rule = BATCH_RULES.get(node.target)
+        rule = _batch_rules().get(node.target)
         if rule is None:
             raise MissingRuleError(f"vmap: no batching rule for primitive '{node.target}' (recorded at "
                                    f"{node.location})")
         env[node.outputs[0]] = rule(self.ops, tuple(args), tuple(dims), **params)
+
+
+def _batch_rules() -> dict[str, Any]:
+    """The batching rules (imported on first use: the rules sit above this module)."""
+    global _BATCH_RULES
+    if _BATCH_RULES is None:
+        from tensorplay.rules.batching import BATCH_RULES
+        _BATCH_RULES = BATCH_RULES
+    return _BATCH_RULES
+
+
+_BATCH_RULES: dict[str, Any] | None = None
 
 
 def placeholder_values(graph: Graph, ops: Any, inputs: list[Batched], keys: Mapping[Var, Batched]) -> dict[Any, Any]:

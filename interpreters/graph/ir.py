@@ -222,11 +222,7 @@ class Node:
             if type(v) is Var:
                 v.users[self] = None
 
-    def __hash__(self) -> int:
-        return id(self)
-
-    def __eq__(self, other: object) -> bool:
-        return self is other
+    # equality and hashing are by identity: object's own (C-level: ``Var.users`` hashes nodes at every record)
 
     @property
     def out(self) -> Var:
@@ -512,6 +508,35 @@ class Graph:
         self.replace_all_uses(node.out, new)
         self.erase(node)
         return new
+
+    def release(self) -> None:
+        """Unlink the graph's values from its nodes (each value's ``producer`` and ``users``), so that a graph
+        nobody uses any more is freed at once by reference counting instead of later by the cycle collector
+        (a transform's trace made at every uncached call is thousands of objects). The graph must not be
+        used afterwards."""
+        for p in self.inputs:
+            p.users = {}
+        for node in self.nodes:
+            for out in node.outputs:
+                out.producer = None
+                out.users = {}
+
+    def live_nodes(self, keep: Callable[[Node], bool] | None = None) -> list[Node]:
+        """The nodes whose values the graph's outputs, mutations or guards read (directly or through other
+        live nodes), and those ``keep(node)`` protects, in graph order; the graph is not changed. One reverse
+        sweep (the rule of :meth:`eliminate_dead_code`: an unused random draw is dead too)."""
+        live: set[Any] = set(self.outputs)
+        live.update(v for _, v in self.mutations)
+        live.update(g.value for g in self.guards)
+        found: list[Node] = []
+        for node in reversed(self.nodes):
+            outs = node.outputs
+            if (outs[0] in live if len(outs) == 1 else any(out in live for out in outs)) \
+                    or (keep is not None and keep(node)):
+                found.append(node)
+                live.update(node.inputs)  # literals and None too: harmless members
+        found.reverse()
+        return found
 
     def eliminate_dead_code(self, keep: Callable[[Node], bool] | None = None) -> int:
         """Erase every node whose outputs nothing reads (directly or through other dead nodes), except

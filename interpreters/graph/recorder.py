@@ -33,13 +33,14 @@ from typing import Any
 
 import numpy as np
 
-from tensorplay.interpreters.eager.interpreter import eager, rule_key
+from tensorplay.interpreters.eager.interpreter import dtype_name, eager, rule_key
 from tensorplay.interpreters.graph.views import VIEW_PRIMITIVES, ViewTable, positions
 from tensorplay.interpreters.graph.ir import (
     NUMPY_DTYPES, PARAMS, Graph, Guard, Literal, Location, Node, Var, complete_params, has_symbolic,
     substitute,
 )
 from tensorplay.spec import SPECS
+from tensorplay.spec.table import PRIMITIVES
 from tensorplay.spec.aval import Aval
 from tensorplay.spec.errors import DTypeError, GraphCaptureError, TensorplayError
 from tensorplay import random_state, recording
@@ -137,20 +138,23 @@ def _read_kind() -> str:
 def foreign_aval(x: Tensor[*tuple[Any, ...]]) -> Aval:
     """The aval of a tensor of any interpreter (its payload has ``.shape`` and a numpy ``.dtype``)."""
     data = x._data
-    return Aval(tuple(data.shape), data.dtype.name)
+    return Aval(tuple(data.shape), dtype_name(data.dtype))
 
 
 class Recorder(BaseInterpreter):
     """Records primitive calls into ``self.graph`` (see the module docstring).
 
     ``execute=True`` also computes every value eagerly; ``binding`` maps symbolic dim names to
-    the sizes of the example inputs (execute mode with symbolic shapes).
+    the sizes of the example inputs (execute mode with symbolic shapes). ``merge=True`` records a
+    call that repeats an earlier one (same primitive, same input values, same params; not a random draw
+    or a view) as that call's value instead of a new node: the transforms' traces, whose graphs every
+    later sweep walks node by node, stay as small as the function's distinct computations.
     """
 
     name = "graph"
 
     def __init__(self, graph: Graph | None = None, *, execute: bool = False,
-                 binding: dict[str, Any] | None = None) -> None:
+                 binding: dict[str, Any] | None = None, merge: bool = False) -> None:
         self.level = next(_levels)
         self.graph = graph if graph is not None else Graph()
         self.execute = execute
@@ -163,6 +167,7 @@ class Recorder(BaseInterpreter):
         self._n_keys = 0
         self._state: dict[int, tuple[Any, Var]] = {}
         self._views = ViewTable()
+        self._merged: dict[Any, Var] | None = {} if merge else None
 
     def __repr__(self) -> str:
         mode = "execute" if self.execute else "symbolic"
@@ -255,6 +260,17 @@ class Recorder(BaseInterpreter):
         elif _DECLARED[target]:
             params = complete_params(target, params)
             sym = has_symbolic(params)
+        pkey = rule_key(params)
+        merged = self._merged
+        merge_key: Any = None
+        if merged is not None and target in _MERGEABLE and self.graph._anchor is None:
+            merge_key = (target, *values, pkey)
+            try:
+                found = merged.get(merge_key)
+            except TypeError:  # an unhashable param (a list): no merging
+                merge_key = found = None
+            if found is not None:
+                return Tensor(self, found)
         location = self.location_override
         if location is None:
             # the first frame outside the project (inlined user_location: this is the hot path)
@@ -270,9 +286,9 @@ class Recorder(BaseInterpreter):
                 frame = frame.f_back
         # the shape rule runs at record time; results are memoised by (target, avals, params)
         try:
-            key: Any = (target, *avals, rule_key(params))
+            key: Any = (target, *avals, pkey)
             aval = _RULE_MEMO.get(key)
-        except TypeError:  # an unhashable param (a list): no memo
+        except TypeError:  # an unhashable param: no memo
             key, aval = None, None
         if aval is None:
             try:
@@ -285,12 +301,48 @@ class Recorder(BaseInterpreter):
                 _RULE_MEMO[key] = aval
         node = self.graph.append(target, values, params, aval, location, sym)
         out = node.outputs[0]
+        if merge_key is not None:
+            assert merged is not None
+            merged[merge_key] = out
         if self.execute:
             out.value = self._compute(node)
         made: Tensor[*tuple[Any, ...]] = Tensor(self, out)
         if target in VIEW_PRIMITIVES and type(inputs[0]) is Tensor:
             self._views.note(inputs[0], made, target, params)
         return made
+
+    def replay(self, nodes: Any, env: dict[Any, Any]) -> None:
+        """Record ``nodes`` (of another symbolic graph, whose avals hold here) again, reading each input from
+        ``env`` (tensors of this recorder or of lower interpreters) and writing each output's tensor into it:
+        what :meth:`record` would do for each node, without its checks and shape rules (the nodes were checked
+        when they were first recorded) and at the nodes' own locations. Symbolic mode only."""
+        assert not self.execute and not self.closed
+        graph = self.graph
+        merged = self._merged if graph._anchor is None else None
+        for node in nodes:
+            values: list[Any] = []
+            for v in node.inputs:
+                if type(v) is Var:
+                    x = env[v]
+                    values.append(x._data if x._ops is self else self.lift(x))
+                else:
+                    values.append(v)
+            target = node.target
+            merge_key: Any = None
+            if merged is not None and target in _MERGEABLE:
+                try:
+                    merge_key = (target, *values, rule_key(node.params))
+                    found = merged.get(merge_key)
+                except TypeError:
+                    merge_key = found = None
+                if found is not None:
+                    env[node.outputs[0]] = Tensor(self, found)
+                    continue
+            out = graph.append(target, values, dict(node.params), node.outputs[0].aval, node.location,
+                               node.has_sym).outputs[0]
+            if merge_key is not None:
+                merged[merge_key] = out  # type: ignore[index]
+            env[node.outputs[0]] = Tensor(self, out)
 
     def _compute(self, node: Node) -> Any:
         args: list[Any] = []
@@ -674,6 +726,9 @@ def _literal(target: str, x: Any) -> Literal:
 
 
 _DECLARED = PARAMS
+
+_MERGEABLE = frozenset(name for name in PRIMITIVE_NAMES if not PRIMITIVES[name].random and name not in VIEW_PRIMITIVES)
+"""Primitives whose repeated calls a merging recorder records once (see :class:`Recorder`)."""
 
 
 def _make_method(target: str) -> Callable[..., Any]:

@@ -67,6 +67,8 @@ class CachedTransform(CompiledFunction):
         return spec
 
     def _discover(self, modules: Sequence[tuple[str, Any]] = ()) -> Sources:
+        if not getattr(self._transformed, "reads_state", True):
+            return Sources()  # a pullback graph: every value it reads is an argument
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", UnguardedStateWarning)
             sources = discover(self._transformed, modules)

@@ -16,7 +16,8 @@ lists, dicts) of tensors. A primitive without a rule for a transform raises
 
 A transformed function caches its traced graph (:mod:`tensorplay.func.cache`): from its second call at top
 level, a call whose input shapes, dtypes, grad mode and the Python state the function read agree runs the
-cached graph; ``recompile_reasons`` says why it traced again. ``vjp`` and ``linearize`` trace at every call.
+cached graph; ``recompile_reasons`` says why it traced again. ``vjp`` and ``linearize`` cache their forward
+and, separately, the function they return (:mod:`tensorplay.func.staged`).
 """
 
 from __future__ import annotations

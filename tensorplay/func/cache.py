@@ -9,6 +9,9 @@ the guard outcomes recorded while tracing (Python values, containers, branches o
 the function reads from outside its arguments (globals, closure cells, module parameters and buffers) is
 an input read again at every call. A change of any of them is seen: nothing is ever stale.
 
+``vjp`` and ``linearize``, whose results hold a function, are cached in two stages (the forward, then the
+function it returns: :mod:`tensorplay.func.staged`).
+
 Called inside another transform, a graph recording or a ``tp.compile`` capture, the transform runs its
 Python as before (the outer recording sees the operations). ``tp.compile(vmap(grad(f)))`` therefore
 captures the whole transformed graph with the compiler's own backend.
@@ -28,7 +31,7 @@ import threading
 import types
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -57,6 +60,16 @@ def set_caching(enabled: bool) -> bool:
     previous = _ENABLED[0]
     _ENABLED[0] = bool(enabled)
     return previous
+
+
+def caching_enabled() -> bool:
+    """Whether transformed functions use the cache (see :func:`set_caching`)."""
+    return _ENABLED[0]
+
+
+def traces_at_first_call() -> bool:
+    """Whether a new key is traced into the cache at its first call (``TP_FUNC_CACHE=first``)."""
+    return _AT_FIRST_CALL[0]
 
 
 def clear_cache() -> None:
@@ -139,16 +152,22 @@ class Transformed:
         return self if obj is None else types.MethodType(self, obj)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not _ENABLED[0] or self.not_cached is not None or not _top_level(args, kwargs):
+        entry = self.entry_for_call(args, kwargs)
+        if entry is None:
             return self.uncached(*args, **kwargs)
+        return entry(*args, **kwargs)
+
+    def entry_for_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The cache entry that runs this call, or ``None`` when it runs uncached (the cache is off, the call
+        is inside a recording or transform, or it is the first call of this key)."""
+        if not _ENABLED[0] or self.not_cached is not None or not top_level(args, kwargs):
+            return None
         entry = self._entry
         if entry is None:
             if self._first_call():
-                return self.uncached(*args, **kwargs)
+                return None
             entry = self.entry()
-            if entry is None:
-                return self.uncached(*args, **kwargs)
-        return entry(*args, **kwargs)
+        return entry
 
     def _first_call(self) -> bool:
         """Whether no function with this key was called before (see ``_SEEN``); it is remembered."""
@@ -216,7 +235,7 @@ class Transformed:
         return None if entry is None else entry.disabled
 
 
-def _top_level(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+def top_level(args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
     """Whether a call runs outside any recording, capture or transform, on eager tensors only."""
     if compile_hooks.handler() is not None or creating_interpreter(None) is not None:
         return False
@@ -244,4 +263,5 @@ def transformed(transform: str, func: Any, options: dict[str, Any], uncached: Ca
     return Transformed(transform, func, options, uncached, not_cached)
 
 
-__all__ = ["Transformed", "clear_cache", "set_caching", "transformed"]
+__all__ = ["Transformed", "caching_enabled", "clear_cache", "set_caching", "top_level", "traces_at_first_call",
+           "transformed"]

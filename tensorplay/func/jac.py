@@ -108,7 +108,8 @@ def jacrev_uncached(func: Callable[..., Any], argnums: ArgNums = 0, *, has_aux: 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         leaves, spec, wrt = diff_args(args, argnums, "jacrev")
         xs = [leaves[i] for i in wrt]
-        result = vjp_named(_partial(func, leaves, spec, wrt, kwargs), tuple(xs), has_aux, "jacrev")
+        releases: list[Callable[[], None]] = []
+        result = vjp_named(_partial(func, leaves, spec, wrt, kwargs), tuple(xs), has_aux, "jacrev", releases)
         output, vjp_fn = result[0], result[1]
         out_leaves, out_spec = tree_flatten(output)
         ops = highest(out_leaves)
@@ -118,6 +119,8 @@ def jacrev_uncached(func: Callable[..., Any], argnums: ArgNums = 0, *, has_aux: 
             return vjp_fn(tree_unflatten(out_spec, list(cts)))
 
         flat_cts = list(vmap(pull, chunk_size=chunk_size)(*basis))
+        for release in releases:  # the vjp_fn is not called again
+            release()
         per_output = []
         for o, start in zip(out_leaves, offsets):
             n = _numel(o.shape)

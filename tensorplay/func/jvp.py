@@ -14,13 +14,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tensorplay.interpreters.graph.evaluate import evaluate
-from tensorplay.interpreters.graph.recorder import Recorder, foreign_aval
+from tensorplay.interpreters.graph.recorder import Recorder
 from tensorplay.pytree import TreeSpec, check_leaves_like, tensor_leaves, tree_flatten, tree_unflatten
 from tensorplay.func.tracing import (
     Dispatch, aux_output, caller_of, forward, graph_sources, highest, read, sweep_ops, tangent_sweep, trace_for_transform,
     zeros_like,
 )
 from tensorplay.func.cache import transformed
+from tensorplay.func.staged import StagedFunction, record_pullback, run_staged, seed_inputs
 from tensorplay.tensor import Tensor
 
 AnyTensor = Tensor[*tuple[Any, ...]]
@@ -93,8 +94,10 @@ def jvp_named(func: Callable[..., Any], primals: Any, tangents: Any, strict: boo
         out_tangents.append(t)
     output = tree_unflatten(traced.out_spec, outs)
     jvp_out = tree_unflatten(traced.out_spec, out_tangents)
+    aux = aux_output(traced, env) if has_aux else None
+    traced.graph.release()
     if has_aux:
-        return output, jvp_out, aux_output(traced, env)
+        return output, jvp_out, aux
     return output, jvp_out
 
 
@@ -104,7 +107,8 @@ def linearize(func: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..
 
     ``jvp_fn`` runs only the recorded tangent graph: the primal computation and every quantity
     that depends only on the primals are done once, here. It can be called many times (and under
-    other transforms).
+    other transforms). At top level the forward and ``jvp_fn`` are cached (:mod:`tensorplay.func.staged`);
+    ``jvp_fn`` uses the values of its own forward call.
 
     >>> import tensorplay as tp
     >>> from tensorplay.func import linearize
@@ -112,6 +116,24 @@ def linearize(func: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..
     >>> jvp_fn(tp.tensor([1.0, 1.0]))
     tensor([1.0000, 0.5403])
     """
+    staged = run_staged("linearize", func, {}, _linearize_stage(func), primals)
+    leaves, spec = tree_flatten(primals)
+    if staged is None:
+        return _linearize_uncached(func, primals)
+    output, residuals, pullback = staged
+    out_spec = tree_flatten(output)[1]
+
+    jvp_fn = StagedFunction(
+        pullback, residuals, lambda *tangents: check_tangents("linearize: jvp_fn", leaves, spec, tangents),
+        lambda flat: tree_unflatten(out_spec, flat),
+        "The Jacobian-vector product for ``tangents`` (one per primal, same structures and shapes).")
+    return output, jvp_fn
+
+
+def _linearized(func: Callable[..., Any], primals: tuple[Any, ...], fill: bool) -> Any:
+    """``func`` traced at ``primals``, its forward run in the caller's interpreter and its tangent map recorded:
+    ``(output, outs, out_tangents, recorder, env_inputs)``, the recorder open with one user input per primal leaf.
+    ``out_tangents`` has ``None`` for an output that does not depend on the primals, or zeros with ``fill``."""
     leaves, spec = tensor_leaves(primals, "linearize: primals")
     _float_primals("linearize", leaves)
     traced = trace_for_transform(func, leaves, spec, range(len(leaves)), "linearize")
@@ -119,13 +141,35 @@ def linearize(func: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..
     env = forward(traced, caller, leaves)
     outs = [read(env, v) for v in traced.out_vars]
     recorder = Recorder()
-    seeds = [recorder.input(f"t{i}", foreign_aval(p), "user_input") for i, p in enumerate(leaves)]
-    tan = tangent_sweep(traced, env, Dispatch(caller, recorder), dict(zip(traced.in_vars, seeds)), "linearize")
+    seeds = seed_inputs(recorder, leaves, "t")
+    ops = Dispatch(caller, recorder)
+    tan = tangent_sweep(traced, env, ops, dict(zip(traced.in_vars, seeds)), "linearize")
     out_tangents = [tan.get(v) for v in traced.out_vars]
+    if fill:
+        out_tangents = [zeros_like(ops, o) if t is None else t for t, o in zip(out_tangents, outs)]
+    output = tree_unflatten(traced.out_spec, outs)
+    return output, outs, out_tangents, recorder, [env[p] for p in traced.graph.inputs]
+
+
+def _linearize_stage(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The forward of a cached :func:`linearize` (see :mod:`tensorplay.func.staged`): ``stage(*primals)`` is
+    ``(output, residuals, pullback)``, the pullback being the recorded tangent map."""
+    def stage(*primals: Any) -> Any:
+        output, outs, out_tangents, recorder, inputs = _linearized(func, primals, True)
+        pullback, residuals = record_pullback(recorder, out_tangents, inputs, outs, "jvp_fn")
+        return output, residuals, pullback
+    stage.__name__ = getattr(func, "__name__", "f")
+    return stage
+
+
+def _linearize_uncached(func: Callable[..., Any], primals: tuple[Any, ...]) -> tuple[Any, Callable[..., Any]]:
+    """:func:`linearize` without the cache (traces at every call)."""
+    output, outs, out_tangents, recorder, _ = _linearized(func, primals, False)
+    leaves, spec = tree_flatten(primals)
+    out_spec = tree_flatten(output)[1]
     graph = recorder.graph
     graph.outputs = [recorder.lift(t) for t in out_tangents if t is not None]
     recorder.close()
-    output = tree_unflatten(traced.out_spec, outs)
 
     def jvp_fn(*tangents: Any) -> Any:
         """The Jacobian-vector product for ``tangents`` (one per primal, same structures and shapes)."""
@@ -133,7 +177,7 @@ def linearize(func: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..
         ops = highest(graph_sources(graph), highest(t_leaves))
         flat = iter(evaluate(graph, ops, *t_leaves))
         results = [next(flat) if t is not None else zeros_like(ops, o) for t, o in zip(out_tangents, outs)]
-        return tree_unflatten(traced.out_spec, results)
+        return tree_unflatten(out_spec, results)
 
     return output, jvp_fn
 

@@ -52,6 +52,10 @@ class _Active(threading.local):
 
 _ACTIVE = _Active()
 
+_MERGE = [True]
+"""Whether transform traces merge repeated calls (:class:`~tensorplay.interpreters.graph.recorder.Recorder`'s
+``merge``); a switch for comparing with unmerged traces."""
+
 
 # ---- interpreters ---------------------------------------------------------------------------------
 
@@ -190,7 +194,7 @@ def trace_for_transform(fn: Callable[..., Any], leaves: Sequence[Any], spec: Tre
 def _trace(fn: Callable[..., Any], leaves: Sequence[Any], spec: TreeSpec, wrt: Sequence[int], transform: str,
            kwargs: dict[str, Any] | None, avals: Sequence[Aval] | None, has_aux: bool,
            values: list[Any] | None) -> Traced:
-    recorder = Recorder(execute=values is not None)
+    recorder = Recorder(execute=values is not None, merge=_MERGE[0])
     new_leaves = list(leaves)
     in_vars: list[Var] = []
     for k, i in enumerate(wrt):
@@ -256,7 +260,10 @@ def forward(traced: Traced, ops: Any, inputs: Sequence[Any]) -> dict[Any, Any]:
         else:
             _write_state(graph, ops, values, env)
             return env
-    run_nodes(graph.nodes, ops, env)
+    if type(ops) is Recorder and not ops.execute and not traced.execute and not graph.symbols:
+        ops.replay(graph.nodes, env)  # the nodes re-recorded as they are (a trace inside vmap's)
+    else:
+        run_nodes(graph.nodes, ops, env)
     _write_state(graph, ops, values, env)
     if graph.guards and isinstance(ops, Recorder):
         # Python control flow decided on values while tracing: the caller's recording depends on it too
@@ -308,12 +315,14 @@ class _ReverseSweep(Walker):
     """Walks the graph backwards pushing cotangents through the vjp rules (see :func:`backward`)."""
 
     def __init__(self, traced: Traced, env: dict[Any, Any], ops: Any, needed: set[Var], transform: str) -> None:
+        from tensorplay.rules.util import set_needed_inputs
         from tensorplay.rules.vjp import VJP_RULES
         super().__init__(ops)
         self.values = env
         self.needed = needed
         self.transform = transform
         self.rules = VJP_RULES
+        self.set_needed = set_needed_inputs
 
     def add(self, ct: dict[Any, Any], v: Any, c: Any) -> None:
         """Add cotangent ``c`` to value ``v`` (nothing for literals, ``None`` or values nobody asked for)."""
@@ -323,14 +332,14 @@ class _ReverseSweep(Walker):
         ct[v] = c if prev is None else self.ops.add(prev, c)
 
     def step(self, node: Any, ct: dict[Any, Any]) -> None:
-        from tensorplay.rules.util import set_needed_inputs
         out = node.outputs[0]
         g = ct.pop(out, None)
         if g is None:
             return
-        rule = _rule_for(self.rules, node, self.transform, "vjp", "differentiating")
+        rule = self.rules.get(node.target) or _rule_for(self.rules, node, self.transform, "vjp", "differentiating")
         # rules may skip the cotangents of inputs that do not depend on ``wanted``
-        set_needed_inputs(tuple(v.__class__ is Var and v in self.needed for v in node.inputs))
+        needed = self.needed
+        self.set_needed(tuple(v.__class__ is Var and v in needed for v in node.inputs))
         inputs = self.inputs(node, self.values)
         for v, c in zip(node.inputs, rule(self.ops, g, tuple(inputs), self.values[out], **self.params(node))):
             self.add(ct, v, c)

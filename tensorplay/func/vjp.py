@@ -14,9 +14,11 @@ from typing import Any
 
 from tensorplay.pytree import TreeSpec, check_leaves_like, tensor_leaves, tree_flatten, tree_unflatten
 from tensorplay.func.tracing import (
-    aux_output, backward, caller_of, forward, ones_like, read, sweep_ops, trace_for_transform, zeros_like,
+    Dispatch, aux_output, backward, caller_of, forward, ones_like, read, sweep_ops, trace_for_transform, zeros_like,
 )
 from tensorplay.func.cache import transformed
+from tensorplay.func.staged import StagedFunction, record_pullback, run_staged, seed_inputs
+from tensorplay.interpreters.graph.recorder import Recorder
 from tensorplay.tensor import Tensor
 
 AnyTensor = Tensor[*tuple[Any, ...]]
@@ -38,6 +40,9 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     :func:`~tensorplay.func.jacrev` works). With ``has_aux=True``, ``func`` returns
     ``(output, aux)`` and ``aux`` is returned as computed, without derivatives.
 
+    At top level the forward and ``vjp_fn`` are cached (:mod:`tensorplay.func.staged`): ``vjp_fn`` uses the
+    values of its own forward call (its random draws, and the inputs as they were), whatever ran since.
+
     >>> import tensorplay as tp
     >>> from tensorplay.func import vjp
     >>> x = tp.tensor([1.0, 2.0, 3.0])
@@ -45,32 +50,81 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     >>> vjp_fn(tp.ones(3))
     (tensor([2., 4., 6.]),)
     """
-    return vjp_named(func, primals, has_aux, "vjp")
+    staged = run_staged("vjp", func, {"has_aux": has_aux}, _vjp_stage(func, has_aux), primals)
+    if staged is None:
+        return vjp_named(func, primals, has_aux, "vjp")
+    result, residuals, pullback = staged
+    output, aux = result if has_aux else (result, None)
+    outs, out_spec = tree_flatten(output)
+    _, spec = tree_flatten(primals)
+
+    vjp_fn = StagedFunction(
+        pullback, residuals, lambda cotangents, *more: _cotangent_leaves(cotangents, more, out_spec, outs),
+        lambda flat: tree_unflatten(spec, flat),
+        "Cotangents of the primals (a tuple, one entry per primal) for ``cotangents`` of the output.")
+    if has_aux:
+        return output, vjp_fn, aux
+    return output, vjp_fn
 
 
-def vjp_named(func: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool, transform: str) -> Any:
-    """:func:`vjp`, naming ``transform`` in its errors (``jacrev`` is built on it)."""
+def _vjp_stage(func: Callable[..., Any], has_aux: bool) -> Callable[..., Any]:
+    """The forward of a cached :func:`vjp` (see :mod:`tensorplay.func.staged`): ``stage(*primals)`` is
+    ``(output or (output, aux), residuals, pullback)``, the pullback recorded once from the reverse sweep."""
+    def stage(*primals: Any) -> Any:
+        leaves, spec, traced, env = _traced_forward(func, primals, has_aux, "vjp")
+        outs = [read(env, v) for v in traced.out_vars]
+        recorder = Recorder()
+        seeds = seed_inputs(recorder, outs, "ct")
+        ops = Dispatch(caller_of(traced, leaves), recorder)
+        cts = backward(traced, env, ops, list(zip(traced.out_vars, seeds)), traced.in_vars, "vjp")
+        pullback, residuals = record_pullback(recorder, _fill(ops, cts, leaves),
+                                              [env[p] for p in traced.graph.inputs], outs, "vjp_fn")
+        output = tree_unflatten(traced.out_spec, outs)
+        return (output, aux_output(traced, env)) if has_aux else output, residuals, pullback
+    stage.__name__ = getattr(func, "__name__", "f")
+    return stage
+
+
+def _traced_forward(func: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool,
+                    transform: str) -> tuple[list[AnyTensor], TreeSpec, Any, dict[Any, Any]]:
+    """``func`` traced at ``primals`` (float tensor leaves) and its forward run in the caller's interpreter:
+    ``(leaves, spec, traced, env)``."""
     leaves, spec = tensor_leaves(primals, f"{transform}: primals")
     for i, leaf in enumerate(leaves):
         if not _is_float(leaf):
             raise TypeError(f"{transform}: primal {i} has dtype {leaf.dtype.name}; only float tensors can be "
                             "differentiated (close over integer inputs instead of passing them as primals)")
     traced = trace_for_transform(func, leaves, spec, range(len(leaves)), transform, has_aux=has_aux)
+    return leaves, spec, traced, forward(traced, caller_of(traced, leaves), leaves)
+
+
+def _cotangent_leaves(cotangents: Any, more: tuple[Any, ...], out_spec: TreeSpec, outs: Sequence[Any]) -> list[Any]:
+    """The leaves of a ``vjp_fn`` argument, checked against the output (structure, shapes, dtypes)."""
+    if more:
+        raise TypeError(f"vjp_fn takes the output's cotangents as one argument (a pytree like the output), "
+                        f"got {1 + len(more)} arguments")
+    ct_leaves, ct_spec = tree_flatten(cotangents)
+    if ct_spec != out_spec:
+        raise ValueError(f"vjp_fn: expected cotangents with the structure of the output {out_spec}, got {ct_spec}")
+    check_leaves_like("vjp_fn", ct_leaves, outs, "cotangent", "output")
+    return ct_leaves
+
+
+def vjp_named(func: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool, transform: str,
+              releases: list[Callable[[], None]] | None = None) -> Any:
+    """:func:`vjp`, naming ``transform`` in its errors (``jacrev`` is built on it). A caller that knows when it
+    is done with ``vjp_fn`` passes ``releases``: it gets the function that frees the trace at once
+    (:meth:`~tensorplay.interpreters.graph.ir.Graph.release`)."""
+    leaves, spec, traced, env = _traced_forward(func, primals, has_aux, transform)
+    if releases is not None:
+        releases.append(traced.graph.release)
     caller = caller_of(traced, leaves)
-    env = forward(traced, caller, leaves)
     outs = [read(env, v) for v in traced.out_vars]
     output = tree_unflatten(traced.out_spec, outs)
 
     def vjp_fn(cotangents: Any, *more: Any) -> tuple[Any, ...]:
         """Cotangents of the primals (a tuple, one entry per primal) for ``cotangents`` of the output."""
-        if more:
-            raise TypeError(f"vjp_fn takes the output's cotangents as one argument (a pytree like the output), "
-                            f"got {1 + len(more)} arguments")
-        ct_leaves, ct_spec = tree_flatten(cotangents)
-        if ct_spec != traced.out_spec:
-            raise ValueError(f"vjp_fn: expected cotangents with the structure of the output {traced.out_spec}, "
-                             f"got {ct_spec}")
-        check_leaves_like("vjp_fn", ct_leaves, outs, "cotangent", "output")
+        ct_leaves = _cotangent_leaves(cotangents, more, traced.out_spec, outs)
         ops = sweep_ops(caller, ct_leaves)
         cts = backward(traced, env, ops, list(zip(traced.out_vars, ct_leaves)), traced.in_vars, transform)
         grads: tuple[Any, ...] = tree_unflatten(spec, _fill(ops, cts, leaves))
@@ -180,8 +234,10 @@ def grad_and_value_uncached(func: Callable[..., Any], argnums: ArgNums = 0, has_
         value = read(env, out_var)
         cts = backward(traced, env, caller, [(out_var, ones_like(caller, value))], traced.in_vars, "grad")
         grads = grad_results(args, argnums, _fill(caller, cts, inputs))
+        aux = aux_output(traced, env) if has_aux else None
+        traced.graph.release()
         if has_aux:
-            return grads, (value, aux_output(traced, env))
+            return grads, (value, aux)
         return grads, value
 
     return wrapper

@@ -20,6 +20,7 @@ from tensorplay.interpreters.graph.batched import (
 from tensorplay.interpreters.graph.evaluate import apply_mutations
 from tensorplay.interpreters.graph.ir import Var
 from tensorplay.spec.aval import Aval
+from tensorplay.spec.table import names
 from tensorplay.pytree import broadcast_prefix, tree_flatten, tree_unflatten
 from tensorplay.func.tracing import Traced, graph_sources, highest, trace_for_transform
 from tensorplay.func.cache import CHUNKED, transformed
@@ -182,6 +183,7 @@ def _vmap_call(func: Callable[..., Any], name: str, leaves: list[Any], spec: Any
         env = _run_batched(traced, caller, inputs, keys)
         outs = [place(caller, env[v], o, size, i, f"vmap({name})")
                 for i, (v, o) in enumerate(zip(traced.out_vars, od))]
+        traced.graph.release()
         return tree_unflatten(traced.out_spec, outs)
     pieces: list[list[Any]] = [[] for _ in traced.out_vars]
     for start in range(0, size, chunk_size):
@@ -198,6 +200,7 @@ def _vmap_call(func: Callable[..., Any], name: str, leaves: list[Any], spec: Any
         else:
             axis = o % parts[0].ndim
             outs.append(parts[0] if len(parts) == 1 else caller.concat(*parts, axis=axis))
+    traced.graph.release()
     return tree_unflatten(traced.out_spec, outs)
 
 
@@ -206,10 +209,21 @@ def _run_batched(traced: Traced, ops: Any, inputs: Sequence[tuple[AnyTensor, Dim
     """Evaluate the traced graph with the batching rules; every value is ``(tensor, batch axis or None)``."""
     graph = traced.graph
     values = placeholder_values(graph, ops, list(inputs), keys)
-    env = BatchedWalker(ops).run(graph.nodes, dict(values))
+    # only what the outputs need: a transform traced inside (``vmap(grad(f))``) leaves values nothing reads
+    # (the loss itself), and batching them would cost rule steps and operations for nothing
+    env = BatchedWalker(ops).run(graph.live_nodes(_is_check), dict(values))
     if graph.mutations:
         _write_state(graph, ops, values, env)
     return env
+
+
+_CHECKS = frozenset(names("check"))
+
+
+def _is_check(node: Any) -> bool:
+    """A recorded check of values (``check_index``): kept even when nothing reads its value, so a bad index
+    raises; any other unread value is skipped, as the cached graph (dead-code eliminated) skips it."""
+    return node.target in _CHECKS
 
 
 def _write_state(graph: Any, ops: Any, values: dict[Any, tuple[Any, Dim]], env: dict[Any, tuple[Any, Dim]]) -> None:

@@ -49,16 +49,21 @@ def _with_unbatched_case(name: str, fn: BatchRule) -> BatchRule:
     def rule(ops: Ops, inputs: tuple[Any, ...], dims: Dims, **params: Any) -> Batched:
         if len(dims) != len(inputs):
             raise ValueError(f"vmap: '{name}' got {len(dims)} batch dims for {len(inputs)} inputs")
-        clean = tuple(d if d is not None and is_tensor(x) else None for x, d in zip(inputs, dims))
-        if all(d is None for d in clean):
-            return getattr(ops, name)(*inputs, **params), None
-        for i, (x, d) in enumerate(zip(inputs, clean)):
-            n = len(shape_of(x)) if d is not None else 0
-            if d is not None and not -n <= d < n:
+        clean: list[int | None] = []
+        batched = False
+        for i, (x, d) in enumerate(zip(inputs, dims)):
+            if d is None or not is_tensor(x):
+                clean.append(None)
+                continue
+            n = len(shape_of(x))
+            if not -n <= d < n:
                 raise AxisError(f"vmap: batch axis {d} of input {i} of '{name}' is out of range for a tensor "
                                 f"of rank {n} (expected {-n} <= axis < {n})")
-        clean = tuple(None if d is None else int(d) % len(shape_of(x)) for x, d in zip(inputs, clean))
-        return fn(ops, inputs, clean, **params)
+            clean.append(int(d) % n)
+            batched = True
+        if not batched:
+            return getattr(ops, name)(*inputs, **params), None
+        return fn(ops, inputs, tuple(clean), **params)
     rule.__name__ = getattr(fn, "__name__", name)
     rule.__doc__ = fn.__doc__
     rule.__wrapped__ = fn  # type: ignore[attr-defined]
@@ -109,6 +114,13 @@ def _pad_rank(ops: Ops, x: AnyTensor, rank: int) -> AnyTensor:
     if extra <= 0:
         return x
     return ops.reshape(x, shape=shape[:1] + (1,) * extra + shape[1:])
+
+
+def _permute(ops: Ops, x: AnyTensor, perm: tuple[int, ...]) -> AnyTensor:
+    """``ops.permute(x, perm=perm)``, or ``x`` itself when ``perm`` keeps every axis in place."""
+    if perm == tuple(range(len(perm))):
+        return x
+    return ops.permute(x, perm=perm)
 
 
 def _fold(ops: Ops, x: AnyTensor) -> AnyTensor:
@@ -197,7 +209,7 @@ def permute_batch(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, perm: tuple[
     (x,) = inputs
     xf = move_to_front(ops, x, dims[0])
     n = len(perm)
-    return ops.permute(xf, perm=(0,) + tuple(int(p) % n + 1 for p in perm)), 0
+    return _permute(ops, xf, (0,) + tuple(int(p) % n + 1 for p in perm)), 0
 
 
 @_register("broadcast_to")
@@ -268,14 +280,13 @@ def gather_batch(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, axis: int) ->
     if dx is None:
         return ops.gather(x, idx, axis=ax), ax
     # x[B, *A, n, *C] -> [B, n, *A, *C] -> [B*n, *A, *C]; result [B, *I, *A, *C] -> [B, *A, *I, *C]
-    xf = ops.permute(move_to_front(ops, x, dx),
-                     perm=(0, ax + 1) + tuple(i for i in range(1, rank + 1) if i != ax + 1))
+    xf = _permute(ops, move_to_front(ops, x, dx), (0, ax + 1) + tuple(i for i in range(1, rank + 1) if i != ax + 1))
     n = shape_of(xf)[1]
     out = ops.gather(_fold(ops, xf), _flat_indices(ops, idx, n), axis=0)
     n_idx = len(shape_of(idx)) - 1
     lead = tuple(range(1 + n_idx, 1 + n_idx + ax))
     perm = (0,) + lead + tuple(range(1, 1 + n_idx)) + tuple(range(1 + n_idx + ax, len(shape_of(out))))
-    return ops.permute(out, perm=perm), 0
+    return _permute(ops, out, perm), 0
 
 
 @_register("scatter_add")
@@ -296,17 +307,17 @@ def scatter_add_batch(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, axis: in
     n_idx = len(shape_of(idx)) - 1
     # base [B, *A, n, *C] -> [B*n, *A, *C]; updates [B, *A, *I, *C] -> [B, *I, *A, *C]
     to_axis_first = (0, ax + 1) + tuple(i for i in range(1, rank + 1) if i != ax + 1)
-    bp = ops.permute(bf, perm=to_axis_first)
+    bp = _permute(ops, bf, to_axis_first)
     n = shape_of(bp)[1]
     uperm = (0,) + tuple(range(1 + ax, 1 + ax + n_idx)) + tuple(range(1, 1 + ax)) + tuple(
         range(1 + ax + n_idx, len(shape_of(uf))))
-    up = ops.permute(uf, perm=uperm)
+    up = _permute(ops, uf, uperm)
     out = ops.scatter_add(_fold(ops, bp), _flat_indices(ops, idx, n), up, axis=0)
     out = ops.reshape(out, shape=shape_of(bp))
     inverse = [0] * len(to_axis_first)
     for i, p in enumerate(to_axis_first):
         inverse[p] = i
-    return ops.permute(out, perm=tuple(inverse)), 0
+    return _permute(ops, out, tuple(inverse)), 0
 
 
 # full and iota take no tensor input: the registered wrapper calls them unbatched.
