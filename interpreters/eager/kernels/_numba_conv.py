@@ -287,9 +287,9 @@ def forward_output_blocks(gemm: Any, x: Any, w2: Any, bias: Any, kd: Any, kh: An
         width = mb * big_l
         if padded:
             _pad(x, n0, mb, pd, ph, pw, pad_buf)
-            _block_output_columns(pad_buf, 0, mb, kd, kh, kw, dd, dh, dw, od, oh, ow, cols)
-        else:
-            _block_output_columns(x, n0, mb, kd, kh, kw, dd, dh, dw, od, oh, ow, cols)
+        # one inlined copy of the column builder (a call per branch doubled the kernel's compile time)
+        _block_output_columns(pad_buf if padded else x, 0 if padded else n0, mb, kd, kh, kw, dd, dh, dw, od, oh,
+                              ow, cols)
         _gemm(gemm, NO_TRANS, NO_TRANS, o_ch, width, ck, w2, ck, cols, width, out, width, False)
         for j in range(mb):
             for o in range(o_ch):
@@ -329,12 +329,11 @@ def backward(gemm: Any, x: Any, w2: Any, g: Any, offs: Any, pd: Any, ph: Any, pw
         mb = min(m, n - n0)
         width = mb * lw
         _read_grad(g, n0, mb, lw, hp, wp, gw, sums)
+        # one call of each layout pass whether padded or not (a call per branch compiled each twice)
         if need_w:
             if padded:
                 _pad(x, n0, mb, pd, ph, pw, pad_buf)
-                _taps(buf_planes, 0, mb, offs, lw, cols)
-            else:
-                _taps(x_planes, n0, mb, offs, lw, cols)
+            _taps(buf_planes if padded else x_planes, 0 if padded else n0, mb, offs, lw, cols)
             if not x_finite:
                 _zero_gaps(cols, ck, mb, lw, od, oh, ow, hp, wp)
             _gemm(gemm, NO_TRANS, TRANS, o_ch, ck, width, gw, width, cols, width, dw2, ck, True)
@@ -342,16 +341,12 @@ def backward(gemm: Any, x: Any, w2: Any, g: Any, offs: Any, pd: Any, ph: Any, pw
             _gemm(gemm, TRANS, NO_TRANS, ck, width, o_ch, w2, ck, gw, width, cols, width, False)
             if not w_finite:
                 _zero_gaps(cols, ck, mb, lw, od, oh, ow, hp, wp)
+            target, first = (pad_buf.reshape(-1), 0) if padded else (dx_flat, n0 * per_sample)
+            for q in range(first, first + mb * (buf_planes.shape[1] * buf_planes.shape[2] if padded else per_sample)):
+                target[q] = 0
+            _untaps(cols, offs, lw, mb, buf_planes if padded else dx_planes, 0 if padded else n0)
             if padded:
-                flat = pad_buf.reshape(-1)
-                for q in range(mb * buf_planes.shape[1] * buf_planes.shape[2]):
-                    flat[q] = 0
-                _untaps(cols, offs, lw, mb, buf_planes, 0)
                 _unpad(pad_buf, mb, pd, ph, pw, dx, n0)
-            else:
-                for q in range(n0 * per_sample, (n0 + mb) * per_sample):
-                    dx_flat[q] = 0
-                _untaps(cols, offs, lw, mb, dx_planes, n0)
     for o in range(db.shape[0]):
         db[o] += sums[o]
 
