@@ -63,17 +63,32 @@ def test_numba_blas_functions_and_scipy_linalg_still_work_after() -> None:
 
 
 def test_the_kernels_numpy_ufuncs_are_built_on_first_use_only() -> None:
+    """Each of the kernels' numpy ufuncs is built on its first use, for the one dtype used: a float32 relu
+    builds relu's float32 loop and nothing else (no sigmoid, no float64 loop); a float32 sigmoid then adds
+    sigmoid's float32 loop, a float64 relu relu's float64 loop."""
     out = _run("""
         import numpy as np
         import tensorplay as tp
         from tensorplay.interpreters.eager.kernels import _numba_kernels as nk
+
+        def loops():  # the numpy loops of every ufunc the kernels' module has built so far
+            built = [(name, v) for name, v in vars(nk).items() if isinstance(v, nk.numba.np.ufunc.dufunc.DUFunc)]
+            return sorted(f"{name}:{t}" for name, v in built for t in v.ufunc.types)
+
         x = np.linspace(-3, 3, 1000, dtype=np.float32)
         r = tp.tensor(x).relu().numpy()
-        before = 'sigmoid_ufunc' in vars(nk), 'relu_ufunc' in vars(nk)
+        after_relu = loops()
         s = tp.tensor(x).sigmoid().numpy()
-        print(*before, 'sigmoid_ufunc' in vars(nk), float(np.abs(r - np.maximum(x, 0)).max()),
-              float(np.abs(s - 1 / (1 + np.exp(-x.astype(np.float64)))).max()))
+        after_sigmoid = loops()
+        r64 = tp.tensor(x.astype(np.float64)).relu().numpy()
+        print(",".join(after_relu), ",".join(after_sigmoid), ",".join(loops()),
+              float(np.abs(r - np.maximum(x, 0)).max()),
+              float(np.abs(s - 1 / (1 + np.exp(-x.astype(np.float64)))).max()), r64.dtype,
+              float(np.abs(r64 - np.maximum(x, 0)).max()))
     """)
-    sig_before, relu_before, sig_after, relu_err, sig_err = out.split()
-    assert (sig_before, relu_before, sig_after) == ("False", "True", "True")
+    after_relu, after_sigmoid, after_f64, relu_err, sig_err, dtype64, relu64_err = out.split()
+    assert after_relu.split(",") == ["relu_ufunc_f32:f->f"]
+    assert after_sigmoid.split(",") == ["relu_ufunc_f32:f->f", "sigmoid_ufunc_f32:f->f"]
+    assert after_f64.split(",") == ["relu_ufunc_f32:f->f", "relu_ufunc_f64:d->d", "sigmoid_ufunc_f32:f->f"]
     assert float(relu_err) == 0.0 and float(sig_err) < 1e-6
+    assert dtype64 == "float64" and float(relu64_err) == 0.0

@@ -146,7 +146,7 @@ def _sigmoid(x: Array) -> Array:
     0, quietly)."""
     if type(x) is np.ndarray and x.dtype in FLOATS:
         if x.size <= _SIGMOID_UFUNC_MAX:
-            small: Array = _jit_ufunc("sigmoid_ufunc")(x)
+            small: Array = _jit_ufunc("sigmoid", x.dtype)(x)
             return small
         out = fastpath.small_flat(x, "sigmoid_flat")  # the same kernel, without the wrapper's conversions
         return K.sigmoid(x) if out is None else out
@@ -160,15 +160,17 @@ _SIGMOID_UFUNC_MAX = 1024
 measured equal at 2,048, the ufunc 1.9 against 2.6 us at 1,024)."""
 
 
-_JIT_UFUNCS: dict[str, Callable[[Array], Array]] = {}
+_JIT_UFUNCS: dict[tuple[str, np.dtype[Any]], Callable[[Array], Array]] = {}
 
 
-def _jit_ufunc(name: str) -> Callable[[Array], Array]:
-    """The kernels' numpy ufunc ``name`` (``sigmoid_ufunc``, ``relu_ufunc``: float32 and float64 loops)
-    with numpy's floating-point warnings off; looked up once (the first call imports numba)."""
-    found = _JIT_UFUNCS.get(name)
+def _jit_ufunc(name: str, dtype: np.dtype[Any]) -> Callable[[Array], Array]:
+    """The kernels' numpy ufunc ``name`` (``"sigmoid"``, ``"relu"``) for the float dtype ``dtype`` (float32
+    or float64), with numpy's floating-point warnings off; looked up once per name and dtype (the first call
+    imports numba and builds that one ufunc: a float32 program builds no float64 loop)."""
+    found = _JIT_UFUNCS.get((name, dtype))
     if found is None:
-        found = _JIT_UFUNCS[name] = _quiet(getattr(nb(), name).ufunc)
+        kernels = nb()
+        found = _JIT_UFUNCS[name, dtype] = _quiet(getattr(kernels, f"{name}_ufunc_{kernels.UFUNC_SUFFIX[dtype]}").ufunc)
     return found
 
 
@@ -207,7 +209,7 @@ def _relu(x: Array) -> Array:
     n = x.size
     if n >= _RELU_UFUNC_MIN and type(x) is np.ndarray and x.dtype in FLOATS:
         if n < THREADED_MIN_WORK or threads_for(n, n) == 1:
-            small: Array = _jit_ufunc("relu_ufunc")(x)
+            small: Array = _jit_ufunc("relu", x.dtype)(x)
             return small
         return K.relu(x)
     if x.dtype.kind == "b":
