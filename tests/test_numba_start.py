@@ -7,6 +7,7 @@ import importlib.util
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import pytest
 
@@ -92,3 +93,42 @@ def test_the_kernels_numpy_ufuncs_are_built_on_first_use_only() -> None:
     assert after_f64.split(",") == ["relu_ufunc_f32:f->f", "relu_ufunc_f64:d->d", "sigmoid_ufunc_f32:f->f"]
     assert float(relu_err) == 0.0 and float(sig_err) < 1e-6
     assert dtype64 == "float64" and float(relu64_err) == 0.0
+
+
+def test_yaml_and_cffi_wait_for_their_first_use_and_then_work(tmp_path: Any) -> None:
+    """A process whose kernels all come from the caches (an eager relu, a compiled step: the second such
+    process) imports neither ``yaml`` nor ``pycparser`` (cffi's C parser) while numba starts; afterwards numba
+    still types a jitted call of a cffi function, ``yaml`` imports and parses, and numba's config still reads
+    a ``.numba_config.yaml`` when reloaded where there is one."""
+    pytest.importorskip("cffi")
+    pytest.importorskip("yaml")
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / ".numba_config.yaml").write_text("debug_cache: 1\n")
+    code = f"""
+        import math, os, sys
+        import numpy as np
+        os.environ["NUMBA_CACHE_DIR"] = {str(tmp_path / "numba")!r}
+        import tensorplay as tp
+        x = tp.tensor(np.linspace(-1, 1, 4096, dtype=np.float32))
+        x.relu()
+        step = tp.compile(lambda v: (v * 2.0 + 1.0).relu().sum())
+        with tp.compiler.config.patch(cache_dir={str(tmp_path / "kernels")!r}):
+            step(x)
+        print('yaml' in sys.modules, 'pycparser' in sys.modules)
+        import cffi, numba
+        ffi = cffi.FFI()
+        ffi.cdef('double cos(double);')
+        cos = ffi.dlopen(None).cos
+        @numba.njit
+        def call(v):
+            return cos(v)
+        print(call(0.5) == math.cos(0.5))
+        import yaml
+        print(yaml.safe_load('a: [1, 2]') == {{'a': [1, 2]}})
+        import numba.core.config as config
+        os.chdir({str(tmp_path / "config")!r})
+        config.reload_config()
+        print(config.DEBUG_CACHE)
+    """
+    _run(code)  # fills both caches
+    assert _run(code).split()[-5:] == ["False", "False", "True", "True", "1"]

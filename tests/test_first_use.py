@@ -1,0 +1,84 @@
+"""What a fresh process builds and imports for its first eager training step: only the kernels, dtypes and
+modules the step uses (each check in a fresh process, with a timeout; no timings)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+_DEMO_STEP = """
+    import numpy as np
+    import tensorplay as tp
+    from tensorplay.demo.train import TrainConfig, make_model, make_optimizer, train_step
+    config = TrainConfig()
+    model = make_model(config)
+    opt = make_optimizer(model, config)
+    gen = np.random.default_rng(0)
+    x = gen.standard_normal((config.batch_size, 1, 8, 8)).astype(np.float32)
+    y = gen.integers(0, 10, config.batch_size)
+    loss = train_step(model, opt, x, y)
+"""
+
+
+def _run(code: str) -> str:
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(_DEMO_STEP) + textwrap.dedent(code)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_a_float32_demo_step_builds_each_kernel_for_float32_only() -> None:
+    """The demo's first eager training step (float32 images) leaves every jitted kernel of the library with
+    one signature, its float arrays float32 where the step passes them, and the numpy ufuncs with their
+    float32 loop only: nothing was compiled (or loaded) for float64 or a second layout."""
+    out = json.loads(_run("""
+        import json, sys
+        from numba.core.registry import CPUDispatcher
+        from numba.np.ufunc.dufunc import DUFunc
+        found, ufuncs = {}, {}
+        for name, module in list(sys.modules.items()):
+            if module is None or not name.startswith("tensorplay"):
+                continue
+            for attr, value in vars(module).items():
+                if isinstance(value, CPUDispatcher) and value.signatures:
+                    found[attr] = [[str(t) for t in sig] for sig in value.signatures]
+                elif isinstance(value, DUFunc):
+                    ufuncs[attr] = value.ufunc.types
+        print(json.dumps({"loss": loss, "kernels": found, "ufuncs": ufuncs}))
+    """))
+    assert np.isfinite(out["loss"])
+    kernels = out["kernels"]
+    assert {"forward_output_blocks", "backward", "max_pool2x2_fwd", "cross_entropy_rows", "adam_update"} <= set(kernels)
+    for name, signatures in kernels.items():
+        assert len(signatures) == 1, (name, signatures)
+    loops = [loop for ufunc in out["ufuncs"].values() for loop in ufunc]
+    assert loops == ["f->f"]  # relu's, on the convolutions' outputs
+    for name in ("forward_output_blocks", "backward", "max_pool2x2_fwd", "cross_entropy_rows", "adam_update"):
+        floats = [t for t in kernels[name][0] if t.startswith("array(float")]
+        assert floats and floats[0].startswith("array(float32"), (name, floats)
+
+
+def test_making_tensors_leaves_numpy_ma_unimported_and_masked_arrays_are_still_refused() -> None:
+    """``numpy.ma`` (15 ms to import) is not imported to check that an input is not a masked array (numba
+    imports it on its first kernel call: a program of numpy-backed ops never does); once a masked array
+    exists, it is still refused with the library's error."""
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import sys
+        import numpy as np
+        import tensorplay as tp
+        x = tp.tensor(np.arange(6.0).reshape(2, 3)) + tp.tensor([1.0, 2.0, 3.0])
+        before = "numpy.ma" in sys.modules
+        import numpy.ma as ma
+        try:
+            tp.tensor(ma.masked_array([1.0, 2.0], mask=[0, 1]))
+            error = "none"
+        except tp.errors.DTypeError as e:
+            error = "masked" if "masked array" in str(e) else str(e)
+        print(before, error, float(x.sum()))
+    """)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "masked", "27.0"]
