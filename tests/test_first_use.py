@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import numpy as np
 
@@ -82,3 +83,37 @@ def test_making_tensors_leaves_numpy_ma_unimported_and_masked_arrays_are_still_r
     """)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "masked", "27.0"]
+
+
+def test_a_compiled_training_step_imports_only_the_transform_machinery_it_uses(tmp_path: Any) -> None:
+    """``tp.compile`` of a training step imports :mod:`tensorplay.func.tracing` (its backward) but none of the
+    transforms (``vmap``, ``jacrev``, ...); they import on first use afterwards, and importing a submodule named
+    as its transform leaves the package's attribute the transform."""
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        import sys
+        import numpy as np
+        import tensorplay as tp
+        from tensorplay import nn, optim
+        import tensorplay.nn.functional as F
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+        opt = optim.SGD(model.parameters(), lr=0.1)
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        compiled = tp.compile(step)
+        x, y = tp.tensor(np.ones((5, 4), np.float32)), tp.tensor(np.arange(5) % 3)
+        with tp.compiler.config.patch(cache_dir={str(tmp_path)!r}):
+            first, second = float(compiled(x, y)), float(compiled(x, y))
+        loaded = sorted(m for m in sys.modules if m.startswith("tensorplay.func."))
+        import tensorplay.func.jac  # imports the vmap, jvp and vjp submodules
+        from tensorplay.func import grad
+        print(",".join(loaded), first > second, tp.func.vmap.__module__, tp.func.jvp.__module__,
+              float(grad(lambda v: (v * v).sum())(tp.tensor([1.0, 2.0]))[1]),
+              tp.func.vmap(lambda v: v * 2)(tp.tensor([1.0, 3.0])).tolist() == [2.0, 6.0])
+    """)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["tensorplay.func.cache,tensorplay.func.tracing", "True", "tensorplay.func.vmap",
+                                   "tensorplay.func.jvp", "4.0", "True"]
