@@ -21,21 +21,22 @@ _DEMO_STEP = """
     gen = np.random.default_rng(0)
     x = gen.standard_normal((config.batch_size, 1, 8, 8)).astype(np.float32)
     y = gen.integers(0, 10, config.batch_size)
-    loss = train_step(model, opt, x, y)
+    losses = [train_step(model, opt, x, y) for _ in range(STEPS)]
 """
 
 
-def _run(code: str) -> str:
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(_DEMO_STEP) + textwrap.dedent(code)],
-                          capture_output=True, text=True, timeout=600)
+def _run(code: str, steps: int = 1) -> str:
+    program = f"STEPS = {steps}" + textwrap.dedent(_DEMO_STEP) + textwrap.dedent(code)
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip().splitlines()[-1]
 
 
-def test_a_float32_demo_step_builds_each_kernel_for_float32_only() -> None:
-    """The demo's first eager training step (float32 images) leaves every jitted kernel of the library with
-    one signature, its float arrays float32 where the step passes them, and the numpy ufuncs with their
-    float32 loop only: nothing was compiled (or loaded) for float64 or a second layout."""
+def test_float32_demo_steps_build_each_kernel_for_float32_only() -> None:
+    """The demo's first eager training steps (float32 images; three, so that relu's ufunc is built too) leave
+    every jitted kernel of the library with one signature, its float arrays float32 where the step passes
+    them, and the numpy ufuncs with their float32 loop only: nothing was compiled (or loaded) for float64 or a
+    second layout."""
     out = json.loads(_run("""
         import json, sys
         from numba.core.registry import CPUDispatcher
@@ -49,8 +50,8 @@ def test_a_float32_demo_step_builds_each_kernel_for_float32_only() -> None:
                     found[attr] = [[str(t) for t in sig] for sig in value.signatures]
                 elif isinstance(value, DUFunc):
                     ufuncs[attr] = value.ufunc.types
-        print(json.dumps({"loss": loss, "kernels": found, "ufuncs": ufuncs}))
-    """))
+        print(json.dumps({"loss": losses[-1], "kernels": found, "ufuncs": ufuncs}))
+    """, steps=3))
     assert np.isfinite(out["loss"])
     kernels = out["kernels"]
     assert {"forward_output_blocks", "backward", "max_pool2x2_fwd", "cross_entropy_rows", "adam_update"} <= set(kernels)
@@ -87,15 +88,16 @@ def test_making_tensors_leaves_numpy_ma_unimported_and_masked_arrays_are_still_r
 
 def test_a_compiled_training_step_imports_only_the_transform_machinery_it_uses(tmp_path: Any) -> None:
     """``tp.compile`` of a training step imports :mod:`tensorplay.func.tracing` (its backward) but none of the
-    transforms (``vmap``, ``jacrev``, ...); they import on first use afterwards, and importing a submodule named
-    as its transform leaves the package's attribute the transform."""
+    transforms (``vmap``, ``jacrev``, ...), and its capture's relu builds no numpy ufunc; the transforms import
+    on first use afterwards, and importing a submodule named as its transform leaves the package's attribute
+    the transform."""
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
         import sys
         import numpy as np
         import tensorplay as tp
         from tensorplay import nn, optim
         import tensorplay.nn.functional as F
-        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+        model = nn.Sequential(nn.Linear(4, 128), nn.ReLU(), nn.Linear(128, 3))  # relu on 640 elements
         opt = optim.SGD(model.parameters(), lr=0.1)
         def step(x, y):
             opt.zero_grad()
@@ -108,12 +110,15 @@ def test_a_compiled_training_step_imports_only_the_transform_machinery_it_uses(t
         with tp.compiler.config.patch(cache_dir={str(tmp_path)!r}):
             first, second = float(compiled(x, y)), float(compiled(x, y))
         loaded = sorted(m for m in sys.modules if m.startswith("tensorplay.func."))
+        from numba.np.ufunc.dufunc import DUFunc
+        from tensorplay.interpreters.eager.kernels import _numba_kernels
+        ufuncs = [name for name, v in vars(_numba_kernels).items() if isinstance(v, DUFunc)]
         import tensorplay.func.jac  # imports the vmap, jvp and vjp submodules
         from tensorplay.func import grad
-        print(",".join(loaded), first > second, tp.func.vmap.__module__, tp.func.jvp.__module__,
+        print(",".join(loaded), ufuncs == [], first > second, tp.func.vmap.__module__, tp.func.jvp.__module__,
               float(grad(lambda v: (v * v).sum())(tp.tensor([1.0, 2.0]))[1]),
               tp.func.vmap(lambda v: v * 2)(tp.tensor([1.0, 3.0])).tolist() == [2.0, 6.0])
     """)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["tensorplay.func.cache,tensorplay.func.tracing", "True", "tensorplay.func.vmap",
-                                   "tensorplay.func.jvp", "4.0", "True"]
+    assert done.stdout.split() == ["tensorplay.func.cache,tensorplay.func.tracing", "True", "True",
+                                   "tensorplay.func.vmap", "tensorplay.func.jvp", "4.0", "True"]

@@ -200,18 +200,43 @@ with a cached zero is cheaper than silencing numpy's floating-point warnings aro
 1.12 us on 8 elements; at 1,024 elements 1.70 against 1.33 us, at 4,096 3.97 against 1.66 us)."""
 
 
+_RELU_UFUNC_AFTER = 8
+"""The relu ufunc of a dtype is built (importing numba, ~0.05 s for its loop even from numba's cache) on the
+call of relu that would use it after this many such calls; until then those calls take ``numpy.maximum``,
+which gives the same values (a few microseconds slower on large arrays): what builds it must pay back, and a
+process that takes only a few relus (``tp.compile``'s capture of a step) builds nothing."""
+
+_relu_ufunc_calls = 0
+
+
+def _relu_ufunc(dtype: np.dtype[Any]) -> Callable[[Array], Array] | None:
+    """The relu ufunc of ``dtype`` (:func:`_jit_ufunc`), or None while :data:`_RELU_UFUNC_AFTER` calls have not
+    asked for it yet."""
+    found = _JIT_UFUNCS.get(("relu", dtype))
+    if found is None:
+        global _relu_ufunc_calls
+        _relu_ufunc_calls += 1
+        if _relu_ufunc_calls > _RELU_UFUNC_AFTER:
+            found = _jit_ufunc("relu", dtype)
+    return found
+
+
 def _relu(x: Array) -> Array:
     """``max(x, 0)`` (NaN stays NaN, ``-0`` gives ``+0``): a float32/float64 array of at least
-    :data:`_RELU_UFUNC_MIN` elements by the kernels' numpy ufunc (any layout), or their flat kernel split
-    across the kernel threads when it would be (the same values); smaller arrays and other dtypes through
-    ``numpy.maximum`` with a cached 0-d zero of ``x``'s own dtype, so numpy picks the same loop without
-    making a scalar each call."""
+    :data:`_RELU_UFUNC_MIN` elements by the kernels' numpy ufunc (any layout; once it is built, see
+    :data:`_RELU_UFUNC_AFTER`), or their flat kernel split across the kernel threads when it would be (the same
+    values); smaller arrays, other dtypes and the calls before the ufunc is built through ``numpy.maximum``
+    with a cached 0-d zero of ``x``'s own dtype, so numpy picks the same loop without making a scalar each
+    call."""
     n = x.size
     if n >= _RELU_UFUNC_MIN and type(x) is np.ndarray and x.dtype in FLOATS:
         if n < THREADED_MIN_WORK or threads_for(n, n) == 1:
-            small: Array = _jit_ufunc("relu", x.dtype)(x)
-            return small
-        return K.relu(x)
+            ufunc = _relu_ufunc(x.dtype)
+            if ufunc is not None:
+                small: Array = ufunc(x)
+                return small
+        else:
+            return K.relu(x)
     if x.dtype.kind == "b":
         return x.copy()
     zero = _ZEROS.get(x.dtype)
