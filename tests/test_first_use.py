@@ -4,6 +4,7 @@ modules the step uses (each check in a fresh process, with a timeout; no timings
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -122,3 +123,40 @@ def test_a_compiled_training_step_imports_only_the_transform_machinery_it_uses(t
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["tensorplay.func.cache,tensorplay.func.tracing", "True", "True",
                                    "tensorplay.func.vmap", "tensorplay.func.jvp", "4.0", "True"]
+
+
+def test_after_precompiling_the_demo_workload_a_fresh_demo_step_compiles_nothing(tmp_path: Any) -> None:
+    """``python -m tensorplay.precompile --only demo`` fills empty kernel caches; a fresh process's first demo
+    training step and evaluation forward then load every kernel (no numba compilation), with the same loss as
+    when nothing was cached."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"), TP_COMPILE_CACHE_DIR=str(tmp_path / "tp"))
+    done = subprocess.run([sys.executable, "-m", "tensorplay.precompile", "--only", "demo", "--jobs", "1"],
+                          capture_output=True, text=True, timeout=900, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "kernel signatures compiled" in done.stdout and "failed" not in done.stdout
+    count = """
+        from numba.core import event
+        compiled = []
+        class Count(event.Listener):
+            def on_start(self, ev):
+                compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+            def on_end(self, ev):
+                pass
+        with event.install_listener("numba:compile", Count()):
+            losses = [train_step(model, opt, x, y)]
+            model.eval()
+            with tp.no_grad():
+                model(tp.tensor(x))
+        print(len(compiled), losses[0])
+    """
+    program = "STEPS = 0" + textwrap.dedent(_DEMO_STEP) + textwrap.dedent(
+        "from tensorplay.interpreters.eager.kernels import _numba_start") + textwrap.dedent(count)
+    warm = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=600, env=env)
+    assert warm.returncode == 0, warm.stderr
+    n_compiled, loss = warm.stdout.split()[-2:]
+    assert n_compiled == "0"
+    fresh_env = dict(env, NUMBA_CACHE_DIR=str(tmp_path / "other"), TP_COMPILE_CACHE_DIR=str(tmp_path / "other-tp"))
+    cold = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=900, env=fresh_env)
+    assert cold.returncode == 0, cold.stderr
+    cold_compiled, cold_loss = cold.stdout.split()[-2:]
+    assert int(cold_compiled) > 0 and cold_loss == loss
