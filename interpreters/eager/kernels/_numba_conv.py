@@ -300,6 +300,7 @@ def forward_output_blocks(gemm: Any, x: Any, w2: Any, bias: Any, kd: Any, kh: An
     big_l = od * oh * ow
     padded = pd > 0 or ph > 0 or pw > 0
     has_bias = bias.shape[0] > 0
+    zero = y.dtype.type(0)
     yf = y.reshape(-1)
     for n0 in range(0, n, m):
         mb = min(m, n - n0)
@@ -314,13 +315,9 @@ def forward_output_blocks(gemm: Any, x: Any, w2: Any, bias: Any, kd: Any, kh: An
             for o in range(o_ch):
                 src = out[o * width + j * big_l:o * width + (j + 1) * big_l]
                 dst = yf[((n0 + j) * o_ch + o) * big_l:((n0 + j) * o_ch + o + 1) * big_l]
-                if has_bias:
-                    bo = bias[o]
-                    for q in range(big_l):
-                        dst[q] = src[q] + bo
-                else:
-                    for q in range(big_l):
-                        dst[q] = src[q]
+                bo = bias[o] if has_bias else zero  # one loop either way (adding 0 changes no value)
+                for q in range(big_l):
+                    dst[q] = src[q] + bo
 
 
 @_jit
