@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Final
 
 import numpy as np
@@ -43,8 +44,10 @@ _ALIASES: Final = {"float": float32, "double": float64, "long": int64, "int": in
 def plain_array(value: Any, where: str) -> np.ndarray[Any, Any]:
     """``value`` as a plain ``numpy.ndarray`` (``np.asarray``: a subclass such as ``np.matrix`` becomes a
     view of the same memory). A masked array is refused: a tensor has no mask, and dropping it would
-    silently count the masked entries."""
-    if isinstance(value, np.ma.MaskedArray):
+    silently count the masked entries. (A masked array exists only once ``numpy.ma`` is imported: until then
+    the check does not import it, 15 ms of a process's first tensor.)"""
+    masked = sys.modules.get("numpy.ma")
+    if masked is not None and isinstance(value, masked.MaskedArray):
         raise DTypeError(f"{where}: got a numpy masked array; a tensor has no mask, so its masked entries would "
                          "silently count. Pass array.filled(value) or array.compressed()")
     return np.asarray(value)

@@ -749,7 +749,7 @@ def test_small_sigmoid_equals_the_kernel_entry_point(dtype: Any) -> None:
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_sigmoid_and_relu_ufuncs_give_the_flat_kernels_bits_silently(dtype: Any) -> None:
-    """Small float arrays take the kernels' numpy ufuncs (``sigmoid_ufunc``, ``relu_ufunc``: one jitted
+    """Small float arrays take the kernels' numpy ufuncs (``sigmoid_ufunc_f32``, ``relu_ufunc_f64``, ...: one jitted
     scalar body shared with the flat kernels): on each side of the size thresholds, in any layout, with
     NaN, infinities, huge, tiny and signed zeros, the values are the flat kernels' bit for bit, in the
     input's dtype, with no floating-point warning, and the input is left unchanged."""
@@ -771,7 +771,7 @@ def test_sigmoid_and_relu_ufuncs_give_the_flat_kernels_bits_silently(dtype: Any)
             assert _bits(sig) == _bits(K.sigmoid(layout))
             assert _bits(relu) == _bits(K.relu(layout))
             np.testing.assert_array_equal(layout, before)
-    uf = eager_mod._jit_ufunc("relu_ufunc")
+    uf = eager_mod._jit_ufunc("relu", np.dtype(dtype))
     assert _bits(uf(np.asfortranarray(data((40, 30), dtype)))) == _bits(K.relu(data((40, 30), dtype)))
     assert tp.tensor(dtype(-3.0)).relu().shape == () and tp.tensor(np.zeros((0, 3), dtype)).sigmoid().shape == (0, 3)
 

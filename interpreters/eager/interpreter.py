@@ -151,7 +151,7 @@ def _sigmoid(x: Array) -> Array:
     0, quietly)."""
     if type(x) is np.ndarray and x.dtype in FLOATS:
         if x.size <= _SIGMOID_UFUNC_MAX:
-            small: Array = _jit_ufunc("sigmoid_ufunc")(x)
+            small: Array = _jit_ufunc("sigmoid", x.dtype)(x)
             return small
         out = fastpath.small_flat(x, "sigmoid_flat")  # the same kernel, without the wrapper's conversions
         return K.sigmoid(x) if out is None else out
@@ -165,15 +165,17 @@ _SIGMOID_UFUNC_MAX = 1024
 measured equal at 2,048, the ufunc 1.9 against 2.6 us at 1,024)."""
 
 
-_JIT_UFUNCS: dict[str, Callable[[Array], Array]] = {}
+_JIT_UFUNCS: dict[tuple[str, np.dtype[Any]], Callable[[Array], Array]] = {}
 
 
-def _jit_ufunc(name: str) -> Callable[[Array], Array]:
-    """The kernels' numpy ufunc ``name`` (``sigmoid_ufunc``, ``relu_ufunc``: float32 and float64 loops)
-    with numpy's floating-point warnings off; looked up once (the first call imports numba)."""
-    found = _JIT_UFUNCS.get(name)
+def _jit_ufunc(name: str, dtype: np.dtype[Any]) -> Callable[[Array], Array]:
+    """The kernels' numpy ufunc ``name`` (``"sigmoid"``, ``"relu"``) for the float dtype ``dtype`` (float32
+    or float64), with numpy's floating-point warnings off; looked up once per name and dtype (the first call
+    imports numba and builds that one ufunc: a float32 program builds no float64 loop)."""
+    found = _JIT_UFUNCS.get((name, dtype))
     if found is None:
-        found = _JIT_UFUNCS[name] = _quiet(getattr(nb(), name).ufunc)
+        kernels = nb()
+        found = _JIT_UFUNCS[name, dtype] = _quiet(getattr(kernels, f"{name}_ufunc_{kernels.UFUNC_SUFFIX[dtype]}").ufunc)
     return found
 
 
@@ -203,18 +205,43 @@ with a cached zero is cheaper than silencing numpy's floating-point warnings aro
 1.12 us on 8 elements; at 1,024 elements 1.70 against 1.33 us, at 4,096 3.97 against 1.66 us)."""
 
 
+_RELU_UFUNC_AFTER = 8
+"""The relu ufunc of a dtype is built (importing numba, ~0.05 s for its loop even from numba's cache) on the
+call of relu that would use it after this many such calls; until then those calls take ``numpy.maximum``,
+which gives the same values (a few microseconds slower on large arrays): what builds it must pay back, and a
+process that takes only a few relus (``tp.compile``'s capture of a step) builds nothing."""
+
+_relu_ufunc_calls = 0
+
+
+def _relu_ufunc(dtype: np.dtype[Any]) -> Callable[[Array], Array] | None:
+    """The relu ufunc of ``dtype`` (:func:`_jit_ufunc`), or None while :data:`_RELU_UFUNC_AFTER` calls have not
+    asked for it yet."""
+    found = _JIT_UFUNCS.get(("relu", dtype))
+    if found is None:
+        global _relu_ufunc_calls
+        _relu_ufunc_calls += 1
+        if _relu_ufunc_calls > _RELU_UFUNC_AFTER:
+            found = _jit_ufunc("relu", dtype)
+    return found
+
+
 def _relu(x: Array) -> Array:
     """``max(x, 0)`` (NaN stays NaN, ``-0`` gives ``+0``): a float32/float64 array of at least
-    :data:`_RELU_UFUNC_MIN` elements by the kernels' numpy ufunc (any layout), or their flat kernel split
-    across the kernel threads when it would be (the same values); smaller arrays and other dtypes through
-    ``numpy.maximum`` with a cached 0-d zero of ``x``'s own dtype, so numpy picks the same loop without
-    making a scalar each call."""
+    :data:`_RELU_UFUNC_MIN` elements by the kernels' numpy ufunc (any layout; once it is built, see
+    :data:`_RELU_UFUNC_AFTER`), or their flat kernel split across the kernel threads when it would be (the same
+    values); smaller arrays, other dtypes and the calls before the ufunc is built through ``numpy.maximum``
+    with a cached 0-d zero of ``x``'s own dtype, so numpy picks the same loop without making a scalar each
+    call."""
     n = x.size
     if n >= _RELU_UFUNC_MIN and type(x) is np.ndarray and x.dtype in FLOATS:
         if n < THREADED_MIN_WORK or threads_for(n, n) == 1:
-            small: Array = _jit_ufunc("relu_ufunc")(x)
-            return small
-        return K.relu(x)
+            ufunc = _relu_ufunc(x.dtype)
+            if ufunc is not None:
+                small: Array = ufunc(x)
+                return small
+        else:
+            return K.relu(x)
     if x.dtype.kind == "b":
         return x.copy()
     zero = _ZEROS.get(x.dtype)

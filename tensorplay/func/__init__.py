@@ -22,19 +22,61 @@ and, separately, the function they return (:mod:`tensorplay.func.staged`).
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from tensorplay.func.functionalize import functionalize
-from tensorplay.func.jac import hessian, jacfwd, jacrev
-from tensorplay.func.jvp import jvp, linearize
-from tensorplay.func.module_utils import (
-    batch_norm_without_running_stats, functional_call, replace_all_batch_norm_modules_, stack_module_state,
-)
-from tensorplay.func.rearrange import RearrangeError, rearrange
-from tensorplay.func.vjp import grad, grad_and_value, vjp
-from tensorplay.func.vmap import chunk_vmap, vmap
+if TYPE_CHECKING:
+    from tensorplay.func.functionalize import functionalize
+    from tensorplay.func.jac import hessian, jacfwd, jacrev
+    from tensorplay.func.jvp import jvp, linearize
+    from tensorplay.func.module_utils import (
+        batch_norm_without_running_stats, functional_call, replace_all_batch_norm_modules_, stack_module_state,
+    )
+    from tensorplay.func.rearrange import RearrangeError, rearrange
+    from tensorplay.func.vjp import grad, grad_and_value, vjp
+    from tensorplay.func.vmap import chunk_vmap, vmap
+
+_SUBMODULES = {
+    "functionalize": ("functionalize",), "jac": ("hessian", "jacfwd", "jacrev"), "jvp": ("jvp", "linearize"),
+    "module_utils": ("batch_norm_without_running_stats", "functional_call", "replace_all_batch_norm_modules_",
+                     "stack_module_state"),
+    "rearrange": ("RearrangeError", "rearrange"), "vjp": ("grad", "grad_and_value", "vjp"),
+    "vmap": ("chunk_vmap", "vmap"),
+}
+_HOME = {name: module for module, names in _SUBMODULES.items() for name in names}
+"""Where each transform is defined: imported on the first read of its name (``tensorplay.func.vmap``, ``from
+tensorplay.func import grad``), so that what imports one submodule (``tp.compile``'s capture imports
+:mod:`tensorplay.func.tracing` for its backward) does not import every transform."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = globals()[name] = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOME))
+
+
+class _Package(types.ModuleType):
+    """This package's module: importing a submodule named as the transform it defines (``tensorplay.func.vmap``)
+    binds the transform, not the submodule, as the package's attribute (``tensorplay.func.vmap(f)``)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and _HOME.get(name) == name:
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
 
 T = TypeVar("T")
 

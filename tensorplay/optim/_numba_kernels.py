@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+from tensorplay.interpreters.eager.kernels import _numba_start  # noqa: F401  (before numba: see that module)
 import numba
 
 from tensorplay.interpreters.eager.kernels._numba_kernels import fma, fmaximum

@@ -24,8 +24,8 @@ last two arguments. All are ``nogil``.
   not vectorise here).
 * ``vexp`` is a polynomial ``exp`` that vectorises; numba's ``math.exp`` is a
   scalar libm call on this build (no SVML).
-* ``sigmoid_ufunc`` and ``relu_ufunc`` are numpy ufuncs compiled from the scalar bodies of
-  ``sigmoid_flat`` and ``relu_flat`` (the same values): the cheapest call on small arrays.
+* ``sigmoid_ufunc_f32``, ``relu_ufunc_f64``, ... are numpy ufuncs compiled from the scalar bodies of
+  ``sigmoid_flat`` and ``relu_flat`` (the same values), one per dtype: the cheapest call on small arrays.
 * Kernels that walk the same loops in opposite directions (``im2col``/``col2im``,
   ``max_pool_bwd``/``max_pool_select``) share one body whose direction flag is a
   compile-time constant (``numba.literally``): the branch is pruned, so each kernel
@@ -977,7 +977,7 @@ def _sigmoid_of(v: Any) -> Any:
 @_jit_inline
 def _relu_of(v: Any) -> Any:
     """``max(v, 0)`` as numpy's ``maximum(v, 0)``: NaN stays NaN, ``-0`` gives ``+0`` (a select the
-    compiler vectorises): the body of :func:`relu_flat` and of :data:`relu_ufunc`."""
+    compiler vectorises): the body of :func:`relu_flat` and of the relu ufuncs."""
     zero = like(v, 0.0)
     return v if (v > zero) | (v != v) else zero
 
@@ -1000,40 +1000,44 @@ def relu_flat(x: Any, out: Any, start: Any, stop: Any) -> None:
         os_[i] = _relu_of(xs[i])
 
 
-def _scalar_ufunc(f: Callable[[Any], Any]) -> Any:
-    """numba's compiled ``f`` as a numpy ufunc of float32 -> float32 and float64 -> float64 (numba's
-    ``DUFunc``; its ``.ufunc`` is the plain numpy ufunc). On small arrays it is the cheapest call there is:
-    numpy's ufunc machinery takes any layout and allocates the result (~0.5 us on 8 elements, against
+def _scalar_ufunc(f: Callable[[Any], Any], dtype: Any) -> Any:
+    """numba's compiled ``f`` as a numpy ufunc of ``dtype -> dtype`` (``numba.float32`` or ``numba.float64``;
+    numba's ``DUFunc``; its ``.ufunc`` is the plain numpy ufunc). On small arrays it is the cheapest call there
+    is: numpy's ufunc machinery takes any layout and allocates the result (~0.5 us on 8 elements, against
     ~1.9 us for a jitted kernel called with two flat arrays and its ``start, stop``). Its loop is numba's,
     which need not vectorise (sigmoid's does not: 5.1 ms on 4M float32, the flat kernel 2.8 ms),
     so large arrays take the flat kernels. Special inputs (NaN, infinities, huge values) raise
     floating-point flags inside the loop (a comparison with NaN, the exp's conversion to an integer),
     which numpy reports as warnings: callers silence them."""
-    signatures = [numba.float32(numba.float32), numba.float64(numba.float64)]
-    return numba.vectorize(signatures, nopython=True, cache=True, fastmath=set(FAST))(f)  # type: ignore[no-untyped-call]
+    return numba.vectorize([dtype(dtype)], nopython=True, cache=True, fastmath=set(FAST))(f)  # type: ignore[no-untyped-call]
 
 
 def _sigmoid_scalar(v: Any) -> Any:
-    """:func:`_sigmoid_of`, the body of ``sigmoid_ufunc``."""
+    """:func:`_sigmoid_of`, the body of the sigmoid ufuncs."""
     return _sigmoid_of(v)
 
 
 def _relu_scalar(v: Any) -> Any:
-    """:func:`_relu_of`, the body of ``relu_ufunc``."""
+    """:func:`_relu_of`, the body of the relu ufuncs."""
     return _relu_of(v)
 
 
-_UFUNC_BODIES = {"sigmoid_ufunc": _sigmoid_scalar, "relu_ufunc": _relu_scalar}
-"""The numpy ufuncs of :func:`_scalar_ufunc`, each built on its first use (``sigmoid_ufunc``, ``relu_ufunc``):
-building one compiles its loops' wrappers, about 0.1 s a ufunc in a fresh process even from numba's cache,
-so a program that never takes a sigmoid does not pay for its ufunc."""
+_UFUNC_BODIES = {"sigmoid": _sigmoid_scalar, "relu": _relu_scalar}
+_UFUNC_DTYPES = {"f32": numba.float32, "f64": numba.float64}
+UFUNC_SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+"""The numpy ufuncs of :func:`_scalar_ufunc`: ``relu_ufunc_f32`` is relu's float32 ufunc, ``sigmoid_ufunc_f64``
+sigmoid's float64 one (the suffix of a numpy dtype is ``UFUNC_SUFFIX[dtype]``). Each is built on its first use,
+one function and one dtype at a time: building one compiles its loop's wrapper, about 0.05 s a ufunc and
+dtype in a fresh process even from numba's cache, so a program that never takes a sigmoid, or runs in float32
+only, does not pay for the others."""
 
 
 def __getattr__(name: str) -> Any:
-    body = _UFUNC_BODIES.get(name)
-    if body is None:
+    function, _, suffix = name.partition("_ufunc_")
+    body, dtype = _UFUNC_BODIES.get(function), _UFUNC_DTYPES.get(suffix)
+    if body is None or dtype is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    ufunc = globals()[name] = _scalar_ufunc(body)
+    ufunc = globals()[name] = _scalar_ufunc(body, dtype)
     return ufunc
 
 

@@ -13,6 +13,16 @@ starts, then removes it from ``sys.modules`` again, so that a later ``import sci
 program, or by numba when jitted code does call ``np.dot``) runs the package as usual (Cython hands back
 the same module object). Where scipy is absent, ``scipy.linalg`` is already imported, numba has started,
 or anything here fails, numba starts the usual way.
+
+Two more of numba's start-up costs are deferred to their first real use (each left as it is where numba,
+or the module, is already imported):
+
+* numba's config imports ``yaml`` (PyYAML, 12-30 ms) to read a ``.numba_config.yaml`` that is almost never
+  there: while the config imports, ``yaml`` cannot be imported, then the config gets a stand-in that imports
+  it when read (a ``.numba_config.yaml`` read later, by ``numba.core.config.reload_config()``, still works).
+* numba's typing context makes a ``cffi.FFI()`` (which imports ``pycparser`` and builds its lexer, ~20 ms)
+  for typing jitted calls of cffi functions: while numba's target starts, ``cffi.FFI`` makes a stand-in
+  that builds the real ``FFI`` on its first use (``ffi.typeof(...)`` when numba meets a cffi function).
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ import importlib.util
 import os
 import sys
 from types import ModuleType
+from typing import Any
 
 _BLAS = "scipy.linalg.cython_blas"
 _STARTED = False
@@ -58,6 +69,60 @@ def _standalone_cython_blas() -> ModuleType | None:
     return module
 
 
+class _LazyYaml:
+    """Stands for the ``yaml`` module in numba's config: imports it on the first attribute read."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(importlib.import_module("yaml"), name)
+
+
+def _import_numba_config() -> None:
+    """Import numba's config with ``yaml`` deferred (see the module docstring): while it imports, ``yaml`` is
+    unimportable, then the config's ``yaml`` is a :class:`_LazyYaml`. Left alone where the config or
+    ``yaml`` is imported already, ``yaml`` is not installed, or a ``.numba_config.yaml`` is there to read."""
+    if ("numba.core.config" in sys.modules or "yaml" in sys.modules or os.path.isfile(".numba_config.yaml")
+            or importlib.util.find_spec("yaml") is None):
+        return
+    sys.modules["yaml"] = None  # type: ignore[assignment]  # an import of it raises ImportError
+    try:
+        config: Any = importlib.import_module("numba.core.config")
+    finally:
+        if "yaml" in sys.modules and sys.modules["yaml"] is None:
+            del sys.modules["yaml"]
+    config.yaml = _LazyYaml()
+    config._HAVE_YAML = True
+
+
+class _DeferredFFI:
+    """Stands for the ``cffi.FFI()`` numba's typing keeps: builds it on the first attribute read."""
+
+    def __init__(self, make: Any) -> None:
+        self._make = make
+        self._ffi: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._ffi is None:
+            self._ffi = self._make()
+        return getattr(self._ffi, name)
+
+
+def _deferring_cffi() -> Any:
+    """``cffi`` with ``FFI`` replaced by a maker of :class:`_DeferredFFI` (undo with :func:`_restore_cffi`),
+    or None where cffi is absent or numba's cffi support is set up already."""
+    if "numba.core.typing.cffi_utils" in sys.modules or importlib.util.find_spec("cffi") is None:
+        return None
+    cffi: Any = importlib.import_module("cffi")
+    real = cffi.FFI
+    cffi.FFI = lambda: _DeferredFFI(real)
+    return (cffi, real)
+
+
+def _restore_cffi(patched: Any) -> None:
+    if patched is not None:
+        module, real = patched
+        module.FFI = real
+
+
 def start() -> None:
     """Start numba's CPU target now (once per process), with scipy's BLAS module loaded on its own for the
     check it makes (see the module docstring)."""
@@ -67,15 +132,18 @@ def start() -> None:
     _STARTED = True
     if "numba.np.arraymath" in sys.modules:  # numba's target has started already
         return
-    blas = None
+    blas = patched = None
     try:
+        _import_numba_config()
         blas = _standalone_cython_blas()
+        patched = _deferring_cffi()
         from numba.core.registry import cpu_target
 
         cpu_target.target_context.refresh()
     except Exception:  # noqa: BLE001 - an optimisation only: numba starts the usual way on its first use
         pass
     finally:
+        _restore_cffi(patched)
         if blas is not None and sys.modules.get(_BLAS) is blas:
             del sys.modules[_BLAS]
 

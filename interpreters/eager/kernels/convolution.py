@@ -385,8 +385,9 @@ def _fused_backward(cv: _Conv, gemm: int, x5: Array | None, w: Array, g5: Array,
         t = bounds.index(n0)
         gw = scratch((cv.cy * m * cv.wide,), dt, slot=1)  # per thread
         cols = scratch((cv.cx * cv.taps * m * cv.wide,), dt, slot=0)
+        sums = np.empty(dbs[t].shape[0], np.float64)  # the bias gradient's float64 accumulators
         _nc().backward(gemm, x_in[n0:n1], w2, g5[n0:n1], offs, *cv.p, cv.wide, m, x_finite, w_finite,
-                       dx_all[n0:n1], dws[t], dbs[t], _pad_buffer(cv, m, dt), gw, cols)
+                       dx_all[n0:n1], dws[t], dbs[t], _pad_buffer(cv, m, dt), gw, cols, sums)
     run_blas_chunks(bounds, samples)
     for part in dws[1:] if dw is not None else ():
         dw += part

@@ -55,11 +55,11 @@ _TEMP: list[str] = []
 def _environment() -> dict[str, Any]:
     import importlib
 
+    from tensorplay.interpreters.eager.kernels import _numba_start  # noqa: F401  (numba started without scipy)
     import numba
     import numpy as np
 
     import tensorplay
-    from tensorplay.interpreters.eager.kernels import _numba_start  # noqa: F401  (numba started without scipy)
     llvmlite: Any = importlib.import_module("llvmlite")
     llvm: Any = importlib.import_module("llvmlite.binding")
     numba_config: Any = importlib.import_module("numba.core.config")
