@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from tensorplay.compiler.numba_backend import runtime
-from tensorplay.compiler.numba_backend.kernels import START, GroupPlan, accumulator_dtype, kernel_arguments, plan_group
+from tensorplay.compiler.numba_backend.kernels import (START, GroupPlan, accumulator_dtype, alias_outputs, kernel_arguments,
+                                                       plan_group)
 from tensorplay.interpreters.eager import kernels as K
 from tensorplay.interpreters.eager.interpreter import BINARY_KERNELS, UNARY_KERNELS, EagerInterpreter
 from tensorplay.interpreters.graph.codegen import symbol_size_expression
@@ -315,6 +316,10 @@ def _emit_group(w: _Writer, plan: GroupPlan, slot: str, inplace: dict[int, Var])
         for k, v in enumerate(written):
             name = f"_o{tag}_{k}"
             state = inplace.get(v.id)
+            if v.id in plan.aliases:  # read and written by the kernel as one array
+                w.lines.append(f"{name} = _rt.into_copy({w.value(state)}, {order})")
+                args[len(sizes) + plan.aliases[v.id]] = f"_rt.flat({name}, {order})"
+                continue
             if state is not None:
                 w.lines.append(f"{name} = _rt.into({w.value(state)}, {order})")
             else:
@@ -490,6 +495,7 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small
     keep = {v.id for v in graph.outputs if type(v) is Var} | \
         {v.id for _, v in graph.mutations if type(v) is Var} | {p.id for p in graph.inputs}
     inplace = _inplace_updates(graph, order, plans)
+    _alias_states(plans, inplace)
     pairs = _conv_backward_pairs(graph)
     for position, unit in enumerate(order):
         plan = plans.get(id(unit[0]))
@@ -562,6 +568,24 @@ def _inplace_updates(graph: Graph, order: list[list[Node]], plans: dict[int, Gro
             continue
         found[value.id] = target
     return found
+
+
+def _alias_states(plans: dict[int, GroupPlan], inplace: dict[int, Var]) -> None:
+    """Let each elementwise kernel that writes a state in place (``inplace``) and reads that same state
+    as an input read and write it through one argument (:func:`.kernels.alias_outputs`): the loop then
+    vectorises (an SGD step on a 784x256 weight took 185 us with the state passed twice, 41 us so)."""
+    for plan in plans.values():
+        if not _elementwise(plan):
+            continue
+        index = {v.id: j for j, v in enumerate(plan.inputs)}
+        aliases: dict[int, int] = {}
+        for v in kernel_arguments(plan)[0]:
+            state = inplace.get(v.id)
+            if state is not None and state.id in index and state.aval.dtype == v.aval.dtype \
+                    and index[state.id] not in aliases.values():
+                aliases[v.id] = index[state.id]
+        if aliases:
+            alias_outputs(plan, aliases)
 
 
 SMALL_GROUP = 4096

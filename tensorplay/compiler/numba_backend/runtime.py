@@ -72,6 +72,16 @@ def into(state: Array, fortran_order: bool) -> Array:
     return empty(state.shape, state.dtype, fortran_order)
 
 
+def into_copy(state: Array, fortran_order: bool) -> Array:
+    """``state`` itself when a kernel may read and overwrite it (as :func:`into`), else a copy of it laid
+    out in the kernel's order (the compiler then copies the result into ``state``)."""
+    flags = state.flags
+    if flags.writeable and (flags.f_contiguous if fortran_order else flags.c_contiguous):
+        return state
+    copy: Array = np.array(state, order="F" if fortran_order else "C")
+    return copy
+
+
 def matmul(a: Array, b: Array, dtype: Any) -> Array:
     """The eager interpreter's ``matmul``, under its thread policy: operands in the result dtype, a
     broadcast 2-d right operand folded into one GEMM, batched outer products (``K == 1``) by a dedicated
@@ -119,4 +129,4 @@ def wrap(array: Array) -> Tensor[*tuple[Any, ...]]:
     return eager.wrap(array)
 
 
-__all__ = ["as_array", "as_dtype", "contiguous", "conv_backward", "empty", "flat", "fortran", "into", "matmul", "quiet", "wrap"]
+__all__ = ["as_array", "as_dtype", "contiguous", "conv_backward", "empty", "flat", "fortran", "into", "into_copy", "matmul", "quiet", "wrap"]
