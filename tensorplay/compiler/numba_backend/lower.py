@@ -251,6 +251,32 @@ def _kernel(w: _Writer, node: Node) -> None:
     w.define(node, _as(f"{fn}({', '.join(args)})", out.aval.dtype, len(out.shape)))
 
 
+def _float_nodes(node: Node) -> bool:
+    """Whether every input of ``node`` is a var of its (float32 or float64) output dtype."""
+    dtype = node.outputs[0].aval.dtype
+    return dtype in ("float32", "float64") and all(type(v) is Var and v.aval.dtype == dtype for v in node.inputs)
+
+
+def _rows(w: _Writer, node: Node) -> None:
+    """``softmax`` and ``log_softmax`` by the eager row kernels (:func:`.runtime.rows`), not the fallback's
+    tensor round trip."""
+    axis = node.params["axis"]
+    if not _float_nodes(node) or type(axis) is not int:
+        _fallback(w, node)
+        return
+    w.define(node, f"_rt.rows({node.target!r}, {w.value(node.inputs[0])}, {axis})")
+
+
+def _layer_norm(w: _Writer, node: Node) -> None:
+    """``layer_norm_last_axis`` by the eager row kernel (:func:`.runtime.layer_norm`)."""
+    eps = node.params["eps"]
+    if not _float_nodes(node) or not isinstance(eps, (int, float)) or isinstance(eps, bool):
+        _fallback(w, node)
+        return
+    x, gamma, beta = (w.value(v) for v in node.inputs)
+    w.define(node, f"_rt.layer_norm({x}, {gamma}, {beta}, {w.render(float(eps))})")
+
+
 def _fallback(w: _Writer, node: Node) -> None:
     w.fallbacks.append(node)
     method = w.const(getattr(EagerInterpreter(), node.target))
@@ -275,6 +301,7 @@ def _emitters() -> dict[str, Emitter]:
         "broadcast_to": _broadcast, "slice": _slice, "pad": _pad, "concat": _concat, "cast": _cast,
         "stop_gradient": _identity, "full": _full, "iota": _iota, "matmul": _matmul,
     })
+    table.update({"softmax": _rows, "log_softmax": _rows, "layer_norm_last_axis": _layer_norm})
     return table
 
 

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 
 from tensorplay.interpreters.eager import kernels as K
+from tensorplay.interpreters.eager.fastpath import small_rows
+from tensorplay.interpreters.eager.kernels.rows import NO_STATS
 from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay.interpreters.eager.kernels.threads import OPENBLAS_SERIAL_MAX_MACS as _SERIAL_MAX_MACS
 from tensorplay.tensor import Tensor
@@ -108,6 +110,33 @@ def matmul(a: Array, b: Array, dtype: Any) -> Array:
     return result
 
 
+_ROW_KERNELS = {"softmax": "softmax_rows", "log_softmax": "log_softmax_rows"}
+
+
+def rows(name: str, x: Array, axis: int) -> Array:
+    """``softmax`` or ``log_softmax`` (``name``) of a float ``x`` along ``axis``, as the eager interpreter
+    computes it: a row-major input normalised along its last axis by the row kernel on this thread when
+    it would not be split across threads (:func:`~tensorplay.interpreters.eager.fastpath.small_rows`),
+    anything else by the kernels' entry point."""
+    if x.ndim and (axis == -1 or axis == x.ndim - 1):
+        out = small_rows(_ROW_KERNELS[name], x)
+        if out is not None:
+            return out
+    result: Array = getattr(K, name)(x, axis=axis)
+    return result
+
+
+def layer_norm(x: Array, gamma: Array, beta: Array, eps: float) -> Array:
+    """``layer_norm_last_axis`` of ``x[..., D]`` with ``gamma[D]``, ``beta[D]`` (one float dtype), as the
+    eager interpreter computes it (the row kernel on this thread for small row-major operands)."""
+    if gamma.flags.c_contiguous and beta.flags.c_contiguous:
+        out = small_rows("layer_norm_rows", x, gamma, beta, eps, NO_STATS)
+        if out is not None:
+            return out
+    result: Array = K.layer_norm_last_axis(x, gamma, beta, eps=eps)
+    return result
+
+
 def conv_backward(x: Array, w: Array, g: Array, *, stride: tuple[int, ...], padding: tuple[int, ...],
                   dilation: tuple[int, ...], groups: int, output_padding: tuple[int, ...]) -> tuple[Array, Array]:
     """``(dx, dw)`` of ``conv(x, w)`` for the cotangent ``g`` (one float dtype): by the eager interpreter's
@@ -129,4 +158,4 @@ def wrap(array: Array) -> Tensor[*tuple[Any, ...]]:
     return eager.wrap(array)
 
 
-__all__ = ["as_array", "as_dtype", "contiguous", "conv_backward", "empty", "flat", "fortran", "into", "into_copy", "matmul", "quiet", "wrap"]
+__all__ = ["as_array", "as_dtype", "contiguous", "conv_backward", "empty", "flat", "fortran", "into", "into_copy", "layer_norm", "matmul", "quiet", "rows", "wrap"]
