@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from tensorplay.compiler.numba_backend import runtime
+from tensorplay.compiler.numba_backend.patterns import CrossEntropy, find_cross_entropies
 from tensorplay.compiler.numba_backend.kernels import (START, GroupPlan, accumulator_dtype, alias_outputs, kernel_arguments,
                                                        plan_group)
 from tensorplay.interpreters.eager import kernels as K
@@ -404,9 +405,10 @@ def _units(graph: Graph, groups: dict[int, list[Node]]) -> list[list[Node]]:
     unit_of: dict[int, int] = {}
     unit_of_group: dict[int, int] = {}
     units: list[list[Node]] = []
+    grouped = {id(n) for nodes in groups.values() for n in nodes}
     for node in graph.nodes:
         g = node.meta.get("fusion_group")
-        if g is not None and g in groups:
+        if g is not None and g in groups and id(node) in grouped:
             index = unit_of_group.get(g)
             if index is None:
                 index = unit_of_group[g] = len(units)
@@ -495,6 +497,47 @@ def _conv_backward(w: _Writer, weight_grad: Node, transpose: Node) -> None:
     w.lines.append(f"{names[0]}, {names[1]} = _rt.conv_backward({x}, {weight}, {g}{params})")
 
 
+def _without_fused(groups: dict[int, list[Node]], losses: list[CrossEntropy]) -> dict[int, CrossEntropy]:
+    """Take the nodes of each recognised cross-entropy out of their fusion groups (``groups`` is changed;
+    a group left without a pointwise node is dropped); returns node id -> its cross-entropy."""
+    covered = {key: ce for ce in losses for key in ce.covered}
+    for g in list(groups):
+        kept = [n for n in groups[g] if id(n) not in covered]
+        if any(not n.target.startswith("reduce_") for n in kept):
+            groups[g] = kept
+        else:
+            del groups[g]
+    return covered
+
+
+def _extend_fused_uses(last_use: dict[int, int], order: list[list[Node]], losses: list[CrossEntropy]) -> None:
+    """The kernel calls of a cross-entropy read its logits and target where the loss is computed, and the
+    seed where its gradient is: keep them alive until then."""
+    position = {id(node): k for k, unit in enumerate(order) for node in unit}
+    for ce in losses:
+        reads = [(ce.logits, ce.loss), (ce.target, ce.loss)]
+        if ce.grad is not None and type(ce.seed) is Var:
+            reads.append((ce.seed, ce.grad))
+        for v, node in reads:
+            last_use[v.id] = max(last_use.get(v.id, -1), position[id(node)])
+
+
+def _emit_cross_entropy(w: _Writer, node: Node, ce: CrossEntropy) -> None:
+    """At a cross-entropy's loss: one call computing it (:func:`.runtime.cross_entropy`); at its gradient:
+    one call computing ``dx`` (:func:`.runtime.cross_entropy_grad`); nothing for the other nodes it covers."""
+    state = f"_ce{ce.loss.outputs[0].id}"
+    if node is ce.loss:
+        name = f"v{len(w.names)}"
+        w.names[node.outputs[0].id] = name
+        w.lines.append(f"{name}, {state} = _rt.cross_entropy({w.value(ce.logits)}, {w.value(ce.target)}, "
+                       f"{ce.ignore_index})")
+        if ce.grad is None:
+            w.lines.append(f"del {state}")
+    elif node is ce.grad:
+        w.define(node, f"_rt.cross_entropy_grad({state}, {w.value(ce.seed)})")
+        w.lines.append(f"del {state}")
+
+
 def _defined(w: _Writer, node: Node) -> bool:
     return all(type(v) is not Var or v.id in w.names for v in node.inputs)
 
@@ -512,6 +555,8 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small
             g = node.meta.get("fusion_group")
             if g is not None:
                 groups.setdefault(g, []).append(node)
+    losses = find_cross_entropies(graph) if fuse else []
+    fused_losses = _without_fused(groups, losses)
     live_outside = _live_outside(graph, groups)
     order = _units(graph, groups)
     plans = {id(unit[0]): plan_group(graph, unit, live_outside) for unit in order
@@ -519,6 +564,7 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small
     if not small_kernels:
         order = _drop_small_kernels(order, plans)
     last_use = _last_uses(graph, order)
+    _extend_fused_uses(last_use, order, losses)
     keep = {v.id for v in graph.outputs if type(v) is Var} | \
         {v.id for _, v in graph.mutations if type(v) is Var} | {p.id for p in graph.inputs}
     inplace = _inplace_updates(graph, order, plans)
@@ -527,7 +573,9 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small
     for position, unit in enumerate(order):
         plan = plans.get(id(unit[0]))
         partner = pairs.get(id(unit[0])) if plan is None else None
-        if partner is not None and partner.outputs[0].id in w.names:
+        if plan is None and id(unit[0]) in fused_losses:
+            _emit_cross_entropy(w, unit[0], fused_losses[id(unit[0])])
+        elif partner is not None and partner.outputs[0].id in w.names:
             pass  # computed with its partner
         elif partner is not None and _defined(w, partner):
             first, second = (unit[0], partner) if unit[0].target == "conv_weight_grad_nd" else (partner, unit[0])

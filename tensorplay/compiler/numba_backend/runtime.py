@@ -137,6 +137,43 @@ def layer_norm(x: Array, gamma: Array, beta: Array, eps: float) -> Array:
     return result
 
 
+_LOSS_KERNELS: Any = None
+
+
+def _loss_kernels() -> Any:
+    global _LOSS_KERNELS
+    if _LOSS_KERNELS is None:
+        from tensorplay.compiler.numba_backend import _loss_kernels
+        _LOSS_KERNELS = _loss_kernels
+    return _LOSS_KERNELS
+
+
+def cross_entropy(x: Array, target: Array, ignore_index: int) -> tuple[Array, tuple[Any, ...]]:
+    """The mean over the rows of ``x[N, C]`` whose ``target`` (int64 ``[N]``, already checked: each entry in
+    ``[0, C)`` or ``ignore_index``) is not ignored of ``logsumexp(x[i]) - x[i, target[i]]`` (NaN when every
+    row is ignored), as a 0-d array of ``x``'s dtype; and the state :func:`cross_entropy_grad` reads."""
+    x = contiguous(x)
+    target = contiguous(target)
+    lse = np.empty(x.shape[0], x.dtype)
+    total, count, bad = _loss_kernels().masked_cross_entropy_rows(x, target, ignore_index, lse)
+    if bad >= 0:  # pragma: no cover - the recorded check_index raised before
+        raise IndexError(f"cross_entropy: target {int(target[bad])} at row {bad} is outside [0, {x.shape[1]})")
+    dtype = x.dtype.type
+    loss: Array = np.asarray(np.divide(dtype(total), dtype(count)), dtype=x.dtype)
+    return loss, (x, target, ignore_index, lse, count)
+
+
+def cross_entropy_grad(state: tuple[Any, ...], seed: Any) -> Array:
+    """``dx`` of :func:`cross_entropy` for the loss's cotangent ``seed``: ``seed / count * (softmax(x[i]) -
+    onehot(target[i]))`` on the rows counted, zeros on the others."""
+    x, target, ignore_index, lse, count = state
+    dtype = x.dtype.type
+    step = np.divide(dtype(np.asarray(seed)), dtype(count))
+    out: Array = np.empty(x.shape, x.dtype)
+    _loss_kernels().masked_cross_entropy_grad_rows(x, target, ignore_index, lse, step, out)
+    return out
+
+
 def conv_backward(x: Array, w: Array, g: Array, *, stride: tuple[int, ...], padding: tuple[int, ...],
                   dilation: tuple[int, ...], groups: int, output_padding: tuple[int, ...]) -> tuple[Array, Array]:
     """``(dx, dw)`` of ``conv(x, w)`` for the cotangent ``g`` (one float dtype): by the eager interpreter's
@@ -158,4 +195,4 @@ def wrap(array: Array) -> Tensor[*tuple[Any, ...]]:
     return eager.wrap(array)
 
 
-__all__ = ["as_array", "as_dtype", "contiguous", "conv_backward", "empty", "flat", "fortran", "into", "into_copy", "layer_norm", "matmul", "quiet", "rows", "wrap"]
+__all__ = ["as_array", "as_dtype", "contiguous", "conv_backward", "cross_entropy", "cross_entropy_grad", "empty", "flat", "fortran", "into", "into_copy", "layer_norm", "matmul", "quiet", "rows", "wrap"]

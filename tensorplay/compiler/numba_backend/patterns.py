@@ -1,0 +1,240 @@
+"""Subgraphs the numba backend runs as one kernel call: the cross-entropy of ``nn.functional.cross_entropy``.
+
+Recorded, ``cross_entropy(x[M, C], t[M])`` (class indices, mean over the rows whose target is not
+``ignore_index``, no weight, no smoothing) is ``log_softmax``, the target check, the mask, a gather at
+``arange(M) * C + t``, a masked sum and a count, and a training step adds its reverse sweep (a scatter of
+``-seed / count`` into zeros, then ``log_softmax``'s backward). :func:`find_cross_entropies` recognises
+those nodes (every intermediate read by nothing else, the constants checked by value), and the lowering
+computes the loss and ``dx`` by one row kernel (:func:`.runtime.cross_entropy`) where the eager
+interpreter's fused loss runs one too. The graph itself is not changed: every other backend, and this one
+on anything else, runs the nodes as recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tensorplay.interpreters.graph.ir import Graph, Literal, Node, Var
+
+
+@dataclass
+class CrossEntropy:
+    """One recognised cross-entropy: ``loss`` (the mean's ``div`` node) and, in a training graph, ``grad``
+    (the ``sub`` node giving ``dx``) are computed from ``logits``, ``target`` (the checked indices) and
+    ``seed`` (the loss's cotangent; ``None`` without a reverse sweep); ``covered`` holds the ids of every
+    node the kernel call replaces (``loss`` and ``grad`` included)."""
+
+    logits: Var
+    target: Var
+    ignore_index: int
+    loss: Node
+    grad: Node | None = None
+    seed: Any = None
+    covered: set[int] = field(default_factory=set)
+
+
+def _only_users(v: Var) -> list[Node]:
+    return list(v.users)
+
+
+def _literal(value: Any, expected: float) -> bool:
+    return type(value) is Literal and isinstance(value.value, (int, float)) and not isinstance(value.value, bool) \
+        and float(value.value) == expected
+
+
+def _sole_user(v: Var, target: str) -> Node | None:
+    users = _only_users(v)
+    return users[0] if len(users) == 1 and users[0].target == target else None
+
+
+def _constant(v: Any, expected: np.ndarray[Any, Any]) -> bool:
+    """Whether ``v`` is a constant placeholder holding exactly ``expected``."""
+    if type(v) is not Var or v.producer is not None or v.kind != "constant":
+        return False
+    source = v.source
+    return isinstance(source, np.ndarray) and source.shape == expected.shape and source.dtype == expected.dtype \
+        and bool(np.array_equal(source, expected))
+
+
+def _other(node: Node, known: Any) -> Any:
+    """The input of a binary ``node`` that is not ``known`` (``None`` when neither or both are)."""
+    a, b = node.inputs
+    if a is known and b is not known:
+        return b
+    if b is known and a is not known:
+        return a
+    return None
+
+
+def _forward(log_softmax: Node) -> CrossEntropy | None:
+    """The loss part, from ``log_softmax`` to the mean's ``div``."""
+    x = log_softmax.inputs[0]
+    if type(x) is not Var or len(x.shape) != 2 or x.aval.dtype not in ("float32", "float64"):
+        return None
+    m, c = x.shape
+    if type(m) is not int or type(c) is not int or not m or not c or log_softmax.params.get("axis") not in (1, -1):
+        return None
+    dtype = x.aval.dtype
+    logp = log_softmax.outputs[0]
+    flat = next((u for u in _only_users(logp) if u.target == "reshape"), None)
+    if flat is None or tuple(flat.params["shape"]) != (m * c,):
+        return None
+    pick = _sole_user(flat.outputs[0], "gather")
+    if pick is None or pick.params.get("axis") != 0 or pick.inputs[0] is not flat.outputs[0]:
+        return None
+    index = pick.inputs[1]
+    offsets = np.arange(m, dtype=np.int64) * c
+    if type(index) is not Var or index.producer is None or index.producer.target != "add":
+        return None
+    add = index.producer
+    safe = next((v for v in add.inputs if type(v) is Var and v.producer is not None
+                 and v.producer.target == "where"), None)
+    if safe is None or not _constant(_other(add, safe), offsets):
+        return None
+    mask, target, zero = safe.producer.inputs  # type: ignore[union-attr]
+    if type(mask) is not Var or mask.producer is None or mask.producer.target != "ne" or not _literal(zero, 0):
+        return None
+    ne = mask.producer
+    if ne.inputs[0] is not target or type(ne.inputs[1]) is not Literal or type(ne.inputs[1].value) is not int:
+        return None
+    if type(target) is not Var or target.aval.dtype != "int64" or tuple(target.shape) != (m,):
+        return None
+    neg = _sole_user(pick.outputs[0], "neg")
+    masked = None if neg is None else _sole_user(neg.outputs[0], "where")
+    if neg is None or masked is None or masked.inputs[0] is not mask or masked.inputs[1] is not neg.outputs[0] \
+            or not _literal(masked.inputs[2], 0.0):
+        return None
+    total = _sole_user(masked.outputs[0], "reduce_sum")
+    loss = None if total is None else _sole_user(total.outputs[0], "div")
+    if loss is None or loss.inputs[0] is not total.outputs[0]:  # type: ignore[union-attr]
+        return None
+    count = loss.inputs[1]
+    if type(count) is not Var or count.producer is None or count.producer.target != "reduce_sum":
+        return None
+    cast = count.producer.inputs[0]
+    if type(cast) is not Var or cast.producer is None or cast.producer.target != "cast" \
+            or cast.producer.inputs[0] is not mask or cast.aval.dtype != dtype:
+        return None
+    for node in (total, count.producer):
+        assert node is not None
+        if tuple(node.params["axes"]) not in ((0,), (-1,)) or node.params["keepdims"]:
+            return None
+    if loss.outputs[0].aval.dtype != dtype:
+        return None
+    found = CrossEntropy(x, target, int(ne.inputs[1].value), loss)
+    found.covered = {id(n) for n in (log_softmax, flat, pick, add, safe.producer, ne, neg, masked, total, loss,
+                                     count.producer, cast.producer)}
+    return found
+
+
+def _backward(found: CrossEntropy, log_softmax: Node) -> bool:
+    """Extend ``found`` by the reverse sweep (``-seed / count`` scattered at the picked positions, then
+    ``log_softmax``'s backward); False when the graph's nodes are not exactly that."""
+    x = found.logits
+    m, c = x.shape
+    count = found.loss.inputs[1]
+    assert type(count) is Var and count.producer is not None
+    mask = count.producer.inputs[0].producer.inputs[0]  # type: ignore[union-attr]
+    scale = next((u for u in _only_users(count) if u is not found.loss), None)
+    if scale is None or scale.target != "div" or scale.inputs[1] is not count:
+        return False
+    seed = scale.inputs[0]
+    if not (type(seed) is Var and tuple(seed.shape) == () and seed.aval.dtype == x.aval.dtype) \
+            and not (type(seed) is Literal and isinstance(seed.value, (int, float))):
+        return False
+    row = _sole_user(scale.outputs[0], "reshape")
+    if row is None or tuple(row.params["shape"]) != (1,):
+        return False
+    spread = _sole_user(row.outputs[0], "broadcast_to")  # (gone when M is 1)
+    if spread is not None and tuple(spread.params["shape"]) != (m,) or spread is None and m != 1:
+        return False
+    spread_value = (row if spread is None else spread).outputs[0]
+    masked = _sole_user(spread_value, "where")
+    if masked is None or masked.inputs[0] is not mask or masked.inputs[1] is not spread_value \
+            or not _literal(masked.inputs[2], 0.0):
+        return False
+    neg = _sole_user(masked.outputs[0], "neg")
+    scatter = None if neg is None else _sole_user(neg.outputs[0], "scatter_add")
+    if scatter is None or scatter.params.get("axis") != 0 or scatter.inputs[2] is not neg.outputs[0]:  # type: ignore[union-attr]
+        return False
+    index = scatter.inputs[1]
+    if type(index) is not Var or index.producer is None or id(index.producer) not in found.covered \
+            or index.producer.target != "add":
+        return False
+    if not _constant(scatter.inputs[0], np.zeros(m * c, dtype=x.aval.dtype)):
+        return False
+    grid = _sole_user(scatter.outputs[0], "reshape")
+    if grid is None or tuple(grid.params["shape"]) != (m, c):
+        return False
+    g = grid.outputs[0]
+    users = _only_users(g)
+    if len(users) != 2:
+        return False
+    total = next((u for u in users if u.target == "reduce_sum"), None)
+    sub = next((u for u in users if u.target == "sub"), None)
+    if total is None or sub is None or tuple(total.params["axes"]) not in ((1,), (-1,)) \
+            or not total.params["keepdims"] or sub.inputs[0] is not g:
+        return False
+    product = sub.inputs[1]
+    if type(product) is not Var or product.producer is None or product.producer.target != "mul" \
+            or _sole_user(product, "sub") is not sub:
+        return False
+    mul = product.producer
+    exp_value = _other(mul, total.outputs[0])
+    if type(exp_value) is not Var or exp_value.producer is None or exp_value.producer.target != "exp" \
+            or exp_value.producer.inputs[0] is not log_softmax.outputs[0] or _sole_user(exp_value, "mul") is not mul \
+            or _sole_user(total.outputs[0], "mul") is not mul:
+        return False
+    if sub.outputs[0].aval.dtype != x.aval.dtype or tuple(sub.outputs[0].shape) != (m, c):
+        return False
+    found.grad = sub
+    found.seed = seed
+    found.covered |= {id(n) for n in (scale, row, spread, masked, neg, scatter, grid, total, mul,
+                                      exp_value.producer, sub) if n is not None}
+    return True
+
+
+def _closed(found: CrossEntropy, graph_reads: set[int], nodes: dict[int, Node]) -> bool:
+    """Whether nothing outside ``found`` reads a value computed inside it (but its results)."""
+    results = {found.loss.outputs[0].id} | ({found.grad.outputs[0].id} if found.grad is not None else set())
+    for key in found.covered:
+        out = nodes[key].outputs[0]
+        if out.id in results:
+            continue
+        if out.id in graph_reads or any(id(u) not in found.covered for u in out.users):
+            return False
+    return True
+
+
+def find_cross_entropies(graph: Graph) -> list[CrossEntropy]:
+    """Every cross-entropy of ``graph`` the numba backend computes by one kernel call (see the module
+    docstring), with or without its reverse sweep."""
+    graph_reads = {v.id for v in graph.outputs if type(v) is Var}
+    graph_reads |= {v.id for _, v in graph.mutations if type(v) is Var}
+    graph_reads |= {g.value.id for g in graph.guards}
+    nodes = {id(n): n for n in graph.nodes}
+    found: list[CrossEntropy] = []
+    taken: set[int] = set()
+    for node in graph.nodes:
+        if node.target != "log_softmax":
+            continue
+        match = _forward(node)
+        if match is None:
+            continue
+        with_grad = CrossEntropy(match.logits, match.target, match.ignore_index, match.loss,
+                                 covered=set(match.covered))
+        if _backward(with_grad, node) and _closed(with_grad, graph_reads, nodes):
+            match = with_grad
+        elif not _closed(match, graph_reads, nodes):
+            continue
+        if match.covered & taken:
+            continue
+        taken |= match.covered
+        found.append(match)
+    return found
+
+
+__all__ = ["CrossEntropy", "find_cross_entropies"]
