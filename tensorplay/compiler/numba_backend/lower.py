@@ -278,6 +278,18 @@ def _layer_norm(w: _Writer, node: Node) -> None:
     w.define(node, f"_rt.layer_norm({x}, {gamma}, {beta}, {w.render(float(eps))})")
 
 
+def _pad_float(w: _Writer, node: Node) -> None:
+    """A float ``pad`` by non-negative static amounts as a filled array with ``x`` copied into its window
+    (:func:`.runtime.pad`); anything else through ``numpy.pad``."""
+    pads = tuple(tuple(p) for p in node.params["pads"])
+    value = node.params["value"]
+    if not _float_nodes(node) or not all(type(a) is int and a >= 0 for p in pads for a in p) \
+            or not isinstance(value, (int, float)) or isinstance(value, bool):
+        _pad(w, node)
+        return
+    w.define(node, f"_rt.pad({w.value(node.inputs[0])}, {w.render(pads)}, {w.render(float(value))})")
+
+
 def _fallback(w: _Writer, node: Node) -> None:
     w.fallbacks.append(node)
     method = w.const(getattr(EagerInterpreter(), node.target))
@@ -302,7 +314,7 @@ def _emitters() -> dict[str, Emitter]:
         "broadcast_to": _broadcast, "slice": _slice, "pad": _pad, "concat": _concat, "cast": _cast,
         "stop_gradient": _identity, "full": _full, "iota": _iota, "matmul": _matmul,
     })
-    table.update({"softmax": _rows, "log_softmax": _rows, "layer_norm_last_axis": _layer_norm})
+    table.update({"softmax": _rows, "log_softmax": _rows, "layer_norm_last_axis": _layer_norm, "pad": _pad_float})
     return table
 
 
