@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from tensorplay.compiler.numba_backend import runtime
-from tensorplay.compiler.numba_backend.patterns import CrossEntropy, find_cross_entropies
+from tensorplay.compiler.numba_backend.patterns import CrossEntropy, GeluBackward, find_cross_entropies, find_gelu_backwards
 from tensorplay.compiler.numba_backend.kernels import (START, GroupPlan, accumulator_dtype, alias_outputs, kernel_arguments,
                                                        plan_group)
 from tensorplay.interpreters.eager import kernels as K
@@ -509,9 +509,13 @@ def _conv_backward(w: _Writer, weight_grad: Node, transpose: Node) -> None:
     w.lines.append(f"{names[0]}, {names[1]} = _rt.conv_backward({x}, {weight}, {g}{params})")
 
 
-def _without_fused(groups: dict[int, list[Node]], losses: list[CrossEntropy]) -> dict[int, CrossEntropy]:
-    """Take the nodes of each recognised cross-entropy out of their fusion groups (``groups`` is changed;
-    a group left without a pointwise node is dropped); returns node id -> its cross-entropy."""
+Fused = CrossEntropy | GeluBackward
+"""A recognised subgraph computed by one kernel call (:mod:`.patterns`)."""
+
+
+def _without_fused(groups: dict[int, list[Node]], losses: list[Fused]) -> dict[int, Fused]:
+    """Take the nodes of each recognised subgraph out of their fusion groups (``groups`` is changed; a
+    group left without a pointwise node is dropped); returns node id -> its subgraph."""
     covered = {key: ce for ce in losses for key in ce.covered}
     for g in list(groups):
         kept = [n for n in groups[g] if id(n) not in covered]
@@ -522,16 +526,29 @@ def _without_fused(groups: dict[int, list[Node]], losses: list[CrossEntropy]) ->
     return covered
 
 
-def _extend_fused_uses(last_use: dict[int, int], order: list[list[Node]], losses: list[CrossEntropy]) -> None:
+def _extend_fused_uses(last_use: dict[int, int], order: list[list[Node]], losses: list[Fused]) -> None:
     """The kernel calls of a cross-entropy read its logits and target where the loss is computed, and the
-    seed where its gradient is: keep them alive until then."""
+    seed where its gradient is; a GELU backward reads ``x`` and ``g`` at its last node: keep them alive
+    until then."""
     position = {id(node): k for k, unit in enumerate(order) for node in unit}
     for ce in losses:
+        if isinstance(ce, GeluBackward):
+            for v in (ce.x, ce.g):
+                last_use[v.id] = max(last_use.get(v.id, -1), position[id(ce.result)])
+            continue
         reads = [(ce.logits, ce.loss), (ce.target, ce.loss)]
         if ce.grad is not None and type(ce.seed) is Var:
             reads.append((ce.seed, ce.grad))
         for v, node in reads:
             last_use[v.id] = max(last_use.get(v.id, -1), position[id(node)])
+
+
+def _emit_fused(w: _Writer, node: Node, fused: Fused) -> None:
+    """The statement of ``node`` inside a recognised subgraph (nothing for the nodes its call covers)."""
+    if isinstance(fused, CrossEntropy):
+        _emit_cross_entropy(w, node, fused)
+    elif node is fused.result:
+        w.define(node, f"_rt.gelu_backward({w.value(fused.g)}, {w.value(fused.x)})")
 
 
 def _emit_cross_entropy(w: _Writer, node: Node, ce: CrossEntropy) -> None:
@@ -567,12 +584,13 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small
             g = node.meta.get("fusion_group")
             if g is not None:
                 groups.setdefault(g, []).append(node)
-    losses = find_cross_entropies(graph) if fuse else []
+    losses: list[CrossEntropy | GeluBackward] = [*find_cross_entropies(graph), *find_gelu_backwards(graph)] \
+        if fuse else []
     fused_losses = _without_fused(groups, losses)
     live_outside = _live_outside(graph, groups)
     order = _units(graph, groups)
     plans = {id(unit[0]): plan_group(graph, unit, live_outside) for unit in order
-             if len(unit) > 1 or unit[0].meta.get("fusion_group") in groups}
+             if len(unit) > 1 or unit[0].meta.get("fusion_group") in groups and id(unit[0]) not in fused_losses}
     if not small_kernels:
         order = _drop_small_kernels(order, plans)
     last_use = _last_uses(graph, order)
@@ -586,7 +604,7 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small
         plan = plans.get(id(unit[0]))
         partner = pairs.get(id(unit[0])) if plan is None else None
         if plan is None and id(unit[0]) in fused_losses:
-            _emit_cross_entropy(w, unit[0], fused_losses[id(unit[0])])
+            _emit_fused(w, unit[0], fused_losses[id(unit[0])])
         elif partner is not None and partner.outputs[0].id in w.names:
             pass  # computed with its partner
         elif partner is not None and _defined(w, partner):

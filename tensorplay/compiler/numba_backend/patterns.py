@@ -12,6 +12,7 @@ on anything else, runs the nodes as recorded.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -237,4 +238,96 @@ def find_cross_entropies(graph: Graph) -> list[CrossEntropy]:
     return found
 
 
-__all__ = ["CrossEntropy", "find_cross_entropies"]
+@dataclass
+class GeluBackward:
+    """``g * gelu'(x)`` of the erf form as recorded by ``gelu``'s backward rule (``Phi(x) + x phi(x)``, with
+    ``erf`` and ``exp``): ``result`` is its last ``mul``; ``covered`` the ids of the nodes it replaces."""
+
+    x: Var
+    g: Var
+    result: Node
+    covered: set[int] = field(default_factory=set)
+
+
+_SQRT_HALF = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _by_literal(node: Node | None, target: str, value: float) -> Var | None:
+    """The var operand of ``node`` (a ``target`` of a var and the literal ``value``), else ``None``."""
+    if node is None or node.target != target or len(node.inputs) != 2:
+        return None
+    a, b = node.inputs
+    if type(a) is Var and _literal(b, value):
+        return a
+    if type(b) is Var and _literal(a, value):
+        return b
+    return None
+
+
+def _made_by(v: Any, target: str, user: Node) -> Node | None:
+    """The producer of ``v`` when it is a ``target`` node read by ``user`` only."""
+    if type(v) is not Var or v.producer is None or v.producer.target != target or list(v.users) != [user]:
+        return None
+    return v.producer
+
+
+def _gelu_derivative(d: Var, user: Node) -> tuple[Var, set[int]] | None:
+    """``(x, covered)`` when ``d`` is ``(erf(x / sqrt 2) + 1) / 2 + x * exp(-x^2 / 2) / sqrt(2 pi)`` as the
+    rule records it, read by ``user`` only."""
+    add = _made_by(d, "add", user)
+    if add is None:
+        return None
+    for cdf_value, tail_value in (add.inputs, add.inputs[::-1]):
+        half = _made_by(cdf_value, "mul", add)
+        one = _made_by(_by_literal(half, "mul", 0.5), "add", half) if half is not None else None
+        erf = _made_by(_by_literal(one, "add", 1.0), "erf", one) if one is not None else None
+        scaled = _made_by(erf.inputs[0], "mul", erf) if erf is not None else None
+        x = _by_literal(scaled, "mul", _SQRT_HALF)
+        tail = _made_by(tail_value, "mul", add)
+        if x is None or tail is None or len(tail.inputs) != 2:
+            continue
+        pdf_value = _other(tail, x)
+        pdf = _made_by(pdf_value, "mul", tail)
+        exp = _made_by(_by_literal(pdf, "mul", _INV_SQRT_2PI), "exp", pdf) if pdf is not None else None
+        neg_half = _made_by(exp.inputs[0], "mul", exp) if exp is not None else None
+        square = _made_by(_by_literal(neg_half, "mul", -0.5), "mul", neg_half) if neg_half is not None else None
+        if square is None or square.inputs[0] is not x or square.inputs[1] is not x:
+            continue
+        nodes = (add, half, one, erf, scaled, tail, pdf, exp, neg_half, square)
+        return x, {id(n) for n in nodes if n is not None}
+    return None
+
+
+def find_gelu_backwards(graph: Graph) -> list[GeluBackward]:
+    """Every erf-form ``g * gelu'(x)`` of ``graph`` (one float dtype, ``g`` of ``x``'s shape, nothing else
+    reading the intermediates), which :func:`tensorplay.interpreters.eager.kernels.backward.gelu_backward`
+    computes in one pass as the eager backward does."""
+    graph_reads = {v.id for v in graph.outputs if type(v) is Var}
+    graph_reads |= {v.id for _, v in graph.mutations if type(v) is Var}
+    graph_reads |= {g.value.id for g in graph.guards}
+    found: list[GeluBackward] = []
+    for node in graph.nodes:
+        if node.target != "mul" or len(node.inputs) != 2:
+            continue
+        out = node.outputs[0]
+        if out.aval.dtype not in ("float32", "float64"):
+            continue
+        for g, d in (node.inputs, node.inputs[::-1]):
+            if type(g) is not Var or type(d) is not Var or d.id in graph_reads:
+                continue
+            match = _gelu_derivative(d, node)
+            if match is None:
+                continue
+            x, covered = match
+            if not all(v.aval.dtype == out.aval.dtype and tuple(v.shape) == tuple(out.shape) for v in (g, x)):
+                continue
+            nodes = {id(n): n for n in graph.nodes if id(n) in covered}
+            if any(nodes[k].outputs[0].id in graph_reads for k in covered):
+                continue
+            found.append(GeluBackward(x, g, node, covered | {id(node)}))
+            break
+    return found
+
+
+__all__ = ["CrossEntropy", "GeluBackward", "find_cross_entropies", "find_gelu_backwards"]

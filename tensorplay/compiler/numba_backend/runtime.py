@@ -10,6 +10,7 @@ import numpy as np
 
 from tensorplay.interpreters.eager import kernels as K
 from tensorplay.interpreters.eager.fastpath import small_rows
+from tensorplay.interpreters.eager.kernels import backward as KB
 from tensorplay.interpreters.eager.kernels.rows import NO_STATS
 from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay.interpreters.eager.kernels.threads import OPENBLAS_SERIAL_MAX_MACS as _SERIAL_MAX_MACS
@@ -110,6 +111,12 @@ def matmul(a: Array, b: Array, dtype: Any) -> Array:
     return result
 
 
+def gelu_backward(g: Array, x: Array) -> Array:
+    """``g * gelu'(x)`` of the erf form in one pass, by the eager backward's kernel."""
+    out: Array = KB.gelu_backward(g, x, approximate="none")
+    return out
+
+
 def pad(x: Array, pads: tuple[tuple[int, int], ...], value: float) -> Array:
     """``numpy.pad(x, pads, constant_values=value)`` for non-negative ``pads``: the result filled (zeroed
     by the allocator for ``+0.0``) and ``x`` copied into its window, at a third of ``numpy.pad``'s cost."""
@@ -207,4 +214,4 @@ def wrap(array: Array) -> Tensor[*tuple[Any, ...]]:
     return eager.wrap(array)
 
 
-__all__ = ["as_array", "as_dtype", "contiguous", "conv_backward", "cross_entropy", "cross_entropy_grad", "empty", "flat", "fortran", "into", "into_copy", "layer_norm", "matmul", "pad", "quiet", "rows", "wrap"]
+__all__ = ["as_array", "as_dtype", "contiguous", "conv_backward", "cross_entropy", "cross_entropy_grad", "empty", "flat", "gelu_backward", "fortran", "into", "into_copy", "layer_norm", "matmul", "pad", "quiet", "rows", "wrap"]
