@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from tensorplay.compiler.numba_backend import runtime
-from tensorplay.compiler.numba_backend.patterns import CrossEntropy, GeluBackward, find_cross_entropies, find_gelu_backwards
+from tensorplay.compiler.numba_backend.patterns import (CrossEntropy, GeluBackward, LayerNormBackward, find_cross_entropies,
+                                                        find_gelu_backwards, find_layer_norm_backwards)
 from tensorplay.compiler.numba_backend.kernels import (START, GroupPlan, accumulator_dtype, alias_outputs, kernel_arguments,
                                                        plan_group)
 from tensorplay.interpreters.eager import kernels as K
@@ -509,7 +510,7 @@ def _conv_backward(w: _Writer, weight_grad: Node, transpose: Node) -> None:
     w.lines.append(f"{names[0]}, {names[1]} = _rt.conv_backward({x}, {weight}, {g}{params})")
 
 
-Fused = CrossEntropy | GeluBackward
+Fused = CrossEntropy | GeluBackward | LayerNormBackward
 """A recognised subgraph computed by one kernel call (:mod:`.patterns`)."""
 
 
@@ -528,13 +529,19 @@ def _without_fused(groups: dict[int, list[Node]], losses: list[Fused]) -> dict[i
 
 def _extend_fused_uses(last_use: dict[int, int], order: list[list[Node]], losses: list[Fused]) -> None:
     """The kernel calls of a cross-entropy read its logits and target where the loss is computed, and the
-    seed where its gradient is; a GELU backward reads ``x`` and ``g`` at its last node: keep them alive
-    until then."""
+    seed where its gradient is; a GELU backward reads ``x`` and ``g`` at its last node, a layer-norm backward
+    its inputs at its first result: keep them alive until then."""
     position = {id(node): k for k, unit in enumerate(order) for node in unit}
     for ce in losses:
         if isinstance(ce, GeluBackward):
             for v in (ce.x, ce.g):
                 last_use[v.id] = max(last_use.get(v.id, -1), position[id(ce.result)])
+            continue
+        if isinstance(ce, LayerNormBackward):
+            at = min(position[id(n)] for n in (ce.dx, ce.dgamma) if n is not None)
+            for read in (ce.x, ce.gamma, ce.g):
+                if read is not None:
+                    last_use[read.id] = max(last_use.get(read.id, -1), at)
             continue
         reads = [(ce.logits, ce.loss), (ce.target, ce.loss)]
         if ce.grad is not None and type(ce.seed) is Var:
@@ -547,6 +554,18 @@ def _emit_fused(w: _Writer, node: Node, fused: Fused) -> None:
     """The statement of ``node`` inside a recognised subgraph (nothing for the nodes its call covers)."""
     if isinstance(fused, CrossEntropy):
         _emit_cross_entropy(w, node, fused)
+    elif isinstance(fused, LayerNormBackward):
+        results = [n for n in (fused.dx, fused.dgamma) if n is not None]
+        if any(node is n for n in results) and not any(n.outputs[0].id in w.names for n in results):
+            names = []
+            for n in (fused.dx, fused.dgamma):
+                names.append("_" if n is None else f"v{len(w.names)}")
+                if n is not None:
+                    w.names[n.outputs[0].id] = names[-1]
+            gamma = "None" if fused.gamma is None else w.value(fused.gamma)
+            w.lines.append(f"{names[0]}, {names[1]} = _rt.layer_norm_backward({w.value(fused.x)}, {gamma}, "
+                           f"{w.value(fused.g)}, {w.render(fused.eps)}, {fused.dx is not None}, "
+                           f"{fused.dgamma is not None})")
     elif node is fused.result:
         w.define(node, f"_rt.gelu_backward({w.value(fused.g)}, {w.value(fused.x)})")
 
@@ -584,8 +603,8 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small
             g = node.meta.get("fusion_group")
             if g is not None:
                 groups.setdefault(g, []).append(node)
-    losses: list[CrossEntropy | GeluBackward] = [*find_cross_entropies(graph), *find_gelu_backwards(graph)] \
-        if fuse else []
+    losses: list[Fused] = [*find_cross_entropies(graph), *find_gelu_backwards(graph),
+                           *find_layer_norm_backwards(graph)] if fuse else []
     fused_losses = _without_fused(groups, losses)
     live_outside = _live_outside(graph, groups)
     order = _units(graph, groups)

@@ -330,4 +330,170 @@ def find_gelu_backwards(graph: Graph) -> list[GeluBackward]:
     return found
 
 
-__all__ = ["CrossEntropy", "GeluBackward", "find_cross_entropies", "find_gelu_backwards"]
+@dataclass
+class LayerNormBackward:
+    """``dx`` (and ``dgamma`` when recorded) of ``layer_norm_last_axis(x, gamma, beta)`` as its backward rule
+    records them (the statistics recomputed from ``x``): ``dx`` and ``dgamma`` are their last nodes
+    (``None`` when not recorded; ``gamma`` is only read for ``dx``); ``covered`` the ids of the nodes one call
+    replaces."""
+
+    x: Var
+    gamma: Var | None
+    g: Var
+    eps: float
+    dx: Node | None = None
+    dgamma: Node | None = None
+    covered: set[int] = field(default_factory=set)
+
+
+def _mean_keep(v: Any, axis: int, user: Node | None = None) -> tuple[Var, list[Node]] | None:
+    """``(operand, nodes)`` when ``v`` is ``reduce_sum(operand, (axis,), keepdims) / size`` (read by ``user``
+    only, when given)."""
+    if type(v) is not Var or v.producer is None or v.producer.target != "div":
+        return None
+    div = v.producer
+    if user is not None and list(v.users) != [user]:
+        return None
+    total, size = div.inputs
+    if type(total) is not Var or total.producer is None or total.producer.target != "reduce_sum" \
+            or list(total.users) != [div]:
+        return None
+    reduce = total.producer
+    operand = reduce.inputs[0]
+    if type(operand) is not Var or not reduce.params["keepdims"]:
+        return None
+    rank = len(operand.shape)
+    if tuple(a % rank for a in reduce.params["axes"]) != (axis,) or not _literal(size, float(operand.shape[axis])):
+        return None
+    return operand, [div, reduce]
+
+
+def _statistics(rstd: Node) -> tuple[Var, Var, float, list[Node]] | None:
+    """``(x, centred, eps, nodes)`` when ``rstd`` is ``rsqrt(mean((x - mean(x))^2) + eps)`` over the last axis."""
+    plus = rstd.inputs[0]
+    if type(plus) is not Var or plus.producer is None or plus.producer.target != "add" or list(plus.users) != [rstd]:
+        return None
+    add = plus.producer
+    var = next((v for v in add.inputs if type(v) is Var), None)
+    eps = _other(add, var)
+    if var is None or type(eps) is not Literal or not isinstance(eps.value, float):
+        return None
+    square = _mean_keep(var, len(var.shape) - 1, add)
+    if square is None:
+        return None
+    squared, nodes = square
+    mul = _made_by(squared, "mul", nodes[1])
+    if mul is None or mul.inputs[0] is not mul.inputs[1] or type(mul.inputs[0]) is not Var:
+        return None
+    centred = mul.inputs[0]
+    if centred.producer is None or centred.producer.target != "sub":
+        return None
+    x, mean = centred.producer.inputs
+    found_mean = _mean_keep(mean, len(centred.shape) - 1, centred.producer)
+    if type(x) is not Var or found_mean is None or found_mean[0] is not x:
+        return None
+    return x, centred, float(eps.value), [add, *nodes, mul, centred.producer, *found_mean[1]]
+
+
+def _layer_norm_dx(r: Var, xhat: Var, xhat_node: Node, x: Var) -> tuple[Node, Var, Var, list[Node]] | None:
+    """``(dx node, g, gamma, nodes)`` when ``r``'s other user computes
+    ``rstd * ((gh - mean(gh)) - xhat * mean(gh * xhat))`` with ``gh = g * gamma``."""
+    axis = len(x.shape) - 1
+    dx_node = next((u for u in r.users if u is not xhat_node and u.target == "mul"), None)
+    if dx_node is None or set(r.users) != {xhat_node, dx_node}:
+        return None
+    sub2 = _made_by(_other(dx_node, r), "sub", dx_node)
+    if sub2 is None:
+        return None
+    left, right = sub2.inputs
+    sub1 = _made_by(left, "sub", sub2)
+    t2 = _made_by(right, "mul", sub2)
+    if sub1 is None or t2 is None:
+        return None
+    gh, m1 = sub1.inputs
+    found_m1 = _mean_keep(m1, axis, sub1)
+    found_m2 = _mean_keep(_other(t2, xhat), axis, t2)
+    if type(gh) is not Var or gh.producer is None or gh.producer.target != "mul" or found_m1 is None \
+            or found_m1[0] is not gh or found_m2 is None:
+        return None
+    ghx = found_m2[0].producer
+    if ghx is None or ghx.target != "mul" or _other(ghx, xhat) is not gh:
+        return None
+    gh_node = gh.producer
+    g = next((v for v in gh_node.inputs if type(v) is Var and tuple(v.shape) == tuple(x.shape)), None)
+    gamma = _other(gh_node, g)
+    if g is None or type(gamma) is not Var or tuple(gamma.shape) != (x.shape[-1],):
+        return None
+    return dx_node, g, gamma, [dx_node, sub2, sub1, t2, *found_m1[1], *found_m2[1], ghx, gh_node]
+
+
+def _layer_norm_backward(rstd: Node) -> LayerNormBackward | None:
+    stats = _statistics(rstd)
+    if stats is None:
+        return None
+    x, centred, eps, nodes = stats
+    dtype = x.aval.dtype
+    axis = len(x.shape) - 1
+    r = rstd.outputs[0]
+    xhat_node = next((u for u in centred.users if u.target == "mul" and _other(u, centred) is r), None)
+    if dtype not in ("float32", "float64") or not axis or xhat_node is None:
+        return None
+    xhat = xhat_node.outputs[0]
+    nodes += [rstd, xhat_node]
+    g: Var | None = None
+    gamma: Var | None = None
+    dx: Node | None = None
+    if len(r.users) > 1:  # dx = rstd * ((gh - mean(gh)) - xhat * mean(gh * xhat)), gh = g * gamma
+        found_dx = _layer_norm_dx(r, xhat, xhat_node, x)
+        if found_dx is None:
+            return None
+        dx, g, gamma, more = found_dx
+        nodes += more
+    dgamma: Node | None = None
+    rest = [u for u in xhat.users if id(u) not in {id(n) for n in nodes}]
+    if rest:  # dgamma = the sum over the leading axes of g * xhat
+        if len(rest) != 1 or rest[0].target != "mul":
+            return None
+        product = rest[0]
+        other = _other(product, xhat)
+        total = _sole_user(product.outputs[0], "reduce_sum")
+        if type(other) is not Var or (g is not None and other is not g) or total is None \
+                or total.params["keepdims"] or tuple(a % len(x.shape) for a in total.params["axes"]) != tuple(range(axis)):
+            return None
+        g, dgamma = other, total
+        nodes += [product, total]
+    if g is None or (dx is None and dgamma is None) or tuple(g.shape) != tuple(x.shape):
+        return None
+    results = [n.outputs[0] for n in (dx, dgamma) if n is not None]
+    if any(v.aval.dtype != dtype for v in [g, *results] + ([gamma] if gamma is not None else [])):
+        return None
+    found = LayerNormBackward(x, gamma, g, eps, dx, dgamma)
+    found.covered = {id(n) for n in nodes}
+    return found
+
+
+def find_layer_norm_backwards(graph: Graph) -> list[LayerNormBackward]:
+    """Every ``layer_norm`` backward of ``graph`` recorded by its composite rule, which
+    :func:`tensorplay.interpreters.eager.kernels.backward.layer_norm_backward` computes in one row pass as
+    the eager backward does (nothing else may read the intermediates)."""
+    graph_reads = {v.id for v in graph.outputs if type(v) is Var}
+    graph_reads |= {v.id for _, v in graph.mutations if type(v) is Var}
+    graph_reads |= {g.value.id for g in graph.guards}
+    nodes = {id(n): n for n in graph.nodes}
+    found: list[LayerNormBackward] = []
+    for node in graph.nodes:
+        if node.target != "rsqrt":
+            continue
+        match = _layer_norm_backward(node)
+        if match is None:
+            continue
+        results = {n.outputs[0].id for n in (match.dx, match.dgamma) if n is not None}
+        closed = all(nodes[k].outputs[0].id in results or (nodes[k].outputs[0].id not in graph_reads and
+                     all(id(u) in match.covered for u in nodes[k].outputs[0].users)) for k in match.covered)
+        if closed:
+            found.append(match)
+    return found
+
+
+__all__ = ["CrossEntropy", "GeluBackward", "LayerNormBackward", "find_cross_entropies", "find_gelu_backwards",
+           "find_layer_norm_backwards"]

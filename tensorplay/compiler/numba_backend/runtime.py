@@ -117,6 +117,17 @@ def gelu_backward(g: Array, x: Array) -> Array:
     return out
 
 
+def layer_norm_backward(x: Array, gamma: Array | None, g: Array, eps: float, need_x: bool,
+                        need_gamma: bool) -> tuple[Any, Any]:
+    """``(dx, dgamma)`` of ``layer_norm_last_axis(x, gamma, beta)`` for the cotangent ``g`` by the eager
+    backward's row kernel (the statistics recomputed from ``x``); each is ``None`` unless asked for
+    (``gamma`` is only read for ``dx``)."""
+    if gamma is None:
+        gamma = np.ones(x.shape[-1], x.dtype)
+    dx, dgamma, _ = KB.layer_norm_backward(x, gamma, g, eps=eps, need_x=need_x, need_params=need_gamma)
+    return dx, dgamma
+
+
 def pad(x: Array, pads: tuple[tuple[int, int], ...], value: float) -> Array:
     """``numpy.pad(x, pads, constant_values=value)`` for non-negative ``pads``: the result filled (zeroed
     by the allocator for ``+0.0``) and ``x`` copied into its window, at a third of ``numpy.pad``'s cost."""
@@ -214,4 +225,4 @@ def wrap(array: Array) -> Tensor[*tuple[Any, ...]]:
     return eager.wrap(array)
 
 
-__all__ = ["as_array", "as_dtype", "contiguous", "conv_backward", "cross_entropy", "cross_entropy_grad", "empty", "flat", "gelu_backward", "fortran", "into", "into_copy", "layer_norm", "matmul", "pad", "quiet", "rows", "wrap"]
+__all__ = ["as_array", "as_dtype", "contiguous", "conv_backward", "cross_entropy", "cross_entropy_grad", "empty", "flat", "gelu_backward", "fortran", "into", "into_copy", "layer_norm", "layer_norm_backward", "matmul", "pad", "quiet", "rows", "wrap"]
