@@ -12,6 +12,9 @@ statement computing exactly what the eager interpreter computes for it, in the s
   numba kernel (:mod:`.kernels`), scheduled as a unit;
 * convolution, pooling, layer norm, softmax, attention, gather/scatter and random draws call the eager
   interpreter's kernels (:mod:`tensorplay.interpreters.eager.kernels`) directly;
+* the recorded forms of a cross-entropy (with its reverse sweep), of GELU's backward and of layer norm's
+  backward are each one call of the eager interpreter's fused kernel (:mod:`.patterns`);
+* an elementwise kernel that updates a state in place reads and writes it through one argument;
 * anything else falls back to the eager interpreter's method (refused with ``strict_native``).
 
 The function body runs inside one ``numpy.errstate(all="ignore")`` (eager arithmetic is silent about

@@ -1,13 +1,19 @@
-"""Subgraphs the numba backend runs as one kernel call: the cross-entropy of ``nn.functional.cross_entropy``.
+"""Subgraphs the numba backend runs as one kernel call, where the eager interpreter runs one fused kernel.
 
-Recorded, ``cross_entropy(x[M, C], t[M])`` (class indices, mean over the rows whose target is not
-``ignore_index``, no weight, no smoothing) is ``log_softmax``, the target check, the mask, a gather at
-``arange(M) * C + t``, a masked sum and a count, and a training step adds its reverse sweep (a scatter of
-``-seed / count`` into zeros, then ``log_softmax``'s backward). :func:`find_cross_entropies` recognises
-those nodes (every intermediate read by nothing else, the constants checked by value), and the lowering
-computes the loss and ``dx`` by one row kernel (:func:`.runtime.cross_entropy`) where the eager
-interpreter's fused loss runs one too. The graph itself is not changed: every other backend, and this one
-on anything else, runs the nodes as recorded.
+* **Cross-entropy** (:func:`find_cross_entropies`). Recorded, ``cross_entropy(x[M, C], t[M])`` (class
+  indices, mean over the rows whose target is not ``ignore_index``, no weight, no smoothing) is
+  ``log_softmax``, the target check, the mask, a gather at ``arange(M) * C + t``, a masked sum and a count;
+  a training step adds its reverse sweep (a scatter of ``-seed / count`` into zeros, then ``log_softmax``'s
+  backward). The loss is one row kernel, ``dx`` another (:func:`.runtime.cross_entropy`).
+* **GELU's backward** (:func:`find_gelu_backwards`): ``g * (Phi(x) + x phi(x))`` as the erf form's rule
+  records it, by the eager backward's one-pass kernel (:func:`.runtime.gelu_backward`).
+* **Layer norm's backward** (:func:`find_layer_norm_backwards`): the rule's composite (statistics
+  recomputed from ``x``, ``dx``, ``dgamma``) by the eager backward's row kernel
+  (:func:`.runtime.layer_norm_backward`).
+
+A match requires the exact recorded structure (literals and constants checked by value, one float dtype)
+and that nothing outside it reads an intermediate. The graph itself is not changed: every other backend,
+and this one on anything else, runs the nodes as recorded.
 """
 
 from __future__ import annotations
