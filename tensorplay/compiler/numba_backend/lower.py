@@ -421,10 +421,10 @@ def _units(graph: Graph, groups: dict[int, list[Node]]) -> list[list[Node]]:
     unit_of: dict[int, int] = {}
     unit_of_group: dict[int, int] = {}
     units: list[list[Node]] = []
-    grouped = {id(n) for nodes in groups.values() for n in nodes}
+    group_of = {id(n): g for g, nodes in groups.items() for n in nodes}
     for node in graph.nodes:
-        g = node.meta.get("fusion_group")
-        if g is not None and g in groups and id(node) in grouped:
+        g = group_of.get(id(node))
+        if g is not None:
             index = unit_of_group.get(g)
             if index is None:
                 index = unit_of_group[g] = len(units)
@@ -530,6 +530,37 @@ def _without_fused(groups: dict[int, list[Node]], losses: list[Fused]) -> dict[i
     return covered
 
 
+def _sink_into_readers(graph: Graph, groups: dict[int, list[Node]]) -> None:
+    """Move each pointwise node whose inputs its group materialises anyway (external inputs, or values the
+    group writes for other readers) and whose readers all lie in one other group of its shape into that
+    group (``groups`` is changed): its own group then no longer writes its value. Relu's backward mask
+    ``sign(relu(x))``, grouped with the forward, was a whole extra output of the forward's kernel."""
+    group_of = {id(n): g for g, nodes in groups.items() for n in nodes}
+    reads = {v.id for v in graph.outputs if type(v) is Var} | {v.id for _, v in graph.mutations if type(v) is Var}
+    reads |= {g.value.id for g in graph.guards}
+
+    def space(g: int) -> tuple[Any, ...]:
+        return tuple(next(n for n in groups[g] if not n.target.startswith("reduce_")).outputs[0].shape)
+
+    for g in list(groups):
+        for node in list(groups[g]):
+            out = node.outputs[0]
+            if node.target.startswith("reduce_") or out.id in reads or not out.users or len(groups[g]) < 2:
+                continue
+            targets = {group_of.get(id(u)) for u in out.users}
+            b = targets.pop() if len(targets) == 1 else None
+            if b is None or b == g or tuple(out.shape) != space(b):
+                continue
+            if not all(type(v) is not Var or v.producer is None or group_of.get(id(v.producer)) != g
+                       or any(group_of.get(id(u)) != g for u in v.users) for v in node.inputs):
+                continue
+            groups[g].remove(node)
+            groups[b].append(node)
+            group_of[id(node)] = b
+            if not any(not n.target.startswith("reduce_") for n in groups[g]):  # pragma: no cover - kept above
+                raise AssertionError("a fusion group lost its last pointwise node")
+
+
 def _extend_fused_uses(last_use: dict[int, int], order: list[list[Node]], losses: list[Fused]) -> None:
     """The kernel calls of a cross-entropy read its logits and target where the loss is computed, and the
     seed where its gradient is; a GELU backward reads ``x`` and ``g`` at its last node, a layer-norm backward
@@ -609,6 +640,7 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small
     losses: list[Fused] = [*find_cross_entropies(graph), *find_gelu_backwards(graph),
                            *find_layer_norm_backwards(graph)] if fuse else []
     fused_losses = _without_fused(groups, losses)
+    _sink_into_readers(graph, groups)
     live_outside = _live_outside(graph, groups)
     order = _units(graph, groups)
     plans = {id(unit[0]): plan_group(graph, unit, live_outside) for unit in order
