@@ -64,6 +64,17 @@ class TensorMeta:
     has_grad: bool | None  # None: either (the function drops the incoming .grad unread)
 
 
+_NAMED_DTYPES: dict[str, np.dtype[Any]] = {}
+
+
+def _named_dtype(name: str) -> np.dtype[Any]:
+    """``numpy.dtype(name)``, made once per name."""
+    found = _NAMED_DTYPES.get(name)
+    if found is None:
+        found = _NAMED_DTYPES[name] = np.dtype(name)
+    return found
+
+
 def tensor_meta(t: Tensor[*tuple[Any, ...]], any_grad: bool = False) -> TensorMeta:
     """The :class:`TensorMeta` of an eager tensor (``any_grad``: whether it has a ``.grad`` does not matter)."""
     data = t._data
@@ -186,7 +197,9 @@ class Guards:
             if not isinstance(now, Tensor):
                 return False
             data = now._data
-            if (data.shape != meta.shape or data.dtype.name != meta.dtype or now._requires_grad != meta.requires_grad
+            dtype = data.dtype  # (``dtype.name`` costs 1.8 us, a dozen times a step: compared only when not the same)
+            if (data.shape != meta.shape or (dtype is not _named_dtype(meta.dtype) and dtype.name != meta.dtype)
+                    or now._requires_grad != meta.requires_grad
                     or (meta.has_grad is not None and (now._grad is not None) != meta.has_grad)):
                 return False
         for value_source in self.values:
