@@ -369,8 +369,9 @@ def _mean_keep(v: Any, axis: int, user: Node | None = None) -> tuple[Var, list[N
     if type(operand) is not Var or not reduce.params["keepdims"]:
         return None
     rank = len(operand.shape)
-    if tuple(a % rank for a in reduce.params["axes"]) != (axis,) or not _literal(size, float(operand.shape[axis])):
-        return None
+    n = operand.shape[axis] if 0 <= axis < rank else None
+    if type(n) is not int or tuple(a % rank for a in reduce.params["axes"]) != (axis,) or not _literal(size, float(n)):
+        return None  # (a symbolic size: the recorded division is by that size, left as recorded)
     return operand, [div, reduce]
 
 
