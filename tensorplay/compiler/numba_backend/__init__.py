@@ -43,6 +43,8 @@ def _arg_types(plan: GroupPlan) -> list[tuple[str, int]]:
         return max(sum(1 for g in plan.merged if not plan.reduced_axes[k][g[0]]), 1)
 
     for v in written:
+        if v.id in plan.aliases:
+            continue  # written into its input
         k = reduction_of.get(v.id)
         types.append((v.aval.dtype, max(rank, 1) if k is None else kept(k)))
     for r in accumulators:

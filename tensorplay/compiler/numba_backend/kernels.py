@@ -44,6 +44,9 @@ class GroupPlan:
     name: str = ""
     key: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    aliases: dict[int, int] = field(default_factory=dict)
+    """Written value id -> index of the input the kernel writes it into, element for element (an
+    optimizer's state updated in place; see :func:`alias_outputs`). Such values get no output argument."""
 
 
 def _pattern(shape: tuple[Any, ...], space: tuple[Any, ...]) -> tuple[bool, ...]:
@@ -286,6 +289,9 @@ def kernel_source(plan: GroupPlan) -> tuple[str, str]:
     acc_names = [] if scalar else [f"r{k}" for k in range(len(plan.reductions))]
     sizes = [f"n{k}" for k in range(rank)]
     full_index = ", ".join(f"i{i}" for i in range(rank)) or "0"
+    for v in written:
+        if v.id in plan.aliases:
+            out_names[v.id] = in_names[plan.aliases[v.id]]
     inner = list(emitter.lines)
     for v in written:
         if v.id not in reduction_ids:
@@ -330,9 +336,24 @@ def kernel_source(plan: GroupPlan) -> tuple[str, str]:
         inner_depth = 0
     body.extend("    " * inner_depth + line for line in inner)
     body.extend("    " * depth + line for line in after_inner + after_row)
-    names = sizes + in_names + [out_names[v.id] for v in written] + acc_names
+    names = sizes + in_names + [out_names[v.id] for v in written if v.id not in plan.aliases] + acc_names
     text = "\n".join([f"def kernel({', '.join(names)}):"] + ["    " + line for line in body]) + "\n"
     return text, "kernel"
+
+
+def alias_outputs(plan: GroupPlan, aliases: dict[int, int]) -> None:
+    """Have the kernel of ``plan`` (elementwise, every operand of its full shape or a scalar) write each
+    value of ``aliases`` (written value id -> input index) into that input instead of an output argument,
+    and regenerate its source. Every input element is read before the iteration that reads it writes it,
+    so the update is exact; and a loop reading and writing one array vectorises, where an output that
+    merely overlaps an input (the same memory passed twice) defeats the vectoriser's overlap check."""
+    written, _ = kernel_arguments(plan)
+    known = {v.id for v in written}
+    if not aliases or any(k not in known for k in aliases) or len(set(aliases.values())) != len(aliases):
+        raise AssertionError("alias_outputs: each aliased value must be a written value, each input used once")
+    plan.aliases = dict(aliases)
+    plan.source, plan.name = kernel_source(plan)
+    plan.key = hashlib.sha256(plan.source.encode()).hexdigest()
 
 
 def _is_suffix(reduced: tuple[bool, ...], merged: list[list[int]]) -> bool:
@@ -353,5 +374,5 @@ def _accumulate(kind: str, acc: str, value: str) -> str:
     return f"{acc} = {value} if ({value} {op} {acc} or {value} != {value}) else {acc}"
 
 
-__all__ = ["GroupPlan", "START", "kernel_arguments", "accumulator_dtype", "kernel_source", "plan_group", "uses_scalar_accumulators"]
+__all__ = ["GroupPlan", "START", "alias_outputs", "kernel_arguments", "accumulator_dtype", "kernel_source", "plan_group", "uses_scalar_accumulators"]
 

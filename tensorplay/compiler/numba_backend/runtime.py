@@ -9,6 +9,9 @@ from typing import Any
 import numpy as np
 
 from tensorplay.interpreters.eager import kernels as K
+from tensorplay.interpreters.eager.fastpath import small_rows
+from tensorplay.interpreters.eager.kernels import backward as KB
+from tensorplay.interpreters.eager.kernels.rows import NO_STATS
 from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay.interpreters.eager.kernels.threads import OPENBLAS_SERIAL_MAX_MACS as _SERIAL_MAX_MACS
 from tensorplay.tensor import Tensor
@@ -72,6 +75,16 @@ def into(state: Array, fortran_order: bool) -> Array:
     return empty(state.shape, state.dtype, fortran_order)
 
 
+def into_copy(state: Array, fortran_order: bool) -> Array:
+    """``state`` itself when a kernel may read and overwrite it (as :func:`into`), else a copy of it laid
+    out in the kernel's order (the compiler then copies the result into ``state``)."""
+    flags = state.flags
+    if flags.writeable and (flags.f_contiguous if fortran_order else flags.c_contiguous):
+        return state
+    copy: Array = np.array(state, order="F" if fortran_order else "C")
+    return copy
+
+
 def matmul(a: Array, b: Array, dtype: Any) -> Array:
     """The eager interpreter's ``matmul``, under its thread policy: operands in the result dtype, a
     broadcast 2-d right operand folded into one GEMM, batched outer products (``K == 1``) by a dedicated
@@ -98,6 +111,99 @@ def matmul(a: Array, b: Array, dtype: Any) -> Array:
     return result
 
 
+def gelu_backward(g: Array, x: Array) -> Array:
+    """``g * gelu'(x)`` of the erf form in one pass, by the eager backward's kernel."""
+    out: Array = KB.gelu_backward(g, x, approximate="none")
+    return out
+
+
+def layer_norm_backward(x: Array, gamma: Array | None, g: Array, eps: float, need_x: bool,
+                        need_gamma: bool) -> tuple[Any, Any]:
+    """``(dx, dgamma)`` of ``layer_norm_last_axis(x, gamma, beta)`` for the cotangent ``g`` by the eager
+    backward's row kernel (the statistics recomputed from ``x``); each is ``None`` unless asked for
+    (``gamma`` is only read for ``dx``)."""
+    if gamma is None:
+        gamma = np.ones(x.shape[-1], x.dtype)
+    dx, dgamma, _ = KB.layer_norm_backward(x, gamma, g, eps=eps, need_x=need_x, need_params=need_gamma)
+    return dx, dgamma
+
+
+def pad(x: Array, pads: tuple[tuple[int, int], ...], value: float) -> Array:
+    """``numpy.pad(x, pads, constant_values=value)`` for non-negative ``pads``: the result filled (zeroed
+    by the allocator for ``+0.0``) and ``x`` copied into its window, at a third of ``numpy.pad``'s cost."""
+    shape = tuple(d + lo + hi for d, (lo, hi) in zip(x.shape, pads))
+    if value == 0 and math.copysign(1.0, value) > 0:
+        out: Array = np.zeros(shape, x.dtype)
+    else:
+        out = np.full(shape, value, x.dtype)
+    out[tuple(slice(lo, lo + d) for d, (lo, _) in zip(x.shape, pads))] = x
+    return out
+
+
+_ROW_KERNELS = {"softmax": "softmax_rows", "log_softmax": "log_softmax_rows"}
+
+
+def rows(name: str, x: Array, axis: int) -> Array:
+    """``softmax`` or ``log_softmax`` (``name``) of a float ``x`` along ``axis``, as the eager interpreter
+    computes it: a row-major input normalised along its last axis by the row kernel on this thread when
+    it would not be split across threads (:func:`~tensorplay.interpreters.eager.fastpath.small_rows`),
+    anything else by the kernels' entry point."""
+    if x.ndim and (axis == -1 or axis == x.ndim - 1):
+        out = small_rows(_ROW_KERNELS[name], x)
+        if out is not None:
+            return out
+    result: Array = getattr(K, name)(x, axis=axis)
+    return result
+
+
+def layer_norm(x: Array, gamma: Array, beta: Array, eps: float) -> Array:
+    """``layer_norm_last_axis`` of ``x[..., D]`` with ``gamma[D]``, ``beta[D]`` (one float dtype), as the
+    eager interpreter computes it (the row kernel on this thread for small row-major operands)."""
+    if gamma.flags.c_contiguous and beta.flags.c_contiguous:
+        out = small_rows("layer_norm_rows", x, gamma, beta, eps, NO_STATS)
+        if out is not None:
+            return out
+    result: Array = K.layer_norm_last_axis(x, gamma, beta, eps=eps)
+    return result
+
+
+_LOSS_KERNELS: Any = None
+
+
+def _loss_kernels() -> Any:
+    global _LOSS_KERNELS
+    if _LOSS_KERNELS is None:
+        from tensorplay.compiler.numba_backend import _loss_kernels
+        _LOSS_KERNELS = _loss_kernels
+    return _LOSS_KERNELS
+
+
+def cross_entropy(x: Array, target: Array, ignore_index: int) -> tuple[Array, tuple[Any, ...]]:
+    """The mean over the rows of ``x[N, C]`` whose ``target`` (int64 ``[N]``, already checked: each entry in
+    ``[0, C)`` or ``ignore_index``) is not ignored of ``logsumexp(x[i]) - x[i, target[i]]`` (NaN when every
+    row is ignored), as a 0-d array of ``x``'s dtype; and the state :func:`cross_entropy_grad` reads."""
+    x = contiguous(x)
+    target = contiguous(target)
+    lse = np.empty(x.shape[0], x.dtype)
+    total, count, bad = _loss_kernels().masked_cross_entropy_rows(x, target, ignore_index, lse)
+    if bad >= 0:  # pragma: no cover - the recorded check_index raised before
+        raise IndexError(f"cross_entropy: target {int(target[bad])} at row {bad} is outside [0, {x.shape[1]})")
+    dtype = x.dtype.type
+    loss: Array = np.asarray(np.divide(dtype(total), dtype(count)), dtype=x.dtype)
+    return loss, (x, target, ignore_index, lse, count)
+
+
+def cross_entropy_grad(state: tuple[Any, ...], seed: Any) -> Array:
+    """``dx`` of :func:`cross_entropy` for the loss's cotangent ``seed``: ``seed / count * (softmax(x[i]) -
+    onehot(target[i]))`` on the rows counted, zeros on the others."""
+    x, target, ignore_index, lse, count = state
+    dtype = x.dtype.type
+    step = np.divide(dtype(np.asarray(seed)), dtype(count))
+    out: Array = np.empty(x.shape, x.dtype)
+    _loss_kernels().masked_cross_entropy_grad_rows(x, target, ignore_index, lse, step, out)
+    return out
+
+
 def conv_backward(x: Array, w: Array, g: Array, *, stride: tuple[int, ...], padding: tuple[int, ...],
                   dilation: tuple[int, ...], groups: int, output_padding: tuple[int, ...]) -> tuple[Array, Array]:
     """``(dx, dw)`` of ``conv(x, w)`` for the cotangent ``g`` (one float dtype): by the eager interpreter's
@@ -119,4 +225,4 @@ def wrap(array: Array) -> Tensor[*tuple[Any, ...]]:
     return eager.wrap(array)
 
 
-__all__ = ["as_array", "as_dtype", "contiguous", "conv_backward", "empty", "flat", "fortran", "into", "matmul", "quiet", "wrap"]
+__all__ = ["as_array", "as_dtype", "contiguous", "conv_backward", "cross_entropy", "cross_entropy_grad", "empty", "flat", "gelu_backward", "fortran", "into", "into_copy", "layer_norm", "layer_norm_backward", "matmul", "pad", "quiet", "rows", "wrap"]

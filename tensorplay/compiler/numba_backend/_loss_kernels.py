@@ -1,0 +1,54 @@
+"""Jitted row kernels of the compiled cross-entropy (:func:`.runtime.cross_entropy`), imported on first use.
+
+Rows whose target is ``ignore`` count for nothing, as in the recorded form (a masked sum over a count of
+the other rows). ``exp`` goes through the eager kernels' vectorisable ``vexp_nonpos``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from tensorplay.interpreters.eager.kernels._numba_kernels import _row_max, jit, vexp_nonpos
+
+
+@jit
+def masked_cross_entropy_rows(x: Any, target: Any, ignore: Any, lse: Any) -> Any:
+    """``lse[i] = logsumexp(x[i])`` for every row of ``x[N, C]``; returns ``(total, count, bad)``: the sum of
+    ``lse[i] - x[i, target[i]]`` (in float64) over the ``count`` rows whose target is not ``ignore``, and
+    the first row whose target is neither ``ignore`` nor in ``[0, C)`` (nothing is done past it), or -1."""
+    n, d = x.shape
+    zero = x.dtype.type(0)
+    total = 0.0
+    count = 0
+    for i in range(n):
+        t = target[i]
+        if t != ignore and (t < 0 or t >= d):
+            return total, count, i
+        m = _row_max(x, i)
+        s = zero
+        for j in range(d):
+            s += vexp_nonpos(x[i, j] - m)
+        row = m + x.dtype.type(math.log(s))
+        lse[i] = row
+        if t != ignore:
+            total += row - x[i, t]
+            count += 1
+    return total, count, -1
+
+
+@jit
+def masked_cross_entropy_grad_rows(x: Any, target: Any, ignore: Any, lse: Any, step: Any, out: Any) -> None:
+    """``out[i] = step * (softmax(x[i]) - onehot(target[i]))``; a row whose target is ``ignore`` gets
+    ``0 - softmax(x[i]) * 0`` (zeros, NaN where the recorded backward's product has NaN)."""
+    n, d = x.shape
+    zero = x.dtype.type(0)
+    for i in range(n):
+        row = lse[i]
+        t = target[i]
+        if t == ignore:
+            for j in range(d):
+                out[i, j] = zero - vexp_nonpos(x[i, j] - row) * zero
+        else:
+            for j in range(d):
+                out[i, j] = vexp_nonpos(x[i, j] - row) * step
+            out[i, t] -= step

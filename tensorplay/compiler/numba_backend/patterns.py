@@ -1,0 +1,506 @@
+"""Subgraphs the numba backend runs as one kernel call, where the eager interpreter runs one fused kernel.
+
+* **Cross-entropy** (:func:`find_cross_entropies`). Recorded, ``cross_entropy(x[M, C], t[M])`` (class
+  indices, mean over the rows whose target is not ``ignore_index``, no weight, no smoothing) is
+  ``log_softmax``, the target check, the mask, a gather at ``arange(M) * C + t``, a masked sum and a count;
+  a training step adds its reverse sweep (a scatter of ``-seed / count`` into zeros, then ``log_softmax``'s
+  backward). The loss is one row kernel, ``dx`` another (:func:`.runtime.cross_entropy`).
+* **GELU's backward** (:func:`find_gelu_backwards`): ``g * (Phi(x) + x phi(x))`` as the erf form's rule
+  records it, by the eager backward's one-pass kernel (:func:`.runtime.gelu_backward`).
+* **Layer norm's backward** (:func:`find_layer_norm_backwards`): the rule's composite (statistics
+  recomputed from ``x``, ``dx``, ``dgamma``) by the eager backward's row kernel
+  (:func:`.runtime.layer_norm_backward`).
+
+A match requires the exact recorded structure (literals and constants checked by value, one float dtype)
+and that nothing outside it reads an intermediate. The graph itself is not changed: every other backend,
+and this one on anything else, runs the nodes as recorded.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tensorplay.interpreters.graph.ir import Graph, Literal, Node, Var
+
+
+@dataclass
+class CrossEntropy:
+    """One recognised cross-entropy: ``loss`` (the mean's ``div`` node) and, in a training graph, ``grad``
+    (the ``sub`` node giving ``dx``) are computed from ``logits``, ``target`` (the checked indices) and
+    ``seed`` (the loss's cotangent; ``None`` without a reverse sweep); ``covered`` holds the ids of every
+    node the kernel call replaces (``loss`` and ``grad`` included)."""
+
+    logits: Var
+    target: Var
+    ignore_index: int
+    loss: Node
+    grad: Node | None = None
+    seed: Any = None
+    covered: set[int] = field(default_factory=set)
+
+
+def _only_users(v: Var) -> list[Node]:
+    return list(v.users)
+
+
+def _literal(value: Any, expected: float) -> bool:
+    return type(value) is Literal and isinstance(value.value, (int, float)) and not isinstance(value.value, bool) \
+        and float(value.value) == expected
+
+
+def _sole_user(v: Var, target: str) -> Node | None:
+    users = _only_users(v)
+    return users[0] if len(users) == 1 and users[0].target == target else None
+
+
+def _constant(v: Any, expected: np.ndarray[Any, Any]) -> bool:
+    """Whether ``v`` is a constant placeholder holding exactly ``expected``."""
+    if type(v) is not Var or v.producer is not None or v.kind != "constant":
+        return False
+    source = v.source
+    return isinstance(source, np.ndarray) and source.shape == expected.shape and source.dtype == expected.dtype \
+        and bool(np.array_equal(source, expected))
+
+
+def _other(node: Node, known: Any) -> Any:
+    """The input of a binary ``node`` that is not ``known`` (``None`` when neither or both are)."""
+    a, b = node.inputs
+    if a is known and b is not known:
+        return b
+    if b is known and a is not known:
+        return a
+    return None
+
+
+def _forward(log_softmax: Node) -> CrossEntropy | None:
+    """The loss part, from ``log_softmax`` to the mean's ``div``."""
+    x = log_softmax.inputs[0]
+    if type(x) is not Var or len(x.shape) != 2 or x.aval.dtype not in ("float32", "float64"):
+        return None
+    m, c = x.shape
+    if type(m) is not int or type(c) is not int or not m or not c or log_softmax.params.get("axis") not in (1, -1):
+        return None
+    dtype = x.aval.dtype
+    logp = log_softmax.outputs[0]
+    flat = next((u for u in _only_users(logp) if u.target == "reshape"), None)
+    if flat is None or tuple(flat.params["shape"]) != (m * c,):
+        return None
+    pick = _sole_user(flat.outputs[0], "gather")
+    if pick is None or pick.params.get("axis") != 0 or pick.inputs[0] is not flat.outputs[0]:
+        return None
+    index = pick.inputs[1]
+    offsets = np.arange(m, dtype=np.int64) * c
+    if type(index) is not Var or index.producer is None or index.producer.target != "add":
+        return None
+    add = index.producer
+    safe = next((v for v in add.inputs if type(v) is Var and v.producer is not None
+                 and v.producer.target == "where"), None)
+    if safe is None or not _constant(_other(add, safe), offsets):
+        return None
+    mask, target, zero = safe.producer.inputs  # type: ignore[union-attr]
+    if type(mask) is not Var or mask.producer is None or mask.producer.target != "ne" or not _literal(zero, 0):
+        return None
+    ne = mask.producer
+    if ne.inputs[0] is not target or type(ne.inputs[1]) is not Literal or type(ne.inputs[1].value) is not int:
+        return None
+    if type(target) is not Var or target.aval.dtype != "int64" or tuple(target.shape) != (m,):
+        return None
+    neg = _sole_user(pick.outputs[0], "neg")
+    masked = None if neg is None else _sole_user(neg.outputs[0], "where")
+    if neg is None or masked is None or masked.inputs[0] is not mask or masked.inputs[1] is not neg.outputs[0] \
+            or not _literal(masked.inputs[2], 0.0):
+        return None
+    total = _sole_user(masked.outputs[0], "reduce_sum")
+    loss = None if total is None else _sole_user(total.outputs[0], "div")
+    if loss is None or loss.inputs[0] is not total.outputs[0]:  # type: ignore[union-attr]
+        return None
+    count = loss.inputs[1]
+    if type(count) is not Var or count.producer is None or count.producer.target != "reduce_sum":
+        return None
+    cast = count.producer.inputs[0]
+    if type(cast) is not Var or cast.producer is None or cast.producer.target != "cast" \
+            or cast.producer.inputs[0] is not mask or cast.aval.dtype != dtype:
+        return None
+    for node in (total, count.producer):
+        assert node is not None
+        if tuple(node.params["axes"]) not in ((0,), (-1,)) or node.params["keepdims"]:
+            return None
+    if loss.outputs[0].aval.dtype != dtype:
+        return None
+    found = CrossEntropy(x, target, int(ne.inputs[1].value), loss)
+    found.covered = {id(n) for n in (log_softmax, flat, pick, add, safe.producer, ne, neg, masked, total, loss,
+                                     count.producer, cast.producer)}
+    return found
+
+
+def _backward(found: CrossEntropy, log_softmax: Node) -> bool:
+    """Extend ``found`` by the reverse sweep (``-seed / count`` scattered at the picked positions, then
+    ``log_softmax``'s backward); False when the graph's nodes are not exactly that."""
+    x = found.logits
+    m, c = x.shape
+    count = found.loss.inputs[1]
+    assert type(count) is Var and count.producer is not None
+    mask = count.producer.inputs[0].producer.inputs[0]  # type: ignore[union-attr]
+    scale = next((u for u in _only_users(count) if u is not found.loss), None)
+    if scale is None or scale.target != "div" or scale.inputs[1] is not count:
+        return False
+    seed = scale.inputs[0]
+    if not (type(seed) is Var and tuple(seed.shape) == () and seed.aval.dtype == x.aval.dtype) \
+            and not (type(seed) is Literal and isinstance(seed.value, (int, float))):
+        return False
+    row = _sole_user(scale.outputs[0], "reshape")
+    if row is None or tuple(row.params["shape"]) != (1,):
+        return False
+    spread = _sole_user(row.outputs[0], "broadcast_to")  # (gone when M is 1)
+    if spread is not None and tuple(spread.params["shape"]) != (m,) or spread is None and m != 1:
+        return False
+    spread_value = (row if spread is None else spread).outputs[0]
+    masked = _sole_user(spread_value, "where")
+    if masked is None or masked.inputs[0] is not mask or masked.inputs[1] is not spread_value \
+            or not _literal(masked.inputs[2], 0.0):
+        return False
+    neg = _sole_user(masked.outputs[0], "neg")
+    scatter = None if neg is None else _sole_user(neg.outputs[0], "scatter_add")
+    if scatter is None or scatter.params.get("axis") != 0 or scatter.inputs[2] is not neg.outputs[0]:  # type: ignore[union-attr]
+        return False
+    index = scatter.inputs[1]
+    if type(index) is not Var or index.producer is None or id(index.producer) not in found.covered \
+            or index.producer.target != "add":
+        return False
+    if not _constant(scatter.inputs[0], np.zeros(m * c, dtype=x.aval.dtype)):
+        return False
+    grid = _sole_user(scatter.outputs[0], "reshape")
+    if grid is None or tuple(grid.params["shape"]) != (m, c):
+        return False
+    g = grid.outputs[0]
+    users = _only_users(g)
+    if len(users) != 2:
+        return False
+    total = next((u for u in users if u.target == "reduce_sum"), None)
+    sub = next((u for u in users if u.target == "sub"), None)
+    if total is None or sub is None or tuple(total.params["axes"]) not in ((1,), (-1,)) \
+            or not total.params["keepdims"] or sub.inputs[0] is not g:
+        return False
+    product = sub.inputs[1]
+    if type(product) is not Var or product.producer is None or product.producer.target != "mul" \
+            or _sole_user(product, "sub") is not sub:
+        return False
+    mul = product.producer
+    exp_value = _other(mul, total.outputs[0])
+    if type(exp_value) is not Var or exp_value.producer is None or exp_value.producer.target != "exp" \
+            or exp_value.producer.inputs[0] is not log_softmax.outputs[0] or _sole_user(exp_value, "mul") is not mul \
+            or _sole_user(total.outputs[0], "mul") is not mul:
+        return False
+    if sub.outputs[0].aval.dtype != x.aval.dtype or tuple(sub.outputs[0].shape) != (m, c):
+        return False
+    found.grad = sub
+    found.seed = seed
+    found.covered |= {id(n) for n in (scale, row, spread, masked, neg, scatter, grid, total, mul,
+                                      exp_value.producer, sub) if n is not None}
+    return True
+
+
+def _closed(found: CrossEntropy, graph_reads: set[int], nodes: dict[int, Node]) -> bool:
+    """Whether nothing outside ``found`` reads a value computed inside it (but its results)."""
+    results = {found.loss.outputs[0].id} | ({found.grad.outputs[0].id} if found.grad is not None else set())
+    for key in found.covered:
+        out = nodes[key].outputs[0]
+        if out.id in results:
+            continue
+        if out.id in graph_reads or any(id(u) not in found.covered for u in out.users):
+            return False
+    return True
+
+
+def find_cross_entropies(graph: Graph) -> list[CrossEntropy]:
+    """Every cross-entropy of ``graph`` the numba backend computes by one kernel call (see the module
+    docstring), with or without its reverse sweep."""
+    graph_reads = {v.id for v in graph.outputs if type(v) is Var}
+    graph_reads |= {v.id for _, v in graph.mutations if type(v) is Var}
+    graph_reads |= {g.value.id for g in graph.guards}
+    nodes = {id(n): n for n in graph.nodes}
+    found: list[CrossEntropy] = []
+    taken: set[int] = set()
+    for node in graph.nodes:
+        if node.target != "log_softmax":
+            continue
+        match = _forward(node)
+        if match is None:
+            continue
+        with_grad = CrossEntropy(match.logits, match.target, match.ignore_index, match.loss,
+                                 covered=set(match.covered))
+        if _backward(with_grad, node) and _closed(with_grad, graph_reads, nodes):
+            match = with_grad
+        elif not _closed(match, graph_reads, nodes):
+            continue
+        if match.covered & taken:
+            continue
+        taken |= match.covered
+        found.append(match)
+    return found
+
+
+@dataclass
+class GeluBackward:
+    """``g * gelu'(x)`` of the erf form as recorded by ``gelu``'s backward rule (``Phi(x) + x phi(x)``, with
+    ``erf`` and ``exp``): ``result`` is its last ``mul``; ``covered`` the ids of the nodes it replaces."""
+
+    x: Var
+    g: Var
+    result: Node
+    covered: set[int] = field(default_factory=set)
+
+
+_SQRT_HALF = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _by_literal(node: Node | None, target: str, value: float) -> Var | None:
+    """The var operand of ``node`` (a ``target`` of a var and the literal ``value``), else ``None``."""
+    if node is None or node.target != target or len(node.inputs) != 2:
+        return None
+    a, b = node.inputs
+    if type(a) is Var and _literal(b, value):
+        return a
+    if type(b) is Var and _literal(a, value):
+        return b
+    return None
+
+
+def _made_by(v: Any, target: str, user: Node) -> Node | None:
+    """The producer of ``v`` when it is a ``target`` node read by ``user`` only."""
+    if type(v) is not Var or v.producer is None or v.producer.target != target or list(v.users) != [user]:
+        return None
+    return v.producer
+
+
+def _gelu_derivative(d: Var, user: Node) -> tuple[Var, set[int]] | None:
+    """``(x, covered)`` when ``d`` is ``(erf(x / sqrt 2) + 1) / 2 + x * exp(-x^2 / 2) / sqrt(2 pi)`` as the
+    rule records it, read by ``user`` only."""
+    add = _made_by(d, "add", user)
+    if add is None:
+        return None
+    for cdf_value, tail_value in (add.inputs, add.inputs[::-1]):
+        half = _made_by(cdf_value, "mul", add)
+        one = _made_by(_by_literal(half, "mul", 0.5), "add", half) if half is not None else None
+        erf = _made_by(_by_literal(one, "add", 1.0), "erf", one) if one is not None else None
+        scaled = _made_by(erf.inputs[0], "mul", erf) if erf is not None else None
+        x = _by_literal(scaled, "mul", _SQRT_HALF)
+        tail = _made_by(tail_value, "mul", add)
+        if x is None or tail is None or len(tail.inputs) != 2:
+            continue
+        pdf_value = _other(tail, x)
+        pdf = _made_by(pdf_value, "mul", tail)
+        exp = _made_by(_by_literal(pdf, "mul", _INV_SQRT_2PI), "exp", pdf) if pdf is not None else None
+        neg_half = _made_by(exp.inputs[0], "mul", exp) if exp is not None else None
+        square = _made_by(_by_literal(neg_half, "mul", -0.5), "mul", neg_half) if neg_half is not None else None
+        if square is None or square.inputs[0] is not x or square.inputs[1] is not x:
+            continue
+        nodes = (add, half, one, erf, scaled, tail, pdf, exp, neg_half, square)
+        return x, {id(n) for n in nodes if n is not None}
+    return None
+
+
+def find_gelu_backwards(graph: Graph) -> list[GeluBackward]:
+    """Every erf-form ``g * gelu'(x)`` of ``graph`` (one float dtype, ``g`` of ``x``'s shape, nothing else
+    reading the intermediates), which :func:`tensorplay.interpreters.eager.kernels.backward.gelu_backward`
+    computes in one pass as the eager backward does."""
+    graph_reads = {v.id for v in graph.outputs if type(v) is Var}
+    graph_reads |= {v.id for _, v in graph.mutations if type(v) is Var}
+    graph_reads |= {g.value.id for g in graph.guards}
+    found: list[GeluBackward] = []
+    for node in graph.nodes:
+        if node.target != "mul" or len(node.inputs) != 2:
+            continue
+        out = node.outputs[0]
+        if out.aval.dtype not in ("float32", "float64"):
+            continue
+        for g, d in (node.inputs, node.inputs[::-1]):
+            if type(g) is not Var or type(d) is not Var or d.id in graph_reads:
+                continue
+            match = _gelu_derivative(d, node)
+            if match is None:
+                continue
+            x, covered = match
+            if not all(v.aval.dtype == out.aval.dtype and tuple(v.shape) == tuple(out.shape) for v in (g, x)):
+                continue
+            nodes = {id(n): n for n in graph.nodes if id(n) in covered}
+            if any(nodes[k].outputs[0].id in graph_reads for k in covered):
+                continue
+            found.append(GeluBackward(x, g, node, covered | {id(node)}))
+            break
+    return found
+
+
+@dataclass
+class LayerNormBackward:
+    """``dx`` (and ``dgamma`` when recorded) of ``layer_norm_last_axis(x, gamma, beta)`` as its backward rule
+    records them (the statistics recomputed from ``x``): ``dx`` and ``dgamma`` are their last nodes
+    (``None`` when not recorded; ``gamma`` is only read for ``dx``); ``covered`` the ids of the nodes one call
+    replaces."""
+
+    x: Var
+    gamma: Var | None
+    g: Var
+    eps: float
+    dx: Node | None = None
+    dgamma: Node | None = None
+    covered: set[int] = field(default_factory=set)
+
+
+def _mean_keep(v: Any, axis: int, user: Node | None = None) -> tuple[Var, list[Node]] | None:
+    """``(operand, nodes)`` when ``v`` is ``reduce_sum(operand, (axis,), keepdims) / size`` (read by ``user``
+    only, when given)."""
+    if type(v) is not Var or v.producer is None or v.producer.target != "div":
+        return None
+    div = v.producer
+    if user is not None and list(v.users) != [user]:
+        return None
+    total, size = div.inputs
+    if type(total) is not Var or total.producer is None or total.producer.target != "reduce_sum" \
+            or list(total.users) != [div]:
+        return None
+    reduce = total.producer
+    operand = reduce.inputs[0]
+    if type(operand) is not Var or not reduce.params["keepdims"]:
+        return None
+    rank = len(operand.shape)
+    n = operand.shape[axis] if 0 <= axis < rank else None
+    if type(n) is not int or tuple(a % rank for a in reduce.params["axes"]) != (axis,) or not _literal(size, float(n)):
+        return None  # (a symbolic size: the recorded division is by that size, left as recorded)
+    return operand, [div, reduce]
+
+
+def _statistics(rstd: Node) -> tuple[Var, Var, float, list[Node]] | None:
+    """``(x, centred, eps, nodes)`` when ``rstd`` is ``rsqrt(mean((x - mean(x))^2) + eps)`` over the last axis."""
+    plus = rstd.inputs[0]
+    if type(plus) is not Var or plus.producer is None or plus.producer.target != "add" or list(plus.users) != [rstd]:
+        return None
+    add = plus.producer
+    var = next((v for v in add.inputs if type(v) is Var), None)
+    eps = _other(add, var)
+    if var is None or type(eps) is not Literal or not isinstance(eps.value, float):
+        return None
+    square = _mean_keep(var, len(var.shape) - 1, add)
+    if square is None:
+        return None
+    squared, nodes = square
+    mul = _made_by(squared, "mul", nodes[1])
+    if mul is None or mul.inputs[0] is not mul.inputs[1] or type(mul.inputs[0]) is not Var:
+        return None
+    centred = mul.inputs[0]
+    if centred.producer is None or centred.producer.target != "sub":
+        return None
+    x, mean = centred.producer.inputs
+    found_mean = _mean_keep(mean, len(centred.shape) - 1, centred.producer)
+    if type(x) is not Var or found_mean is None or found_mean[0] is not x:
+        return None
+    return x, centred, float(eps.value), [add, *nodes, mul, centred.producer, *found_mean[1]]
+
+
+def _layer_norm_dx(r: Var, xhat: Var, xhat_node: Node, x: Var) -> tuple[Node, Var, Var, list[Node]] | None:
+    """``(dx node, g, gamma, nodes)`` when ``r``'s other user computes
+    ``rstd * ((gh - mean(gh)) - xhat * mean(gh * xhat))`` with ``gh = g * gamma``."""
+    axis = len(x.shape) - 1
+    dx_node = next((u for u in r.users if u is not xhat_node and u.target == "mul"), None)
+    if dx_node is None or set(r.users) != {xhat_node, dx_node}:
+        return None
+    sub2 = _made_by(_other(dx_node, r), "sub", dx_node)
+    if sub2 is None:
+        return None
+    left, right = sub2.inputs
+    sub1 = _made_by(left, "sub", sub2)
+    t2 = _made_by(right, "mul", sub2)
+    if sub1 is None or t2 is None:
+        return None
+    gh, m1 = sub1.inputs
+    found_m1 = _mean_keep(m1, axis, sub1)
+    found_m2 = _mean_keep(_other(t2, xhat), axis, t2)
+    if type(gh) is not Var or gh.producer is None or gh.producer.target != "mul" or found_m1 is None \
+            or found_m1[0] is not gh or found_m2 is None:
+        return None
+    ghx = found_m2[0].producer
+    if ghx is None or ghx.target != "mul" or _other(ghx, xhat) is not gh:
+        return None
+    gh_node = gh.producer
+    g = next((v for v in gh_node.inputs if type(v) is Var and tuple(v.shape) == tuple(x.shape)), None)
+    gamma = _other(gh_node, g)
+    if g is None or type(gamma) is not Var or tuple(gamma.shape) != (x.shape[-1],):
+        return None
+    return dx_node, g, gamma, [dx_node, sub2, sub1, t2, *found_m1[1], *found_m2[1], ghx, gh_node]
+
+
+def _layer_norm_backward(rstd: Node) -> LayerNormBackward | None:
+    stats = _statistics(rstd)
+    if stats is None:
+        return None
+    x, centred, eps, nodes = stats
+    dtype = x.aval.dtype
+    axis = len(x.shape) - 1
+    r = rstd.outputs[0]
+    xhat_node = next((u for u in centred.users if u.target == "mul" and _other(u, centred) is r), None)
+    if dtype not in ("float32", "float64") or not axis or xhat_node is None:
+        return None
+    xhat = xhat_node.outputs[0]
+    nodes += [rstd, xhat_node]
+    g: Var | None = None
+    gamma: Var | None = None
+    dx: Node | None = None
+    if len(r.users) > 1:  # dx = rstd * ((gh - mean(gh)) - xhat * mean(gh * xhat)), gh = g * gamma
+        found_dx = _layer_norm_dx(r, xhat, xhat_node, x)
+        if found_dx is None:
+            return None
+        dx, g, gamma, more = found_dx
+        nodes += more
+    dgamma: Node | None = None
+    rest = [u for u in xhat.users if id(u) not in {id(n) for n in nodes}]
+    if rest:  # dgamma = the sum over the leading axes of g * xhat
+        if len(rest) != 1 or rest[0].target != "mul":
+            return None
+        product = rest[0]
+        other = _other(product, xhat)
+        total = _sole_user(product.outputs[0], "reduce_sum")
+        if type(other) is not Var or (g is not None and other is not g) or total is None \
+                or total.params["keepdims"] or tuple(a % len(x.shape) for a in total.params["axes"]) != tuple(range(axis)):
+            return None
+        g, dgamma = other, total
+        nodes += [product, total]
+    if g is None or (dx is None and dgamma is None) or tuple(g.shape) != tuple(x.shape):
+        return None
+    results = [n.outputs[0] for n in (dx, dgamma) if n is not None]
+    if any(v.aval.dtype != dtype for v in [g, *results] + ([gamma] if gamma is not None else [])):
+        return None
+    found = LayerNormBackward(x, gamma, g, eps, dx, dgamma)
+    found.covered = {id(n) for n in nodes}
+    return found
+
+
+def find_layer_norm_backwards(graph: Graph) -> list[LayerNormBackward]:
+    """Every ``layer_norm`` backward of ``graph`` recorded by its composite rule, which
+    :func:`tensorplay.interpreters.eager.kernels.backward.layer_norm_backward` computes in one row pass as
+    the eager backward does (nothing else may read the intermediates)."""
+    graph_reads = {v.id for v in graph.outputs if type(v) is Var}
+    graph_reads |= {v.id for _, v in graph.mutations if type(v) is Var}
+    graph_reads |= {g.value.id for g in graph.guards}
+    nodes = {id(n): n for n in graph.nodes}
+    found: list[LayerNormBackward] = []
+    for node in graph.nodes:
+        if node.target != "rsqrt":
+            continue
+        match = _layer_norm_backward(node)
+        if match is None:
+            continue
+        results = {n.outputs[0].id for n in (match.dx, match.dgamma) if n is not None}
+        closed = all(nodes[k].outputs[0].id in results or (nodes[k].outputs[0].id not in graph_reads and
+                     all(id(u) in match.covered for u in nodes[k].outputs[0].users)) for k in match.covered)
+        if closed:
+            found.append(match)
+    return found
+
+
+__all__ = ["CrossEntropy", "GeluBackward", "LayerNormBackward", "find_cross_entropies", "find_gelu_backwards",
+           "find_layer_norm_backwards"]
