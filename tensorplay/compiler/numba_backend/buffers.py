@@ -1,0 +1,280 @@
+"""The buffer plan of a generated function: the arrays GEMMs and fused kernels write, allocated once and
+reused by every later call.
+
+Per specialization, :func:`plan` looks at the lowered order of the graph (one position per unit: a node,
+or a fusion group called as one kernel) and collects the arrays a ``matmul`` or a generated kernel
+writes (its outputs, and the accumulators of its reductions), when their shapes are static. Each such
+array's *lifetime* runs from the unit that writes it to the last unit that reads it **or any value that
+may share its memory** (a reshape, permute, slice or broadcast of it, or anything an eager kernel
+returned from it: every node outside a short list of ones known to return fresh arrays counts as one
+that may return a view of its inputs). Arrays whose lifetimes do not overlap share a slot of an
+:class:`Arena` (first fit by size, the slot growing to the largest array it holds; a slot is reused only
+from the unit *after* its last read, so no kernel or GEMM reads and writes the same memory).
+
+Safety: nothing that outlives the call is ever planned. An array is left to ordinary allocation when a
+graph output, a mutation's new value (written into the user's state), a guard value, or anything that
+may share its memory with one of those reaches it: so outputs handed to the user, the residuals a
+training region's forward returns for its backward, values returned through views, and the new
+values of state never live in a reused buffer.
+
+Re-entrancy: each call takes a whole set of buffers from its arena's free list and gives it back when
+it returns (or raises). A call that finds the free list empty -- the first call, another thread in the
+same function, a recursive call from a hook -- allocates a fresh set, so two running calls never share
+memory; the steady single-threaded path allocates nothing. Symbolic (dynamic) shapes are not planned:
+those arrays are allocated per call as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tensorplay.compiler.numba_backend.kernels import GroupPlan, accumulator_dtype, kernel_arguments
+from tensorplay.interpreters.graph.ir import Graph, Node, Var
+
+Array = np.ndarray[Any, Any]
+Key = tuple[str, int]
+"""A planned array: ``("o", var id)`` for a value a GEMM or kernel writes, ``("r", var id)`` for the
+accumulator of the reduction giving that var."""
+
+ALIGN = 64
+"""Every slot starts on a cache line."""
+
+MAX_IDLE_SETS = 4
+"""At most this many buffer sets are kept for later calls (more only while calls overlap)."""
+
+FRESH = frozenset({"matmul", "reduce_sum", "reduce_max", "reduce_min", "argmax", "argmin", "cast", "full",
+                   "iota", "pad", "concat", "where"})
+"""Primitives whose lowering always returns a new array (never a view of an input): everything else may
+share memory with its inputs, as far as lifetimes and escapes go."""
+
+
+@dataclass
+class _Request:
+    key: Key
+    shape: tuple[int, ...]
+    dtype: str
+    both_orders: bool
+    start: int
+    end: int = -1
+
+    @property
+    def nbytes(self) -> int:
+        size = 1
+        for d in self.shape:
+            size *= d
+        return size * np.dtype(self.dtype).itemsize
+
+
+class Arena:
+    """The buffers of one generated function: ``slots`` (bytes each) and one view per planned array
+    (``(slot, shape, dtype, fortran)``). :meth:`acquire` hands a call a tuple of the views (allocated
+    on first use), :meth:`release` takes it back for the next call (see the module docstring)."""
+
+    def __init__(self, slots: list[int], views: list[tuple[int, tuple[int, ...], str, bool]]) -> None:
+        self.slots = slots
+        self.views = views
+        self._free: list[tuple[Array, ...]] = []
+        self.allocations = 0
+        """How many buffer sets were allocated (one in a single-threaded steady state)."""
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes one set of buffers takes."""
+        return sum(self.slots)
+
+    def _allocate(self) -> tuple[Array, ...]:
+        raws = []
+        for size in self.slots:
+            raw = np.empty(size + ALIGN, dtype=np.uint8)
+            offset = -raw.ctypes.data % ALIGN
+            raws.append(raw[offset:offset + size])
+        self.allocations += 1
+        return tuple(np.ndarray(shape, dtype=np.dtype(dtype), buffer=raws[slot], order="F" if fortran else "C")
+                     for slot, shape, dtype, fortran in self.views)
+
+    def acquire(self) -> tuple[Array, ...]:
+        """A set of buffers no other running call holds."""
+        try:
+            return self._free.pop()
+        except IndexError:
+            return self._allocate()
+
+    def release(self, buffers: tuple[Array, ...]) -> None:
+        """Give back a set :meth:`acquire` handed out (its views must not be used any more)."""
+        if len(self._free) < MAX_IDLE_SETS:
+            self._free.append(buffers)
+
+    def clear(self) -> None:
+        """Drop the idle buffer sets (the next call allocates again)."""
+        self._free.clear()
+
+
+@dataclass
+class BufferPlan:
+    """Which arrays of a generated function live in its :class:`Arena` (``names``: key -> the local
+    name of its C-order view; ``fortran``: key -> the name of its column-major view, for elementwise
+    kernels that run in the order of their operands)."""
+
+    names: dict[Key, str] = field(default_factory=dict)
+    fortran: dict[Key, str] = field(default_factory=dict)
+    arena: Arena | None = None
+
+    def array(self, key: Key, fallback: str, order: str | None = None) -> str:
+        """Source for the array ``key`` is written into: its view (picked by the run-time flag ``order``
+        when given: column-major when true), else ``fallback`` (an allocation)."""
+        name = self.names.get(key)
+        if name is None:
+            return fallback
+        if order is not None:
+            return f"({self.fortran[key]} if {order} else {name})"
+        return name
+
+    def filled(self, key: Key, value: str, fallback: str) -> str:
+        """Source for the accumulator ``key`` set to ``value`` (its view, filled in place), else ``fallback``."""
+        name = self.names.get(key)
+        return fallback if name is None else f"_rt.filled({name}, {value})"
+
+    def out(self, var: Var) -> str:
+        """``, out=<view>`` for a GEMM writing ``var`` into the plan, else ``""``."""
+        name = self.names.get(("o", var.id))
+        return "" if name is None else f", out={name}"
+
+    def wrap(self, args: str, lines: list[str]) -> str:
+        """The generated function's source: ``def run(args)`` over the body ``lines`` (inside the quiet
+        error state), taking a set of buffers first and giving it back on the way out."""
+        if not self.names:
+            body = "\n".join("        " + line for line in lines)
+            return f"def run({args}):\n    with _rt.quiet():\n{body}\n"
+        views = list(self.names.values()) + list(self.fortran.values())
+        body = "\n".join("            " + line for line in lines)
+        return (f"def run({args}):\n    _bufs = _arena.acquire()\n    try:\n"
+                f"        {', '.join(views)}, = _bufs\n        with _rt.quiet():\n{body}\n"
+                f"    finally:\n        _arena.release(_bufs)\n")
+
+
+NO_PLAN = BufferPlan()
+"""Nothing planned: every array is allocated by the call that writes it."""
+
+
+def _static(shape: tuple[Any, ...]) -> tuple[int, ...] | None:
+    return tuple(shape) if all(type(d) is int for d in shape) else None
+
+
+def group_arrays(plan: GroupPlan, elementwise: bool) -> list[tuple[Key, tuple[Any, ...], str, Var]]:
+    """The arrays the kernel of ``plan`` writes, as its caller passes them: ``(key, shape, dtype, result
+    var)`` -- outputs (the value's own shape for an elementwise kernel, else the merged rank) then the
+    accumulators of reductions (the merged kept axes)."""
+    written, accumulators = kernel_arguments(plan)
+    if elementwise:
+        return [(("o", v.id), tuple(v.shape), v.aval.dtype, v) for v in written]
+    sizes: list[Any] = []
+    for group in plan.merged:
+        size: Any = 1
+        for axis in group:
+            size = size * plan.space[axis]
+        sizes.append(size)
+    reduction_of = {r.outputs[0].id: k for k, r in enumerate(plan.reductions)}
+
+    def kept(k: int) -> tuple[Any, ...]:
+        return tuple(sizes[j] for j, group in enumerate(plan.merged) if not plan.reduced_axes[k][group[0]]) or (1,)
+
+    out = []
+    for v in written:
+        index = reduction_of.get(v.id)
+        out.append((("o", v.id), (tuple(sizes) or (1,)) if index is None else kept(index), v.aval.dtype, v))
+    for r in accumulators:
+        v = r.outputs[0]
+        out.append((("r", v.id), kept(reduction_of[v.id]), accumulator_dtype(r), v))
+    return out
+
+
+def plan(graph: Graph, order: list[list[Node]], plans: dict[int, GroupPlan], last_use: dict[int, int],
+         elementwise: Callable[[GroupPlan], bool], inplace: dict[int, Var]) -> BufferPlan:
+    """The buffer plan of the function lowered from ``graph`` in ``order`` (``plans``: fusion groups by
+    their first node; ``last_use``: var id -> position of its last read; ``inplace``: kernel outputs
+    written into the state they update, never planned). See the module docstring."""
+    requests: dict[Key, _Request] = {}
+    roots: dict[int, set[Key]] = {}  # var id -> the planned candidates its memory may be
+    for position, unit in enumerate(order):
+        group = plans.get(id(unit[0]))
+        if group is not None:
+            flat = elementwise(group)
+            for key, shape, dtype, var in group_arrays(group, flat):
+                static = _static(shape)
+                if static is None or var.id in inplace:
+                    roots.setdefault(var.id, set())
+                    continue
+                requests[key] = _Request(key, static, dtype, flat, position)
+                if key[0] == "o" or dtype == var.aval.dtype:  # a sum's float64 accumulator is cast: new memory
+                    roots.setdefault(var.id, set()).add(key)
+                else:
+                    roots.setdefault(var.id, set())
+            continue
+        for node in unit:
+            out = node.outputs[0]
+            if node.target == "matmul" and len(unit) == 1:
+                static = _static(tuple(out.shape))
+                if static is not None:
+                    requests[("o", out.id)] = _Request(("o", out.id), static, out.aval.dtype, False, position)
+                    roots[out.id] = {("o", out.id)}
+                    continue
+            if node.target in FRESH:
+                roots[out.id] = set()
+                continue
+            shared: set[Key] = set()
+            for v in node.inputs:
+                if type(v) is Var:
+                    shared |= roots.get(v.id, set())
+            roots[out.id] = shared
+    escaping: set[Key] = set()
+    for v in list(graph.outputs) + [v for _, v in graph.mutations] + [g.value for g in graph.guards]:
+        if type(v) is Var:
+            escaping |= roots.get(v.id, set())
+    for vid, keys in roots.items():
+        end = last_use.get(vid, -1)
+        for key in keys:
+            request = requests.get(key)
+            if request is not None:
+                request.end = max(request.end, end)
+    live = [r for key, r in requests.items() if key not in escaping]
+    return _assign(live)
+
+
+def _assign(requests: list[_Request]) -> BufferPlan:
+    """Slots for ``requests`` by lifetime (see the module docstring)."""
+    if not requests:
+        return NO_PLAN
+    requests.sort(key=lambda r: (r.start, -r.nbytes))
+    slots: list[int] = []
+    busy_until: list[int] = []
+    result = BufferPlan()
+    views: list[tuple[int, tuple[int, ...], str, bool]] = []
+    for r in requests:
+        end = max(r.end, r.start)
+        need = r.nbytes
+        free = [s for s in range(len(slots)) if busy_until[s] < r.start]
+        fitting = [s for s in free if slots[s] >= need]
+        if fitting:
+            slot = min(fitting, key=lambda s: slots[s])
+        elif free:
+            slot = max(free, key=lambda s: slots[s])
+            slots[slot] = need
+        else:
+            slot = len(slots)
+            slots.append(need)
+            busy_until.append(-1)
+        busy_until[slot] = end
+        result.names[r.key] = f"_b{len(views)}"
+        views.append((slot, r.shape, r.dtype, False))
+        if r.both_orders:
+            result.fortran[r.key] = f"_b{len(views)}"
+            views.append((slot, r.shape, r.dtype, True))
+    result.arena = Arena(slots, views)
+    return result
+
+
+__all__ = ["Arena", "BufferPlan", "NO_PLAN", "group_arrays", "plan"]
