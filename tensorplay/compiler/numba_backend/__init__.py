@@ -58,6 +58,8 @@ def _codegen_options(options: dict[str, Any]) -> dict[str, Any]:
         raise BackendError(f"numba backend: unknown option(s) {', '.join(map(repr, unknown))}; the options are "
                            f"{', '.join(_OPTIONS)}")
     out: dict[str, Any] = {}
+    if not isinstance(options.get("buffers", True), bool):
+        raise BackendError(f"numba backend: option 'buffers' must be True or False, got {options['buffers']!r}")
     if "fastmath" in options:
         value = options["fastmath"]
         if isinstance(value, bool):

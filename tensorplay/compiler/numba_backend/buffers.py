@@ -149,7 +149,8 @@ class BufferPlan:
         if not self.names:
             body = "\n".join("        " + line for line in lines)
             return f"def run({args}):\n    with _rt.quiet():\n{body}\n"
-        views = list(self.names.values()) + list(self.fortran.values())
+        assert self.arena is not None
+        views = [f"_b{k}" for k in range(len(self.arena.views))]  # the names _assign gave, in the arena's order
         body = "\n".join("            " + line for line in lines)
         return (f"def run({args}):\n    _bufs = _arena.acquire()\n    try:\n"
                 f"        {', '.join(views)}, = _bufs\n        with _rt.quiet():\n{body}\n"
