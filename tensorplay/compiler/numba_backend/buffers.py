@@ -34,6 +34,7 @@ import numpy as np
 
 from tensorplay.compiler.numba_backend.kernels import GroupPlan, accumulator_dtype, kernel_arguments
 from tensorplay.interpreters.graph.ir import Graph, Node, Var
+from tensorplay.spec.table import PRIMITIVES
 
 Array = np.ndarray[Any, Any]
 Key = tuple[str, int]
@@ -46,10 +47,16 @@ ALIGN = 64
 MAX_IDLE_SETS = 4
 """At most this many buffer sets are kept for later calls (more only while calls overlap)."""
 
-FRESH = frozenset({"matmul", "reduce_sum", "reduce_max", "reduce_min", "argmax", "argmin", "cast", "full",
-                   "iota", "pad", "concat", "where"})
-"""Primitives whose lowering always returns a new array (never a view of an input): everything else may
-share memory with its inputs, as far as lifetimes and escapes go."""
+FRESH = frozenset(name for name, prim in PRIMITIVES.items() if prim.family in ("unary", "binary")) | frozenset({
+    "matmul", "reduce_sum", "reduce_max", "reduce_min", "argmax", "argmin", "cast", "full", "iota", "pad", "concat",
+    "where", "conv_nd", "conv_transpose_nd", "conv_weight_grad_nd", "max_pool_nd", "avg_pool_nd",
+    "max_pool_backward_nd", "avg_pool_backward_nd", "max_pool_select_nd", "smooth_max_pool_nd",
+    "smooth_max_pool_backward_nd", "dot_product_attention", "cumsum", "argsort", "gather", "scatter_add",
+    "random_normal", "random_randint", "random_uniform"})
+"""Primitives whose lowering (:data:`.lower.EMITTERS`: numpy ufuncs and reductions, the eager interpreter's
+elementwise, convolution, pooling, attention, scan, indexing and random kernels) always returns a new array,
+never a view of an input. Everything else -- views, ``check_index`` (which returns its input), whatever falls
+back to the eager interpreter -- may share memory with its inputs, as far as lifetimes and escapes go."""
 
 
 @dataclass
