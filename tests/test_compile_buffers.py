@@ -21,6 +21,7 @@ import tensorplay.nn.functional as F
 from tensorplay import nn, optim
 from tensorplay.compiler.backends import BackendError
 from tensorplay.compiler.numba_backend import buffers, runtime
+from tensorplay.errors import IndexRangeError
 
 DTYPES = ["float32", "float64"]
 
@@ -237,6 +238,7 @@ def test_a_call_made_inside_a_running_call_gets_its_own_buffers(monkeypatch: pyt
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_dynamic_shapes_are_sized_per_call(dtype: str) -> None:
+    """Arrays of symbolic shapes are planned, in buffers sized for each call's sizes."""
     rng = np.random.default_rng(6)
     w1, w2 = draw(rng, dtype, 7, 96), draw(rng, dtype, 96, 3)
 
@@ -249,6 +251,8 @@ def test_dynamic_shapes_are_sized_per_call(dtype: str) -> None:
     with tp.no_grad():
         kept = [[out.numpy() for out in compiled(tp.tensor(x))] for x in xs]
     assert len(compiled.specializations) == 1
+    arena = arena_of(compiled)
+    assert arena.symbols and any(type(d) is not int for _, shape, _, _ in arena.views for d in shape)
     for x, (y, s) in zip(xs, kept):
         h = np.maximum(x @ w1, 0.0)
         np.testing.assert_allclose(y, h @ w2, **tol(dtype))
@@ -274,6 +278,28 @@ def test_zero_size_dims(shapes: tuple[tuple[int, int], tuple[int, int]]) -> None
         for a, b in zip(got, (h @ v, h.sum(), (h * 3.0).sum(0))):
             assert a.shape == b.shape
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_a_call_that_raises_gives_its_buffers_back() -> None:
+    rng = np.random.default_rng(11)
+    w = draw(rng, "float32", 12, 200)
+
+    def f(x: Any, y: Any) -> Any:
+        return F.cross_entropy((x @ tp.tensor(w) + 0.5).relu(), y)
+
+    compiled = tp.compile(f)
+    x = draw(rng, "float32", 64, 12)
+    good, bad = rng.integers(0, 200, size=64), np.full(64, 7)
+    bad[5] = 200  # out of range: raised while the call holds its buffers
+    with tp.no_grad():
+        compiled(tp.tensor(x), tp.tensor(good))
+        with pytest.raises(IndexRangeError, match=r"target 200 at position \[5\] is out of range"):
+            compiled(tp.tensor(x), tp.tensor(bad))
+        got = compiled(tp.tensor(x), tp.tensor(good)).item()
+    expected = torch.nn.functional.cross_entropy(torch.relu(torch.from_numpy(x) @ torch.from_numpy(w) + 0.5),
+                                                 torch.from_numpy(good))
+    np.testing.assert_allclose(got, expected.item(), rtol=1e-5)
+    assert arena_of(compiled).allocations == 1  # the failed call's set came back and was reused
 
 
 def _peak_bytes(fn: Any) -> int:
@@ -326,7 +352,7 @@ def test_lifetimes_share_slots_and_overlapping_ones_do_not() -> None:
     # 4 GEMMs and 3 kernels (each kernel's output with a row- and a column-major view; the last kernel sums
     # into the output, which is not planned): two slots in turn
     assert [slot for slot, *_ in arena.views] == [0, 1, 1] * 3 + [0]
-    assert arena.slots == [64 * 64 * 8] * 2
+    assert arena.slot_sizes() == [64 * 64 * 8] * 2
     views = arena.acquire()
     arena.release(views)
     assert arena.acquire() is views  # the next call takes the same set

@@ -20,8 +20,12 @@ values of state never live in a reused buffer.
 Re-entrancy: each call takes a whole set of buffers from its arena's free list and gives it back when
 it returns (or raises). A call that finds the free list empty -- the first call, another thread in the
 same function, a recursive call from a hook -- allocates a fresh set, so two running calls never share
-memory; the steady single-threaded path allocates nothing. Symbolic (dynamic) shapes are not planned:
-those arrays are allocated per call as before.
+memory; the steady single-threaded path allocates nothing.
+
+Symbolic (dynamic) sizes: the plan (which arrays share a slot) does not depend on sizes, so arrays of
+symbolic shapes are planned too; a call passes the values of the symbolic dims as its key, and a set of
+buffers is sized for (and reused only by calls with) one key. Sets are kept for the :data:`MAX_KEYS` latest
+keys, so a function called with ever new sizes allocates as without a plan.
 """
 
 from __future__ import annotations
@@ -59,10 +63,28 @@ never a view of an input. Everything else -- views, ``check_index`` (which retur
 back to the eager interpreter -- may share memory with its inputs, as far as lifetimes and escapes go."""
 
 
+NOMINAL_SIZE = 64
+"""The size a symbolic dim is taken to have when slots are matched to arrays by size (the real sizes are
+read at each call; they only decide how big a slot is allocated)."""
+
+MAX_KEYS = 2
+"""Buffer sets are kept for at most this many combinations of symbolic sizes (the latest ones)."""
+
+View = tuple[int, tuple[Any, ...], str, bool]
+"""A planned array: ``(slot, shape, dtype, fortran)``; the shape's entries are ints or symbolic dims."""
+
+
+def _nbytes(shape: tuple[Any, ...], dtype: str, binding: dict[str, int] | None) -> int:
+    size = 1
+    for d in shape:
+        size *= d if type(d) is int else (NOMINAL_SIZE if binding is None else int(d.evaluate(binding)))
+    return max(size, 0) * np.dtype(dtype).itemsize
+
+
 @dataclass
 class _Request:
     key: Key
-    shape: tuple[int, ...]
+    shape: tuple[Any, ...]
     dtype: str
     both_orders: bool
     start: int
@@ -70,50 +92,60 @@ class _Request:
 
     @property
     def nbytes(self) -> int:
-        size = 1
-        for d in self.shape:
-            size *= d
-        return size * np.dtype(self.dtype).itemsize
+        return _nbytes(self.shape, self.dtype, None)
 
 
 class Arena:
-    """The buffers of one generated function: ``slots`` (bytes each) and one view per planned array
-    (``(slot, shape, dtype, fortran)``). :meth:`acquire` hands a call a tuple of the views (allocated
-    on first use), :meth:`release` takes it back for the next call (see the module docstring)."""
+    """The buffers of one generated function: one view per planned array (``views``, see :data:`View`) into
+    ``n_slots`` slots, each as large as the largest array it holds at the call's sizes (``symbols``: the
+    symbolic dims, in the order of the key a call passes: their values). :meth:`acquire` hands a call a
+    tuple of the views (allocated when no idle set of that key is left), :meth:`release` takes it back for
+    the next call (see the module docstring)."""
 
-    def __init__(self, slots: list[int], views: list[tuple[int, tuple[int, ...], str, bool]]) -> None:
-        self.slots = slots
+    def __init__(self, n_slots: int, views: list[View], symbols: tuple[str, ...] = ()) -> None:
+        self.n_slots = n_slots
         self.views = views
-        self._free: list[tuple[Array, ...]] = []
+        self.symbols = symbols
+        self._free: dict[tuple[int, ...], list[tuple[Array, ...]]] = {}
         self.allocations = 0
-        """How many buffer sets were allocated (one in a single-threaded steady state)."""
+        """How many buffer sets were allocated (one in a single-threaded steady state of one shape)."""
 
-    @property
-    def nbytes(self) -> int:
-        """Bytes one set of buffers takes."""
-        return sum(self.slots)
+    def slot_sizes(self, key: tuple[int, ...] = ()) -> list[int]:
+        """Bytes of each slot when the symbolic dims have the values ``key``."""
+        binding = dict(zip(self.symbols, key))
+        sizes = [0] * self.n_slots
+        for slot, shape, dtype, _ in self.views:
+            sizes[slot] = max(sizes[slot], _nbytes(shape, dtype, binding))
+        return sizes
 
-    def _allocate(self) -> tuple[Array, ...]:
+    def _allocate(self, key: tuple[int, ...]) -> tuple[Array, ...]:
+        binding = dict(zip(self.symbols, key))
         raws = []
-        for size in self.slots:
+        for size in self.slot_sizes(key):
             raw = np.empty(size + ALIGN, dtype=np.uint8)
             offset = -raw.ctypes.data % ALIGN
             raws.append(raw[offset:offset + size])
         self.allocations += 1
-        return tuple(np.ndarray(shape, dtype=np.dtype(dtype), buffer=raws[slot], order="F" if fortran else "C")
+        return tuple(np.ndarray(tuple(d if type(d) is int else int(d.evaluate(binding)) for d in shape),
+                                dtype=np.dtype(dtype), buffer=raws[slot], order="F" if fortran else "C")
                      for slot, shape, dtype, fortran in self.views)
 
-    def acquire(self) -> tuple[Array, ...]:
-        """A set of buffers no other running call holds."""
+    def acquire(self, key: tuple[int, ...] = ()) -> tuple[Array, ...]:
+        """A set of buffers for the symbolic sizes ``key`` that no other running call holds."""
         try:
-            return self._free.pop()
-        except IndexError:
-            return self._allocate()
+            return self._free[key].pop()
+        except (KeyError, IndexError):
+            return self._allocate(key)
 
-    def release(self, buffers: tuple[Array, ...]) -> None:
-        """Give back a set :meth:`acquire` handed out (its views must not be used any more)."""
-        if len(self._free) < MAX_IDLE_SETS:
-            self._free.append(buffers)
+    def release(self, buffers: tuple[Array, ...], key: tuple[int, ...] = ()) -> None:
+        """Give back a set :meth:`acquire` handed out for ``key`` (its views must not be used any more)."""
+        free = self._free.get(key)
+        if free is None:
+            free = self._free.setdefault(key, [])
+            while len(self._free) > MAX_KEYS:  # forget the sets of the oldest sizes
+                self._free.pop(next(iter(self._free)), None)
+        if len(free) < MAX_IDLE_SETS:
+            free.append(buffers)
 
     def clear(self) -> None:
         """Drop the idle buffer sets (the next call allocates again)."""
@@ -150,26 +182,26 @@ class BufferPlan:
         name = self.names.get(("o", var.id))
         return "" if name is None else f", out={name}"
 
-    def wrap(self, args: str, lines: list[str]) -> str:
+    def wrap(self, args: str, lines: list[str], head: int = 0, symbols: dict[str, str] | None = None) -> str:
         """The generated function's source: ``def run(args)`` over the body ``lines`` (inside the quiet
-        error state), taking a set of buffers first and giving it back on the way out."""
+        error state), taking a set of buffers (after the first ``head`` lines, which read the symbolic
+        sizes into the locals ``symbols`` names) and giving it back on the way out."""
         if not self.names:
             body = "\n".join("        " + line for line in lines)
             return f"def run({args}):\n    with _rt.quiet():\n{body}\n"
         assert self.arena is not None
         views = [f"_b{k}" for k in range(len(self.arena.views))]  # the names _assign gave, in the arena's order
-        body = "\n".join("            " + line for line in lines)
-        return (f"def run({args}):\n    _bufs = _arena.acquire()\n    try:\n"
+        names = symbols or {}
+        key = "".join(f"{names[s]}, " for s in self.arena.symbols)
+        first = "".join("    " + line + "\n" for line in lines[:head])
+        body = "\n".join("            " + line for line in lines[head:])
+        return (f"def run({args}):\n{first}    _key = ({key})\n    _bufs = _arena.acquire(_key)\n    try:\n"
                 f"        {', '.join(views)}, = _bufs\n        with _rt.quiet():\n{body}\n"
-                f"    finally:\n        _arena.release(_bufs)\n")
+                f"    finally:\n        _arena.release(_bufs, _key)\n")
 
 
 NO_PLAN = BufferPlan()
 """Nothing planned: every array is allocated by the call that writes it."""
-
-
-def _static(shape: tuple[Any, ...]) -> tuple[int, ...] | None:
-    return tuple(shape) if all(type(d) is int for d in shape) else None
 
 
 def group_arrays(plan: GroupPlan, elementwise: bool) -> list[tuple[Key, tuple[Any, ...], str, Var]]:
@@ -212,11 +244,10 @@ def plan(graph: Graph, order: list[list[Node]], plans: dict[int, GroupPlan], las
         if group is not None:
             flat = elementwise(group)
             for key, shape, dtype, var in group_arrays(group, flat):
-                static = _static(shape)
-                if static is None or var.id in inplace:
+                if var.id in inplace:
                     roots.setdefault(var.id, set())
                     continue
-                requests[key] = _Request(key, static, dtype, flat, position)
+                requests[key] = _Request(key, tuple(shape), dtype, flat, position)
                 if key[0] == "o" or dtype == var.aval.dtype:  # a sum's float64 accumulator is cast: new memory
                     roots.setdefault(var.id, set()).add(key)
                 else:
@@ -225,11 +256,9 @@ def plan(graph: Graph, order: list[list[Node]], plans: dict[int, GroupPlan], las
         for node in unit:
             out = node.outputs[0]
             if node.target == "matmul" and len(unit) == 1:
-                static = _static(tuple(out.shape))
-                if static is not None:
-                    requests[("o", out.id)] = _Request(("o", out.id), static, out.aval.dtype, False, position)
-                    roots[out.id] = {("o", out.id)}
-                    continue
+                requests[("o", out.id)] = _Request(("o", out.id), tuple(out.shape), out.aval.dtype, False, position)
+                roots[out.id] = {("o", out.id)}
+                continue
             if node.target in FRESH:
                 roots[out.id] = set()
                 continue
@@ -249,10 +278,10 @@ def plan(graph: Graph, order: list[list[Node]], plans: dict[int, GroupPlan], las
             if request is not None:
                 request.end = max(request.end, end)
     live = [r for key, r in requests.items() if key not in escaping]
-    return _assign(live)
+    return _assign(live, tuple(sorted(graph.symbols)))
 
 
-def _assign(requests: list[_Request]) -> BufferPlan:
+def _assign(requests: list[_Request], symbols: tuple[str, ...]) -> BufferPlan:
     """Slots for ``requests`` by lifetime (see the module docstring)."""
     if not requests:
         return NO_PLAN
@@ -260,7 +289,7 @@ def _assign(requests: list[_Request]) -> BufferPlan:
     slots: list[int] = []
     busy_until: list[int] = []
     result = BufferPlan()
-    views: list[tuple[int, tuple[int, ...], str, bool]] = []
+    views: list[View] = []
     for r in requests:
         end = max(r.end, r.start)
         need = r.nbytes
@@ -281,7 +310,7 @@ def _assign(requests: list[_Request]) -> BufferPlan:
         if r.both_orders:
             result.fortran[r.key] = f"_b{len(views)}"
             views.append((slot, r.shape, r.dtype, True))
-    result.arena = Arena(slots, views)
+    result.arena = Arena(len(slots), views, symbols)
     return result
 
 

@@ -530,7 +530,7 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small
     outs = [w.value(v) for v in graph.outputs] + [w.value(v) for _, v in graph.mutations]
     w.lines.append(f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
     args = ", ".join(arg_names[p.id] for p in graph.inputs)
-    source = w.buffers.wrap(args, w.lines)
+    source = w.buffers.wrap(args, w.lines, len(graph.symbols), w.symbols)  # the first lines read the sizes
     return Lowered(source, w.namespace, w.kernels, w.fallbacks)
 
 
