@@ -57,7 +57,7 @@ def mlp_numpy(x: Any, w1: Any, w2: Any) -> Any:
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_outputs_and_views_of_intermediates_survive_later_calls(dtype: str) -> None:
     rng = np.random.default_rng(0)
-    w1, w2 = tp.tensor(draw(rng, dtype, 6, 80)), tp.tensor(draw(rng, dtype, 80, 5))
+    w1, w2 = tp.tensor(draw(rng, dtype, 6, 80)), tp.tensor(draw(rng, dtype, 80, 64))
 
     def f(x: Any) -> Any:
         g = x @ w1  # a GEMM ...
@@ -105,14 +105,14 @@ def test_a_view_keeps_its_buffer_alive_after_its_base_is_last_read() -> None:
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_residuals_survive_a_second_forward_before_backward(dtype: str) -> None:
     rng = np.random.default_rng(1)
-    w1 = tp.tensor(draw(rng, dtype, 8, 64)).requires_grad_(True)
-    w2 = tp.tensor(draw(rng, dtype, 64, 3)).requires_grad_(True)
+    w1 = tp.tensor(draw(rng, dtype, 8, 128)).requires_grad_(True)
+    w2 = tp.tensor(draw(rng, dtype, 128, 3)).requires_grad_(True)
 
     def f(x: Any) -> Any:
         return ((x @ w1).tanh() @ w2).square().mean()
 
     compiled = tp.compile(f, options={"small_kernels": True})
-    xs = [draw(rng, dtype, 32, 8) for _ in range(3)]
+    xs = [draw(rng, dtype, 64, 8) for _ in range(3)]
     losses = [compiled(tp.tensor(x)) for x in xs]  # three forwards, then the backwards, last one first
     arena_of(compiled, backward=True)
     for x, loss in reversed(list(zip(xs, losses))):
@@ -134,12 +134,12 @@ def test_new_values_of_state_survive_later_calls() -> None:
         h = x @ w
         state.copy_(h)  # a GEMM's result written into the user's tensor
         acc.add_((h * 2.0).relu())  # a kernel's result written into the user's tensor
-        return (h @ w.T).sum()
+        return ((h @ w.T) @ w).sum()  # planned arrays too
 
     compiled = tp.compile(f, options={"small_kernels": True})
-    states = [tp.tensor(np.zeros((30, 40))) for _ in range(3)]
-    accs = [tp.tensor(np.ones((30, 40))) for _ in range(3)]
-    xs = [draw(rng, "float64", 30, 5) for _ in range(3)]
+    states = [tp.tensor(np.zeros((100, 40))) for _ in range(3)]
+    accs = [tp.tensor(np.ones((100, 40))) for _ in range(3)]
+    xs = [draw(rng, "float64", 100, 5) for _ in range(3)]
     with tp.no_grad():
         for state, acc, x in zip(states, accs, xs):
             compiled(state, acc, tp.tensor(x))
@@ -167,8 +167,8 @@ def test_a_training_step_matches_eager_over_many_steps() -> None:
     compiled = tp.compile(lambda x, y: step(model, opts[0], x, y))
     rng = np.random.default_rng(3)
     for k in range(12):
-        x = tp.tensor(draw(rng, "float32", 48, 20))
-        y = tp.tensor(rng.integers(0, 5, size=48))
+        x = tp.tensor(draw(rng, "float32", 128, 20))
+        y = tp.tensor(rng.integers(0, 5, size=128))
         got = compiled(x, y).item()
         expected = step(twin, opts[1], x, y).item()
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5, err_msg=f"step {k}")
@@ -265,19 +265,24 @@ def test_zero_size_dims(shapes: tuple[tuple[int, int], tuple[int, int]]) -> None
     rng = np.random.default_rng(7)
     (m, k), (_, n) = shapes
 
-    def f(x: Any, w: Any, v: Any) -> Any:
+    big = tp.tensor(draw(rng, "float64", 64, 64))
+
+    def f(x: Any, w: Any, v: Any, big: Any) -> Any:
         h = (x @ w + 1.0).relu()  # an empty inner size: the GEMM must write zeros into its (reused) buffer
-        return h @ v, h.sum(), (h * 3.0).sum(0)
+        g = (big @ big + 1.0).relu()  # planned arrays beside the empty ones
+        return h @ v, h.sum(), (h * 3.0).sum(0), (g @ g).sum()
 
     compiled = tp.compile(f, options={"small_kernels": True})
+    g = np.maximum(big.numpy() @ big.numpy() + 1.0, 0.0)
     for _ in range(3):
         x, w, v = draw(rng, "float64", m, k), draw(rng, "float64", k, n), draw(rng, "float64", n, 2)
         with tp.no_grad():
-            got = [out.numpy() for out in compiled(tp.tensor(x), tp.tensor(w), tp.tensor(v))]
+            got = [out.numpy() for out in compiled(tp.tensor(x), tp.tensor(w), tp.tensor(v), big)]
         h = np.maximum(x @ w + 1.0, 0.0)
-        for a, b in zip(got, (h @ v, h.sum(), (h * 3.0).sum(0))):
+        for a, b in zip(got, (h @ v, h.sum(), (h * 3.0).sum(0), (g @ g).sum())):
             assert a.shape == b.shape
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    assert (m, n) in [shape for _, shape, _, _ in arena_of(compiled).views]  # x @ w and h are planned
 
 
 def test_a_call_that_raises_gives_its_buffers_back() -> None:
@@ -358,6 +363,15 @@ def test_lifetimes_share_slots_and_overlapping_ones_do_not() -> None:
     assert arena.acquire() is views  # the next call takes the same set
     other = arena.acquire()  # ... while it is held, a second caller gets another
     assert not any(np.shares_memory(a, b) for a in views for b in other)
+
+
+def test_a_function_on_tiny_arrays_gets_no_plan() -> None:
+    """Taking a set of buffers costs more than allocating a few tiny arrays."""
+    compiled = tp.compile(lambda a, b: ((a @ b) @ b).sum())
+    a, b = tp.randn(4, 4), tp.randn(4, 4)
+    with tp.no_grad():
+        np.testing.assert_allclose(compiled(a, b).item(), ((a.numpy() @ b.numpy()) @ b.numpy()).sum(), rtol=1e-5)
+    assert compiled.specializations[0].program.forward.arena is None
 
 
 def test_the_buffers_option_must_be_a_bool() -> None:

@@ -63,6 +63,11 @@ never a view of an input. Everything else -- views, ``check_index`` (which retur
 back to the eager interpreter -- may share memory with its inputs, as far as lifetimes and escapes go."""
 
 
+MIN_PLANNED_BYTES = 16 << 10
+"""A function whose plannable arrays take fewer bytes in all (symbolic dims at :data:`NOMINAL_SIZE`) gets no
+plan: taking and giving back a set of buffers costs about 0.3 us a call, what two small allocations cost,
+and arrays that small are cheap to allocate and in cache anyway."""
+
 NOMINAL_SIZE = 64
 """The size a symbolic dim is taken to have when slots are matched to arrays by size (the real sizes are
 read at each call; they only decide how big a slot is allocated)."""
@@ -143,7 +148,10 @@ class Arena:
         if free is None:
             free = self._free.setdefault(key, [])
             while len(self._free) > MAX_KEYS:  # forget the sets of the oldest sizes
-                self._free.pop(next(iter(self._free)), None)
+                try:
+                    self._free.pop(next(iter(self._free)), None)
+                except (StopIteration, RuntimeError):  # another thread changed the dict meanwhile
+                    break
         if len(free) < MAX_IDLE_SETS:
             free.append(buffers)
 
@@ -278,6 +286,8 @@ def plan(graph: Graph, order: list[list[Node]], plans: dict[int, GroupPlan], las
             if request is not None:
                 request.end = max(request.end, end)
     live = [r for key, r in requests.items() if key not in escaping]
+    if sum(r.nbytes for r in live) < MIN_PLANNED_BYTES:
+        return NO_PLAN
     return _assign(live, tuple(sorted(graph.symbols)))
 
 
