@@ -3,13 +3,14 @@ reused by every later call.
 
 Per specialization, :func:`plan` looks at the lowered order of the graph (one position per unit: a node,
 or a fusion group called as one kernel) and collects the arrays a ``matmul`` or a generated kernel
-writes (its outputs, and the accumulators of its reductions), when their shapes are static. Each such
+writes (its outputs, and the accumulators of its reductions). Each such
 array's *lifetime* runs from the unit that writes it to the last unit that reads it **or any value that
 may share its memory** (a reshape, permute, slice or broadcast of it, or anything an eager kernel
 returned from it: every node outside a short list of ones known to return fresh arrays counts as one
 that may return a view of its inputs). Arrays whose lifetimes do not overlap share a slot of an
-:class:`Arena` (first fit by size, the slot growing to the largest array it holds; a slot is reused only
-from the unit *after* its last read, so no kernel or GEMM reads and writes the same memory).
+:class:`Arena` (the smallest free slot that fits, else the largest free one, grown; a slot is reused only
+from the unit *after* its last read, so no kernel or GEMM reads and writes the same memory). A function
+with little to plan gets no plan (:data:`MIN_PLANNED_BYTES`).
 
 Safety: nothing that outlives the call is ever planned. An array is left to ordinary allocation when a
 graph output, a mutation's new value (written into the user's state), a guard value, or anything that

@@ -341,7 +341,8 @@ def _emit_group(w: _Writer, plan: GroupPlan, slot: str, inplace: dict[int, Var])
         name = f"_o{tag}_{k}"
         index = reduction_of.get(v.id)
         dims = sizes or ["1"] if index is None else kept(index)
-        w.lines.append(f"{name} = " + w.buffers.array(("o", v.id), f"np.empty(({', '.join(dims)},), dtype={_dt(v.aval.dtype)})"))
+        w.lines.append(f"{name} = " + w.buffers.array(("o", v.id),
+                                                      f"np.empty(({', '.join(dims)},), dtype={_dt(v.aval.dtype)})"))
         args.append(name)
         results.append((name, v, ""))
     for k, r in enumerate(accumulators):
