@@ -248,7 +248,7 @@ def test_dynamic_shapes_are_sized_per_call(dtype: str) -> None:
         return h @ tp.tensor(w2), h.sum(1)
 
     compiled = tp.compile(f, dynamic=True, options={"small_kernels": True})
-    xs = [draw(rng, dtype, n, 7) for n in (40, 75, 0, 40, 3)]
+    xs = [draw(rng, dtype, n, 7) for n in (40, 75, 0, 40, 3, 9, 21, 40, 9)]  # more sizes than sets are kept for
     with tp.no_grad():
         kept = [[out.numpy() for out in compiled(tp.tensor(x))] for x in xs]
     assert len(compiled.specializations) == 1

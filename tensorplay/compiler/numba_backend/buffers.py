@@ -25,8 +25,9 @@ memory; the steady single-threaded path allocates nothing.
 
 Symbolic (dynamic) sizes: the plan (which arrays share a slot) does not depend on sizes, so arrays of
 symbolic shapes are planned too; a call passes the values of the symbolic dims as its key, and a set of
-buffers is sized for (and reused only by calls with) one key. Sets are kept for the :data:`MAX_KEYS` latest
-keys, so a function called with ever new sizes allocates as without a plan.
+buffers is sized for (and reused only by calls with) one key. Sets are kept for the first :data:`MAX_KEYS`
+keys; a call with any other sizes gets separate arrays (dropped when it returns), so a function called with
+ever new sizes allocates as without a plan.
 """
 
 from __future__ import annotations
@@ -73,17 +74,38 @@ NOMINAL_SIZE = 64
 """The size a symbolic dim is taken to have when slots are matched to arrays by size (the real sizes are
 read at each call; they only decide how big a slot is allocated)."""
 
-MAX_KEYS = 2
-"""Buffer sets are kept for at most this many combinations of symbolic sizes (the latest ones)."""
+MAX_KEYS = 4
+"""Buffer sets are kept for at most this many combinations of symbolic sizes (the first ones seen: say a
+full batch, the last partial one, an evaluation batch)."""
 
 View = tuple[int, tuple[Any, ...], str, bool]
 """A planned array: ``(slot, shape, dtype, fortran)``; the shape's entries are ints or symbolic dims."""
 
 
-def _nbytes(shape: tuple[Any, ...], dtype: str, binding: dict[str, int] | None) -> int:
+def _shape_function(views: list[View], symbols: tuple[str, ...]) -> Callable[[tuple[int, ...]], list[tuple[int, ...]]]:
+    """``shapes(key)``: the shape of every view when the symbolic dims ``symbols`` have the values ``key``
+    (generated once: a call with new sizes pays a few integer operations, not symbolic arithmetic)."""
+    if not symbols:
+        fixed = [tuple(shape) for _, shape, _, _ in views]
+        return lambda key: fixed
+    names = {s: f"_k{i}" for i, s in enumerate(symbols)}
+    rows = []
+    for _, shape, _, _ in views:
+        dims = [str(d) if type(d) is int else f"({d.to_source(names)})" for d in shape]
+        rows.append("(" + "".join(f"{d}, " for d in dims) + ")")
+    unpack = "".join(f"{n}, " for n in names.values())
+    source = f"def shapes(key):\n    {unpack}= key\n    return [{', '.join(rows)}]\n"
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "<tensorplay buffer shapes>", "exec"), namespace)  # noqa: S102 - our own source
+    shapes: Callable[[tuple[int, ...]], list[tuple[int, ...]]] = namespace["shapes"]
+    return shapes
+
+
+def _nbytes(shape: tuple[Any, ...], dtype: str) -> int:
+    """Bytes of an array of ``shape`` (symbolic dims at :data:`NOMINAL_SIZE`)."""
     size = 1
     for d in shape:
-        size *= d if type(d) is int else (NOMINAL_SIZE if binding is None else int(d.evaluate(binding)))
+        size *= d if type(d) is int else NOMINAL_SIZE
     return max(size, 0) * np.dtype(dtype).itemsize
 
 
@@ -98,7 +120,7 @@ class _Request:
 
     @property
     def nbytes(self) -> int:
-        return _nbytes(self.shape, self.dtype, None)
+        return _nbytes(self.shape, self.dtype)
 
 
 class Arena:
@@ -113,47 +135,63 @@ class Arena:
         self.views = views
         self.symbols = symbols
         self._free: dict[tuple[int, ...], list[tuple[Array, ...]]] = {}
+        self._shapes = _shape_function(views, symbols)
+        self._itemsizes = [np.dtype(dtype).itemsize for _, _, dtype, _ in views]
         self.allocations = 0
         """How many buffer sets were allocated (one in a single-threaded steady state of one shape)."""
 
     def slot_sizes(self, key: tuple[int, ...] = ()) -> list[int]:
         """Bytes of each slot when the symbolic dims have the values ``key``."""
-        binding = dict(zip(self.symbols, key))
+        return self._slot_sizes(self._shapes(key))
+
+    def _slot_sizes(self, shapes: list[tuple[int, ...]]) -> list[int]:
         sizes = [0] * self.n_slots
-        for slot, shape, dtype, _ in self.views:
-            sizes[slot] = max(sizes[slot], _nbytes(shape, dtype, binding))
+        for (slot, _, _, _), itemsize, shape in zip(self.views, self._itemsizes, shapes):
+            n = itemsize
+            for d in shape:
+                n *= d
+            if n > sizes[slot]:
+                sizes[slot] = n
         return sizes
 
     def _allocate(self, key: tuple[int, ...]) -> tuple[Array, ...]:
-        binding = dict(zip(self.symbols, key))
-        raws = []
-        for size in self.slot_sizes(key):
-            raw = np.empty(size + ALIGN, dtype=np.uint8)
-            offset = -raw.ctypes.data % ALIGN
-            raws.append(raw[offset:offset + size])
+        """One block holding every slot, each starting on an :data:`ALIGN` boundary, and the views into it."""
+        shapes = self._shapes(key)
+        offsets = []
+        total = 0
+        for size in self._slot_sizes(shapes):
+            offsets.append(total)
+            total += -(-size // ALIGN) * ALIGN
+        raw = np.empty(total + ALIGN, dtype=np.uint8)
+        start = -raw.__array_interface__["data"][0] % ALIGN
         self.allocations += 1
-        return tuple(np.ndarray(tuple(d if type(d) is int else int(d.evaluate(binding)) for d in shape),
-                                dtype=np.dtype(dtype), buffer=raws[slot], order="F" if fortran else "C")
-                     for slot, shape, dtype, fortran in self.views)
+        return tuple(np.ndarray(shape, dtype=dtype, buffer=raw, offset=start + offsets[slot],
+                                order="F" if fortran else "C")
+                     for (slot, _, dtype, fortran), shape in zip(self.views, shapes))
+
+    def _loose(self, key: tuple[int, ...]) -> tuple[Array, ...]:
+        """A set of separate arrays (no slot shared: what the call would allocate without a plan), for a
+        key that will not be kept."""
+        self.allocations += 1
+        return tuple(np.empty(shape, dtype=dtype, order="F" if fortran else "C")
+                     for (_, _, dtype, fortran), shape in zip(self.views, self._shapes(key)))
 
     def acquire(self, key: tuple[int, ...] = ()) -> tuple[Array, ...]:
         """A set of buffers for the symbolic sizes ``key`` that no other running call holds."""
         try:
             return self._free[key].pop()
-        except (KeyError, IndexError):
+        except IndexError:  # every set of this key is in use
             return self._allocate(key)
+        except KeyError:
+            if len(self._free) < MAX_KEYS:
+                self._free.setdefault(key, [])
+                return self._allocate(key)
+            return self._loose(key)
 
     def release(self, buffers: tuple[Array, ...], key: tuple[int, ...] = ()) -> None:
         """Give back a set :meth:`acquire` handed out for ``key`` (its views must not be used any more)."""
         free = self._free.get(key)
-        if free is None:
-            free = self._free.setdefault(key, [])
-            while len(self._free) > MAX_KEYS:  # forget the sets of the oldest sizes
-                try:
-                    self._free.pop(next(iter(self._free)), None)
-                except (StopIteration, RuntimeError):  # another thread changed the dict meanwhile
-                    break
-        if len(free) < MAX_IDLE_SETS:
+        if free is not None and len(free) < MAX_IDLE_SETS:
             free.append(buffers)
 
     def clear(self) -> None:
