@@ -15,12 +15,12 @@ from tensorplay.interpreters.eager.kernels import _blas, threads
 
 @pytest.fixture
 def held(monkeypatch: pytest.MonkeyPatch) -> list[tuple[tuple[int, ...], ...]]:
-    """The operand shapes of every call run with OpenBLAS held to one thread."""
+    """The operand shapes of every call run with OpenBLAS held to one thread (``fn(a, b, out)``)."""
     seen: list[tuple[tuple[int, ...], ...]] = []
     real = _blas.call_on_one_thread
 
     def spy(fn: Any, *args: Any) -> Any:
-        seen.append(tuple(tuple(a.shape) for a in args if isinstance(a, np.ndarray)))
+        seen.append(tuple(tuple(a.shape) for a in args[:2] if isinstance(a, np.ndarray)))  # the operands, not out=
         return real(fn, *args)
 
     monkeypatch.setattr(_blas, "call_on_one_thread", spy)

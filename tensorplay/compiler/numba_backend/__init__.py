@@ -11,7 +11,9 @@ OpenBLAS's) and release the GIL, so Python threads may call one compiled functio
 default ``{"contract", "nsz", "reassoc"}``: NaN and inf keep their meaning), ``"fusion"`` (default
 ``True``; ``False`` runs every node through numpy), ``"small_kernels"`` (default ``False``: a group on fewer
 than :data:`~.lower.SMALL_GROUP` elements runs through numpy unless its kernel is needed anyway; ``True``
-gives every group its kernel). ``strict_native`` refuses nodes without a native
+gives every group its kernel), ``"buffers"`` (default ``True``: the arrays GEMMs and kernels write inside
+the function live in buffers allocated once and reused by later calls, :mod:`.buffers`; ``False``
+allocates them per call). ``strict_native`` refuses nodes without a native
 lowering. ``mode`` is accepted and ignored (every mode compiles the same code here).
 """
 
@@ -29,7 +31,7 @@ from tensorplay.compiler.numba_backend.lower import lower
 from tensorplay.interpreters.graph.trace import GraphModule
 
 _counter = itertools.count()
-_OPTIONS = ("fastmath", "fusion", "small_kernels")
+_OPTIONS = ("buffers", "fastmath", "fusion", "small_kernels")
 
 
 def _arg_types(plan: GroupPlan) -> list[tuple[str, int]]:
@@ -58,6 +60,8 @@ def _codegen_options(options: dict[str, Any]) -> dict[str, Any]:
         raise BackendError(f"numba backend: unknown option(s) {', '.join(map(repr, unknown))}; the options are "
                            f"{', '.join(_OPTIONS)}")
     out: dict[str, Any] = {}
+    if not isinstance(options.get("buffers", True), bool):
+        raise BackendError(f"numba backend: option 'buffers' must be True or False, got {options['buffers']!r}")
     if "fastmath" in options:
         value = options["fastmath"]
         if isinstance(value, bool):
@@ -75,7 +79,8 @@ def numba_backend(graph_module: GraphModule, example_inputs: Sequence[Any], **kw
     options = dict(kwargs.get("options") or {})
     codegen = _codegen_options(options)
     lowered = lower(graph_module.graph, strict_native=bool(kwargs.get("strict_native")),
-                    fuse=bool(options.get("fusion", True)), small_kernels=bool(options.get("small_kernels", False)))
+                    fuse=bool(options.get("fusion", True)), small_kernels=bool(options.get("small_kernels", False)),
+                    plan_buffers=bool(options.get("buffers", True)))
     namespace = dict(lowered.namespace)
     for slot, plan in lowered.kernels:
         namespace[slot] = cache.load_kernel(plan.source, _arg_types(plan), codegen)
@@ -86,6 +91,7 @@ def numba_backend(graph_module: GraphModule, example_inputs: Sequence[Any], **kw
     run.source = lowered.source  # type: ignore[attr-defined]
     run.kernels = [plan for _, plan in lowered.kernels]  # type: ignore[attr-defined]
     run.fallbacks = [node.target for node in lowered.fallbacks]  # type: ignore[attr-defined]
+    run.arena = namespace.get("_arena")  # type: ignore[attr-defined]
     return run
 
 

@@ -18,7 +18,9 @@ statement computing exactly what the eager interpreter computes for it, in the s
 * anything else falls back to the eager interpreter's method (refused with ``strict_native``).
 
 The function body runs inside one ``numpy.errstate(all="ignore")`` (eager arithmetic is silent about
-inf and NaN too) and deletes intermediates after their last use.
+inf and NaN too) and deletes intermediates after their last use. The arrays GEMMs and kernels write
+into, when nothing returned from the call can reach them, live in buffers planned once per function and
+reused by every call (:mod:`.buffers`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorplay.compiler.numba_backend import runtime
+from tensorplay.compiler.numba_backend import buffers, runtime
 from tensorplay.compiler.numba_backend.patterns import (CrossEntropy, GeluBackward, LayerNormBackward, find_cross_entropies,
                                                         find_gelu_backwards, find_layer_norm_backwards)
 from tensorplay.compiler.numba_backend.kernels import (START, GroupPlan, accumulator_dtype, alias_outputs, kernel_arguments,
@@ -69,6 +71,7 @@ class _Writer:
         self.size_lines: list[str] = []  # their definitions, placed after the symbols are read
         self.kernels: list[tuple[str, GroupPlan]] = []
         self.fallbacks: list[Node] = []
+        self.buffers = buffers.NO_PLAN
 
     # ---- values ---------------------------------------------------------------------------------------
     def const(self, value: Any) -> str:
@@ -258,7 +261,7 @@ def _iota(w: _Writer, node: Node) -> None:
 
 def _matmul(w: _Writer, node: Node) -> None:
     a, b = (w.value(v) for v in node.inputs)
-    w.define(node, f"_rt.matmul({a}, {b}, {_dt(node.outputs[0].aval.dtype)})")
+    w.define(node, f"_rt.matmul({a}, {b}, {_dt(node.outputs[0].aval.dtype)}{w.buffers.out(node.outputs[0])})")
 
 
 def _kernel(w: _Writer, node: Node) -> None:
@@ -380,7 +383,8 @@ def _emit_group(w: _Writer, plan: GroupPlan, slot: str, inplace: dict[int, Var])
             if state is not None:
                 w.lines.append(f"{name} = _rt.into({w.value(state)}, {order})")
             else:
-                w.lines.append(f"{name} = _rt.empty({w.shape(v)}, {_dt(v.aval.dtype)}, {order})")
+                w.lines.append(f"{name} = " + w.buffers.array(
+                    ("o", v.id), f"_rt.empty({w.shape(v)}, {_dt(v.aval.dtype)}, {order})", order))
             args.append(f"_rt.flat({name}, {order})")
         w.lines.append(f"{slot}({', '.join(args)})")
         for k, v in enumerate(written):
@@ -399,14 +403,16 @@ def _emit_group(w: _Writer, plan: GroupPlan, slot: str, inplace: dict[int, Var])
         name = f"_o{tag}_{k}"
         index = reduction_of.get(v.id)
         dims = sizes or ["1"] if index is None else kept(index)
-        w.lines.append(f"{name} = np.empty(({', '.join(dims)},), dtype={_dt(v.aval.dtype)})")
+        w.lines.append(f"{name} = " + w.buffers.array(("o", v.id),
+                                                      f"np.empty(({', '.join(dims)},), dtype={_dt(v.aval.dtype)})"))
         args.append(name)
         results.append((name, v, ""))
     for k, r in enumerate(accumulators):
         name = f"_r{tag}_{k}"
         index = reduction_of[r.outputs[0].id]
-        w.lines.append(f"{name} = np.full(({', '.join(kept(index))},), {w.render(START[r.target])}, "
-                       f"dtype={_dt(accumulator_dtype(r))})")
+        w.lines.append(f"{name} = " + w.buffers.filled(("r", r.outputs[0].id), w.render(START[r.target]),
+                       f"np.full(({', '.join(kept(index))},), {w.render(START[r.target])}, "
+                       f"dtype={_dt(accumulator_dtype(r))})"))
         args.append(name)
         results.append((name, r.outputs[0], f".astype({_dt(r.outputs[0].aval.dtype)}, copy=False)"))
     w.lines.append(f"{slot}({', '.join(args)})")
@@ -637,8 +643,10 @@ def _defined(w: _Writer, node: Node) -> bool:
     return all(type(v) is not Var or v.id in w.names for v in node.inputs)
 
 
-def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small_kernels: bool = False) -> Lowered:
-    """Generate the function for ``graph`` (see the module docstring)."""
+def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small_kernels: bool = False,
+          plan_buffers: bool = True) -> Lowered:
+    """Generate the function for ``graph`` (see the module docstring); ``plan_buffers``: GEMMs and kernels
+    write into an arena reused across calls (:mod:`.buffers`)."""
     w = _Writer(graph)
     arg_names = {p.id: f"p{i}" for i, p in enumerate(graph.inputs)}
     for p in graph.inputs:
@@ -668,6 +676,9 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small
     inplace = _inplace_updates(graph, order, plans)
     _alias_states(plans, inplace)
     pairs = _conv_backward_pairs(graph)
+    if plan_buffers:
+        w.buffers = buffers.plan(graph, order, plans, last_use, _elementwise, inplace)
+        w.namespace["_arena"] = w.buffers.arena
     for position, unit in enumerate(order):
         plan = plans.get(id(unit[0]))
         partner = pairs.get(id(unit[0])) if plan is None else None
@@ -700,8 +711,7 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small
     outs = [w.value(v) for v in graph.outputs] + [w.value(v) for _, v in graph.mutations]
     w.lines.append(f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
     args = ", ".join(arg_names[p.id] for p in graph.inputs)
-    body = "\n".join("        " + line for line in w.lines)
-    source = f"def run({args}):\n    with _rt.quiet():\n{body}\n"
+    source = w.buffers.wrap(args, w.lines, len(graph.symbols), w.symbols)  # the first lines read the sizes
     return Lowered(source, w.namespace, w.kernels, w.fallbacks)
 
 

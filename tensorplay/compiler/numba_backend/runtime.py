@@ -85,29 +85,34 @@ def into_copy(state: Array, fortran_order: bool) -> Array:
     return copy
 
 
-def matmul(a: Array, b: Array, dtype: Any) -> Array:
+def matmul(a: Array, b: Array, dtype: Any, out: Array | None = None) -> Array:
     """The eager interpreter's ``matmul``, under its thread policy: operands in the result dtype, a
     broadcast 2-d right operand folded into one GEMM, batched outer products (``K == 1``) by a dedicated
     kernel, and every 2-d GEMM through :func:`tensorplay.interpreters.eager.kernels.matmul` (OpenBLAS's
-    threads only for GEMMs large enough to profit, the kernel threads parked first), as eagerly."""
+    threads only for GEMMs large enough to profit, the kernel threads parked first), as eagerly.
+
+    ``out`` (a C-contiguous array of the result's shape and dtype, sharing no memory with ``a`` or
+    ``b``): the GEMM writes there and returns it; the outer-product kernel ignores it and returns a new
+    array (callers use the returned array)."""
     if a.dtype != dtype:
         a = a.astype(dtype)
     if b.dtype != dtype:
         b = b.astype(dtype)
     if a.ndim == 2 and b.ndim == 2:
         if a.shape[0] * a.shape[1] * b.shape[1] <= _SERIAL_MAX_MACS:  # OpenBLAS runs it on this thread anyway
-            small: Array = np.matmul(a, b)
+            small: Array = np.matmul(a, b, out=out)
             return small
-        gemm: Array = K.matmul(a, b)
+        gemm: Array = K.matmul(a, b, out)
         return gemm
     if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous:
         rows = math.prod(a.shape[:-1])  # not -1: that is ambiguous when the inner size is 0
-        out: Array = K.matmul(a.reshape(rows, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[-1:])
-        return out
+        flat_out = None if out is None else out.reshape(rows, b.shape[-1])
+        folded: Array = K.matmul(a.reshape(rows, a.shape[-1]), b, flat_out).reshape(a.shape[:-1] + b.shape[-1:])
+        return folded
     if a.shape[-1] == 1 and b.shape[-2] == 1 and (a.ndim > 2 or b.ndim > 2):
         outer: Array = K.outer_matmul(a, b)
         return outer
-    result: Array = np.matmul(a, b)
+    result: Array = np.matmul(a, b, out=out)
     return result
 
 
@@ -204,6 +209,12 @@ def cross_entropy_grad(state: tuple[Any, ...], seed: Any) -> Array:
     return out
 
 
+def filled(buffer: Array, value: Any) -> Array:
+    """``buffer`` with every element set to ``value`` (a planned accumulator, zeroed in place)."""
+    buffer.fill(value)
+    return buffer
+
+
 def conv_backward(x: Array, w: Array, g: Array, *, stride: tuple[int, ...], padding: tuple[int, ...],
                   dilation: tuple[int, ...], groups: int, output_padding: tuple[int, ...]) -> tuple[Array, Array]:
     """``(dx, dw)`` of ``conv(x, w)`` for the cotangent ``g`` (one float dtype): by the eager interpreter's
@@ -225,4 +236,6 @@ def wrap(array: Array) -> Tensor[*tuple[Any, ...]]:
     return eager.wrap(array)
 
 
-__all__ = ["as_array", "as_dtype", "contiguous", "conv_backward", "cross_entropy", "cross_entropy_grad", "empty", "flat", "gelu_backward", "fortran", "into", "into_copy", "layer_norm", "layer_norm_backward", "matmul", "pad", "quiet", "rows", "wrap"]
+__all__ = ["as_array", "as_dtype", "contiguous", "conv_backward", "cross_entropy", "cross_entropy_grad", "empty", "filled", "flat",
+           "gelu_backward", "fortran", "into", "into_copy", "layer_norm", "layer_norm_backward", "matmul", "pad", "quiet", "rows",
+           "wrap"]
