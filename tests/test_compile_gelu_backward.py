@@ -84,3 +84,29 @@ def test_the_tanh_form_is_left_as_recorded() -> None:
     torch.nn.functional.gelu(t, approximate="tanh").sum().backward()
     assert w.grad is not None and t.grad is not None
     np.testing.assert_allclose(w.grad.numpy(), t.grad.numpy(), rtol=1e-12, atol=1e-14)
+
+
+
+def test_a_gelu_backward_taken_out_of_its_fusion_group_would_cycle_and_is_left_as_recorded() -> None:
+    """In a pre-norm encoder layer with dropout, the GELU backward's nodes share a fusion group with nodes on
+    both sides of them: taking the recognised subgraph out would leave a group that feeds it and reads it (a
+    cycle, which failed the compile); the compiled step runs and agrees with eager."""
+    from tensorplay import nn
+
+    x = tp.tensor(np.random.default_rng(2).standard_normal((2, 5, 8)).astype(np.float32))
+    losses, grads = [], []
+    for compiled in (False, True):
+        tp.manual_seed(0)
+        layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.1, activation="gelu", batch_first=True,
+                                           norm_first=True)
+
+        def step() -> Any:
+            loss = (layer(x) ** 2).mean()
+            loss.backward()
+            return loss
+
+        run = tp.compile(step) if compiled else step
+        losses.append([run().item() for _ in range(3)])
+        grads.append(layer.linear1.weight.grad.numpy().copy())
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-4, atol=1e-6)

@@ -53,12 +53,12 @@ ALIGN = 64
 MAX_IDLE_SETS = 4
 """At most this many buffer sets are kept for later calls (more only while calls overlap)."""
 
-FRESH = frozenset(name for name, prim in PRIMITIVES.items() if prim.family in ("unary", "binary")) | frozenset({
-    "matmul", "reduce_sum", "reduce_max", "reduce_min", "argmax", "argmin", "cast", "full", "iota", "pad", "concat",
-    "where", "conv_nd", "conv_transpose_nd", "conv_weight_grad_nd", "max_pool_nd", "avg_pool_nd",
-    "max_pool_backward_nd", "avg_pool_backward_nd", "max_pool_select_nd", "smooth_max_pool_nd",
-    "smooth_max_pool_backward_nd", "dot_product_attention", "cumsum", "argsort", "gather", "scatter_add",
-    "random_normal", "random_randint", "random_uniform"})
+_MAY_ALIAS_FAMILIES = ("view", "check", "norm", "softmax")
+"""Families whose lowering may return an input's memory (views, ``check_index`` returning its input) or goes
+through helpers not audited for it (the row kernels' entry points)."""
+
+FRESH = frozenset(name for name, prim in PRIMITIVES.items()
+                  if prim.family not in _MAY_ALIAS_FAMILIES and name != "stop_gradient")  # the identity
 """Primitives whose lowering (:data:`.lower.EMITTERS`: numpy ufuncs and reductions, the eager interpreter's
 elementwise, convolution, pooling, attention, scan, indexing and random kernels) always returns a new array,
 never a view of an input. Everything else -- views, ``check_index`` (which returns its input), whatever falls

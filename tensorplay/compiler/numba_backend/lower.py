@@ -474,7 +474,7 @@ def _units(graph: Graph, groups: dict[int, list[Node]]) -> list[list[Node]]:
             remaining[j] -= 1
             if remaining[j] == 0:
                 heapq.heappush(ready, j)
-    if len(order) != len(units):  # pragma: no cover - fusion groups are convex
+    if len(order) != len(units):  # fusion groups are convex; a move of _sink_into_readers is checked here
         raise GraphCaptureError("numba backend: the fusion groups form a cycle")
     return order
 
@@ -536,16 +536,27 @@ Fused = CrossEntropy | GeluBackward | LayerNormBackward
 """A recognised subgraph computed by one kernel call (:mod:`.patterns`)."""
 
 
-def _without_fused(groups: dict[int, list[Node]], losses: list[Fused]) -> dict[int, Fused]:
+def _without_fused(graph: Graph, groups: dict[int, list[Node]], losses: list[Fused]) -> dict[int, Fused]:
     """Take the nodes of each recognised subgraph out of their fusion groups (``groups`` is changed; a
-    group left without a pointwise node is dropped); returns node id -> its subgraph."""
-    covered = {key: ce for ce in losses for key in ce.covered}
-    for g in list(groups):
-        kept = [n for n in groups[g] if id(n) not in covered]
-        if any(not n.target.startswith("reduce_") for n in kept):
-            groups[g] = kept
+    group left without a pointwise node is dropped); returns node id -> its subgraph. A subgraph whose
+    nodes sit between other nodes of a group (the rest of the group would both feed it and read it) is
+    left as recorded: ``losses`` keeps only the subgraphs taken out."""
+    covered: dict[int, Fused] = {}
+    for ce in list(losses):
+        before = {g: list(nodes) for g, nodes in groups.items()}
+        keys = set(ce.covered)
+        for g in list(groups):
+            kept = [n for n in groups[g] if id(n) not in keys]
+            if any(not n.target.startswith("reduce_") for n in kept):
+                groups[g] = kept
+            else:
+                del groups[g]
+        if _acyclic(graph, groups):
+            covered.update((key, ce) for key in keys)
         else:
-            del groups[g]
+            groups.clear()
+            groups.update(before)
+            losses.remove(ce)
     return covered
 
 
@@ -575,9 +586,22 @@ def _sink_into_readers(graph: Graph, groups: dict[int, list[Node]]) -> None:
                 continue
             groups[g].remove(node)
             groups[b].append(node)
+            if not _acyclic(graph, groups):  # b would read what g computes while g reads b: keep it in g
+                groups[b].remove(node)
+                groups[g].append(node)
+                continue
             group_of[id(node)] = b
             if not any(not n.target.startswith("reduce_") for n in groups[g]):  # pragma: no cover - kept above
                 raise AssertionError("a fusion group lost its last pointwise node")
+
+
+def _acyclic(graph: Graph, groups: dict[int, list[Node]]) -> bool:
+    """Whether the fusion groups, each run as one unit, can still be ordered (:func:`_units` succeeds)."""
+    try:
+        _units(graph, groups)
+    except GraphCaptureError:
+        return False
+    return True
 
 
 def _extend_fused_uses(last_use: dict[int, int], order: list[list[Node]], losses: list[Fused]) -> None:
@@ -661,7 +685,7 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small
                 groups.setdefault(g, []).append(node)
     losses: list[Fused] = [*find_cross_entropies(graph), *find_gelu_backwards(graph),
                            *find_layer_norm_backwards(graph)] if fuse else []
-    fused_losses = _without_fused(groups, losses)
+    fused_losses = _without_fused(graph, groups, losses)
     _sink_into_readers(graph, groups)
     live_outside = _live_outside(graph, groups)
     order = _units(graph, groups)
