@@ -65,6 +65,7 @@ def _demo(dtype: np.dtype[Any]) -> None:
     import tensorplay as tp
     import tensorplay.nn.functional as F
     from tensorplay import optim
+    from tensorplay.demo.compiled import training_step
     from tensorplay.demo.model import DigitsCNN
 
     def fresh() -> tuple[Any, Any]:
@@ -79,15 +80,7 @@ def _demo(dtype: np.dtype[Any]) -> None:
     with tp.no_grad():
         model(_data(dtype, (512, 1, 8, 8), 10)[0])
     model, opt = fresh()
-
-    def step(x: Any, y: Any) -> Any:
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    compiled = tp.compile(step)
+    compiled = tp.compile(training_step(model, opt))
     for _ in range(2):
         compiled(x, y)
 

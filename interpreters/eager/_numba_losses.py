@@ -12,22 +12,28 @@ from tensorplay.interpreters.eager.kernels._numba_kernels import _row_max, jit, 
 
 
 @jit
+def row_logsumexp(x: Any, i: Any) -> Any:
+    """``logsumexp(x[i])`` of row ``i`` of ``x[N, C]`` (``C >= 1``), in ``x``'s dtype: the row's max plus the
+    log of the sum of ``exp(x[i, j] - max)``."""
+    m = _row_max(x, i)
+    s = x.dtype.type(0)
+    for j in range(x.shape[1]):
+        s += vexp_nonpos(x[i, j] - m)
+    return m + x.dtype.type(math.log(s))
+
+
+@jit
 def cross_entropy_rows(x: Any, target: Any, lse: Any) -> Any:
     """``sum_i logsumexp(x[i]) - x[i, target[i]]`` over the rows of ``x[N, C]`` (accumulated in float64),
     with ``lse[i] = logsumexp(x[i])``; returns ``(total, bad)``: ``bad`` is the first row whose target is
     outside ``[0, C)`` (nothing is summed past it), or -1."""
     n, d = x.shape
-    zero = x.dtype.type(0)
     total = 0.0
     for i in range(n):
         t = target[i]
         if t < 0 or t >= d:
             return total, i
-        m = _row_max(x, i)
-        s = zero
-        for j in range(d):
-            s += vexp_nonpos(x[i, j] - m)
-        row = m + x.dtype.type(math.log(s))
+        row = row_logsumexp(x, i)
         lse[i] = row
         total += row - x[i, t]
     return total, -1

@@ -35,7 +35,9 @@ class CompiledReport:
     max_loss_difference: float
 
 
-def _training_step(model: Any, opt: Any) -> Any:
+def training_step(model: Any, opt: Any) -> Any:
+    """The demo's step ``step(x, y) -> loss``: zero the gradients, cross-entropy of ``model(x)`` against the
+    class indices ``y``, backward, ``opt.step()`` (the function ``tp.compile`` compiles)."""
     def step(x: Any, y: Any) -> Any:
         opt.zero_grad()
         loss = F.cross_entropy(model(x), y)
@@ -48,8 +50,8 @@ def _training_step(model: Any, opt: Any) -> Any:
 def compare_steps(config: TrainConfig, data: Digits, steps: int = 60) -> CompiledReport:
     """Train ``steps`` mini-batches eagerly and compiled from the same start (see the module docstring)."""
     eager_model, compiled_model = make_model(config), make_model(config)
-    eager_step = _training_step(eager_model, make_optimizer(eager_model, config))
-    compiled = tp.compile(_training_step(compiled_model, make_optimizer(compiled_model, config)))
+    eager_step = training_step(eager_model, make_optimizer(eager_model, config))
+    compiled = tp.compile(training_step(compiled_model, make_optimizer(compiled_model, config)))
     rng = np.random.default_rng(config.seed)
     pairs = [(tp.tensor(x), tp.tensor(y)) for x, y in batches(data.x_train, data.y_train, config.batch_size, rng)]
     eager_times: list[float] = []
@@ -97,4 +99,4 @@ def report_compiled(data: Digits, log: Any = print) -> CompiledReport:
     return report
 
 
-__all__ = ["CompiledReport", "compare_steps", "compiled_step", "report_compiled"]
+__all__ = ["CompiledReport", "compare_steps", "compiled_step", "report_compiled", "training_step"]

@@ -5,10 +5,10 @@ the other rows). ``exp`` goes through the eager kernels' vectorisable ``vexp_non
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from tensorplay.interpreters.eager.kernels._numba_kernels import _row_max, jit, vexp_nonpos
+from tensorplay.interpreters.eager._numba_losses import row_logsumexp
+from tensorplay.interpreters.eager.kernels._numba_kernels import jit, vexp_nonpos
 
 
 @jit
@@ -17,18 +17,13 @@ def masked_cross_entropy_rows(x: Any, target: Any, ignore: Any, lse: Any) -> Any
     ``lse[i] - x[i, target[i]]`` (in float64) over the ``count`` rows whose target is not ``ignore``, and
     the first row whose target is neither ``ignore`` nor in ``[0, C)`` (nothing is done past it), or -1."""
     n, d = x.shape
-    zero = x.dtype.type(0)
     total = 0.0
     count = 0
     for i in range(n):
         t = target[i]
         if t != ignore and (t < 0 or t >= d):
             return total, count, i
-        m = _row_max(x, i)
-        s = zero
-        for j in range(d):
-            s += vexp_nonpos(x[i, j] - m)
-        row = m + x.dtype.type(math.log(s))
+        row = row_logsumexp(x, i)
         lse[i] = row
         if t != ignore:
             total += row - x[i, t]
