@@ -135,3 +135,14 @@ def layer_matches_torch(tp_layer: Any, torch_layer: Any, arrays: tuple[Any, Any,
         close(got.grad.numpy(), want.grad.numpy())
     assert with_bias or tb.grad is None
     return y, (tx, tw, tb)
+
+
+def compiled_source(compiled: Any) -> str:
+    """The generated source of every specialization of a ``tp.compile``d function (forward, then backward where
+    it has one), to assert what the numba backend emitted."""
+    parts = []
+    for spec in compiled.specializations:
+        for fn in (spec.program.forward, spec.program.backward):
+            if fn is not None:
+                parts.append(fn.source)
+    return "\n".join(parts)

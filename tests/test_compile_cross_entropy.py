@@ -14,10 +14,7 @@ import torch
 import tensorplay as tp
 import tensorplay.nn.functional as F
 from tensorplay.errors import TensorplayError
-
-
-def _source(compiled: Any) -> str:
-    return "\n".join(spec.program.forward.source for spec in compiled.specializations)
+from tests.helpers import compiled_source
 
 
 def _tol(dtype: str) -> dict[str, float]:
@@ -68,7 +65,7 @@ def test_a_compiled_training_step_matches_eager_and_pytorch(dtype: str, m: int, 
 
     compiled = tp.compile(step)
     got = compiled(tp.tensor(t_np))
-    assert "_rt.cross_entropy(" in _source(compiled) and "_rt.cross_entropy_grad(" in _source(compiled)
+    assert "_rt.cross_entropy(" in compiled_source(compiled) and "_rt.cross_entropy_grad(" in compiled_source(compiled)
     assert w.grad is not None
     got_grad = w.grad.numpy().copy()
 
@@ -91,7 +88,7 @@ def test_the_loss_alone_is_one_call(dtype: str) -> None:
     x_np, t_np = _case(9, 4, dtype, "ignored", -100)
     compiled = tp.compile(lambda x, t: F.cross_entropy(x, t))
     got = compiled(tp.tensor(x_np), tp.tensor(t_np))
-    assert "_rt.cross_entropy(" in _source(compiled) and "log_softmax" not in _source(compiled)
+    assert "_rt.cross_entropy(" in compiled_source(compiled) and "log_softmax" not in compiled_source(compiled)
     expected = torch.nn.functional.cross_entropy(torch.tensor(x_np), torch.tensor(t_np))
     np.testing.assert_allclose(got.item(), expected.item(), **_tol(dtype))
 
@@ -117,7 +114,7 @@ def test_other_losses_built_from_the_same_primitives_are_left_alone() -> None:
 
         compiled = tp.compile(fn)
         got = compiled(tp.tensor(x_np), tp.tensor(t_np))
-        assert "_rt.cross_entropy(" not in _source(compiled), kwargs
+        assert "_rt.cross_entropy(" not in compiled_source(compiled), kwargs
         textra = {k: torch.tensor(v) if k == "weight" else v for k, v in kwargs.items()}
         expected = torch.nn.functional.cross_entropy(torch.tensor(x_np), torch.tensor(t_np), **textra)
         np.testing.assert_allclose(got.item(), expected.item(), rtol=1e-12, err_msg=str(kwargs))

@@ -13,15 +13,7 @@ import torch
 
 import tensorplay as tp
 import tensorplay.nn.functional as F
-
-
-def _sources(compiled: Any) -> str:
-    out = []
-    for spec in compiled.specializations:
-        for fn in (spec.program.forward, spec.program.backward):
-            if fn is not None:
-                out.append(fn.source)
-    return "\n".join(out)
+from tests.helpers import compiled_source
 
 
 def _data(shape: tuple[int, ...], dtype: str, special: bool) -> np.ndarray[Any, Any]:
@@ -61,7 +53,7 @@ def test_gelu_gradient_matches_eager_and_pytorch(dtype: str, shape: tuple[int, .
     else:
         compiled = tp.compile(loss_of)
         compiled(w, tp.tensor(cot)).backward()
-    assert "_rt.gelu_backward(" in _sources(compiled) and "erf" not in _sources(compiled)
+    assert "_rt.gelu_backward(" in compiled_source(compiled) and "erf" not in compiled_source(compiled)
     assert w.grad is not None
     e = tp.tensor(data, requires_grad=True)
     loss_of(e, tp.tensor(cot)).backward()
@@ -79,7 +71,7 @@ def test_the_tanh_form_is_left_as_recorded() -> None:
     w = tp.tensor(data, requires_grad=True)
     compiled = tp.compile(lambda x: F.gelu(x, approximate="tanh").sum())
     compiled(w).backward()
-    assert "_rt.gelu_backward(" not in _sources(compiled)
+    assert "_rt.gelu_backward(" not in compiled_source(compiled)
     t = torch.tensor(data, requires_grad=True)
     torch.nn.functional.gelu(t, approximate="tanh").sum().backward()
     assert w.grad is not None and t.grad is not None

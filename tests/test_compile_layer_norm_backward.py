@@ -13,15 +13,7 @@ import torch
 
 import tensorplay as tp
 import tensorplay.nn.functional as F
-
-
-def _sources(compiled: Any) -> str:
-    out = []
-    for spec in compiled.specializations:
-        for fn in (spec.program.forward, spec.program.backward):
-            if fn is not None:
-                out.append(fn.source)
-    return "\n".join(out)
+from tests.helpers import compiled_source
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -60,7 +52,7 @@ def test_layer_norm_gradients(dtype: str, shape: tuple[int, ...], needs: str, in
     else:
         compiled = tp.compile(loss_of)
         compiled(x, w, b, tp.tensor(cot)).backward()
-    assert "_rt.layer_norm_backward(" in _sources(compiled) and "rsqrt" not in _sources(compiled)
+    assert "_rt.layer_norm_backward(" in compiled_source(compiled) and "rsqrt" not in compiled_source(compiled)
 
     tx, tw, tb = (torch.tensor(a, requires_grad=t._requires_grad) for a, t in ((data, x), (w_np, w), (b_np, b)))
     (torch.nn.functional.layer_norm(tx.T if strided else tx, (d,), tw, tb) * torch.tensor(cot)).sum().backward()

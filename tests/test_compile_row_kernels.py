@@ -12,10 +12,7 @@ import torch
 
 import tensorplay as tp
 import tensorplay.nn.functional as F
-
-
-def _source(compiled: Any) -> str:
-    return "\n".join(spec.program.forward.source for spec in compiled.specializations)
+from tests.helpers import compiled_source
 
 
 def _data(shape: tuple[int, ...], dtype: str, special: bool) -> np.ndarray[Any, Any]:
@@ -55,7 +52,7 @@ def test_softmax_like_values_and_gradients(name: str, dtype: str, shape: tuple[i
     x = tp.tensor(data, requires_grad=True)
     loss = compiled(x, tp.tensor(cot))
     loss.backward()
-    assert "_rt.wrap" not in _source(compiled) and "_rt.rows" in _source(compiled)
+    assert "_rt.wrap" not in compiled_source(compiled) and "_rt.rows" in compiled_source(compiled)
 
     tx = torch.tensor(data, requires_grad=True)
     tin = tx.transpose(0, -1) if strided else tx
@@ -92,7 +89,7 @@ def test_layer_norm_values_and_gradients(dtype: str, shape: tuple[int, ...], spe
     args = [tp.tensor(a, requires_grad=True) for a in (data, w, b)]
     loss = compiled(*args, tp.tensor(cot))
     loss.backward()
-    assert "_rt.wrap" not in _source(compiled) and "_rt.layer_norm" in _source(compiled)
+    assert "_rt.wrap" not in compiled_source(compiled) and "_rt.layer_norm" in compiled_source(compiled)
 
     targs = [torch.tensor(a, requires_grad=True) for a in (data, w, b)]
     tin = targs[0].transpose(0, 1) if strided else targs[0]
