@@ -435,6 +435,10 @@ tape.EXTRA_VALUE_FREE.add(SELECT_NODE)  # the rule reads the input's shape and d
 
 # ---- row kernels on small inputs -----------------------------------------------------------------------
 
+ROW_KERNELS = {"softmax": "softmax_rows", "log_softmax": "log_softmax_rows"}
+"""The row kernel of each normalisation along the last axis (for :func:`small_rows`)."""
+
+
 def small_rows(kernel: str, data: Array, *args: Any) -> Array | None:
     """``kernel`` (``softmax_rows``, ``log_softmax_rows`` or ``layer_norm_rows`` of the jitted kernels: one
     row at a time along the last axis) on a non-empty row-major float ``data``, called on this thread

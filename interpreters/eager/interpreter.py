@@ -49,8 +49,11 @@ _DTYPE_NAMES = {dtype: name for name, dtype in _NUMPY_DTYPES.items()}
 
 
 def dtype_name(dtype: np.dtype[Any]) -> str:
-    """``dtype.name`` (numpy computes it in Python at every read: ~1 us; the library's dtypes are looked up)."""
+    """``dtype.name`` (numpy computes it in Python at every read: ~1 us; the library's dtypes are looked up).
+    The eager slow paths and compile's guards (every tensor of every call) read names through here."""
     return _DTYPE_NAMES.get(dtype) or dtype.name
+
+
 _INT64 = _NUMPY_DTYPES["int64"]
 _RULE_CACHE: dict[Any, Aval] = {}
 _RULE_CACHE_LIMIT = 8192
@@ -350,8 +353,6 @@ BINARY_KERNELS: dict[str, Callable[[Any, Any], Any]] = {
 operands, already converted to the compute dtype."""
 
 
-_ROW_KERNELS = {"softmax": "softmax_rows", "log_softmax": "log_softmax_rows"}
-
 
 def _checks_foreign(method: Callable[..., Any]) -> Callable[..., Any]:
     """Mark a hand-written method that hands another interpreter's inputs over itself (after its fast
@@ -573,7 +574,7 @@ class EagerInterpreter(BaseInterpreter):
         if type(data) is np.ndarray and type(axis) is int:
             ndim = data.ndim
             if ndim and (axis == -1 or axis == ndim - 1):  # small_rows takes float dtypes only
-                out = fastpath.small_rows(_ROW_KERNELS[name], data)
+                out = fastpath.small_rows(fastpath.ROW_KERNELS[name], data)
                 if out is not None:  # a float result: _result inline
                     made: Tensor[*tuple[Any, ...]] = Tensor(self, out)
                     if _ACTIVE[0]:

@@ -25,6 +25,7 @@ import numpy as np
 from tensorplay.compiler.capture import SizeGuard
 from tensorplay.compiler.sources import MISSING, ContainerSource, ObjectSource, TensorSource, ValueSource
 from tensorplay.compiler.values import describe_key, describe_static, static_key
+from tensorplay.interpreters.eager.interpreter import dtype_name
 from tensorplay.tensor import Tensor
 
 KINDS = ("structure", "shape", "rank", "dtype", "requires_grad", "layout", "grad", "value", "identity",
@@ -62,18 +63,6 @@ class TensorMeta:
     requires_grad: bool
     contiguous: bool
     has_grad: bool | None  # None: either (the function drops the incoming .grad unread)
-
-
-_DTYPE_NAMES: dict[np.dtype[Any], str] = {}
-
-
-def dtype_name(dtype: np.dtype[Any]) -> str:
-    """``dtype.name``, looked up (numpy computes the name on each read: ~1-2 us, against ~0.1 us here; the guards
-    read it for every tensor of every call)."""
-    name = _DTYPE_NAMES.get(dtype)
-    if name is None:
-        name = _DTYPE_NAMES[dtype] = dtype.name
-    return name
 
 
 def tensor_meta(t: Tensor[*tuple[Any, ...]], any_grad: bool = False) -> TensorMeta:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from tensorplay.interpreters.eager import kernels as K
-from tensorplay.interpreters.eager.fastpath import small_rows
+from tensorplay.interpreters.eager.fastpath import ROW_KERNELS, small_rows
 from tensorplay.interpreters.eager.kernels import backward as KB
 from tensorplay.interpreters.eager.kernels.rows import NO_STATS
 from tensorplay.interpreters.eager.interpreter import eager
@@ -145,16 +145,13 @@ def pad(x: Array, pads: tuple[tuple[int, int], ...], value: float) -> Array:
     return out
 
 
-_ROW_KERNELS = {"softmax": "softmax_rows", "log_softmax": "log_softmax_rows"}
-
-
 def rows(name: str, x: Array, axis: int) -> Array:
     """``softmax`` or ``log_softmax`` (``name``) of a float ``x`` along ``axis``, as the eager interpreter
     computes it: a row-major input normalised along its last axis by the row kernel on this thread when
     it would not be split across threads (:func:`~tensorplay.interpreters.eager.fastpath.small_rows`),
     anything else by the kernels' entry point."""
     if x.ndim and (axis == -1 or axis == x.ndim - 1):
-        out = small_rows(_ROW_KERNELS[name], x)
+        out = small_rows(ROW_KERNELS[name], x)
         if out is not None:
             return out
     result: Array = getattr(K, name)(x, axis=axis)
