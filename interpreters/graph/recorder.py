@@ -261,14 +261,10 @@ class Recorder(BaseInterpreter):
             params = complete_params(target, params)
             sym = has_symbolic(params)
         pkey = rule_key(params)
-        merged = self._merged
+        merged = self._merged if self.graph._anchor is None else None
         merge_key: Any = None
-        if merged is not None and target in _MERGEABLE and self.graph._anchor is None:
-            merge_key = (target, *values, pkey)
-            try:
-                found = merged.get(merge_key)
-            except TypeError:  # an unhashable param (a list): no merging
-                merge_key = found = None
+        if merged is not None:  # a transform's trace (most recordings do not merge: no call here)
+            merge_key, found = _merge_lookup(merged, target, values, pkey)
             if found is not None:
                 return Tensor(self, found)
         location = self.location_override
@@ -302,8 +298,7 @@ class Recorder(BaseInterpreter):
         node = self.graph.append(target, values, params, aval, location, sym)
         out = node.outputs[0]
         if merge_key is not None:
-            assert merged is not None
-            merged[merge_key] = out
+            merged[merge_key] = out  # type: ignore[index]
         if self.execute:
             out.value = self._compute(node)
         made: Tensor[*tuple[Any, ...]] = Tensor(self, out)
@@ -328,16 +323,10 @@ class Recorder(BaseInterpreter):
                 else:
                     values.append(v)
             target = node.target
-            merge_key: Any = None
-            if merged is not None and target in _MERGEABLE:
-                try:
-                    merge_key = (target, *values, rule_key(node.params))
-                    found = merged.get(merge_key)
-                except TypeError:
-                    merge_key = found = None
-                if found is not None:
-                    env[node.outputs[0]] = Tensor(self, found)
-                    continue
+            merge_key, found = _merge_lookup(merged, target, values, rule_key(node.params))
+            if found is not None:
+                env[node.outputs[0]] = Tensor(self, found)
+                continue
             out = graph.append(target, values, dict(node.params), node.outputs[0].aval, node.location,
                                node.has_sym).outputs[0]
             if merge_key is not None:
@@ -729,6 +718,19 @@ _DECLARED = PARAMS
 
 _MERGEABLE = frozenset(name for name in PRIMITIVE_NAMES if not PRIMITIVES[name].random and name not in VIEW_PRIMITIVES)
 """Primitives whose repeated calls a merging recorder records once (see :class:`Recorder`)."""
+
+
+def _merge_lookup(merged: dict[Any, Var] | None, target: str, values: list[Any], pkey: Any) -> tuple[Any, Var | None]:
+    """For a merging recorder's table ``merged`` (``None``: none), the key of the call ``target(*values)``
+    with params key ``pkey`` and the value an earlier identical call recorded (``None`` when there is none,
+    or the call is not mergeable: a random draw, a view, an unhashable param)."""
+    if merged is None or target not in _MERGEABLE:
+        return None, None
+    key = (target, *values, pkey)
+    try:
+        return key, merged.get(key)
+    except TypeError:  # an unhashable param (a list): no merging
+        return None, None
 
 
 def _make_method(target: str) -> Callable[..., Any]:

@@ -30,7 +30,7 @@ from tensorplay.func import cache
 from tensorplay.func.tracing import highest
 from tensorplay.interpreters.graph.evaluate import evaluate
 from tensorplay.interpreters.graph.ir import Graph, Var
-from tensorplay.interpreters.graph.recorder import Recorder
+from tensorplay.interpreters.graph.recorder import Recorder, foreign_aval
 from tensorplay.interpreters.graph.views import VIEW_PRIMITIVES
 from tensorplay.tensor import Tensor
 
@@ -188,7 +188,6 @@ def run_staged(transform: str, func: Any, options: dict[str, Any], stage: Callab
 
 def seed_inputs(recorder: Recorder, like: Sequence[AnyTensor], prefix: str) -> list[AnyTensor]:
     """One user input of ``recorder`` per tensor of ``like`` (same shape and dtype), named ``prefix{i}``."""
-    from tensorplay.interpreters.graph.recorder import foreign_aval
     return [recorder.input(f"{prefix}{i}", foreign_aval(x), "user_input") for i, x in enumerate(like)]
 
 
