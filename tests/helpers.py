@@ -146,3 +146,31 @@ def compiled_source(compiled: Any) -> str:
             if fn is not None:
                 parts.append(fn.source)
     return "\n".join(parts)
+
+
+def run_in_threads(count: int, body: Any, rounds: int, timeout: float = 300.0) -> dict[tuple[int, int], Any]:
+    """``body(k, r)`` for ``r`` in ``range(rounds)`` on each of ``count`` threads started together (a barrier);
+    returns ``{(k, r): result}``. Fails when a thread is still running after ``timeout`` seconds (a deadlock)
+    or any call raised."""
+    import threading
+
+    results: dict[tuple[int, int], Any] = {}
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(count)
+
+    def work(k: int) -> None:
+        try:
+            barrier.wait()
+            for r in range(rounds):
+                results[(k, r)] = body(k, r)
+        except BaseException as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=timeout)
+    assert not any(t.is_alive() for t in threads), "deadlock"
+    assert not errors, errors
+    return results

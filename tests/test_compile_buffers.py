@@ -8,7 +8,6 @@ interpreter."""
 from __future__ import annotations
 
 import copy
-import threading
 import tracemalloc
 from typing import Any
 
@@ -22,6 +21,7 @@ from tensorplay import nn, optim
 from tensorplay.compiler.backends import BackendError
 from tensorplay.compiler.numba_backend import buffers, runtime
 from tensorplay.errors import IndexRangeError
+from tests.helpers import run_in_threads
 
 DTYPES = ["float32", "float64"]
 
@@ -186,25 +186,11 @@ def test_threads_calling_one_compiled_function_get_their_own_buffers() -> None:
     with tp.no_grad():
         compiled(tp.tensor(xs[0]))
     arena_of(compiled)
-    results: dict[tuple[int, int], float] = {}
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(4)
+    def call(k: int, r: int) -> float:
+        with tp.no_grad():
+            return float(compiled(tp.tensor(xs[(k + r) % 4])).item())
 
-    def work(k: int) -> None:
-        try:
-            barrier.wait()
-            with tp.no_grad():
-                for r in range(25):
-                    results[(k, r)] = compiled(tp.tensor(xs[(k + r) % 4])).item()
-        except BaseException as error:  # pragma: no cover - reported below
-            errors.append(error)
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-    assert not any(t.is_alive() for t in threads) and not errors, errors
+    results = run_in_threads(4, call, rounds=25)
     for (k, r), got in results.items():
         np.testing.assert_allclose(got, mlp_numpy(xs[(k + r) % 4], w1, w2), rtol=1e-10)
 

@@ -19,6 +19,7 @@ import tensorplay as tp
 from tensorplay import nn
 from tensorplay.compiler import config
 from tensorplay.compiler.numba_backend import cache
+from tests.helpers import run_in_threads
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,26 +31,11 @@ def test_four_threads_calling_one_compiled_function() -> None:
     inputs = [tp.randn(8 + k, 16) for k in range(4)]  # different batch sizes: captures race too
     with tp.no_grad():
         expected = [model(x).numpy() for x in inputs]
-    results: dict[tuple[int, int], Any] = {}
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(4)
+    def call(k: int, r: int) -> Any:
+        with tp.no_grad():
+            return compiled(inputs[(k + r) % 4]).numpy()
 
-    def work(k: int) -> None:
-        try:
-            barrier.wait()
-            with tp.no_grad():
-                for r in range(5):
-                    results[(k, r)] = compiled(inputs[(k + r) % 4]).numpy()
-        except BaseException as error:  # pragma: no cover - reported below
-            errors.append(error)
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-    assert not any(t.is_alive() for t in threads), "deadlock"
-    assert not errors, errors
+    results = run_in_threads(4, call, rounds=5)
     for (k, r), got in results.items():
         np.testing.assert_allclose(got, expected[(k + r) % 4], rtol=1e-5, atol=1e-6)
 
