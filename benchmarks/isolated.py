@@ -16,7 +16,10 @@ the ratio.
 Thread settings (:data:`THREAD_SETTINGS`): ``"default"`` removes every thread-count variable from
 the workers' environment, so each library picks its own default (all cores); ``"1"`` sets them all to
 one (``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``, ``NUMBA_NUM_THREADS``,
-``TP_NUM_THREADS``, and XLA's CPU flags), and workers also call ``torch.set_num_threads(1)``.
+``TP_NUM_THREADS``, and XLA's CPU flags), workers also call ``torch.set_num_threads(1)``, and each
+worker pins itself to one CPU before it imports a library (:func:`benchmarks.worker.pin_cores`: XLA
+keeps a second busy thread whatever its flags say, so without the pin JAX's "one thread" used two
+cores).
 The malloc variables (``MALLOC_*``, ``LD_PRELOAD``) are passed through unchanged and printed.
 """
 

@@ -3,6 +3,8 @@ round's own ratio (``benchmarks.isolated``; nothing here is timed)."""
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks.isolated import Measurements, format_table, geometric_mean_ratio, round_ratios
 
 
@@ -40,3 +42,24 @@ def test_table_shows_the_ratio_of_medians_and_the_rounds_range() -> None:
 def test_one_round_shows_no_range() -> None:
     row = format_table(_measurements([3e-6], [2e-6]), ["tensorplay", "torch"]).splitlines()[-1]
     assert row.rstrip().endswith("1.50x")
+
+
+def test_one_thread_workers_are_pinned_to_one_cpu() -> None:
+    """``--threads 1`` means one core for every library: the worker restricts its own affinity before
+    importing any library (XLA ignores its thread flags); ``default`` leaves the affinity alone."""
+    import os
+    import subprocess
+    import sys
+
+    if not hasattr(os, "sched_getaffinity"):
+        pytest.skip("no CPU affinity on this platform")
+    code = ("import os; from benchmarks.worker import pin_cores; before = len(os.sched_getaffinity(0)); "
+            "got = pin_cores({!r}); print(before, len(os.sched_getaffinity(0)), got is None)")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    one = subprocess.run([sys.executable, "-c", code.format("1")], cwd=root, capture_output=True, text=True, check=True)
+    before, after, none = one.stdout.split()
+    assert (int(after), none) == (1, "False")
+    default = subprocess.run([sys.executable, "-c", code.format("default")], cwd=root, capture_output=True, text=True,
+                             check=True)
+    before, after, none = default.stdout.split()
+    assert (int(after), none) == (int(before), "True")
