@@ -54,18 +54,25 @@ GEMM; they import numba only when a split first needs them.
 When the cores are oversubscribed (other processes running), every multi-threaded scheme (these
 threads, OpenBLAS's, PyTorch's OpenMP) can stall for scheduler ticks at its synchronisation points;
 ``TP_NUM_THREADS=1`` is then the robust setting.
+
+**Watched, not fixed.** The second core does not always pay: on a loaded machine, and on these
+virtual machines for stretches of 10-60 s even when idle, two threads run slower than one.
+:mod:`.payoff` times the large GEMMs the program runs anyway against one-thread calibrations of the same
+shapes, and while threads do not pay, :func:`active_threads` is 1: GEMMs are held to one OpenBLAS
+thread and nothing is split over the kernel threads, until a later check says threads pay again.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Callable
 
 import numpy as np
 
-from . import _blas, workers
+from . import _blas, payoff, workers
 
 ENV_VAR = "TP_NUM_THREADS"
 MAX_THREADS = 16
@@ -129,6 +136,13 @@ def num_threads() -> int:
     return _NUM_THREADS
 
 
+def active_threads() -> int:
+    """The threads eager computations may use at this moment: :func:`num_threads`, or 1 while the
+    second core does not pay off (:mod:`.payoff`)."""
+    n = num_threads()
+    return n if n == 1 or payoff.CHECK.threads_now() else 1
+
+
 def set_num_threads(n: int) -> None:
     """Use at most ``n`` threads from now on: tensorplay's kernel threads and OpenBLAS's (1 makes
     every eager computation single-threaded). Kernel threads not started yet start now and claim their
@@ -138,6 +152,7 @@ def set_num_threads(n: int) -> None:
         raise ValueError(f"set_num_threads: need a positive integer number of threads, got {n!r}")
     _NUM_THREADS = min(n, MAX_THREADS)
     _blas.set_threads(_NUM_THREADS)
+    payoff.CHECK.reset()
     if _NUM_THREADS > 1:  # kernel threads beyond those started so far claim their buffers now
         _prestart_kernel_threads(_NUM_THREADS - 1)
 
@@ -152,7 +167,9 @@ def apply_environment() -> None:
 # ---- BLAS --------------------------------------------------------------------------------------
 
 def _hold_to_one(macs_per_gemm: int, gemms: int) -> bool:
-    return macs_per_gemm < BLAS_THREADED_MIN_MACS and (gemms > 1 or macs_per_gemm > OPENBLAS_SERIAL_MAX_MACS)
+    if macs_per_gemm < BLAS_THREADED_MIN_MACS:
+        return gemms > 1 or macs_per_gemm > OPENBLAS_SERIAL_MAX_MACS
+    return not payoff.CHECK.threads_now()
 
 
 def blas_threads_for(macs_per_gemm: int, gemms: int = 1) -> Any:
@@ -178,10 +195,28 @@ def matmul(a: Any, b: Any, out: Any = None) -> Any:
     OpenBLAS's threads as the policy says: held to one below :data:`BLAS_THREADED_MIN_MACS`
     multiply-adds."""
     macs = a.shape[0] * a.shape[1] * b.shape[-1]
-    if _hold_to_one(macs, 1):
-        return _blas.call_on_one_thread(np.matmul, a, b, out)
-    _park_for_openblas()
-    return np.matmul(a, b, out=out)
+    if macs < BLAS_THREADED_MIN_MACS:
+        if macs > OPENBLAS_SERIAL_MAX_MACS:
+            return _blas.call_on_one_thread(np.matmul, a, b, out)
+        return np.matmul(a, b, out=out)
+    if num_threads() == 1 or _blas.threads() <= 1:
+        return np.matmul(a, b, out=out)
+    return _timed_gemm(a, b, out)
+
+
+def _timed_gemm(a: Any, b: Any, out: Any) -> Any:
+    """A GEMM big enough for OpenBLAS's threads, run as :mod:`.payoff` says and timed for it."""
+    check = payoff.CHECK
+    threaded = check.threaded()
+    start = time.perf_counter()
+    if threaded:
+        _park_for_openblas()
+        result = np.matmul(a, b, out=out)
+    else:
+        result = _blas.call_on_one_thread(np.matmul, a, b, out)
+    check.record((a.shape, b.shape[-1], a.dtype.char, b.dtype.char, a.strides, b.strides), threaded,
+                 time.perf_counter() - start)
+    return result
 
 
 @contextmanager
@@ -197,7 +232,7 @@ def threads_for(n_items: int, work: int) -> int:
     """Threads a split of ``n_items`` items costing ``work`` in all would use (1: the calling thread)."""
     if work < THREADED_MIN_WORK:
         return 1
-    return max(1, min(num_threads(), n_items, work // PARALLEL_MIN_WORK))
+    return max(1, min(active_threads(), n_items, work // PARALLEL_MIN_WORK))
 
 
 def chunk_bounds(threads: int, n_items: int) -> list[int]:
@@ -235,7 +270,7 @@ def blas_chunks(n_items: int, work: int, min_chunk: int | None = None) -> list[i
     thread, otherwise up to one per thread, each of at least ``min_chunk`` (default
     :data:`BLAS_CHUNK_MIN_MACS`; a caller whose chunks make many Python-level calls asks for more)."""
     least = BLAS_CHUNK_MIN_MACS if min_chunk is None else min_chunk
-    threads = 1 if work < 2 * least else max(1, min(num_threads(), n_items, work // least))
+    threads = 1 if work < 2 * least else max(1, min(active_threads(), n_items, work // least))
     return chunk_bounds(threads, n_items)
 
 

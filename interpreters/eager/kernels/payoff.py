@@ -1,0 +1,200 @@
+"""Whether a second thread pays off right now, judged by timing the GEMMs the program runs anyway.
+
+**Why.** On the two-core virtual machines these numbers come from, the second core is not always a
+core: for stretches of 10-60 s (found by running the same step for minutes), any computation that
+keeps both cores busy runs about 1.6x slower per thread, while one thread alone keeps its speed. A
+transformer-block training step then took 3.6-4.2 ms with two threads against 2.9-3.4 ms with one,
+and 2.3-2.5 ms with two in the good stretches; two processes started a second apart could land in
+different stretches. No thread count chosen once is right for both, so the policy watches.
+
+**How.** Every GEMM large enough to get OpenBLAS's threads (:data:`.threads.BLAS_THREADED_MIN_MACS`)
+is timed, keyed by its shape, dtype and operand layouts (two clock reads: well under 1 us against the
+40 us or more of such a GEMM). The one-thread time of each shape is calibrated in a *held window*:
+the first :data:`HELD_SAMPLE_S` seconds of large GEMMs, and again every :data:`RECALIBRATE_S`
+seconds (or when shapes without a calibration show up), run on one thread. A sample counts only once
+:data:`SETTLE_S` passed since the last threaded GEMM: OpenBLAS's workers spin about 0.1 s after their
+last job, and a spinning worker slows the one thread it shares the machine with in the bad stretches.
+One thread alone keeps its speed in either stretch, so the calibration stays valid.
+
+Every :data:`CHECK_PERIOD_S`, while threads are used, the median of each shape's recent threaded
+times is compared with its one-thread median; threads pay for that shape when the ratio is at most
+:data:`PAY_RATIO`. When most compared shapes say no, every eager computation runs on the calling
+thread (:func:`.threads.active_threads` says 1: GEMMs held to one OpenBLAS thread, no kernel-thread
+splits). While held to one, every :data:`TRY_PERIOD_S` a *threaded window* of
+:data:`THREADED_WINDOW_S` runs them with threads again (the first sample of each shape is dropped: it
+pays for waking the sleeping workers) and the same comparison decides. Results do not depend on the
+choice: work is partitioned by :func:`.threads.cpu_threads`, not by the threads in use.
+
+The check runs only when more than one thread is allowed; ``TP_THREAD_CHECK=0`` turns it off (threads
+are then always used as :mod:`.threads` says), as does :func:`set_enabled`.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import threading
+import time
+from collections import deque
+from typing import Callable, Hashable
+
+ENV_VAR = "TP_THREAD_CHECK"
+
+HELD_SAMPLE_S = 0.08
+"""How long a held window samples one-thread GEMMs (after :data:`SETTLE_S`, when threads ran lately)."""
+
+SETTLE_S = 0.15
+"""How long after the last threaded GEMM one-thread samples are ignored (OpenBLAS's workers spin
+2^28 cycles, ~0.1 s here, after their last job before they sleep)."""
+
+RECALIBRATE_S = 60.0
+"""Seconds between two held windows once every shape has a calibration."""
+
+CHECK_PERIOD_S = 0.5
+"""Seconds between two comparisons while threads are used (they cost nothing: the samples exist)."""
+
+TRY_PERIOD_S = 2.0
+"""Seconds between two threaded windows while held to one thread."""
+
+THREADED_WINDOW_S = 0.06
+"""The least time a threaded window lasts; it goes on (up to 10x) until it has 3 fresh samples."""
+
+PAY_RATIO = 0.8
+"""Threads pay when a GEMM's median time with them is at most this fraction of its one-thread median
+(measured: 0.55-0.6 in the good stretches, 0.9-1.3 in the bad ones)."""
+
+SAMPLES = 9
+"""Recent samples kept per shape and way (threaded, one thread)."""
+
+Key = Hashable
+
+
+def _keep(table: dict[Key, deque[float]], key: Key, seconds: float) -> None:
+    kept = table.get(key)
+    if kept is None:
+        kept = table[key] = deque(maxlen=SAMPLES)
+    kept.append(seconds)
+
+
+class Payoff:
+    """The state of the check (one per process: :data:`CHECK`); ``clock`` is injectable for tests.
+
+    :meth:`threaded` says how the next large GEMM runs; :meth:`record` files its time;
+    :meth:`threads_now` says whether other computations may use threads now. Thread-safe: GEMMs may
+    come from several user threads."""
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clock = clock
+        self.lock = threading.Lock()
+        self.enabled = os.environ.get(ENV_VAR, "").strip().lower() not in ("0", "false", "no", "off")
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every sample and go back to using threads (after the thread count changed)."""
+        self.use_threads = True
+        self.window: str | None = None  # None, "held" or "threaded"
+        self.window_start = 0.0
+        self.window_length = 0.0
+        self.window_fresh = 0
+        self.window_seen: set[Key] = set()
+        self.next_tick: float | None = None
+        self.last_calibration = -float("inf")
+        self.last_threaded = -float("inf")
+        self.one_thread: dict[Key, deque[float]] = {}
+        self.with_threads: dict[Key, deque[float]] = {}
+        self.decisions: list[bool] = []
+
+    def threads_now(self) -> bool:
+        """Whether eager computations may use more than one thread at this moment."""
+        window = self.window
+        if not self.enabled:
+            return True
+        if window is None:
+            return self.use_threads
+        return window == "threaded"
+
+    def threaded(self) -> bool:
+        """How the next large GEMM runs; opens or closes a window when one is due."""
+        if not self.enabled:
+            return True
+        now = self.clock()
+        with self.lock:
+            if self.window is not None:
+                if now - self.window_start >= self.window_length and self._window_done(now):
+                    self._close(now)
+            elif self.next_tick is None:
+                self._open_held(now)
+            elif now >= self.next_tick:
+                self._tick(now)
+            return self.threads_now()
+
+    def record(self, key: Key, threaded: bool, seconds: float) -> None:
+        """File the time of a large GEMM that ran ``threaded`` (or on one thread)."""
+        if not self.enabled:
+            return
+        now = self.clock()
+        with self.lock:
+            if threaded:
+                self.last_threaded = now
+                if self.window == "threaded" and key not in self.window_seen:
+                    self.window_seen.add(key)  # this one woke the sleeping workers
+                    return
+                _keep(self.with_threads, key, seconds)
+                if self.window == "threaded":
+                    self.window_fresh += 1
+            elif now - self.last_threaded - seconds >= SETTLE_S:
+                _keep(self.one_thread, key, seconds)
+
+    # ---- windows and decisions ----------------------------------------------------------------
+
+    def _tick(self, now: float) -> None:
+        if not self.use_threads:
+            self._open_threaded(now)
+            return
+        uncalibrated = any(key not in self.one_thread for key in self.with_threads)
+        if now - self.last_calibration >= RECALIBRATE_S or (
+                uncalibrated and now - self.last_calibration >= TRY_PERIOD_S):
+            self._open_held(now)
+            return
+        self._decide()
+        self.next_tick = now + CHECK_PERIOD_S
+
+    def _open_held(self, now: float) -> None:
+        settle = max(0.0, SETTLE_S - (now - self.last_threaded))
+        self.window, self.window_start, self.window_length = "held", now, settle + HELD_SAMPLE_S
+
+    def _open_threaded(self, now: float) -> None:
+        self.window, self.window_start, self.window_length = "threaded", now, THREADED_WINDOW_S
+        self.window_fresh = 0
+        self.window_seen.clear()
+        self.with_threads.clear()
+
+    def _window_done(self, now: float) -> bool:
+        if self.window == "threaded" and self.window_fresh < 3:
+            return now - self.window_start >= 10 * self.window_length
+        return True
+
+    def _close(self, now: float) -> None:
+        if self.window == "held":
+            self.last_calibration = now
+        self.window = None
+        self._decide()
+        self.next_tick = now + (CHECK_PERIOD_S if self.use_threads else TRY_PERIOD_S)
+
+    def _decide(self) -> None:
+        votes = [statistics.median(times) <= PAY_RATIO * statistics.median(self.one_thread[key])
+                 for key, times in self.with_threads.items() if times and self.one_thread.get(key)]
+        if votes:
+            self.use_threads = 2 * sum(votes) > len(votes)
+            self.decisions.append(self.use_threads)
+            del self.decisions[:-16]
+
+
+CHECK = Payoff()
+"""The process's check, consulted by :mod:`.threads`."""
+
+
+def set_enabled(enabled: bool) -> None:
+    """Turn the check on or off for this process (off: threads always used as :mod:`.threads` says)."""
+    CHECK.enabled = bool(enabled)
+    CHECK.reset()

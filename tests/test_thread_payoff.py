@@ -1,0 +1,132 @@
+"""The check that decides whether a second thread pays off (interpreters/eager/kernels/payoff.py),
+driven with a fake clock and made-up GEMM times, and the thread policy's use of its verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from tensorplay.interpreters.eager.kernels import payoff, threads
+from tensorplay.interpreters.eager.kernels.payoff import Payoff
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def drive(check: Payoff, clock: Clock, seconds: float, threaded_time: float, one_time: float,
+          keys: tuple[str, ...] = ("a", "b", "c"), step: float = 0.002) -> list[bool]:
+    """Run large GEMMs for ``seconds`` of fake time: each asks how to run, takes the given time, is
+    recorded; returns how each ran."""
+    ran = []
+    end = clock.now + seconds
+    while clock.now < end:
+        for key in keys:
+            threaded = check.threaded()
+            took = threaded_time if threaded else one_time
+            clock.now += took
+            check.record(key, threaded, took)
+            ran.append(threaded)
+        clock.now += step
+    return ran
+
+
+def test_threads_stay_when_they_pay() -> None:
+    clock = Clock()
+    check = Payoff(clock)
+    check.enabled = True
+    ran = drive(check, clock, 10.0, threaded_time=100e-6, one_time=170e-6)
+    assert not ran[0]  # the first large GEMMs calibrate on one thread
+    assert all(ran[len(ran) // 4:]) and check.use_threads
+    assert check.decisions and all(check.decisions)
+
+
+def test_threads_are_dropped_when_they_do_not_pay_and_taken_back_when_they_do() -> None:
+    clock = Clock()
+    check = Payoff(clock)
+    check.enabled = True
+    drive(check, clock, 3.0, threaded_time=100e-6, one_time=170e-6)
+    assert check.use_threads
+    ran = drive(check, clock, 3.0, threaded_time=200e-6, one_time=170e-6)  # the second core went bad
+    assert not check.use_threads and not check.threads_now()
+    assert ran.count(False) > ran.count(True)
+    drive(check, clock, 6.0, threaded_time=95e-6, one_time=170e-6)  # ... and came back
+    assert check.use_threads and check.threads_now()
+
+
+def test_one_thread_samples_right_after_threaded_gemms_are_ignored() -> None:
+    """OpenBLAS's workers spin ~0.1 s after their last job: one-thread times measured meanwhile are
+    slowed by them and must not be taken as the calibration."""
+    clock = Clock()
+    check = Payoff(clock)
+    check.enabled = True
+    check.record("a", True, 100e-6)
+    clock.now += 0.01
+    check.record("a", False, 500e-6)  # within SETTLE_S of the threaded one: dropped
+    assert "a" not in check.one_thread
+    clock.now += payoff.SETTLE_S
+    check.record("a", False, 170e-6)
+    assert list(check.one_thread["a"]) == [170e-6]
+
+
+def test_the_first_threaded_gemm_of_a_window_is_dropped() -> None:
+    """It pays for waking the sleeping workers, which says nothing about whether threads pay."""
+    clock = Clock()
+    check = Payoff(clock)
+    check.enabled = True
+    check.use_threads = False
+    check.next_tick = clock.now
+    assert check.threaded() and check.window == "threaded"
+    check.record("a", True, 400e-6)
+    assert "a" not in check.with_threads
+    check.record("a", True, 90e-6)
+    assert list(check.with_threads["a"]) == [90e-6]
+
+
+def test_disabled_check_always_allows_threads() -> None:
+    clock = Clock()
+    check = Payoff(clock)
+    check.enabled = False
+    ran = drive(check, clock, 3.0, threaded_time=300e-6, one_time=100e-6)
+    assert all(ran) and check.threads_now() and not check.one_thread
+
+
+@pytest.fixture
+def held_to_one() -> Iterator[None]:
+    """The process's check forced to 'threads do not pay' for one test."""
+    saved = (payoff.CHECK.enabled, payoff.CHECK.use_threads, payoff.CHECK.window, payoff.CHECK.next_tick)
+    payoff.CHECK.enabled, payoff.CHECK.use_threads, payoff.CHECK.window = True, False, None
+    payoff.CHECK.next_tick = float("inf")
+    yield None
+    payoff.CHECK.enabled, payoff.CHECK.use_threads, payoff.CHECK.window, payoff.CHECK.next_tick = saved
+
+
+def test_policy_runs_everything_on_one_thread_while_threads_do_not_pay(held_to_one: object) -> None:
+    if threads.num_threads() < 2:
+        pytest.skip("needs more than one allowed thread")
+    assert threads.active_threads() == 1
+    assert threads.threads_for(1 << 20, 1 << 26) == 1
+    assert len(threads.blas_chunks(64, 1 << 30)) == 2  # one chunk
+    assert threads._hold_to_one(threads.BLAS_THREADED_MIN_MACS * 4, 1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gemm_results_are_the_same_either_way(dtype: type, held_to_one: object) -> None:
+    """Whether a large GEMM runs with threads or on one, the policy's matmul gives the same bits, for
+    C- and Fortran-ordered operands (OpenBLAS splits rows and columns, never the inner sum)."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((512, 96)).astype(dtype)
+    b = np.asfortranarray(rng.standard_normal((96, 256)).astype(dtype))
+    held = threads.matmul(a, b)
+    payoff.CHECK.use_threads = True
+    free = threads.matmul(a, b)
+    np.testing.assert_array_equal(held, free)
+    tight = dtype == np.float64
+    np.testing.assert_allclose(free, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-12 if tight else 1e-4,
+                               atol=1e-10 if tight else 1e-3)
