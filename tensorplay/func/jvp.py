@@ -21,6 +21,7 @@ from tensorplay.func.tracing import (
     zeros_like,
 )
 from tensorplay.func.cache import transformed
+from tensorplay.func import versions
 from tensorplay.func.staged import StagedFunction, record_pullback, run_staged, seed_inputs
 from tensorplay.tensor import Tensor
 
@@ -170,9 +171,11 @@ def _linearize_uncached(func: Callable[..., Any], primals: tuple[Any, ...]) -> t
     graph = recorder.graph
     graph.outputs = [recorder.lift(t) for t in out_tangents if t is not None]
     recorder.close()
+    watched = versions.watch(leaves, outs)
 
     def jvp_fn(*tangents: Any) -> Any:
         """The Jacobian-vector product for ``tangents`` (one per primal, same structures and shapes)."""
+        versions.check_unchanged(watched, "linearize: jvp_fn")
         t_leaves = check_tangents("linearize: jvp_fn", leaves, spec, tangents)
         ops = highest(graph_sources(graph), highest(t_leaves))
         flat = iter(evaluate(graph, ops, *t_leaves))

@@ -17,6 +17,7 @@ from tensorplay.func.tracing import (
     Dispatch, aux_output, backward, caller_of, forward, ones_like, read, sweep_ops, trace_for_transform, zeros_like,
 )
 from tensorplay.func.cache import transformed
+from tensorplay.func import versions
 from tensorplay.func.staged import StagedFunction, record_pullback, run_staged, seed_inputs
 from tensorplay.interpreters.graph.recorder import Recorder
 from tensorplay.tensor import Tensor
@@ -121,9 +122,11 @@ def vjp_named(func: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool,
     caller = caller_of(traced, leaves)
     outs = [read(env, v) for v in traced.out_vars]
     output = tree_unflatten(traced.out_spec, outs)
+    watched = versions.watch(leaves, outs)
 
     def vjp_fn(cotangents: Any, *more: Any) -> tuple[Any, ...]:
         """Cotangents of the primals (a tuple, one entry per primal) for ``cotangents`` of the output."""
+        versions.check_unchanged(watched, f"{transform}: vjp_fn")
         ct_leaves = _cotangent_leaves(cotangents, more, traced.out_spec, outs)
         ops = sweep_ops(caller, ct_leaves)
         cts = backward(traced, env, ops, list(zip(traced.out_vars, ct_leaves)), traced.in_vars, transform)
