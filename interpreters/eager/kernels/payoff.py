@@ -16,9 +16,9 @@ seconds (or when shapes without a calibration show up), run on one thread. A sam
 last job, and a spinning worker slows the one thread it shares the machine with in the bad stretches.
 One thread alone keeps its speed in either stretch, so the calibration stays valid.
 
-Every :data:`CHECK_PERIOD_S`, while threads are used, the median of each shape's recent threaded
-times is compared with its one-thread median; threads pay for that shape when the ratio is at most
-:data:`PAY_RATIO`. When most compared shapes say no, every eager computation runs on the calling
+Every :data:`CHECK_PERIOD_S`, while threads are used, the medians of the shapes' recent threaded
+times, added up, are compared with their one-thread medians added up: threads pay when the ratio is at
+most :data:`PAY_RATIO`. When they do not, every eager computation runs on the calling
 thread (:func:`.threads.active_threads` says 1: GEMMs held to one OpenBLAS thread, no kernel-thread
 splits). While held to one, every :data:`TRY_PERIOD_S` a *threaded window* of
 :data:`THREADED_WINDOW_S` runs them with threads again (the first sample of each shape is dropped: it
@@ -59,9 +59,10 @@ TRY_PERIOD_S = 2.0
 THREADED_WINDOW_S = 0.06
 """The least time a threaded window lasts; it goes on (up to 10x) until it has 3 fresh samples."""
 
-PAY_RATIO = 0.8
-"""Threads pay when a GEMM's median time with them is at most this fraction of its one-thread median
-(measured: 0.55-0.6 in the good stretches, 0.9-1.3 in the bad ones)."""
+PAY_RATIO = 0.85
+"""Threads pay when the GEMMs' median times with them add up to at most this fraction of their one-thread
+medians (shapes compared: those with both; big GEMMs weigh most). Measured per GEMM: 0.55-0.75 in the good
+stretches, 0.9-1.3 in the bad ones, and 10-90 when another process holds a core."""
 
 SAMPLES = 9
 """Recent samples kept per shape and way (threaded, one thread)."""
@@ -182,10 +183,10 @@ class Payoff:
         self.next_tick = now + (CHECK_PERIOD_S if self.use_threads else TRY_PERIOD_S)
 
     def _decide(self) -> None:
-        votes = [statistics.median(times) <= PAY_RATIO * statistics.median(self.one_thread[key])
+        pairs = [(statistics.median(times), statistics.median(self.one_thread[key]))
                  for key, times in self.with_threads.items() if times and self.one_thread.get(key)]
-        if votes:
-            self.use_threads = 2 * sum(votes) > len(votes)
+        if pairs:
+            self.use_threads = sum(t for t, _ in pairs) <= PAY_RATIO * sum(o for _, o in pairs)
             self.decisions.append(self.use_threads)
             del self.decisions[:-16]
 
