@@ -130,3 +130,25 @@ def test_gemm_results_are_the_same_either_way(dtype: type, held_to_one: object) 
     tight = dtype == np.float64
     np.testing.assert_allclose(free, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-12 if tight else 1e-4,
                                atol=1e-10 if tight else 1e-3)
+
+
+def test_convolution_path_follows_the_verdict_not_a_cached_one(held_to_one: object) -> None:
+    """The convolution's choice between the in-cache path and the wide GEMM is cached per thread count:
+    it must be keyed by the threads in use now, so a choice made while held to one thread (the check's
+    first calibration, a bad stretch) is not kept once threads pay again."""
+    from tensorplay.interpreters.eager.kernels import _blas, convolution
+
+    if threads.num_threads() < 2 or _blas._api() is None:
+        pytest.skip("needs two threads and OpenBLAS")
+    previous = _blas.threads()
+    _blas.set_threads(2)
+    try:
+        # one large sample: with threads it takes the wide GEMM on OpenBLAS's threads (None)
+        cv, _ = convolution._geometry("conv2d", (1, 64, 96, 96), 64, (3, 3), 1, (1, 1), (1, 1), (1, 1))
+        dt = np.dtype(np.float32)
+        held = convolution._gemm_for_fused(cv, dt)
+        payoff.CHECK.use_threads = True
+        free = convolution._gemm_for_fused(cv, dt)
+        assert held is not None and free is None
+    finally:
+        _blas.set_threads(previous)

@@ -60,8 +60,8 @@ import numpy as np
 
 from ._support import Array, all_finite, as_float, float_dtype, jitted, nb, scratch
 from . import _blas, winograd
-from .threads import (BLAS_THREADED_MIN_MACS, blas_chunks, blas_threads_for, chunk_bounds, cpu_threads, num_threads,
-                      run_blas_chunks)
+from .threads import (BLAS_THREADED_MIN_MACS, active_blas_threads, active_threads, blas_chunks, blas_threads_for,
+                      chunk_bounds, cpu_threads, run_blas_chunks)
 
 COLS_BLOCK_BYTES = 8 << 20
 """Upper bound on one block's column buffer; larger batches are processed in blocks of samples."""
@@ -321,7 +321,7 @@ def _gemm_for_fused(cv: _Conv, dt: np.dtype[Any]) -> int | None:
     0.91-1.02 against 2.67 ms, of 3->64 on 64x64, batch 16, 3.1-4.0 against 7.8-9.5 ms."""
     if not cv.stride1 or cv.groups != 1:
         return None
-    return _fused_gemm(cv, dt, _blas.threads(), num_threads())
+    return _fused_gemm(cv, dt, active_blas_threads(), active_threads())
 
 
 @functools.lru_cache(maxsize=512)

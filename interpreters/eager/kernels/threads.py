@@ -143,6 +143,12 @@ def active_threads() -> int:
     return n if n == 1 or payoff.CHECK.threads_now() else 1
 
 
+def active_blas_threads() -> int:
+    """OpenBLAS's thread count as the policy sees it at this moment: 1 while the second core does not pay
+    off (:mod:`.payoff`), whatever OpenBLAS's own count is."""
+    return _blas.threads() if payoff.CHECK.threads_now() else 1
+
+
 def set_num_threads(n: int) -> None:
     """Use at most ``n`` threads from now on: tensorplay's kernel threads and OpenBLAS's (1 makes
     every eager computation single-threaded). Kernel threads not started yet start now and claim their
