@@ -34,8 +34,9 @@ from typing import Any
 import numpy as np
 
 from tensorplay.compiler.numba_backend import buffers, runtime
-from tensorplay.compiler.numba_backend.patterns import (CrossEntropy, GeluBackward, LayerNormBackward, find_cross_entropies,
-                                                        find_gelu_backwards, find_layer_norm_backwards)
+from tensorplay.compiler.numba_backend.patterns import (AttentionProbs, CrossEntropy, GeluBackward, LayerNormBackward,
+                                                        find_attention_probs, find_cross_entropies, find_gelu_backwards,
+                                                        find_layer_norm_backwards)
 from tensorplay.compiler.numba_backend.kernels import (START, GroupPlan, accumulator_dtype, alias_outputs, kernel_arguments,
                                                        plan_group)
 from tensorplay.interpreters.eager import kernels as K
@@ -532,7 +533,7 @@ def _conv_backward(w: _Writer, weight_grad: Node, transpose: Node) -> None:
     w.lines.append(f"{names[0]}, {names[1]} = _rt.conv_backward({x}, {weight}, {g}{params})")
 
 
-Fused = CrossEntropy | GeluBackward | LayerNormBackward
+Fused = CrossEntropy | GeluBackward | LayerNormBackward | AttentionProbs
 """A recognised subgraph computed by one kernel call (:mod:`.patterns`)."""
 
 
@@ -610,6 +611,8 @@ def _extend_fused_uses(last_use: dict[int, int], order: list[list[Node]], losses
     its inputs at its first result: keep them alive until then."""
     position = {id(node): k for k, unit in enumerate(order) for node in unit}
     for ce in losses:
+        if isinstance(ce, AttentionProbs):  # the probabilities are returned by the attention's own call
+            continue
         if isinstance(ce, GeluBackward):
             for v in (ce.x, ce.g):
                 last_use[v.id] = max(last_use.get(v.id, -1), position[id(ce.result)])
@@ -627,10 +630,28 @@ def _extend_fused_uses(last_use: dict[int, int], order: list[list[Node]], losses
             last_use[v.id] = max(last_use.get(v.id, -1), position[id(node)])
 
 
+def _keep_computable(order: list[list[Node]], losses: list[Fused], covered: dict[int, Fused]) -> None:
+    """Forget each attention whose recomputed probabilities come before the attention itself in ``order``
+    (nothing orders the two): those nodes then run as recorded (``losses`` and ``covered`` are changed)."""
+    position = {id(node): k for k, unit in enumerate(order) for node in unit}
+    for found in [f for f in losses if isinstance(f, AttentionProbs)]:
+        if position[id(found.attention)] > min(position[key] for key in found.covered if key != id(found.attention)):
+            losses.remove(found)
+            for key in found.covered:
+                covered.pop(key, None)
+
+
 def _emit_fused(w: _Writer, node: Node, fused: Fused) -> None:
     """The statement of ``node`` inside a recognised subgraph (nothing for the nodes its call covers)."""
     if isinstance(fused, CrossEntropy):
         _emit_cross_entropy(w, node, fused)
+    elif isinstance(fused, AttentionProbs):
+        if node is fused.attention:
+            q, k, v = (w.value(x) for x in node.inputs[:3])
+            out, probs = f"v{len(w.names)}", f"v{len(w.names) + 1}"
+            w.names[node.outputs[0].id] = out
+            w.names[fused.softmax.outputs[0].id] = probs
+            w.lines.append(f"{out}, {probs} = _rt.attention_probs({q}, {k}, {v}, {w.render(float(node.params['scale']))})")
     elif isinstance(fused, LayerNormBackward):
         results = [n for n in (fused.dx, fused.dgamma) if n is not None]
         if any(node is n for n in results) and not any(n.outputs[0].id in w.names for n in results):
@@ -684,11 +705,12 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small
             if g is not None:
                 groups.setdefault(g, []).append(node)
     losses: list[Fused] = [*find_cross_entropies(graph), *find_gelu_backwards(graph),
-                           *find_layer_norm_backwards(graph)] if fuse else []
+                           *find_layer_norm_backwards(graph), *find_attention_probs(graph)] if fuse else []
     fused_losses = _without_fused(graph, groups, losses)
     _sink_into_readers(graph, groups)
     live_outside = _live_outside(graph, groups)
     order = _units(graph, groups)
+    _keep_computable(order, losses, fused_losses)
     plans = {id(unit[0]): plan_group(graph, unit, live_outside) for unit in order
              if len(unit) > 1 or unit[0].meta.get("fusion_group") in groups and id(unit[0]) not in fused_losses}
     if not small_kernels:

@@ -10,6 +10,9 @@
 * **Layer norm's backward** (:func:`find_layer_norm_backwards`): the rule's composite (statistics
   recomputed from ``x``, ``dx``, ``dgamma``) by the eager backward's row kernel
   (:func:`.runtime.layer_norm_backward`).
+* **Attention's probabilities** (:func:`find_attention_probs`): the backward rule of an unmasked
+  ``dot_product_attention`` recomputes ``softmax(scale * q k^T)``; the forward's call returns them
+  alongside its output (:func:`.runtime.attention_probs`) and the recomputation is dropped.
 
 A match requires the exact recorded structure (literals and constants checked by value, one float dtype)
 and that nothing outside it reads an intermediate. The graph itself is not changed: every other backend,
@@ -502,5 +505,78 @@ def find_layer_norm_backwards(graph: Graph) -> list[LayerNormBackward]:
     return found
 
 
-__all__ = ["CrossEntropy", "GeluBackward", "LayerNormBackward", "find_cross_entropies", "find_gelu_backwards",
+@dataclass
+class AttentionProbs:
+    """An unmasked ``dot_product_attention`` node whose probabilities ``softmax(mul(matmul(q, swap(k)),
+    scale))`` the graph recomputes (``softmax``: that node); ``covered`` the ids of the recomputing nodes
+    (the attention itself included, which returns them)."""
+
+    attention: Node
+    softmax: Node
+    covered: set[int] = field(default_factory=set)
+
+
+def _swapped(kt: Any, k: Var) -> Node | None:
+    """The ``permute`` node giving ``kt`` when ``kt`` is ``k`` with its last two axes exchanged: a permute
+    of ``k``, or of the value ``k`` itself permutes (the simplifier composes the two)."""
+    if type(kt) is not Var or kt.producer is None or kt.producer.target != "permute":
+        return None
+    node = kt.producer
+    perm = tuple(node.params["perm"])
+    rank = len(perm)
+    swap = tuple(range(rank - 2)) + (rank - 1, rank - 2)
+    source = node.inputs[0]
+    if source is k:
+        return node if perm == swap else None
+    made = k.producer
+    if made is None or made.target != "permute" or made.inputs[0] is not source:
+        return None
+    inner = tuple(made.params["perm"])
+    return node if len(inner) == rank and perm == tuple(inner[i] for i in swap) else None
+
+
+def find_attention_probs(graph: Graph) -> list[AttentionProbs]:
+    """Every unmasked attention (``q``, ``k``, ``v`` and the output of one float dtype, a static float
+    ``scale``) whose probabilities the graph recomputes as its backward rule records them, the recomputed
+    scores read by nothing else."""
+    graph_reads = {v.id for v in graph.outputs if type(v) is Var}
+    graph_reads |= {v.id for _, v in graph.mutations if type(v) is Var}
+    graph_reads |= {g.value.id for g in graph.guards}
+    found: list[AttentionProbs] = []
+    taken: set[int] = set()
+    for node in graph.nodes:
+        if node.target != "dot_product_attention" or len(node.inputs) != 4:
+            continue
+        q, k, v, mask = node.inputs
+        scale = node.params.get("scale")
+        dtype = node.outputs[0].aval.dtype
+        if (mask is not None and not (type(mask) is Literal and mask.value is None)) \
+                or not isinstance(scale, float) or dtype not in ("float32", "float64") \
+                or not all(type(a) is Var and a.aval.dtype == dtype for a in (q, k, v)):
+            continue
+        assert type(q) is Var and type(k) is Var
+        for mm in q.users:
+            if mm.target != "matmul" or mm.inputs[0] is not q or id(mm) in taken:
+                continue
+            permute = _swapped(mm.inputs[1], k)
+            mul = _sole_user(mm.outputs[0], "mul")
+            scores = None if mul is None else _by_literal(mul, "mul", scale)
+            soft = None if mul is None else _sole_user(mul.outputs[0], "softmax")
+            if permute is None or scores is not mm.outputs[0] or soft is None:
+                continue
+            axis = soft.params.get("axis")
+            if type(axis) is not int or axis not in (-1, len(q.shape) - 1) \
+                    or soft.outputs[0].aval.dtype != dtype or mm.outputs[0].aval.dtype != dtype \
+                    or any(w.id in graph_reads for w in (mm.outputs[0], mul.outputs[0])):  # type: ignore[union-attr]
+                continue
+            covered = {id(node), id(mm), id(mul), id(soft)}
+            if list(permute.outputs[0].users) == [mm] and permute.outputs[0].id not in graph_reads:
+                covered.add(id(permute))
+            taken |= covered
+            found.append(AttentionProbs(node, soft, covered))
+            break
+    return found
+
+
+__all__ = ["AttentionProbs", "CrossEntropy", "GeluBackward", "LayerNormBackward", "find_attention_probs", "find_cross_entropies", "find_gelu_backwards",
            "find_layer_norm_backwards"]

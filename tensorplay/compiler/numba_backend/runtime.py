@@ -12,6 +12,7 @@ from tensorplay.interpreters.eager import kernels as K
 from tensorplay.interpreters.eager.fastpath import ROW_KERNELS, small_rows
 from tensorplay.interpreters.eager.kernels import backward as KB
 from tensorplay.interpreters.eager.kernels.rows import NO_STATS
+from tensorplay.interpreters.eager.kernels.sdpa import attention_and_probs
 from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay.interpreters.eager.kernels.threads import OPENBLAS_SERIAL_MAX_MACS as _SERIAL_MAX_MACS
 from tensorplay.tensor import Tensor
@@ -114,6 +115,13 @@ def matmul(a: Array, b: Array, dtype: Any, out: Array | None = None) -> Array:
         return outer
     result: Array = np.matmul(a, b, out=out)
     return result
+
+
+def attention_probs(q: Array, k: Array, v: Array, scale: float) -> tuple[Array, Array]:
+    """``(softmax(scale q k^T) v, softmax(scale q k^T))`` of unmasked heads ``q[*B, n, d]``, ``k[*B, m, d]``,
+    ``v[*B, m, dv]`` (one float dtype) by the eager attention kernel, which keeps the probabilities
+    (:func:`~tensorplay.interpreters.eager.kernels.sdpa.attention_and_probs`) for the backward to read."""
+    return attention_and_probs(q, k, v, scale=scale)
 
 
 def gelu_backward(g: Array, x: Array) -> Array:
@@ -233,6 +241,6 @@ def wrap(array: Array) -> Tensor[*tuple[Any, ...]]:
     return eager.wrap(array)
 
 
-__all__ = ["as_array", "as_dtype", "contiguous", "conv_backward", "cross_entropy", "cross_entropy_grad", "empty", "filled", "flat",
+__all__ = ["as_array", "as_dtype", "attention_probs", "contiguous", "conv_backward", "cross_entropy", "cross_entropy_grad", "empty", "filled", "flat",
            "gelu_backward", "fortran", "into", "into_copy", "layer_norm", "layer_norm_backward", "matmul", "pad", "quiet", "rows",
            "wrap"]
