@@ -199,7 +199,8 @@ def _reduce(w: _Writer, node: Node) -> None:
     axes, keep = tuple(node.params["axes"]), bool(node.params["keepdims"])
     fn = {"reduce_sum": "np.sum", "reduce_max": "np.max", "reduce_min": "np.min"}[node.target]
     out = node.outputs[0]
-    rank = len(node.inputs[0].shape)
+    operand = node.inputs[0]
+    rank = len(operand.shape) if type(operand) is Var else 0
     if node.target == "reduce_sum" and not keep and 0 < len(axes) < rank and _float_nodes(node) \
             and tuple(a % rank for a in axes) == tuple(range(len(axes))):  # a bias's gradient
         w.define(node, f"_rt.sum_leading({x}, {len(axes)})")
