@@ -73,6 +73,7 @@ class _Writer:
         self.kernels: list[tuple[str, GroupPlan]] = []
         self.fallbacks: list[Node] = []
         self.buffers = buffers.NO_PLAN
+        self.ln_stats: dict[int, str] = {}  # forward layer_norm node id -> the local its statistics go to
 
     # ---- values ---------------------------------------------------------------------------------------
     def const(self, value: Any) -> str:
@@ -302,6 +303,12 @@ def _layer_norm(w: _Writer, node: Node) -> None:
         _fallback(w, node)
         return
     x, gamma, beta = (w.value(v) for v in node.inputs)
+    stats = w.ln_stats.get(id(node))
+    if stats is not None:  # a backward reads the rows' statistics
+        out = f"v{len(w.names)}"
+        w.names[node.outputs[0].id] = out
+        w.lines.append(f"{out}, {stats} = _rt.layer_norm_stats({x}, {gamma}, {beta}, {w.render(float(eps))})")
+        return
     w.define(node, f"_rt.layer_norm({x}, {gamma}, {beta}, {w.render(float(eps))})")
 
 
@@ -638,8 +645,13 @@ def _extend_fused_uses(last_use: dict[int, int], order: list[list[Node]], losses
 
 def _keep_computable(order: list[list[Node]], losses: list[Fused], covered: dict[int, Fused]) -> None:
     """Forget each attention whose recomputed probabilities come before the attention itself in ``order``
-    (nothing orders the two): those nodes then run as recorded (``losses`` and ``covered`` are changed)."""
+    (nothing orders the two): those nodes then run as recorded (``losses`` and ``covered`` are changed); a
+    layer-norm backward placed before its forward recomputes the statistics."""
     position = {id(node): k for k, unit in enumerate(order) for node in unit}
+    for norm in losses:
+        if isinstance(norm, LayerNormBackward) and norm.forward is not None \
+                and position[id(norm.forward)] > min(position[key] for key in norm.covered):
+            norm.forward = None  # the statistics are recomputed
     for found in [f for f in losses if isinstance(f, AttentionProbs)]:
         if position[id(found.attention)] > min(position[key] for key in found.covered if key != id(found.attention)):
             losses.remove(found)
@@ -667,9 +679,10 @@ def _emit_fused(w: _Writer, node: Node, fused: Fused) -> None:
                 if n is not None:
                     w.names[n.outputs[0].id] = names[-1]
             gamma = "None" if fused.gamma is None else w.value(fused.gamma)
+            stats = "None" if fused.forward is None else w.ln_stats[id(fused.forward)]
             w.lines.append(f"{names[0]}, {names[1]} = _rt.layer_norm_backward({w.value(fused.x)}, {gamma}, "
                            f"{w.value(fused.g)}, {w.render(fused.eps)}, {fused.dx is not None}, "
-                           f"{fused.dgamma is not None})")
+                           f"{fused.dgamma is not None}, {stats})")
     elif node is fused.result:
         w.define(node, f"_rt.gelu_backward({w.value(fused.g)}, {w.value(fused.x)})")
 
@@ -717,6 +730,9 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small
     live_outside = _live_outside(graph, groups)
     order = _units(graph, groups)
     _keep_computable(order, losses, fused_losses)
+    for found in losses:
+        if isinstance(found, LayerNormBackward) and found.forward is not None:
+            w.ln_stats.setdefault(id(found.forward), f"_st{len(w.ln_stats)}")
     plans = {id(unit[0]): plan_group(graph, unit, live_outside) for unit in order
              if len(unit) > 1 or unit[0].meta.get("fusion_group") in groups and id(unit[0]) not in fused_losses}
     if not small_kernels:

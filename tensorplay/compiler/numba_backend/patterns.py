@@ -9,7 +9,8 @@
   records it, by the eager backward's one-pass kernel (:func:`.runtime.gelu_backward`).
 * **Layer norm's backward** (:func:`find_layer_norm_backwards`): the rule's composite (statistics
   recomputed from ``x``, ``dx``, ``dgamma``) by the eager backward's row kernel
-  (:func:`.runtime.layer_norm_backward`).
+  (:func:`.runtime.layer_norm_backward`), reading the statistics the forward's call kept
+  (:func:`.runtime.layer_norm_stats`) when the graph normalises the same ``x`` forward.
 * **Attention's probabilities** (:func:`find_attention_probs`): the backward rule of an unmasked
   ``dot_product_attention`` recomputes ``softmax(scale * q k^T)``; the forward's call returns them
   alongside its output (:func:`.runtime.attention_probs`) and the recomputation is dropped.
@@ -353,6 +354,22 @@ class LayerNormBackward:
     dx: Node | None = None
     dgamma: Node | None = None
     covered: set[int] = field(default_factory=set)
+    forward: Node | None = None
+    """The ``layer_norm_last_axis`` node normalising the same ``x`` with the same ``eps`` (same dtype), whose
+    call can keep the rows' statistics for this backward to read instead of recomputing them."""
+
+
+def _forward_layer_norm(found: LayerNormBackward) -> Node | None:
+    """The forward ``layer_norm_last_axis(found.x, gamma, beta)`` of ``found``'s ``eps`` (every operand a var
+    of ``x``'s dtype), if the graph has one."""
+    dtype = found.x.aval.dtype
+    for user in found.x.users:
+        eps = user.params.get("eps")
+        if user.target == "layer_norm_last_axis" and user.inputs[0] is found.x and isinstance(eps, (int, float)) \
+                and not isinstance(eps, bool) and float(eps) == found.eps and user.outputs[0].aval.dtype == dtype \
+                and all(type(v) is Var and v.aval.dtype == dtype for v in user.inputs):
+            return user
+    return None
 
 
 def _mean_keep(v: Any, axis: int, user: Node | None = None) -> tuple[Var, list[Node]] | None:
@@ -501,6 +518,7 @@ def find_layer_norm_backwards(graph: Graph) -> list[LayerNormBackward]:
         closed = all(nodes[k].outputs[0].id in results or (nodes[k].outputs[0].id not in graph_reads and
                      all(id(u) in match.covered for u in nodes[k].outputs[0].users)) for k in match.covered)
         if closed:
+            match.forward = _forward_layer_norm(match)
             found.append(match)
     return found
 

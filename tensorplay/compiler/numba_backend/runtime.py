@@ -172,13 +172,14 @@ def gelu_backward(g: Array, x: Array) -> Array:
 
 
 def layer_norm_backward(x: Array, gamma: Array | None, g: Array, eps: float, need_x: bool,
-                        need_gamma: bool) -> tuple[Any, Any]:
+                        need_gamma: bool, stats: Array | None = None) -> tuple[Any, Any]:
     """``(dx, dgamma)`` of ``layer_norm_last_axis(x, gamma, beta)`` for the cotangent ``g`` by the eager
-    backward's row kernel (the statistics recomputed from ``x``); each is ``None`` unless asked for
-    (``gamma`` is only read for ``dx``)."""
+    backward's row kernel (the statistics ``stats`` kept by :func:`layer_norm_stats`, else recomputed from
+    ``x``: the same values); each is ``None`` unless asked for (``gamma`` is only read for ``dx``)."""
     if gamma is None:
         gamma = np.ones(x.shape[-1], x.dtype)
-    dx, dgamma, _ = KB.layer_norm_backward(x, gamma, g, eps=eps, need_x=need_x, need_params=need_gamma)
+    dx, dgamma, _ = KB.layer_norm_backward(x, gamma, g, eps=eps, need_x=need_x, need_params=need_gamma,
+                                           stats=stats)
     return dx, dgamma
 
 
@@ -216,6 +217,18 @@ def layer_norm(x: Array, gamma: Array, beta: Array, eps: float) -> Array:
             return out
     result: Array = K.layer_norm_last_axis(x, gamma, beta, eps=eps)
     return result
+
+
+def layer_norm_stats(x: Array, gamma: Array, beta: Array, eps: float) -> tuple[Array, Array]:
+    """:func:`layer_norm` and the float64 ``[rows, 2]`` statistics ``(mean, rstd)`` of each row it normalised
+    (the same kernel call), for :func:`layer_norm_backward` to read."""
+    stats: Array = np.empty((math.prod(x.shape[:-1]), 2))
+    if gamma.flags.c_contiguous and beta.flags.c_contiguous:
+        out = small_rows("layer_norm_rows", x, gamma, beta, eps, stats)
+        if out is not None:
+            return out, stats
+    result: Array = K.layer_norm_last_axis(x, gamma, beta, eps=eps, stats=stats)
+    return result, stats
 
 
 _LOSS_KERNELS: Any = None
@@ -283,5 +296,5 @@ def wrap(array: Array) -> Tensor[*tuple[Any, ...]]:
 
 
 __all__ = ["as_array", "as_dtype", "attention_probs", "contiguous", "conv_backward", "cross_entropy", "cross_entropy_grad", "empty", "filled", "flat",
-           "gelu_backward", "fortran", "sum_leading", "into", "into_copy", "layer_norm", "layer_norm_backward", "matmul", "pad", "quiet", "rows",
+           "gelu_backward", "fortran", "sum_leading", "into", "into_copy", "layer_norm", "layer_norm_backward", "layer_norm_stats", "matmul", "pad", "quiet", "rows",
            "wrap"]
