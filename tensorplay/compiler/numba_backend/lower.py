@@ -35,8 +35,8 @@ import numpy as np
 
 from tensorplay.compiler.numba_backend import buffers, runtime
 from tensorplay.compiler.numba_backend.patterns import (AttentionProbs, CrossEntropy, GeluBackward, LayerNormBackward,
-                                                        find_attention_probs, find_cross_entropies, find_gelu_backwards,
-                                                        find_layer_norm_backwards)
+                                                        PadSum, find_attention_probs, find_cross_entropies,
+                                                        find_gelu_backwards, find_layer_norm_backwards, find_pad_sums)
 from tensorplay.compiler.numba_backend.kernels import (START, GroupPlan, accumulator_dtype, alias_outputs, kernel_arguments,
                                                        plan_group)
 from tensorplay.interpreters.eager import kernels as K
@@ -546,7 +546,7 @@ def _conv_backward(w: _Writer, weight_grad: Node, transpose: Node) -> None:
     w.lines.append(f"{names[0]}, {names[1]} = _rt.conv_backward({x}, {weight}, {g}{params})")
 
 
-Fused = CrossEntropy | GeluBackward | LayerNormBackward | AttentionProbs
+Fused = CrossEntropy | GeluBackward | LayerNormBackward | AttentionProbs | PadSum
 """A recognised subgraph computed by one kernel call (:mod:`.patterns`)."""
 
 
@@ -626,6 +626,10 @@ def _extend_fused_uses(last_use: dict[int, int], order: list[list[Node]], losses
     for ce in losses:
         if isinstance(ce, AttentionProbs):  # the probabilities are returned by the attention's own call
             continue
+        if isinstance(ce, PadSum):  # the pieces are copied into their windows where the sum is
+            for v, _, _ in ce.parts:
+                last_use[v.id] = max(last_use.get(v.id, -1), position[id(ce.root)])
+            continue
         if isinstance(ce, GeluBackward):
             for v in (ce.x, ce.g):
                 last_use[v.id] = max(last_use.get(v.id, -1), position[id(ce.result)])
@@ -663,6 +667,11 @@ def _emit_fused(w: _Writer, node: Node, fused: Fused) -> None:
     """The statement of ``node`` inside a recognised subgraph (nothing for the nodes its call covers)."""
     if isinstance(fused, CrossEntropy):
         _emit_cross_entropy(w, node, fused)
+    elif isinstance(fused, PadSum):
+        if node is fused.root:
+            result = node.outputs[0]
+            parts = ", ".join(f"({w.value(v)}, {w.render(low)}, {w.render(shape)})" for v, low, shape in fused.parts)
+            w.define(node, f"_rt.place({w.shape(result)}, {_dt(result.aval.dtype)}, ({parts},), {fused.covering})")
     elif isinstance(fused, AttentionProbs):
         if node is fused.attention:
             q, k, v = (w.value(x) for x in node.inputs[:3])
@@ -724,7 +733,8 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small
             if g is not None:
                 groups.setdefault(g, []).append(node)
     losses: list[Fused] = [*find_cross_entropies(graph), *find_gelu_backwards(graph),
-                           *find_layer_norm_backwards(graph), *find_attention_probs(graph)] if fuse else []
+                           *find_layer_norm_backwards(graph), *find_attention_probs(graph),
+                           *find_pad_sums(graph)] if fuse else []
     fused_losses = _without_fused(graph, groups, losses)
     _sink_into_readers(graph, groups)
     live_outside = _live_outside(graph, groups)

@@ -11,6 +11,10 @@
   recomputed from ``x``, ``dx``, ``dgamma``) by the eager backward's row kernel
   (:func:`.runtime.layer_norm_backward`), reading the statistics the forward's call kept
   (:func:`.runtime.layer_norm_stats`) when the graph normalises the same ``x`` forward.
+* **Sums of zero pads into disjoint windows** (:func:`find_pad_sums`): ``pad(a) + pad(b) + ...`` as the
+  backward of slicing one array into pieces (a ``q, k, v`` projection's split) records it is the pieces
+  copied into their windows of one array (:func:`.runtime.place`), each read through the reshape that
+  fed its pad (no copy of a transposed piece first).
 * **Attention's probabilities** (:func:`find_attention_probs`): the backward rule of an unmasked
   ``dot_product_attention`` recomputes ``softmax(scale * q k^T)``; the forward's call returns them
   alongside its output (:func:`.runtime.attention_probs`) and the recomputation is dropped.
@@ -524,6 +528,98 @@ def find_layer_norm_backwards(graph: Graph) -> list[LayerNormBackward]:
 
 
 @dataclass
+class PadSum:
+    """``root`` (the last ``add``) sums zero ``pad`` s of pieces into pairwise disjoint windows: ``parts`` holds,
+    per piece, the value copied (the input of the reshape that fed the pad, or the pad's own input), the
+    window's low corner and the pad input's shape; ``covering`` whether the windows fill the result.
+    ``covered``: the ids of the adds, pads and those reshapes."""
+
+    root: Node
+    parts: list[tuple[Var, tuple[int, ...], tuple[int, ...]]]
+    covering: bool
+    covered: set[int] = field(default_factory=set)
+
+
+def _zero_pad(v: Any, user: Node, dtype: str) -> tuple[Node, tuple[int, ...]] | None:
+    """``(pad node, low corner)`` when ``v`` is a zero pad by static non-negative amounts of a ``dtype``
+    var, read by ``user`` only."""
+    pad = _made_by(v, "pad", user)
+    if pad is None or type(pad.inputs[0]) is not Var or pad.inputs[0].aval.dtype != dtype:
+        return None
+    value = pad.params.get("value", 0.0)
+    pads = [tuple(p) for p in pad.params["pads"]]
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value != 0 \
+            or not all(type(a) is int and a >= 0 for p in pads for a in p) \
+            or not all(type(d) is int for d in pad.inputs[0].shape):
+        return None
+    return pad, tuple(p[0] for p in pads)
+
+
+def _disjoint(a: tuple[tuple[int, ...], tuple[int, ...]], b: tuple[tuple[int, ...], tuple[int, ...]]) -> bool:
+    """Whether two boxes ``(low corner, shape)`` share no element."""
+    return any(la + da <= lb or lb + db <= la for la, da, lb, db in zip(a[0], a[1], b[0], b[1]))
+
+
+def find_pad_sums(graph: Graph) -> list[PadSum]:
+    """Every chain of ``add`` s (float, nothing else reading its partial sums) whose leaves are zero pads
+    into pairwise disjoint windows of its result, at least two."""
+    graph_reads = {v.id for v in graph.outputs if type(v) is Var}
+    graph_reads |= {v.id for _, v in graph.mutations if type(v) is Var}
+    graph_reads |= {g.value.id for g in graph.guards}
+    found: list[PadSum] = []
+    taken: set[int] = set()
+    for root in reversed(graph.nodes):
+        out = root.outputs[0]
+        dtype = out.aval.dtype
+        if root.target != "add" or id(root) in taken or dtype not in ("float32", "float64") \
+                or not all(type(d) is int for d in out.shape):
+            continue
+        adds = [root]
+        leaves: list[tuple[Any, Node]] = []
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            for v in node.inputs:
+                inner = _made_by(v, "add", node)
+                partial = None if inner is None else inner.outputs[0]
+                if inner is not None and partial is not None and partial.aval.dtype == dtype \
+                        and partial.id not in graph_reads and tuple(partial.shape) == tuple(out.shape):
+                    adds.append(inner)
+                    stack.append(inner)
+                else:
+                    leaves.append((v, node))
+        parts: list[tuple[Var, tuple[int, ...], tuple[int, ...]]] = []
+        covered = {id(n) for n in adds}
+        boxes: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+        for v, user in leaves:
+            got = None if type(v) is not Var or v.id in graph_reads or tuple(v.shape) != tuple(out.shape) \
+                else _zero_pad(v, user, dtype)
+            if got is None:
+                break
+            pad, low = got
+            piece = pad.inputs[0]
+            assert type(piece) is Var
+            covered.add(id(pad))
+            source = piece
+            made = _made_by(piece, "reshape", pad)
+            if made is not None and type(made.inputs[0]) is Var and made.inputs[0].aval.dtype == dtype \
+                    and piece.id not in graph_reads:
+                source = made.inputs[0]
+                covered.add(id(made))
+            box = (low, tuple(int(d) for d in piece.shape))
+            if not all(_disjoint(box, other) for other in boxes):
+                break
+            boxes.append(box)
+            parts.append((source, box[0], box[1]))
+        else:
+            if len(parts) >= 2:
+                total = sum(math.prod(box[1]) for box in boxes)
+                taken |= covered
+                found.append(PadSum(root, parts, total == math.prod(out.shape), covered))
+    return found
+
+
+@dataclass
 class AttentionProbs:
     """An unmasked ``dot_product_attention`` node whose probabilities ``softmax(mul(matmul(q, swap(k)),
     scale))`` the graph recomputes (``softmax``: that node); ``covered`` the ids of the recomputing nodes
@@ -597,4 +693,4 @@ def find_attention_probs(graph: Graph) -> list[AttentionProbs]:
 
 
 __all__ = ["AttentionProbs", "CrossEntropy", "GeluBackward", "LayerNormBackward", "find_attention_probs", "find_cross_entropies", "find_gelu_backwards",
-           "find_layer_norm_backwards"]
+           "find_layer_norm_backwards", "find_pad_sums", "PadSum"]

@@ -195,6 +195,25 @@ def pad(x: Array, pads: tuple[tuple[int, int], ...], value: float) -> Array:
     return out
 
 
+def place(shape: tuple[int, ...], dtype: Any, parts: tuple[tuple[Array, tuple[int, ...], tuple[int, ...]], ...],
+          covering: bool) -> Array:
+    """The sum of zero pads of pieces into pairwise disjoint windows, built directly: a ``shape`` array of
+    ``dtype`` (zeros unless the windows are ``covering``) with each piece copied into its window. ``parts``:
+    per piece ``(value, low corner, window shape)``, ``value`` holding the window's elements in C order
+    under any shape (it is written through a view of the window in ``value``'s shape where one exists, so a
+    transposed piece is copied once, not first made contiguous)."""
+    out: Array = np.empty(shape, dtype) if covering else np.zeros(shape, dtype)
+    for value, low, window_shape in parts:
+        window = out[tuple(slice(lo, lo + d) for lo, d in zip(low, window_shape))]
+        try:
+            target = np.reshape(window, value.shape, copy=False)
+        except ValueError:  # no view of the window has the value's shape: reshape the value instead
+            window[...] = value.reshape(window_shape)
+            continue
+        target[...] = value
+    return out
+
+
 def rows(name: str, x: Array, axis: int) -> Array:
     """``softmax`` or ``log_softmax`` (``name``) of a float ``x`` along ``axis``, as the eager interpreter
     computes it: a row-major input normalised along its last axis by the row kernel on this thread when
@@ -296,5 +315,5 @@ def wrap(array: Array) -> Tensor[*tuple[Any, ...]]:
 
 
 __all__ = ["as_array", "as_dtype", "attention_probs", "contiguous", "conv_backward", "cross_entropy", "cross_entropy_grad", "empty", "filled", "flat",
-           "gelu_backward", "fortran", "sum_leading", "into", "into_copy", "layer_norm", "layer_norm_backward", "layer_norm_stats", "matmul", "pad", "quiet", "rows",
+           "gelu_backward", "fortran", "sum_leading", "into", "into_copy", "layer_norm", "layer_norm_backward", "layer_norm_stats", "matmul", "pad", "place", "quiet", "rows",
            "wrap"]
