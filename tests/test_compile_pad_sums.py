@@ -102,3 +102,39 @@ def test_place_writes_through_a_view_or_reshapes_the_value() -> None:
     assert not out[..., 20].any()
     np.testing.assert_array_equal(a, before[0])
     np.testing.assert_array_equal(b, before[1])
+
+
+@pytest.mark.parametrize("covering", [True, False])
+def test_placement_into_a_planned_buffer_is_fresh_every_call(covering: bool) -> None:
+    """Large enough for the buffer plan, and read only by the weight's GEMM (as a projection's split is):
+    the placed cotangent lives in a reused buffer, so every call must rewrite it whole (zeros outside the
+    windows included) and give the gradient of its own cotangents."""
+    rng = np.random.default_rng(8)
+    bounds = [(0, 64), (64, 128), (128, 192)] if covering else [(0, 64), (72, 136)]
+    width = 192 if covering else 140
+    x = rng.standard_normal((8, 32, 16)).astype("float32")
+    w_np = rng.standard_normal((16, width)).astype("float32")
+    w = tp.tensor(w_np, requires_grad=True)
+
+    def step(xb: Any, *gs: Any) -> Any:
+        w.grad = None
+        loss = None
+        for p, g in zip(_pieces(xb @ w, bounds, 4), gs):
+            term = (p * g).sum()
+            loss = term if loss is None else loss + term
+        assert loss is not None
+        loss.backward()
+        return loss
+
+    compiled = tp.compile(step)
+    for call in range(3):
+        cots = [(rng.standard_normal((8, 4, 32, (hi - lo) // 4)) * (call + 1)).astype("float32") for lo, hi in bounds]
+        compiled(tp.tensor(x), *[tp.tensor(c) for c in cots])
+        assert w.grad is not None
+        tw = torch.tensor(w_np, requires_grad=True)
+        y = torch.tensor(x) @ tw
+        sum((p * torch.tensor(c)).sum() for p, c in zip(_pieces(y, bounds, 4), cots)).backward()  # type: ignore[union-attr]
+        assert tw.grad is not None
+        np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-4, atol=1e-3)
+    line = next(line for line in compiled_source(compiled).splitlines() if "_rt.place(" in line)
+    assert "out=_b" in line  # written into the plan

@@ -671,7 +671,8 @@ def _emit_fused(w: _Writer, node: Node, fused: Fused) -> None:
         if node is fused.root:
             result = node.outputs[0]
             parts = ", ".join(f"({w.value(v)}, {w.render(low)}, {w.render(shape)})" for v, low, shape in fused.parts)
-            w.define(node, f"_rt.place({w.shape(result)}, {_dt(result.aval.dtype)}, ({parts},), {fused.covering})")
+            w.define(node, f"_rt.place({w.shape(result)}, {_dt(result.aval.dtype)}, ({parts},), {fused.covering}"
+                           f"{w.buffers.out(result)})")
     elif isinstance(fused, AttentionProbs):
         if node is fused.attention:
             q, k, v = (w.value(x) for x in node.inputs[:3])
@@ -755,7 +756,8 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small
     _alias_states(plans, inplace)
     pairs = _conv_backward_pairs(graph)
     if plan_buffers:
-        w.buffers = buffers.plan(graph, order, plans, last_use, _elementwise, inplace)
+        placed = frozenset(f.root.outputs[0].id for f in losses if isinstance(f, PadSum))
+        w.buffers = buffers.plan(graph, order, plans, last_use, _elementwise, inplace, placed)
         w.namespace["_arena"] = w.buffers.arena
     for position, unit in enumerate(order):
         plan = plans.get(id(unit[0]))

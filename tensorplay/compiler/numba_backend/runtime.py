@@ -196,13 +196,17 @@ def pad(x: Array, pads: tuple[tuple[int, int], ...], value: float) -> Array:
 
 
 def place(shape: tuple[int, ...], dtype: Any, parts: tuple[tuple[Array, tuple[int, ...], tuple[int, ...]], ...],
-          covering: bool) -> Array:
+          covering: bool, out: Array | None = None) -> Array:
     """The sum of zero pads of pieces into pairwise disjoint windows, built directly: a ``shape`` array of
     ``dtype`` (zeros unless the windows are ``covering``) with each piece copied into its window. ``parts``:
     per piece ``(value, low corner, window shape)``, ``value`` holding the window's elements in C order
     under any shape (it is written through a view of the window in ``value``'s shape where one exists, so a
-    transposed piece is copied once, not first made contiguous)."""
-    out: Array = np.empty(shape, dtype) if covering else np.zeros(shape, dtype)
+    transposed piece is copied once, not first made contiguous). ``out`` (a planned C-contiguous array of
+    that shape and dtype, sharing no memory with the pieces): the result is written there."""
+    if out is None:
+        out = np.empty(shape, dtype) if covering else np.zeros(shape, dtype)
+    elif not covering:
+        out.fill(0)
     for value, low, window_shape in parts:
         window = out[tuple(slice(lo, lo + d) for lo, d in zip(low, window_shape))]
         try:
