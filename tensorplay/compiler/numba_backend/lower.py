@@ -13,14 +13,17 @@ statement computing exactly what the eager interpreter computes for it, in the s
 * convolution, pooling, layer norm, softmax, attention, gather/scatter and random draws call the eager
   interpreter's kernels (:mod:`tensorplay.interpreters.eager.kernels`) directly;
 * the recorded forms of a cross-entropy (with its reverse sweep), of GELU's backward and of layer norm's
-  backward are each one call of the eager interpreter's fused kernel (:mod:`.patterns`);
+  backward are each one call of the eager interpreter's fused kernel (:mod:`.patterns`); a layer norm's
+  backward reads the statistics its forward kept, an unmasked attention's backward the probabilities its
+  forward kept, and a sum of zero pads into disjoint windows is one placement of the pieces;
+* a float sum over the leading axes (a bias's gradient) is one GEMV with ones (:func:`.runtime.sum_leading`);
 * an elementwise kernel that updates a state in place reads and writes it through one argument;
 * anything else falls back to the eager interpreter's method (refused with ``strict_native``).
 
 The function body runs inside one ``numpy.errstate(all="ignore")`` (eager arithmetic is silent about
-inf and NaN too) and deletes intermediates after their last use. The arrays GEMMs and kernels write
-into, when nothing returned from the call can reach them, live in buffers planned once per function and
-reused by every call (:mod:`.buffers`).
+inf and NaN too) and deletes intermediates after their last use. The arrays GEMMs, kernels and placements
+write into, when nothing returned from the call can reach them, live in buffers planned once per function
+and reused by every call (:mod:`.buffers`).
 """
 
 from __future__ import annotations
