@@ -2,8 +2,9 @@
 reused by every later call.
 
 Per specialization, :func:`plan` looks at the lowered order of the graph (one position per unit: a node,
-or a fusion group called as one kernel) and collects the arrays a ``matmul`` or a generated kernel
-writes (its outputs, and the accumulators of its reductions). Each such
+or a fusion group called as one kernel) and collects the arrays a ``matmul``, a generated kernel or another
+runtime helper given an output array (a placement of pieces, :func:`.runtime.place`) writes (its outputs,
+and the accumulators of its reductions). Each such
 array's *lifetime* runs from the unit that writes it to the last unit that reads it **or any value that
 may share its memory** (a reshape, permute, slice or broadcast of it, or anything an eager kernel
 returned from it: every node outside a short list of ones known to return fresh arrays counts as one
