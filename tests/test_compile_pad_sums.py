@@ -138,3 +138,52 @@ def test_placement_into_a_planned_buffer_is_fresh_every_call(covering: bool) -> 
         np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-4, atol=1e-3)
     line = next(line for line in compiled_source(compiled).splitlines() if "_rt.place(" in line)
     assert "out=_b" in line  # written into the plan
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_attention_projection_gradients_written_into_their_windows(dtype: str) -> None:
+    """A projection split into q, k, v heads around an attention (the benchmark block's shape): the three
+    batched GEMMs of the attention's backward write their products straight into the windows of the planned
+    cotangent (``_rt.window``), which the weight's GEMM then reads. Every call agrees with PyTorch."""
+    import tensorplay.nn.functional as F
+
+    rng = np.random.default_rng(9)
+    b, n, h, d = 8, 32, 4, 16
+    x = rng.standard_normal((b, n, 16)).astype(dtype)
+    w_np = (rng.standard_normal((16, 3 * h * d)) * 0.3).astype(dtype)
+    w = tp.tensor(w_np, requires_grad=True)
+    bounds = [(0, h * d), (h * d, 2 * h * d), (2 * h * d, 3 * h * d)]
+
+    def step(xb: Any, g: Any) -> Any:
+        w.grad = None
+        q, k, v = _pieces(xb @ w, bounds, h)
+        loss = (F.scaled_dot_product_attention(q, k, v) * g).sum()
+        loss.backward()
+        return loss
+
+    compiled = tp.compile(step)
+    for call in range(3):
+        cot = (rng.standard_normal((b, h, n, d)) * (call + 1)).astype(dtype)
+        compiled(tp.tensor(x), tp.tensor(cot))
+        assert w.grad is not None
+        tw = torch.tensor(w_np, requires_grad=True)
+        tq, tk, tv = _pieces(torch.tensor(x) @ tw, bounds, h)
+        (torch.nn.functional.scaled_dot_product_attention(tq, tk, tv) * torch.tensor(cot)).sum().backward()
+        assert tw.grad is not None
+        tol = {"rtol": 2e-4, "atol": 2e-4} if dtype == "float32" else {"rtol": 1e-10, "atol": 1e-10}
+        np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), **tol)
+    for spec in compiled.specializations:  # (the first call, without a .grad yet, has its own)
+        source = spec.program.forward.source
+        assert source.count("out=_rt.window(") == 3 and "_rt.place(" in source
+
+
+def test_window_is_a_view_or_none() -> None:
+    from tensorplay.compiler.numba_backend.runtime import window
+
+    out = np.zeros((2, 3, 12))
+    view = window(out, (0, 0, 4), (2, 3, 8), (2, 3, 2, 4), (0, 2, 1, 3))
+    assert view is not None and view.shape == (2, 2, 3, 4) and np.shares_memory(view, out)
+    view[...] = 1.0
+    assert out[..., 4:].all() and not out[..., :4].any()
+    # rows 3..5 of each of two [6, 4] blocks: their [2, 3] axes do not merge into one axis of 6 without a copy
+    assert window(np.zeros((2, 6, 4)), (0, 3, 0), (2, 3, 4), (6, 4), (1, 0)) is None

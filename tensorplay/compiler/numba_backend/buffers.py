@@ -282,11 +282,13 @@ def group_arrays(plan: GroupPlan, elementwise: bool) -> list[tuple[Key, tuple[An
 
 def plan(graph: Graph, order: list[list[Node]], plans: dict[int, GroupPlan], last_use: dict[int, int],
          elementwise: Callable[[GroupPlan], bool], inplace: dict[int, Var],
-         written: frozenset[int] = frozenset()) -> BufferPlan:
+         written: dict[int, int] | None = None) -> BufferPlan:
     """The buffer plan of the function lowered from ``graph`` in ``order`` (``plans``: fusion groups by
     their first node; ``last_use``: var id -> position of its last read; ``inplace``: kernel outputs
     written into the state they update, never planned; ``written``: ids of other nodes' results that a
-    runtime helper writes into a given C-contiguous array, as a GEMM does). See the module docstring."""
+    runtime helper writes into a given C-contiguous array, as a GEMM does, each with the position from
+    which the array is written, at or before its node's). See the module docstring."""
+    written = written or {}
     requests: dict[Key, _Request] = {}
     roots: dict[int, set[Key]] = {}  # var id -> the planned candidates its memory may be
     for position, unit in enumerate(order):
@@ -306,7 +308,8 @@ def plan(graph: Graph, order: list[list[Node]], plans: dict[int, GroupPlan], las
         for node in unit:
             out = node.outputs[0]
             if (node.target == "matmul" or out.id in written) and len(unit) == 1:
-                requests[("o", out.id)] = _Request(("o", out.id), tuple(out.shape), out.aval.dtype, False, position)
+                requests[("o", out.id)] = _Request(("o", out.id), tuple(out.shape), out.aval.dtype, False,
+                                                   min(position, written.get(out.id, position)))
                 roots[out.id] = {("o", out.id)}
                 continue
             if node.target in FRESH:

@@ -77,6 +77,7 @@ class _Writer:
         self.fallbacks: list[Node] = []
         self.buffers = buffers.NO_PLAN
         self.ln_stats: dict[int, str] = {}  # forward layer_norm node id -> the local its statistics go to
+        self.windows: dict[int, str] = {}  # matmul node id -> source of the window view it writes into
 
     # ---- values ---------------------------------------------------------------------------------------
     def const(self, value: Any) -> str:
@@ -272,7 +273,9 @@ def _iota(w: _Writer, node: Node) -> None:
 
 def _matmul(w: _Writer, node: Node) -> None:
     a, b = (w.value(v) for v in node.inputs)
-    w.define(node, f"_rt.matmul({a}, {b}, {_dt(node.outputs[0].aval.dtype)}{w.buffers.out(node.outputs[0])})")
+    window = w.windows.get(id(node))
+    out = w.buffers.out(node.outputs[0]) if window is None else f", out={window}"
+    w.define(node, f"_rt.matmul({a}, {b}, {_dt(node.outputs[0].aval.dtype)}{out})")
 
 
 def _kernel(w: _Writer, node: Node) -> None:
@@ -650,6 +653,19 @@ def _extend_fused_uses(last_use: dict[int, int], order: list[list[Node]], losses
             last_use[v.id] = max(last_use.get(v.id, -1), position[id(node)])
 
 
+def _place_products(w: _Writer, found: PadSum) -> None:
+    """Have each batched GEMM whose permuted product is a piece of ``found`` write into its window of the
+    planned result (:func:`.runtime.window`; the placement then finds it there and copies nothing)."""
+    buffer = w.buffers.names[("o", found.root.outputs[0].id)]
+    for (value, low, shape), product in zip(found.parts, found.products):
+        if product is None:
+            continue
+        mm, perm = product
+        inverse = tuple(perm.index(axis) for axis in range(len(perm)))
+        w.windows[id(mm)] = (f"_rt.window({buffer}, {w.render(low)}, {w.render(shape)}, {w.render(tuple(value.shape))}, "
+                             f"{w.render(inverse)})")
+
+
 def _keep_computable(order: list[list[Node]], losses: list[Fused], covered: dict[int, Fused]) -> None:
     """Forget each attention whose recomputed probabilities come before the attention itself in ``order``
     (nothing orders the two): those nodes then run as recorded (``losses`` and ``covered`` are changed); a
@@ -759,8 +775,13 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small
     _alias_states(plans, inplace)
     pairs = _conv_backward_pairs(graph)
     if plan_buffers:
-        placed = frozenset(f.root.outputs[0].id for f in losses if isinstance(f, PadSum))
+        at = {id(node): k for k, unit in enumerate(order) for node in unit}
+        placed = {f.root.outputs[0].id: min([at[id(f.root)]] + [at[id(p[0])] for p in f.products if p])
+                  for f in losses if isinstance(f, PadSum)}  # the GEMMs writing into the windows come first
         w.buffers = buffers.plan(graph, order, plans, last_use, _elementwise, inplace, placed)
+        for found in losses:
+            if isinstance(found, PadSum) and ("o", found.root.outputs[0].id) in w.buffers.names:
+                _place_products(w, found)
         w.namespace["_arena"] = w.buffers.arena
     for position, unit in enumerate(order):
         plan = plans.get(id(unit[0]))

@@ -538,6 +538,26 @@ class PadSum:
     parts: list[tuple[Var, tuple[int, ...], tuple[int, ...]]]
     covering: bool
     covered: set[int] = field(default_factory=set)
+    products: list[tuple[Node, tuple[int, ...]] | None] = field(default_factory=list)
+    """Per piece, ``(matmul node, perm)`` when its value is ``permute(matmul(a, b), perm)`` of a batched
+    product (``a`` and ``b`` of its rank, above 2) read by nothing else: the GEMMs may write straight into
+    the windows."""
+
+
+def _permuted_product(value: Var, user: Node, graph_reads: set[int]) -> tuple[Node, tuple[int, ...]] | None:
+    """``(matmul, perm)`` when ``value`` is ``permute(matmul(a, b), perm)`` read by ``user`` only, the product
+    read by that permute only, ``a`` and ``b`` vars of the product's rank (above 2)."""
+    permute = _made_by(value, "permute", user)
+    if permute is None or value.id in graph_reads:
+        return None
+    product = permute.inputs[0]
+    mm = _made_by(product, "matmul", permute)
+    if mm is None or product.id in graph_reads:  # type: ignore[union-attr]
+        return None
+    rank = len(product.shape)  # type: ignore[union-attr]
+    if rank <= 2 or not all(type(v) is Var and len(v.shape) == rank for v in mm.inputs):
+        return None
+    return mm, tuple(int(a) for a in permute.params["perm"])
 
 
 def _zero_pad(v: Any, user: Node, dtype: str) -> tuple[Node, tuple[int, ...]] | None:
@@ -589,6 +609,7 @@ def find_pad_sums(graph: Graph) -> list[PadSum]:
                 else:
                     leaves.append((v, node))
         parts: list[tuple[Var, tuple[int, ...], tuple[int, ...]]] = []
+        products: list[tuple[Node, tuple[int, ...]] | None] = []
         covered = {id(n) for n in adds}
         boxes: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
         for v, user in leaves:
@@ -601,21 +622,24 @@ def find_pad_sums(graph: Graph) -> list[PadSum]:
             assert type(piece) is Var
             covered.add(id(pad))
             source = piece
+            reader = pad
             made = _made_by(piece, "reshape", pad)
             if made is not None and type(made.inputs[0]) is Var and made.inputs[0].aval.dtype == dtype \
                     and piece.id not in graph_reads:
                 source = made.inputs[0]
+                reader = made
                 covered.add(id(made))
             box = (low, tuple(int(d) for d in piece.shape))
             if not all(_disjoint(box, other) for other in boxes):
                 break
             boxes.append(box)
             parts.append((source, box[0], box[1]))
+            products.append(_permuted_product(source, reader, graph_reads))
         else:
             if len(parts) >= 2:
                 total = sum(math.prod(box[1]) for box in boxes)
                 taken |= covered
-                found.append(PadSum(root, parts, total == math.prod(out.shape), covered))
+                found.append(PadSum(root, parts, total == math.prod(out.shape), covered, products))
     return found
 
 

@@ -214,8 +214,25 @@ def place(shape: tuple[int, ...], dtype: Any, parts: tuple[tuple[Array, tuple[in
         except ValueError:  # no view of the window has the value's shape: reshape the value instead
             window[...] = value.reshape(window_shape)
             continue
+        if target.ctypes.data == value.ctypes.data and target.strides == value.strides:
+            continue  # written there already (a GEMM given its window, :func:`window`)
         target[...] = value
     return out
+
+
+def window(out: Array, low: tuple[int, ...], window_shape: tuple[int, ...], value_shape: tuple[int, ...],
+           inverse: tuple[int, ...]) -> Array | None:
+    """The window of ``out`` at ``low`` (of ``window_shape``) as a view in ``value_shape`` permuted by
+    ``inverse``: where a GEMM writes the product whose permutation (the inverse of ``inverse``) is the piece
+    :func:`place` puts there, so the piece is placed without a copy. ``None`` when no such view exists (the
+    GEMM then writes its own array and the placement copies it)."""
+    region = out[tuple(slice(lo, lo + d) for lo, d in zip(low, window_shape))]
+    try:
+        view = np.reshape(region, value_shape, copy=False)
+    except ValueError:
+        return None
+    permuted: Array = view.transpose(inverse)
+    return permuted
 
 
 def rows(name: str, x: Array, axis: int) -> Array:
@@ -319,5 +336,5 @@ def wrap(array: Array) -> Tensor[*tuple[Any, ...]]:
 
 
 __all__ = ["as_array", "as_dtype", "attention_probs", "contiguous", "conv_backward", "cross_entropy", "cross_entropy_grad", "empty", "filled", "flat",
-           "gelu_backward", "fortran", "sum_leading", "into", "into_copy", "layer_norm", "layer_norm_backward", "layer_norm_stats", "matmul", "pad", "place", "quiet", "rows",
+           "gelu_backward", "fortran", "sum_leading", "into", "into_copy", "layer_norm", "layer_norm_backward", "layer_norm_stats", "matmul", "pad", "place", "quiet", "rows", "window",
            "wrap"]
