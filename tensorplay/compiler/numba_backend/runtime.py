@@ -128,7 +128,7 @@ def attention_probs(q: Array, k: Array, v: Array, scale: float) -> tuple[Array, 
 _ONES: dict[tuple[int, str], Array] = {}
 """Read-only vectors of ones by ``(length, dtype)`` for :func:`sum_leading` (at most :data:`_MAX_ONES`)."""
 
-_MAX_ONES = 64
+_MAX_ONES = 16
 _ONES_MAX_ROWS = 1 << 16
 _GEMV_SERIAL_MAX = 9216
 """OpenBLAS threads a GEMV of more elements than this (``2304 * 4``); :func:`sum_leading` holds it to this
