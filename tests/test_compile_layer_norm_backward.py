@@ -1,7 +1,7 @@
 """``layer_norm``'s backward in compiled code (its rule's composite: the statistics recomputed, then
 ``dx`` and ``dgamma``) is one call of the eager backward's row kernel: gradients agree with eager and PyTorch
 in float32 and float64, with or without a gradient for ``x``, ``weight`` or ``bias``, on odd sizes,
-strided inputs and NaN."""
+strided inputs and NaN. In a training step the backward reads the statistics the forward's call kept."""
 
 from __future__ import annotations
 
@@ -53,6 +53,9 @@ def test_layer_norm_gradients(dtype: str, shape: tuple[int, ...], needs: str, in
         compiled = tp.compile(loss_of)
         compiled(x, w, b, tp.tensor(cot)).backward()
     assert "_rt.layer_norm_backward(" in compiled_source(compiled) and "rsqrt" not in compiled_source(compiled)
+    if inside:  # forward and backward in one function: the backward reads the forward's statistics
+        assert "_rt.layer_norm_stats(" in compiled_source(compiled)
+        compiled(tp.tensor(cot))  # the cached specialization again
 
     tx, tw, tb = (torch.tensor(a, requires_grad=t._requires_grad) for a, t in ((data, x), (w_np, w), (b_np, b)))
     (torch.nn.functional.layer_norm(tx.T if strided else tx, (d,), tw, tb) * torch.tensor(cot)).sum().backward()

@@ -48,6 +48,7 @@ class _Step:
         self.recorder: Any = handler.recorder
         self.optimizer = optimizer
         self.label = type(optimizer).__name__
+        self.shared: dict[tuple[int, str, str], AnyTensor] = {}
 
     def guard(self, name: str, read: Callable[[], Any]) -> Any:
         """The current value of ``read()``; compiled calls are valid only while it stays the same."""
@@ -55,12 +56,20 @@ class _Step:
         self.handler.value_guards.append(ValueSource(f"{self.label} {name}", read, value))
         return value
 
-    def scalar(self, name: str, read: Callable[[], float], dtype: str) -> AnyTensor:
-        """A 0-d input of ``dtype`` read from ``read()`` at every call."""
+    def scalar(self, name: str, read: Callable[[], float], dtype: str, group: dict[str, Any] | None = None
+               ) -> AnyTensor:
+        """A 0-d input of ``dtype`` read from ``read()`` at every call. With ``group`` (``read`` then depends on
+        that parameter group's hyperparameters only), one input serves every parameter of the group: a step
+        over many parameters reads each hyperparameter once per call, not once per parameter."""
         from tensorplay.compiler.capture import InputPlan
+        key = (id(group), name, dtype)
+        if group is not None and key in self.shared:
+            return self.shared[key]
         value = np.asarray(read(), dtype=dtype)
         t: AnyTensor = self.recorder.input(f"{self.label}_{name}", Aval((), dtype), "captured", value)
         self.handler.opt_inputs[t._data.id] = InputPlan("opt_scalar", ref=read, key=dtype)
+        if group is not None:
+            self.shared[key] = t
         return t
 
     def param(self, p: Any, where: str) -> AnyTensor:
@@ -139,19 +148,20 @@ def _sgd(step: _Step, group: dict[str, Any]) -> None:
         if g is None:
             continue
         dtype = p.dtype.name
-        lr = step.scalar("lr", lambda: float(group["lr"]), dtype)
+        lr = step.scalar("lr", lambda: float(group["lr"]), dtype, group)
         pv = step.param(p, str(index))
         d = r.neg(g) if maximize else g
         if decay_on:
-            d = r.add(d, r.mul(step.scalar("weight_decay", lambda: float(group["weight_decay"]), dtype), pv))
+            d = r.add(d, r.mul(step.scalar("weight_decay", lambda: float(group["weight_decay"]), dtype, group), pv))
         if momentum_on:
-            momentum = step.scalar("momentum", lambda: float(group["momentum"]), dtype)
+            momentum = step.scalar("momentum", lambda: float(group["momentum"]), dtype, group)
             # without dampening, momentum * 0 + 1 * d is exactly the first step's buffer d
             buf = step.state(p, "momentum_buffer", pv, zeros=undamped)
             if buf is None:
                 new_buf = d
             else:
-                keep = step.scalar("one_minus_dampening", lambda: 1.0 - float(group["dampening"]), dtype)
+                keep = step.scalar("one_minus_dampening", lambda: 1.0 - float(group["dampening"]), dtype,
+                                   group)
                 new_buf = r.add(r.mul(momentum, buf), r.mul(keep, d))
             step.write_state(p, "momentum_buffer", buf, new_buf if buf is not None else r.mul(d, 1.0))
             d = r.add(d, r.mul(momentum, new_buf)) if nesterov else new_buf
@@ -185,13 +195,14 @@ def _adam(step: _Step, group: dict[str, Any]) -> None:
 
         if decay_on:
             if decoupled:
-                decay = step.scalar("decay", lambda: 1.0 - float(group["lr"]) * float(group["weight_decay"]), dtype)
+                decay = step.scalar("decay", lambda: 1.0 - float(group["lr"]) * float(group["weight_decay"]), dtype,
+                                    group)
                 pv = r.mul(pv, decay)
             else:
-                d = r.add(d, r.mul(step.scalar("weight_decay", lambda: float(group["weight_decay"]), dtype), pv))
-        c1 = step.scalar("one_minus_beta1", lambda: 1.0 - float(group["betas"][0]), dtype)
-        c2 = step.scalar("one_minus_beta2", lambda: 1.0 - float(group["betas"][1]), dtype)
-        beta2 = step.scalar("beta2", lambda: float(group["betas"][1]), dtype)
+                d = r.add(d, r.mul(step.scalar("weight_decay", lambda: float(group["weight_decay"]), dtype, group), pv))
+        c1 = step.scalar("one_minus_beta1", lambda: 1.0 - float(group["betas"][0]), dtype, group)
+        c2 = step.scalar("one_minus_beta2", lambda: 1.0 - float(group["betas"][1]), dtype, group)
+        beta2 = step.scalar("beta2", lambda: float(group["betas"][1]), dtype, group)
         m = step.state(p, "exp_avg", pv, zeros=True)  # the eager optimizer starts both moments at zeros
         v = step.state(p, "exp_avg_sq", pv, zeros=True)
         m_new = r.mul(d, c1) if m is None else r.add(m, r.mul(r.sub(d, m), c1))
@@ -206,7 +217,7 @@ def _adam(step: _Step, group: dict[str, Any]) -> None:
             step.write_state(p, "max_exp_avg_sq", vmax, vmax_new if vmax is not None else r.mul(v_new, 1.0))
             denom_base = vmax_new
         denom = r.add(r.div(r.sqrt(denom_base), step.scalar("bias_correction2_sqrt", bias2, dtype)),
-                      step.scalar("eps", lambda: float(group["eps"]), dtype))
+                      step.scalar("eps", lambda: float(group["eps"]), dtype, group))
         update = r.div(r.mul(step.scalar("step_size", step_size, dtype), m_new), denom)  # addcdiv's order, as eager
         step.write_param(p, r.sub(pv, update))
         step.handler.optimizer_effects.append((None, _step_effect(optimizer, p)))

@@ -59,17 +59,60 @@ def attention(q: Array, k: Array, v: Array, mask: Array | None, *, scale: float)
         over_heads(nb_, 1, nb_ * n * m * (d + dv), lambda start, stop: attention_blocks.forward(
             q3[start:stop], k3[start:stop], v3[start:stop], plan, float(scale), out[start:stop]))
         return out.reshape(out_shape)
+    return _over_stacks(qb, kb, vb, mk, batch, float(scale), dt, None)
+
+
+def attention_and_probs(q: Array, k: Array, v: Array, *, scale: float) -> tuple[Array, Array]:
+    """:func:`attention` without a mask, and its probabilities ``softmax(scale * q k^T)``: ``q[*B, n, d],
+    k[*B, m, d], v[*B, m, dv] -> ([*B, n, dv], [*B, n, m])`` (one batch shape ``B``; the probabilities a
+    fresh C-contiguous array, the same values :func:`attention` multiplies ``v`` by and the backward
+    recomputes). For a compiled training step whose backward reads them instead of recomputing them."""
+    if q.ndim < 2 or k.shape[:-2] != q.shape[:-2] or v.shape[:-2] != q.shape[:-2] or q.shape[-1] != k.shape[-1] \
+            or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"attention_and_probs: need q[*B, n, d], k[*B, m, d], v[*B, m, dv], got "
+                         f"{q.shape}, {k.shape}, {v.shape}")
+    dt = float_dtype(q, k, v)
+    batch = q.shape[:-2]
+    n, m, dv = q.shape[-2], k.shape[-2], v.shape[-1]
+    if math.prod(batch) * n * m == 0 or dv == 0:
+        probs = np.zeros(batch + (n, m), dt)
+        if math.prod(batch) * n * m:  # no value features: the probabilities are still asked for
+            probs = softmax_rows_of(q, k, float(scale), dt)
+        return np.zeros(batch + (n, dv), dt), probs
+    groups = head_stacks.split(batch, q, k, v)
+    probs4 = np.empty(groups + (n, m), dt)
+    out = _over_stacks(q, k, v, None, batch, float(scale), dt, probs4)
+    return out, probs4.reshape(batch + (n, m))
+
+
+def softmax_rows_of(q: Array, k: Array, scale: float, dt: np.dtype[np.floating]) -> Array:
+    """``softmax(scale * q k^T)`` over the last axis (no mask), a fresh array ``[*B, n, m]``."""
+    scores = np.ascontiguousarray(np.matmul(as_float(q, dt), np.swapaxes(as_float(k, dt), -1, -2)))
+    probs = np.empty(scores.shape, dt)
+    m = scores.shape[-1]
+    if probs.size:
+        nb().scaled_softmax_rows(scores.reshape(-1, m), scale, probs.reshape(-1, m), 0, probs.size // m)
+    return probs
+
+
+def _over_stacks(qb: Array, kb: Array, vb: Array, mk: Array | None, batch: tuple[int, ...], scale: float,
+                 dt: np.dtype[np.floating], probs4: Array | None) -> Array:
+    """``softmax(scale q k^T, masked) v`` of heads of batch shape ``batch`` (already broadcast to it), as
+    stacks of heads (:mod:`.head_stacks`) split over the kernel threads; the probabilities written into
+    ``probs4`` (``[B1, B2, n, m]`` of the stacks' grouping) when given."""
+    n, m, d, dv = qb.shape[-2], kb.shape[-2], qb.shape[-1], vb.shape[-1]
     groups = head_stacks.split(batch, qb, kb, vb)
     q4, k4, v4 = (head_stacks.stack(a, groups, dt) for a in (qb, kb, vb))
     m4 = mask_stack(mk, groups)
     out4 = head_stacks.empty_as(q4, dv, dt)
 
     def heads(start: int, stop: int) -> None:
-        _, probs = probabilities(q4, k4, m4, float(scale), start, stop)
+        _, probs = probabilities(q4, k4, m4, scale, start, stop,
+                                 None if probs4 is None else probs4[start:stop])
         np.matmul(probs, v4[start:stop], out=out4[start:stop])
 
-    over_heads(groups[0], groups[1], nb_ * n * m * (d + dv), heads)
-    result: Array = out4.reshape(out_shape)
+    over_heads(groups[0], groups[1], math.prod(batch) * n * m * (d + dv), heads)
+    result: Array = out4.reshape(batch + (n, dv))
     return result
 
 
@@ -79,16 +122,17 @@ def mask_stack(mask: Array | None, groups: tuple[int, int]) -> Array | None:
     return None if mask is None else np.ascontiguousarray(mask).reshape(groups + mask.shape[-2:])
 
 
-def probabilities(q4: Array, k4: Array, m4: Array | None, scale: float, start: int, stop: int
-                  ) -> tuple[Array, Array]:
+def probabilities(q4: Array, k4: Array, m4: Array | None, scale: float, start: int, stop: int,
+                  into: Array | None = None) -> tuple[Array, Array]:
     """``(scores, probs)`` of the units ``[start, stop)`` of the stacks ``q4[B1, B2, n, d]``,
     ``k4[B1, B2, m, d]``: ``scores = q k^T`` and ``probs`` its softmax scaled by ``scale`` over the keys
     ``m4`` allows (all without a mask; a row with none gives 0), ``[stop - start, B2, n, m]`` each. Both
     live in this thread's scratch slots 1 and 2 (valid until the next call here); they are separate arrays
-    because the softmax kernels only vectorise when input and output do not alias."""
+    because the softmax kernels only vectorise when input and output do not alias. ``into`` (C-contiguous, of
+    that shape): the probabilities are written there instead."""
     shape = (stop - start, q4.shape[1], q4.shape[2], k4.shape[2])
     scores = scratch(shape, q4.dtype, slot=1)
-    probs = scratch(shape, q4.dtype, slot=2)
+    probs = scratch(shape, q4.dtype, slot=2) if into is None else into
     np.matmul(q4[start:stop], np.swapaxes(k4[start:stop], -1, -2), out=scores)
     s2, p2 = scores.reshape(-1, shape[3]), probs.reshape(-1, shape[3])
     if m4 is None:

@@ -2,8 +2,9 @@
 reused by every later call.
 
 Per specialization, :func:`plan` looks at the lowered order of the graph (one position per unit: a node,
-or a fusion group called as one kernel) and collects the arrays a ``matmul`` or a generated kernel
-writes (its outputs, and the accumulators of its reductions). Each such
+or a fusion group called as one kernel) and collects the arrays a ``matmul``, a generated kernel or another
+runtime helper given an output array (a placement of pieces, :func:`.runtime.place`) writes (its outputs,
+and the accumulators of its reductions). Each such
 array's *lifetime* runs from the unit that writes it to the last unit that reads it **or any value that
 may share its memory** (a reshape, permute, slice or broadcast of it, or anything an eager kernel
 returned from it: every node outside a short list of ones known to return fresh arrays counts as one
@@ -280,10 +281,14 @@ def group_arrays(plan: GroupPlan, elementwise: bool) -> list[tuple[Key, tuple[An
 
 
 def plan(graph: Graph, order: list[list[Node]], plans: dict[int, GroupPlan], last_use: dict[int, int],
-         elementwise: Callable[[GroupPlan], bool], inplace: dict[int, Var]) -> BufferPlan:
+         elementwise: Callable[[GroupPlan], bool], inplace: dict[int, Var],
+         written: dict[int, int] | None = None) -> BufferPlan:
     """The buffer plan of the function lowered from ``graph`` in ``order`` (``plans``: fusion groups by
     their first node; ``last_use``: var id -> position of its last read; ``inplace``: kernel outputs
-    written into the state they update, never planned). See the module docstring."""
+    written into the state they update, never planned; ``written``: ids of other nodes' results that a
+    runtime helper writes into a given C-contiguous array, as a GEMM does, each with the position from
+    which the array is written, at or before its node's). See the module docstring."""
+    written = written or {}
     requests: dict[Key, _Request] = {}
     roots: dict[int, set[Key]] = {}  # var id -> the planned candidates its memory may be
     for position, unit in enumerate(order):
@@ -302,8 +307,9 @@ def plan(graph: Graph, order: list[list[Node]], plans: dict[int, GroupPlan], las
             continue
         for node in unit:
             out = node.outputs[0]
-            if node.target == "matmul" and len(unit) == 1:
-                requests[("o", out.id)] = _Request(("o", out.id), tuple(out.shape), out.aval.dtype, False, position)
+            if (node.target == "matmul" or out.id in written) and len(unit) == 1:
+                requests[("o", out.id)] = _Request(("o", out.id), tuple(out.shape), out.aval.dtype, False,
+                                                   min(position, written.get(out.id, position)))
                 roots[out.id] = {("o", out.id)}
                 continue
             if node.target in FRESH:

@@ -13,14 +13,17 @@ statement computing exactly what the eager interpreter computes for it, in the s
 * convolution, pooling, layer norm, softmax, attention, gather/scatter and random draws call the eager
   interpreter's kernels (:mod:`tensorplay.interpreters.eager.kernels`) directly;
 * the recorded forms of a cross-entropy (with its reverse sweep), of GELU's backward and of layer norm's
-  backward are each one call of the eager interpreter's fused kernel (:mod:`.patterns`);
+  backward are each one call of the eager interpreter's fused kernel (:mod:`.patterns`); a layer norm's
+  backward reads the statistics its forward kept, an unmasked attention's backward the probabilities its
+  forward kept, and a sum of zero pads into disjoint windows is one placement of the pieces;
+* a float sum over the leading axes (a bias's gradient) is one GEMV with ones (:func:`.runtime.sum_leading`);
 * an elementwise kernel that updates a state in place reads and writes it through one argument;
 * anything else falls back to the eager interpreter's method (refused with ``strict_native``).
 
 The function body runs inside one ``numpy.errstate(all="ignore")`` (eager arithmetic is silent about
-inf and NaN too) and deletes intermediates after their last use. The arrays GEMMs and kernels write
-into, when nothing returned from the call can reach them, live in buffers planned once per function and
-reused by every call (:mod:`.buffers`).
+inf and NaN too) and deletes intermediates after their last use. The arrays GEMMs, kernels and placements
+write into, when nothing returned from the call can reach them, live in buffers planned once per function
+and reused by every call (:mod:`.buffers`).
 """
 
 from __future__ import annotations
@@ -34,8 +37,9 @@ from typing import Any
 import numpy as np
 
 from tensorplay.compiler.numba_backend import buffers, runtime
-from tensorplay.compiler.numba_backend.patterns import (CrossEntropy, GeluBackward, LayerNormBackward, find_cross_entropies,
-                                                        find_gelu_backwards, find_layer_norm_backwards)
+from tensorplay.compiler.numba_backend.patterns import (AttentionProbs, CrossEntropy, GeluBackward, LayerNormBackward,
+                                                        PadSum, find_attention_probs, find_cross_entropies,
+                                                        find_gelu_backwards, find_layer_norm_backwards, find_pad_sums)
 from tensorplay.compiler.numba_backend.kernels import (START, GroupPlan, accumulator_dtype, alias_outputs, kernel_arguments,
                                                        plan_group)
 from tensorplay.interpreters.eager import kernels as K
@@ -72,6 +76,8 @@ class _Writer:
         self.kernels: list[tuple[str, GroupPlan]] = []
         self.fallbacks: list[Node] = []
         self.buffers = buffers.NO_PLAN
+        self.ln_stats: dict[int, str] = {}  # forward layer_norm node id -> the local its statistics go to
+        self.windows: dict[int, str] = {}  # matmul node id -> source of the window view it writes into
 
     # ---- values ---------------------------------------------------------------------------------------
     def const(self, value: Any) -> str:
@@ -198,6 +204,12 @@ def _reduce(w: _Writer, node: Node) -> None:
     axes, keep = tuple(node.params["axes"]), bool(node.params["keepdims"])
     fn = {"reduce_sum": "np.sum", "reduce_max": "np.max", "reduce_min": "np.min"}[node.target]
     out = node.outputs[0]
+    operand = node.inputs[0]
+    rank = len(operand.shape) if type(operand) is Var else 0
+    if node.target == "reduce_sum" and not keep and 0 < len(axes) < rank and _float_nodes(node) \
+            and tuple(a % rank for a in axes) == tuple(range(len(axes))):  # a bias's gradient
+        w.define(node, f"_rt.sum_leading({x}, {len(axes)})")
+        return
     expr = f"{fn}({x}, axis={w.render(axes)}, keepdims={keep})" if axes else f"{x}.copy()"
     w.define(node, _as(expr, out.aval.dtype, len(out.shape)))
 
@@ -261,7 +273,9 @@ def _iota(w: _Writer, node: Node) -> None:
 
 def _matmul(w: _Writer, node: Node) -> None:
     a, b = (w.value(v) for v in node.inputs)
-    w.define(node, f"_rt.matmul({a}, {b}, {_dt(node.outputs[0].aval.dtype)}{w.buffers.out(node.outputs[0])})")
+    window = w.windows.get(id(node))
+    out = w.buffers.out(node.outputs[0]) if window is None else f", out={window}"
+    w.define(node, f"_rt.matmul({a}, {b}, {_dt(node.outputs[0].aval.dtype)}{out})")
 
 
 def _kernel(w: _Writer, node: Node) -> None:
@@ -295,6 +309,12 @@ def _layer_norm(w: _Writer, node: Node) -> None:
         _fallback(w, node)
         return
     x, gamma, beta = (w.value(v) for v in node.inputs)
+    stats = w.ln_stats.get(id(node))
+    if stats is not None:  # a backward reads the rows' statistics
+        out = f"v{len(w.names)}"
+        w.names[node.outputs[0].id] = out
+        w.lines.append(f"{out}, {stats} = _rt.layer_norm_stats({x}, {gamma}, {beta}, {w.render(float(eps))})")
+        return
     w.define(node, f"_rt.layer_norm({x}, {gamma}, {beta}, {w.render(float(eps))})")
 
 
@@ -532,7 +552,7 @@ def _conv_backward(w: _Writer, weight_grad: Node, transpose: Node) -> None:
     w.lines.append(f"{names[0]}, {names[1]} = _rt.conv_backward({x}, {weight}, {g}{params})")
 
 
-Fused = CrossEntropy | GeluBackward | LayerNormBackward
+Fused = CrossEntropy | GeluBackward | LayerNormBackward | AttentionProbs | PadSum
 """A recognised subgraph computed by one kernel call (:mod:`.patterns`)."""
 
 
@@ -610,6 +630,12 @@ def _extend_fused_uses(last_use: dict[int, int], order: list[list[Node]], losses
     its inputs at its first result: keep them alive until then."""
     position = {id(node): k for k, unit in enumerate(order) for node in unit}
     for ce in losses:
+        if isinstance(ce, AttentionProbs):  # the probabilities are returned by the attention's own call
+            continue
+        if isinstance(ce, PadSum):  # the pieces are copied into their windows where the sum is
+            for v, _, _ in ce.parts:
+                last_use[v.id] = max(last_use.get(v.id, -1), position[id(ce.root)])
+            continue
         if isinstance(ce, GeluBackward):
             for v in (ce.x, ce.g):
                 last_use[v.id] = max(last_use.get(v.id, -1), position[id(ce.result)])
@@ -627,10 +653,52 @@ def _extend_fused_uses(last_use: dict[int, int], order: list[list[Node]], losses
             last_use[v.id] = max(last_use.get(v.id, -1), position[id(node)])
 
 
+def _place_products(w: _Writer, found: PadSum) -> None:
+    """Have each batched GEMM whose permuted product is a piece of ``found`` write into its window of the
+    planned result (:func:`.runtime.window`; the placement then finds it there and copies nothing)."""
+    buffer = w.buffers.names[("o", found.root.outputs[0].id)]
+    for (value, low, shape), product in zip(found.parts, found.products):
+        if product is None:
+            continue
+        mm, perm = product
+        inverse = tuple(perm.index(axis) for axis in range(len(perm)))
+        w.windows[id(mm)] = (f"_rt.window({buffer}, {w.render(low)}, {w.render(shape)}, {w.render(tuple(value.shape))}, "
+                             f"{w.render(inverse)})")
+
+
+def _keep_computable(order: list[list[Node]], losses: list[Fused], covered: dict[int, Fused]) -> None:
+    """Forget each attention whose recomputed probabilities come before the attention itself in ``order``
+    (nothing orders the two): those nodes then run as recorded (``losses`` and ``covered`` are changed); a
+    layer-norm backward placed before its forward recomputes the statistics."""
+    position = {id(node): k for k, unit in enumerate(order) for node in unit}
+    for norm in losses:
+        if isinstance(norm, LayerNormBackward) and norm.forward is not None \
+                and position[id(norm.forward)] > min(position[key] for key in norm.covered):
+            norm.forward = None  # the statistics are recomputed
+    for found in [f for f in losses if isinstance(f, AttentionProbs)]:
+        if position[id(found.attention)] > min(position[key] for key in found.covered if key != id(found.attention)):
+            losses.remove(found)
+            for key in found.covered:
+                covered.pop(key, None)
+
+
 def _emit_fused(w: _Writer, node: Node, fused: Fused) -> None:
     """The statement of ``node`` inside a recognised subgraph (nothing for the nodes its call covers)."""
     if isinstance(fused, CrossEntropy):
         _emit_cross_entropy(w, node, fused)
+    elif isinstance(fused, PadSum):
+        if node is fused.root:
+            result = node.outputs[0]
+            parts = ", ".join(f"({w.value(v)}, {w.render(low)}, {w.render(shape)})" for v, low, shape in fused.parts)
+            w.define(node, f"_rt.place({w.shape(result)}, {_dt(result.aval.dtype)}, ({parts},), {fused.covering}"
+                           f"{w.buffers.out(result)})")
+    elif isinstance(fused, AttentionProbs):
+        if node is fused.attention:
+            q, k, v = (w.value(x) for x in node.inputs[:3])
+            out, probs = f"v{len(w.names)}", f"v{len(w.names) + 1}"
+            w.names[node.outputs[0].id] = out
+            w.names[fused.softmax.outputs[0].id] = probs
+            w.lines.append(f"{out}, {probs} = _rt.attention_probs({q}, {k}, {v}, {w.render(float(node.params['scale']))})")
     elif isinstance(fused, LayerNormBackward):
         results = [n for n in (fused.dx, fused.dgamma) if n is not None]
         if any(node is n for n in results) and not any(n.outputs[0].id in w.names for n in results):
@@ -640,9 +708,10 @@ def _emit_fused(w: _Writer, node: Node, fused: Fused) -> None:
                 if n is not None:
                     w.names[n.outputs[0].id] = names[-1]
             gamma = "None" if fused.gamma is None else w.value(fused.gamma)
+            stats = "None" if fused.forward is None else w.ln_stats[id(fused.forward)]
             w.lines.append(f"{names[0]}, {names[1]} = _rt.layer_norm_backward({w.value(fused.x)}, {gamma}, "
                            f"{w.value(fused.g)}, {w.render(fused.eps)}, {fused.dx is not None}, "
-                           f"{fused.dgamma is not None})")
+                           f"{fused.dgamma is not None}, {stats})")
     elif node is fused.result:
         w.define(node, f"_rt.gelu_backward({w.value(fused.g)}, {w.value(fused.x)})")
 
@@ -684,11 +753,16 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small
             if g is not None:
                 groups.setdefault(g, []).append(node)
     losses: list[Fused] = [*find_cross_entropies(graph), *find_gelu_backwards(graph),
-                           *find_layer_norm_backwards(graph)] if fuse else []
+                           *find_layer_norm_backwards(graph), *find_attention_probs(graph),
+                           *find_pad_sums(graph)] if fuse else []
     fused_losses = _without_fused(graph, groups, losses)
     _sink_into_readers(graph, groups)
     live_outside = _live_outside(graph, groups)
     order = _units(graph, groups)
+    _keep_computable(order, losses, fused_losses)
+    for found in losses:
+        if isinstance(found, LayerNormBackward) and found.forward is not None:
+            w.ln_stats.setdefault(id(found.forward), f"_st{len(w.ln_stats)}")
     plans = {id(unit[0]): plan_group(graph, unit, live_outside) for unit in order
              if len(unit) > 1 or unit[0].meta.get("fusion_group") in groups and id(unit[0]) not in fused_losses}
     if not small_kernels:
@@ -701,7 +775,13 @@ def lower(graph: Graph, *, strict_native: bool = False, fuse: bool = True, small
     _alias_states(plans, inplace)
     pairs = _conv_backward_pairs(graph)
     if plan_buffers:
-        w.buffers = buffers.plan(graph, order, plans, last_use, _elementwise, inplace)
+        at = {id(node): k for k, unit in enumerate(order) for node in unit}
+        placed = {f.root.outputs[0].id: min([at[id(f.root)]] + [at[id(p[0])] for p in f.products if p])
+                  for f in losses if isinstance(f, PadSum)}  # the GEMMs writing into the windows come first
+        w.buffers = buffers.plan(graph, order, plans, last_use, _elementwise, inplace, placed)
+        for found in losses:
+            if isinstance(found, PadSum) and ("o", found.root.outputs[0].id) in w.buffers.names:
+                _place_products(w, found)
         w.namespace["_arena"] = w.buffers.arena
     for position, unit in enumerate(order):
         plan = plans.get(id(unit[0]))

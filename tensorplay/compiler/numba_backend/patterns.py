@@ -9,7 +9,15 @@
   records it, by the eager backward's one-pass kernel (:func:`.runtime.gelu_backward`).
 * **Layer norm's backward** (:func:`find_layer_norm_backwards`): the rule's composite (statistics
   recomputed from ``x``, ``dx``, ``dgamma``) by the eager backward's row kernel
-  (:func:`.runtime.layer_norm_backward`).
+  (:func:`.runtime.layer_norm_backward`), reading the statistics the forward's call kept
+  (:func:`.runtime.layer_norm_stats`) when the graph normalises the same ``x`` forward.
+* **Sums of zero pads into disjoint windows** (:func:`find_pad_sums`): ``pad(a) + pad(b) + ...`` as the
+  backward of slicing one array into pieces (a ``q, k, v`` projection's split) records it is the pieces
+  copied into their windows of one array (:func:`.runtime.place`), each read through the reshape that
+  fed its pad (no copy of a transposed piece first).
+* **Attention's probabilities** (:func:`find_attention_probs`): the backward rule of an unmasked
+  ``dot_product_attention`` recomputes ``softmax(scale * q k^T)``; the forward's call returns them
+  alongside its output (:func:`.runtime.attention_probs`) and the recomputation is dropped.
 
 A match requires the exact recorded structure (literals and constants checked by value, one float dtype)
 and that nothing outside it reads an intermediate. The graph itself is not changed: every other backend,
@@ -350,6 +358,22 @@ class LayerNormBackward:
     dx: Node | None = None
     dgamma: Node | None = None
     covered: set[int] = field(default_factory=set)
+    forward: Node | None = None
+    """The ``layer_norm_last_axis`` node normalising the same ``x`` with the same ``eps`` (same dtype), whose
+    call can keep the rows' statistics for this backward to read instead of recomputing them."""
+
+
+def _forward_layer_norm(found: LayerNormBackward) -> Node | None:
+    """The forward ``layer_norm_last_axis(found.x, gamma, beta)`` of ``found``'s ``eps`` (every operand a var
+    of ``x``'s dtype), if the graph has one."""
+    dtype = found.x.aval.dtype
+    for user in found.x.users:
+        eps = user.params.get("eps")
+        if user.target == "layer_norm_last_axis" and user.inputs[0] is found.x and isinstance(eps, (int, float)) \
+                and not isinstance(eps, bool) and float(eps) == found.eps and user.outputs[0].aval.dtype == dtype \
+                and all(type(v) is Var and v.aval.dtype == dtype for v in user.inputs):
+            return user
+    return None
 
 
 def _mean_keep(v: Any, axis: int, user: Node | None = None) -> tuple[Var, list[Node]] | None:
@@ -498,9 +522,199 @@ def find_layer_norm_backwards(graph: Graph) -> list[LayerNormBackward]:
         closed = all(nodes[k].outputs[0].id in results or (nodes[k].outputs[0].id not in graph_reads and
                      all(id(u) in match.covered for u in nodes[k].outputs[0].users)) for k in match.covered)
         if closed:
+            match.forward = _forward_layer_norm(match)
             found.append(match)
     return found
 
 
-__all__ = ["CrossEntropy", "GeluBackward", "LayerNormBackward", "find_cross_entropies", "find_gelu_backwards",
-           "find_layer_norm_backwards"]
+@dataclass
+class PadSum:
+    """``root`` (the last ``add``) sums zero ``pad`` s of pieces into pairwise disjoint windows: ``parts`` holds,
+    per piece, the value copied (the input of the reshape that fed the pad, or the pad's own input), the
+    window's low corner and the pad input's shape; ``covering`` whether the windows fill the result.
+    ``covered``: the ids of the adds, pads and those reshapes."""
+
+    root: Node
+    parts: list[tuple[Var, tuple[int, ...], tuple[int, ...]]]
+    covering: bool
+    covered: set[int] = field(default_factory=set)
+    products: list[tuple[Node, tuple[int, ...]] | None] = field(default_factory=list)
+    """Per piece, ``(matmul node, perm)`` when its value is ``permute(matmul(a, b), perm)`` of a batched
+    product (``a`` and ``b`` of its rank, above 2) read by nothing else: the GEMMs may write straight into
+    the windows."""
+
+
+def _permuted_product(value: Var, user: Node, graph_reads: set[int]) -> tuple[Node, tuple[int, ...]] | None:
+    """``(matmul, perm)`` when ``value`` is ``permute(matmul(a, b), perm)`` read by ``user`` only, the product
+    read by that permute only, ``a`` and ``b`` vars of the product's rank (above 2)."""
+    permute = _made_by(value, "permute", user)
+    if permute is None or value.id in graph_reads:
+        return None
+    product = permute.inputs[0]
+    mm = _made_by(product, "matmul", permute)
+    if mm is None or product.id in graph_reads:  # type: ignore[union-attr]
+        return None
+    rank = len(product.shape)  # type: ignore[union-attr]
+    if rank <= 2 or not all(type(v) is Var and len(v.shape) == rank for v in mm.inputs):
+        return None
+    return mm, tuple(int(a) for a in permute.params["perm"])
+
+
+def _zero_pad(v: Any, user: Node, dtype: str) -> tuple[Node, tuple[int, ...]] | None:
+    """``(pad node, low corner)`` when ``v`` is a zero pad by static non-negative amounts of a ``dtype``
+    var, read by ``user`` only."""
+    pad = _made_by(v, "pad", user)
+    if pad is None or type(pad.inputs[0]) is not Var or pad.inputs[0].aval.dtype != dtype:
+        return None
+    value = pad.params.get("value", 0.0)
+    pads = [tuple(p) for p in pad.params["pads"]]
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value != 0 \
+            or not all(type(a) is int and a >= 0 for p in pads for a in p) \
+            or not all(type(d) is int for d in pad.inputs[0].shape):
+        return None
+    return pad, tuple(p[0] for p in pads)
+
+
+def _disjoint(a: tuple[tuple[int, ...], tuple[int, ...]], b: tuple[tuple[int, ...], tuple[int, ...]]) -> bool:
+    """Whether two boxes ``(low corner, shape)`` share no element."""
+    return any(la + da <= lb or lb + db <= la for la, da, lb, db in zip(a[0], a[1], b[0], b[1]))
+
+
+def find_pad_sums(graph: Graph) -> list[PadSum]:
+    """Every chain of ``add`` s (float, nothing else reading its partial sums) whose leaves are zero pads
+    into pairwise disjoint windows of its result, at least two."""
+    graph_reads = {v.id for v in graph.outputs if type(v) is Var}
+    graph_reads |= {v.id for _, v in graph.mutations if type(v) is Var}
+    graph_reads |= {g.value.id for g in graph.guards}
+    found: list[PadSum] = []
+    taken: set[int] = set()
+    for root in reversed(graph.nodes):
+        out = root.outputs[0]
+        dtype = out.aval.dtype
+        if root.target != "add" or id(root) in taken or dtype not in ("float32", "float64") \
+                or not all(type(d) is int for d in out.shape):
+            continue
+        adds = [root]
+        leaves: list[tuple[Any, Node]] = []
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            for v in node.inputs:
+                inner = _made_by(v, "add", node)
+                partial = None if inner is None else inner.outputs[0]
+                if inner is not None and partial is not None and partial.aval.dtype == dtype \
+                        and partial.id not in graph_reads and tuple(partial.shape) == tuple(out.shape):
+                    adds.append(inner)
+                    stack.append(inner)
+                else:
+                    leaves.append((v, node))
+        parts: list[tuple[Var, tuple[int, ...], tuple[int, ...]]] = []
+        products: list[tuple[Node, tuple[int, ...]] | None] = []
+        covered = {id(n) for n in adds}
+        boxes: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+        for v, user in leaves:
+            got = None if type(v) is not Var or v.id in graph_reads or tuple(v.shape) != tuple(out.shape) \
+                else _zero_pad(v, user, dtype)
+            if got is None:
+                break
+            pad, low = got
+            piece = pad.inputs[0]
+            assert type(piece) is Var
+            covered.add(id(pad))
+            source = piece
+            reader = pad
+            made = _made_by(piece, "reshape", pad)
+            if made is not None and type(made.inputs[0]) is Var and made.inputs[0].aval.dtype == dtype \
+                    and piece.id not in graph_reads:
+                source = made.inputs[0]
+                reader = made
+                covered.add(id(made))
+            box = (low, tuple(int(d) for d in piece.shape))
+            if not all(_disjoint(box, other) for other in boxes):
+                break
+            boxes.append(box)
+            parts.append((source, box[0], box[1]))
+            products.append(_permuted_product(source, reader, graph_reads))
+        else:
+            if len(parts) >= 2:
+                total = sum(math.prod(box[1]) for box in boxes)
+                taken |= covered
+                found.append(PadSum(root, parts, total == math.prod(out.shape), covered, products))
+    return found
+
+
+@dataclass
+class AttentionProbs:
+    """An unmasked ``dot_product_attention`` node whose probabilities ``softmax(mul(matmul(q, swap(k)),
+    scale))`` the graph recomputes (``softmax``: that node); ``covered`` the ids of the recomputing nodes
+    (the attention itself included, which returns them)."""
+
+    attention: Node
+    softmax: Node
+    covered: set[int] = field(default_factory=set)
+
+
+def _swapped(kt: Any, k: Var) -> Node | None:
+    """The ``permute`` node giving ``kt`` when ``kt`` is ``k`` with its last two axes exchanged: a permute
+    of ``k``, or of the value ``k`` itself permutes (the simplifier composes the two)."""
+    if type(kt) is not Var or kt.producer is None or kt.producer.target != "permute":
+        return None
+    node = kt.producer
+    perm = tuple(node.params["perm"])
+    rank = len(perm)
+    swap = tuple(range(rank - 2)) + (rank - 1, rank - 2)
+    source = node.inputs[0]
+    if source is k:
+        return node if perm == swap else None
+    made = k.producer
+    if made is None or made.target != "permute" or made.inputs[0] is not source:
+        return None
+    inner = tuple(made.params["perm"])
+    return node if len(inner) == rank and perm == tuple(inner[i] for i in swap) else None
+
+
+def find_attention_probs(graph: Graph) -> list[AttentionProbs]:
+    """Every unmasked attention (``q``, ``k``, ``v`` and the output of one float dtype, a static float
+    ``scale``) whose probabilities the graph recomputes as its backward rule records them, the recomputed
+    scores read by nothing else."""
+    graph_reads = {v.id for v in graph.outputs if type(v) is Var}
+    graph_reads |= {v.id for _, v in graph.mutations if type(v) is Var}
+    graph_reads |= {g.value.id for g in graph.guards}
+    found: list[AttentionProbs] = []
+    taken: set[int] = set()
+    for node in graph.nodes:
+        if node.target != "dot_product_attention" or len(node.inputs) != 4:
+            continue
+        q, k, v, mask = node.inputs
+        scale = node.params.get("scale")
+        dtype = node.outputs[0].aval.dtype
+        if (mask is not None and not (type(mask) is Literal and mask.value is None)) \
+                or not isinstance(scale, float) or dtype not in ("float32", "float64") \
+                or not all(type(a) is Var and a.aval.dtype == dtype for a in (q, k, v)):
+            continue
+        assert type(q) is Var and type(k) is Var
+        for mm in q.users:
+            if mm.target != "matmul" or mm.inputs[0] is not q or id(mm) in taken:
+                continue
+            permute = _swapped(mm.inputs[1], k)
+            mul = _sole_user(mm.outputs[0], "mul")
+            scores = None if mul is None else _by_literal(mul, "mul", scale)
+            soft = None if mul is None else _sole_user(mul.outputs[0], "softmax")
+            if permute is None or scores is not mm.outputs[0] or soft is None:
+                continue
+            axis = soft.params.get("axis")
+            if type(axis) is not int or axis not in (-1, len(q.shape) - 1) \
+                    or soft.outputs[0].aval.dtype != dtype or mm.outputs[0].aval.dtype != dtype \
+                    or any(w.id in graph_reads for w in (mm.outputs[0], mul.outputs[0])):  # type: ignore[union-attr]
+                continue
+            covered = {id(node), id(mm), id(mul), id(soft)}
+            if list(permute.outputs[0].users) == [mm] and permute.outputs[0].id not in graph_reads:
+                covered.add(id(permute))
+            taken |= covered
+            found.append(AttentionProbs(node, soft, covered))
+            break
+    return found
+
+
+__all__ = ["AttentionProbs", "CrossEntropy", "GeluBackward", "LayerNormBackward", "find_attention_probs", "find_cross_entropies", "find_gelu_backwards",
+           "find_layer_norm_backwards", "find_pad_sums", "PadSum"]

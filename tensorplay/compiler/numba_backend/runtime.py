@@ -12,7 +12,9 @@ from tensorplay.interpreters.eager import kernels as K
 from tensorplay.interpreters.eager.fastpath import ROW_KERNELS, small_rows
 from tensorplay.interpreters.eager.kernels import backward as KB
 from tensorplay.interpreters.eager.kernels.rows import NO_STATS
+from tensorplay.interpreters.eager.kernels.sdpa import attention_and_probs
 from tensorplay.interpreters.eager.interpreter import eager
+from tensorplay.interpreters.eager.kernels._blas import call_on_one_thread
 from tensorplay.interpreters.eager.kernels.threads import OPENBLAS_SERIAL_MAX_MACS as _SERIAL_MAX_MACS
 from tensorplay.tensor import Tensor
 
@@ -116,6 +118,53 @@ def matmul(a: Array, b: Array, dtype: Any, out: Array | None = None) -> Array:
     return result
 
 
+def attention_probs(q: Array, k: Array, v: Array, scale: float) -> tuple[Array, Array]:
+    """``(softmax(scale q k^T) v, softmax(scale q k^T))`` of unmasked heads ``q[*B, n, d]``, ``k[*B, m, d]``,
+    ``v[*B, m, dv]`` (one float dtype) by the eager attention kernel, which keeps the probabilities
+    (:func:`~tensorplay.interpreters.eager.kernels.sdpa.attention_and_probs`) for the backward to read."""
+    return attention_and_probs(q, k, v, scale=scale)
+
+
+_ONES: dict[tuple[int, str], Array] = {}
+"""Read-only vectors of ones by ``(length, dtype)`` for :func:`sum_leading` (at most :data:`_MAX_ONES`)."""
+
+_MAX_ONES = 16
+_ONES_MAX_ROWS = 1 << 16
+_GEMV_SERIAL_MAX = 9216
+"""OpenBLAS threads a GEMV of more elements than this (``2304 * 4``); :func:`sum_leading` holds it to this
+thread above it (the kernel threads' pool and OpenBLAS's are never busy at once)."""
+
+
+def _ones(rows: int, dtype: Any) -> Array:
+    key = (rows, np.dtype(dtype).str)
+    ones = _ONES.get(key)
+    if ones is None:
+        ones = np.ones(rows, dtype)
+        ones.setflags(write=False)
+        if len(_ONES) < _MAX_ONES:
+            _ONES[key] = ones
+    return ones
+
+
+def sum_leading(x: Array, k: int) -> Array:
+    """``numpy.sum(x, axis=tuple(range(k)))`` of a float ``x`` (``0 < k < x.ndim``; a bias's gradient): for a
+    row-major ``x`` one GEMV of a vector of ones with ``x`` as a ``[rows, cols]`` matrix (a third of numpy's
+    reduction's time on ``[512, 64]``), else numpy's reduction. NaN and inf propagate as in the sum; the
+    order of the additions is BLAS's."""
+    rows = math.prod(x.shape[:k])
+    cols = math.prod(x.shape[k:])
+    if not (x.flags.c_contiguous and 0 < rows <= _ONES_MAX_ROWS and cols) or x.dtype not in (np.float32, np.float64):
+        total: Array = np.asarray(np.sum(x, axis=tuple(range(k))), dtype=x.dtype)
+        return total
+    matrix = x.reshape(rows, cols)
+    ones = _ones(rows, x.dtype)
+    if rows * cols <= _GEMV_SERIAL_MAX:
+        out: Array = np.matmul(ones, matrix)
+    else:
+        out = call_on_one_thread(np.matmul, ones, matrix)
+    return out.reshape(x.shape[k:])
+
+
 def gelu_backward(g: Array, x: Array) -> Array:
     """``g * gelu'(x)`` of the erf form in one pass, by the eager backward's kernel."""
     out: Array = KB.gelu_backward(g, x, approximate="none")
@@ -123,13 +172,14 @@ def gelu_backward(g: Array, x: Array) -> Array:
 
 
 def layer_norm_backward(x: Array, gamma: Array | None, g: Array, eps: float, need_x: bool,
-                        need_gamma: bool) -> tuple[Any, Any]:
+                        need_gamma: bool, stats: Array | None = None) -> tuple[Any, Any]:
     """``(dx, dgamma)`` of ``layer_norm_last_axis(x, gamma, beta)`` for the cotangent ``g`` by the eager
-    backward's row kernel (the statistics recomputed from ``x``); each is ``None`` unless asked for
-    (``gamma`` is only read for ``dx``)."""
+    backward's row kernel (the statistics ``stats`` kept by :func:`layer_norm_stats`, else recomputed from
+    ``x``: the same values); each is ``None`` unless asked for (``gamma`` is only read for ``dx``)."""
     if gamma is None:
         gamma = np.ones(x.shape[-1], x.dtype)
-    dx, dgamma, _ = KB.layer_norm_backward(x, gamma, g, eps=eps, need_x=need_x, need_params=need_gamma)
+    dx, dgamma, _ = KB.layer_norm_backward(x, gamma, g, eps=eps, need_x=need_x, need_params=need_gamma,
+                                           stats=stats)
     return dx, dgamma
 
 
@@ -143,6 +193,46 @@ def pad(x: Array, pads: tuple[tuple[int, int], ...], value: float) -> Array:
         out = np.full(shape, value, x.dtype)
     out[tuple(slice(lo, lo + d) for d, (lo, _) in zip(x.shape, pads))] = x
     return out
+
+
+def place(shape: tuple[int, ...], dtype: Any, parts: tuple[tuple[Array, tuple[int, ...], tuple[int, ...]], ...],
+          covering: bool, out: Array | None = None) -> Array:
+    """The sum of zero pads of pieces into pairwise disjoint windows, built directly: a ``shape`` array of
+    ``dtype`` (zeros unless the windows are ``covering``) with each piece copied into its window. ``parts``:
+    per piece ``(value, low corner, window shape)``, ``value`` holding the window's elements in C order
+    under any shape (it is written through a view of the window in ``value``'s shape where one exists, so a
+    transposed piece is copied once, not first made contiguous). ``out`` (a planned C-contiguous array of
+    that shape and dtype, sharing no memory with the pieces): the result is written there."""
+    if out is None:
+        out = np.empty(shape, dtype) if covering else np.zeros(shape, dtype)
+    elif not covering:
+        out.fill(0)
+    for value, low, window_shape in parts:
+        window = out[tuple(slice(lo, lo + d) for lo, d in zip(low, window_shape))]
+        try:
+            target = np.reshape(window, value.shape, copy=False)
+        except ValueError:  # no view of the window has the value's shape: reshape the value instead
+            window[...] = value.reshape(window_shape)
+            continue
+        if target.ctypes.data == value.ctypes.data and target.strides == value.strides:
+            continue  # written there already (a GEMM given its window, :func:`window`)
+        target[...] = value
+    return out
+
+
+def window(out: Array, low: tuple[int, ...], window_shape: tuple[int, ...], value_shape: tuple[int, ...],
+           inverse: tuple[int, ...]) -> Array | None:
+    """The window of ``out`` at ``low`` (of ``window_shape``) as a view in ``value_shape`` permuted by
+    ``inverse``: where a GEMM writes the product whose permutation (the inverse of ``inverse``) is the piece
+    :func:`place` puts there, so the piece is placed without a copy. ``None`` when no such view exists (the
+    GEMM then writes its own array and the placement copies it)."""
+    region = out[tuple(slice(lo, lo + d) for lo, d in zip(low, window_shape))]
+    try:
+        view = np.reshape(region, value_shape, copy=False)
+    except ValueError:
+        return None
+    permuted: Array = view.transpose(inverse)
+    return permuted
 
 
 def rows(name: str, x: Array, axis: int) -> Array:
@@ -167,6 +257,18 @@ def layer_norm(x: Array, gamma: Array, beta: Array, eps: float) -> Array:
             return out
     result: Array = K.layer_norm_last_axis(x, gamma, beta, eps=eps)
     return result
+
+
+def layer_norm_stats(x: Array, gamma: Array, beta: Array, eps: float) -> tuple[Array, Array]:
+    """:func:`layer_norm` and the float64 ``[rows, 2]`` statistics ``(mean, rstd)`` of each row it normalised
+    (the same kernel call), for :func:`layer_norm_backward` to read."""
+    stats: Array = np.empty((math.prod(x.shape[:-1]), 2))
+    if gamma.flags.c_contiguous and beta.flags.c_contiguous:
+        out = small_rows("layer_norm_rows", x, gamma, beta, eps, stats)
+        if out is not None:
+            return out, stats
+    result: Array = K.layer_norm_last_axis(x, gamma, beta, eps=eps, stats=stats)
+    return result, stats
 
 
 _LOSS_KERNELS: Any = None
@@ -233,6 +335,6 @@ def wrap(array: Array) -> Tensor[*tuple[Any, ...]]:
     return eager.wrap(array)
 
 
-__all__ = ["as_array", "as_dtype", "contiguous", "conv_backward", "cross_entropy", "cross_entropy_grad", "empty", "filled", "flat",
-           "gelu_backward", "fortran", "into", "into_copy", "layer_norm", "layer_norm_backward", "matmul", "pad", "quiet", "rows",
+__all__ = ["as_array", "as_dtype", "attention_probs", "contiguous", "conv_backward", "cross_entropy", "cross_entropy_grad", "empty", "filled", "flat",
+           "gelu_backward", "fortran", "sum_leading", "into", "into_copy", "layer_norm", "layer_norm_backward", "layer_norm_stats", "matmul", "pad", "place", "quiet", "rows", "window",
            "wrap"]

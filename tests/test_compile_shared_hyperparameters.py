@@ -1,0 +1,72 @@
+"""A compiled optimizer step reads each parameter group's hyperparameters once per call, as one input
+shared by the group's parameters (not one per parameter); groups keep their own values, and changes between
+calls (a scheduler) still take effect: parameters agree with the eager optimizer step after step."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tensorplay as tp
+import tensorplay.nn.functional as F
+from tensorplay import nn, optim
+
+
+def _model(seed: int) -> nn.Module:
+    tp.manual_seed(seed)
+    return nn.Sequential(nn.Linear(5, 7), nn.Tanh(), nn.Linear(7, 3))
+
+
+def _groups(model: nn.Module, kind: str) -> Any:
+    first, second = list(model.parameters())[:2], list(model.parameters())[2:]
+    if kind == "adam":
+        return optim.Adam([{"params": first}, {"params": second, "lr": 0.02, "betas": (0.8, 0.99), "eps": 1e-6}],
+                          lr=0.05)
+    if kind == "adamw":
+        return optim.AdamW([{"params": first}, {"params": second, "lr": 0.02, "weight_decay": 0.3}], lr=0.05,
+                           weight_decay=0.1)
+    return optim.SGD([{"params": first}, {"params": second, "lr": 0.2, "momentum": 0.5}], lr=0.1, momentum=0.9,
+                     weight_decay=0.01)
+
+
+def _scalar_inputs(compiled: Any) -> int:
+    return sum(1 for plan in compiled.specializations[0].program.inputs if plan.kind == "opt_scalar")
+
+
+@pytest.mark.parametrize("kind", ["adam", "adamw", "sgd"])
+def test_group_hyperparameters_are_read_once_and_follow_changes(kind: str) -> None:
+    rng = np.random.default_rng(0)
+    x = tp.tensor(rng.standard_normal((4, 5)))
+    y = tp.tensor(rng.standard_normal((4, 3)))
+    models = [_model(1).double(), _model(1).double()]
+    opts = [_groups(m, kind) for m in models]
+
+    def step_of(model: nn.Module, opt: Any) -> Any:
+        def step() -> Any:
+            opt.zero_grad()
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        return step
+
+    compiled = tp.compile(step_of(models[0], opts[0]))
+    eager = step_of(models[1], opts[1])
+    for i in range(4):
+        for opt in opts:  # a scheduler changing one group's values between calls
+            opt.param_groups[1]["lr"] *= 0.5
+            if kind != "sgd":
+                opt.param_groups[1]["betas"] = (0.8 - 0.1 * i, 0.99)
+        compiled()
+        eager()
+        for p, q in zip(models[0].parameters(), models[1].parameters()):
+            np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-12, atol=1e-13, err_msg=f"step {i}")
+    assert compiled.compile_count == 1
+    # per group: Adam's 1 - beta1, 1 - beta2, beta2 and eps (AdamW adds its decay), SGD's lr, weight decay,
+    # momentum and 1 - dampening; per parameter only what depends on its own step count (Adam's step size
+    # and bias correction)
+    per_group = {"adam": 4, "adamw": 5, "sgd": 4}[kind]
+    per_param = 0 if kind == "sgd" else 2
+    assert _scalar_inputs(compiled) == 2 * per_group + 4 * per_param
