@@ -142,3 +142,33 @@ def test_separable_max_pool_backward_matches_torch_and_is_the_same_over_threads(
     np.testing.assert_array_equal(K.max_pool_backward_nd(x, g, **params), one)
     np.testing.assert_array_equal(K.max_pool_nd(x, **params), y_one)
 
+
+
+def test_benchmark_sized_two_by_two_pools_are_split_over_two_threads_with_the_same_bits(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 2x2 kernels count their real cost per element (several times a cheap pass's), so the benchmark
+    CNN's first pool (64x16 planes of 26x26), forward and backward, and its second pool's backward (64x32
+    planes of 11x11) run on two threads when two are allowed, giving the one-thread bits."""
+    from tensorplay.interpreters.eager.kernels import backward as KB
+
+    splits: list[int] = []
+    run_chunks = threads._run_chunks
+
+    def spy(count: int, n_items: int, body: Any) -> None:
+        splits.append(count)
+        run_chunks(count, n_items, body)
+
+    monkeypatch.setattr(threads, "_run_chunks", spy)
+    for shape in ((64, 16, 26, 26), (64, 32, 11, 11)):
+        x = _special_values(shape, np.float32)
+        g = RNG.standard_normal((shape[0], shape[1], shape[2] // 2, shape[3] // 2)).astype(np.float32)
+        monkeypatch.setattr(threads, "_NUM_THREADS", 1)
+        one_y, one_dx = K.max_pool_nd(x, **TWO), KB.max_pool_backward(x, g, **TWO)
+        assert splits == []
+        monkeypatch.setattr(threads, "_NUM_THREADS", 2)
+        np.testing.assert_array_equal(KB.max_pool_backward(x, g, **TWO), one_dx)
+        assert splits == [2]
+        splits.clear()
+        np.testing.assert_array_equal(K.max_pool_nd(x, **TWO), one_y)
+        assert splits == ([2] if shape[2] == 26 else [])  # the second pool's forward is too small to split
+        splits.clear()

@@ -17,6 +17,16 @@ from .threads import split_call
 
 Geometry = tuple[tuple[int, int, int], tuple[int, int, int], tuple[int, int, int]]
 
+POOL2X2_FWD_WORK = 4
+POOL2X2_BWD_WORK = 10
+"""The work (:func:`.threads.split_call`'s units, about one per element of a cheap pass) per input
+element of the 2x2 / stride 2 max-pool kernels, forward and backward (the backward's is in
+:func:`.backward.max_pool_backward`), measured against a numpy ``add`` of the same size on one thread:
+forward 4-6x, backward 10-18x. With the kernels' real cost the benchmark CNN's pools (64x16 planes of
+26x26, 64x32 of 11x11) are split over two threads; counted as one unit per element, none was, and the
+four took 1.8 ms of a 5.6 ms compiled training step on one core while the other idled (split: 1.07 ms,
+the step 4.8 ms; each plane is computed alike on any thread, so the bits do not change)."""
+
 
 def _geometry(name: str, x_shape: tuple[int, ...], kernel_size: tuple[int, ...], stride: tuple[int, ...],
               padding: tuple[int, ...]) -> tuple[Geometry, tuple[int, ...]]:
@@ -98,7 +108,7 @@ def max_pool(x: Array, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
         out = np.empty(x.shape[:2] + osp, dt)
         if out.size:
             x3 = as_float(x, dt).reshape((-1,) + x.shape[2:])
-            split_call(nb().max_pool2x2_fwd, x3.shape[0], 4 * out.size, x3, out.reshape((-1,) + osp))
+            split_call(nb().max_pool2x2_fwd, x3.shape[0], POOL2X2_FWD_WORK * x.size, x3, out.reshape((-1,) + osp))
         return out
     return _forward("max_pool_fwd", x, geo, osp)
 
