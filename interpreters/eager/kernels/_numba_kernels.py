@@ -1232,11 +1232,28 @@ def max_pool2x2_fwd(x: Any, out: Any, start: Any, stop: Any) -> None:
     """2x2 windows, stride 2, no padding, over planes ``[start, stop)`` of ``x[P, H, W]`` into
     ``out[P, H // 2, W // 2]`` (NaN propagates; a last odd row or column belongs to no window).
     Flat indexing, one output at a time: 3-4x the general row kernel here, whose per-row slices
-    cost more than the four loads of a window (measured)."""
+    cost more than the four loads of a window (measured). An even ``W`` takes two passes over each
+    plane instead, loops the vectoriser takes: the maximum of every row's column pairs, flattened into
+    one loop over the plane, then of each pair of rows (the benchmark CNN's 64x16 planes of 26x26, one
+    thread: 0.10 ms against 0.33 ms by the window loop)."""
     hh, ww = x.shape[1], x.shape[2]
     oh, ow = out.shape[1], out.shape[2]
     xf = x.reshape(-1)
     of = out.reshape(-1)
+    if ww % 2 == 0:
+        pair_max = np.empty(hh * ow, x.dtype)  # a last odd row's pairs included (unused)
+        for p in range(start, stop):
+            xp = xf[p * hh * ww:(p + 1) * hh * ww]
+            for q in range(hh * ow):
+                pair_max[q] = fmaximum(xp[2 * q], xp[2 * q + 1])
+            op = of[p * oh * ow:(p + 1) * oh * ow]
+            for j in range(oh):
+                top = pair_max[2 * j * ow:(2 * j + 1) * ow]
+                low = pair_max[(2 * j + 1) * ow:(2 * j + 2) * ow]
+                row = op[j * ow:(j + 1) * ow]
+                for k in range(ow):
+                    row[k] = fmaximum(top[k], low[k])
+        return
     for p in range(start, stop):
         xb = p * hh * ww
         ob = p * oh * ow

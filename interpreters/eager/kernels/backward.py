@@ -17,7 +17,7 @@ import numpy as np
 
 from . import attention_blocks, head_stacks
 from ._support import F64, Array, as_float, float_dtype, nb, normalize_axis, scratch
-from .pool import POOL2X2_BWD_WORK
+from .pool import pool2x2_work
 from .rows import row_stats
 from .sdpa import mask_stack, over_heads, probabilities
 from .threads import parallel_for, split_call
@@ -246,5 +246,5 @@ def max_pool_backward(x: Array, g: Array, *, kernel_size: tuple[int, ...], strid
     xf = as_float(x, dt).reshape(-1)
     gb = as_float(g, dt).reshape(-1).view(bits)
     planes = x.shape[0] * x.shape[1]
-    split_call(nbb().max_pool2x2_bwd, planes, POOL2X2_BWD_WORK * x.size, xf, gb, dx.reshape(-1).view(bits), x.shape[2], x.shape[3])
+    split_call(nbb().max_pool2x2_bwd, planes, pool2x2_work(x.shape, True), xf, gb, dx.reshape(-1).view(bits), x.shape[2], x.shape[3])
     return dx

@@ -17,15 +17,18 @@ from .threads import split_call
 
 Geometry = tuple[tuple[int, int, int], tuple[int, int, int], tuple[int, int, int]]
 
-POOL2X2_FWD_WORK = 4
-POOL2X2_BWD_WORK = 10
-"""The work (:func:`.threads.split_call`'s units, about one per element of a cheap pass) per input
-element of the 2x2 / stride 2 max-pool kernels, forward and backward (the backward's is in
-:func:`.backward.max_pool_backward`), measured against a numpy ``add`` of the same size on one thread:
-forward 4-6x, backward 10-18x. With the kernels' real cost the benchmark CNN's pools (64x16 planes of
-26x26, 64x32 of 11x11) are split over two threads; counted as one unit per element, none was, and the
-four took 1.8 ms of a 5.6 ms compiled training step on one core while the other idled (split: 1.07 ms,
-the step 4.8 ms; each plane is computed alike on any thread, so the bits do not change)."""
+POOL2X2_WORK = {(False, True): 1, (True, True): 4, (False, False): 4, (True, False): 10}
+"""The work (:func:`.threads.split_call`'s units, about one per element of a cheap pass) per input element
+of the 2x2 / stride 2 max-pool kernels, by (backward, even width), measured against a numpy ``add`` of the
+same size on one thread: with an even width (the kernels' vectorised passes) forward 1.3x, backward 4x;
+with an odd width (a loop over the windows) 3-4x and 10x. Counted as one unit per element, the benchmark
+CNN's pools (64x16 planes of 26x26, 64x32 of 11x11) all ran on one core while the other idled; now the
+backward passes are split over two threads (each plane is computed alike on any thread: the same bits)."""
+
+
+def pool2x2_work(x_shape: tuple[int, ...], backward: bool) -> int:
+    """The work of a 2x2 / stride 2 max-pool over an ``x`` of ``x_shape`` (:data:`POOL2X2_WORK`)."""
+    return POOL2X2_WORK[backward, x_shape[-1] % 2 == 0] * math.prod(x_shape)
 
 
 def _geometry(name: str, x_shape: tuple[int, ...], kernel_size: tuple[int, ...], stride: tuple[int, ...],
@@ -108,7 +111,7 @@ def max_pool(x: Array, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
         out = np.empty(x.shape[:2] + osp, dt)
         if out.size:
             x3 = as_float(x, dt).reshape((-1,) + x.shape[2:])
-            split_call(nb().max_pool2x2_fwd, x3.shape[0], POOL2X2_FWD_WORK * x.size, x3, out.reshape((-1,) + osp))
+            split_call(nb().max_pool2x2_fwd, x3.shape[0], pool2x2_work(x.shape, False), x3, out.reshape((-1,) + osp))
         return out
     return _forward("max_pool_fwd", x, geo, osp)
 
