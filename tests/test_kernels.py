@@ -406,12 +406,12 @@ def test_max_pool_ties_go_to_first_position_and_nan_wins() -> None:
 
 
 @pytest.mark.parametrize("dt", DTYPES)
-@pytest.mark.parametrize("hw", [(7, 9), (7, 8), (6, 10), (2, 2)])
+@pytest.mark.parametrize("hw", [(7, 9), (8, 9), (7, 8), (6, 10), (2, 2), (3, 3), (2, 7)])
 def test_max_pool_backward_primitive_takes_the_2x2_kernel_with_the_general_routing(dt: Any, hw: Any) -> None:
     """``max_pool_backward_nd`` (what compiled programs and the composite rules call) is the eager rule's
     entry point: the 2x2 stride-2 kernel where it applies, the general one otherwise; both route each
     window's cotangent to its first maximum (the first NaN), so they agree bit for bit, ties included
-    (odd widths take the 2x2 kernel's window loop, even ones its passes over whole planes)."""
+    (odd and even heights and widths: the 2x2 kernel's flat pairs line up with the rows differently)."""
     from tensorplay.interpreters.eager.kernels import backward as KB
     from tensorplay.interpreters.eager.kernels import pool
 

@@ -17,13 +17,13 @@ from .threads import split_call
 
 Geometry = tuple[tuple[int, int, int], tuple[int, int, int], tuple[int, int, int]]
 
-POOL2X2_WORK = {(False, True): 1, (True, True): 4, (False, False): 4, (True, False): 10}
+POOL2X2_WORK = {(False, True): 1, (True, True): 4, (False, False): 3, (True, False): 8}
 """The work (:func:`.threads.split_call`'s units, about one per element of a cheap pass) per input element
-of the 2x2 / stride 2 max-pool kernels, by (backward, even width), measured against a numpy ``add`` of the
-same size on one thread: with an even width (the kernels' vectorised passes) forward 1.3x, backward 4x;
-with an odd width (a loop over the windows) 3-4x and 10x. Counted as one unit per element, the benchmark
-CNN's pools (64x16 planes of 26x26, 64x32 of 11x11) all ran on one core while the other idled; now the
-backward passes are split over two threads (each plane is computed alike on any thread: the same bits)."""
+of the 2x2 / stride 2 max-pool kernels, by (backward, even width): their time against a numpy ``add`` of
+the same size, one thread (an even width: forward 1.6x, backward 4.7x on 64x16 planes of 26x26; an odd
+one: 3.2x and 8.2x on 64x32 planes of 11x11). Counted as one unit per element, the benchmark CNN's first
+pool's backward ran on one core while the other idled; now it is split over two threads (each plane is
+computed alike on any thread: the same bits)."""
 
 
 def pool2x2_work(x_shape: tuple[int, ...], backward: bool) -> int:
