@@ -143,7 +143,6 @@ def test_separable_max_pool_backward_matches_torch_and_is_the_same_over_threads(
     np.testing.assert_array_equal(K.max_pool_nd(x, **params), y_one)
 
 
-
 def test_benchmark_sized_first_pool_backward_is_split_over_two_threads_with_the_same_bits(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The 2x2 kernels count their real cost per element (several times a cheap pass's for the backward), so
@@ -172,3 +171,23 @@ def test_benchmark_sized_first_pool_backward_is_split_over_two_threads_with_the_
         splits.clear()
         np.testing.assert_array_equal(K.max_pool_nd(x, **TWO), one_y)
         assert splits == []
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(3, 4, 26, 26), (3, 4, 11, 11), (2, 3, 9, 8), (2, 3, 8, 7)])
+def test_two_by_two_pool_of_relu_outputs_matches_torch(dt: Any, shape: tuple[int, ...]) -> None:
+    """What a CNN pools: relu outputs, so windows of tied zeros (the gradient goes to the first, as torch's
+    index does), some ``inf``; forward and gradient against torch, contiguous and strided inputs."""
+    from tensorplay.interpreters.eager.kernels import backward as KB
+
+    x = np.maximum(np.round(RNG.standard_normal(shape) * 2), 0).astype(dt)
+    x.reshape(-1)[3::53] = np.inf
+    tx = torch.from_numpy(x).requires_grad_()
+    ty = F.max_pool2d(tx, 2, 2)
+    g = RNG.standard_normal(tuple(ty.shape)).astype(dt)
+    ty.backward(torch.from_numpy(g))
+    wide = np.zeros(shape[:-1] + (2 * shape[-1],), dt)
+    wide[..., ::2] = x
+    for inp in (x, wide[..., ::2]):
+        np.testing.assert_array_equal(K.max_pool_nd(inp, **TWO), ty.detach().numpy())
+        np.testing.assert_array_equal(KB.max_pool_backward(inp, g, **TWO), tx.grad.numpy())
