@@ -143,36 +143,6 @@ def test_separable_max_pool_backward_matches_torch_and_is_the_same_over_threads(
     np.testing.assert_array_equal(K.max_pool_nd(x, **params), y_one)
 
 
-def test_benchmark_sized_first_pool_backward_is_split_over_two_threads_with_the_same_bits(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """The 2x2 kernels count their real cost per element (several times a cheap pass's for the backward), so
-    the benchmark CNN's first pool gradient (64x16 planes of 26x26) runs on two threads when two are allowed,
-    giving the one-thread bits; its forward, about as cheap as a copy, and the second pool (64x32 planes of
-    11x11, a quarter of the work) stay on one."""
-    from tensorplay.interpreters.eager.kernels import backward as KB
-
-    splits: list[int] = []
-    run_chunks = threads._run_chunks
-
-    def spy(count: int, n_items: int, body: Any) -> None:
-        splits.append(count)
-        run_chunks(count, n_items, body)
-
-    monkeypatch.setattr(threads, "_run_chunks", spy)
-    for shape, want in (((64, 16, 26, 26), [2]), ((64, 32, 11, 11), [])):
-        x = _special_values(shape, np.float32)
-        g = RNG.standard_normal((shape[0], shape[1], shape[2] // 2, shape[3] // 2)).astype(np.float32)
-        monkeypatch.setattr(threads, "_NUM_THREADS", 1)
-        one_y, one_dx = K.max_pool_nd(x, **TWO), KB.max_pool_backward(x, g, **TWO)
-        assert splits == []
-        monkeypatch.setattr(threads, "_NUM_THREADS", 2)
-        np.testing.assert_array_equal(KB.max_pool_backward(x, g, **TWO), one_dx)
-        assert splits == want
-        splits.clear()
-        np.testing.assert_array_equal(K.max_pool_nd(x, **TWO), one_y)
-        assert splits == []
-
-
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(3, 4, 26, 26), (3, 4, 11, 11), (2, 3, 9, 8), (2, 3, 8, 7)])
 def test_two_by_two_pool_of_relu_outputs_matches_torch(dt: Any, shape: tuple[int, ...]) -> None:

@@ -17,19 +17,6 @@ from .threads import split_call
 
 Geometry = tuple[tuple[int, int, int], tuple[int, int, int], tuple[int, int, int]]
 
-POOL2X2_WORK = {(False, True): 1, (True, True): 4, (False, False): 3, (True, False): 8}
-"""The work (:func:`.threads.split_call`'s units, about one per element of a cheap pass) per input element
-of the 2x2 / stride 2 max-pool kernels, by (backward, even width): their time against a numpy ``add`` of
-the same size, one thread (an even width: forward 1.6x, backward 4.7x on 64x16 planes of 26x26; an odd
-one: 3.2x and 8.2x on 64x32 planes of 11x11). Counted as one unit per element, the benchmark CNN's first
-pool's backward ran on one core while the other idled; now it is split over two threads (each plane is
-computed alike on any thread: the same bits)."""
-
-
-def pool2x2_work(x_shape: tuple[int, ...], backward: bool) -> int:
-    """The work of a 2x2 / stride 2 max-pool over an ``x`` of ``x_shape`` (:data:`POOL2X2_WORK`)."""
-    return POOL2X2_WORK[backward, x_shape[-1] % 2 == 0] * math.prod(x_shape)
-
 
 def _geometry(name: str, x_shape: tuple[int, ...], kernel_size: tuple[int, ...], stride: tuple[int, ...],
               padding: tuple[int, ...]) -> tuple[Geometry, tuple[int, ...]]:
@@ -111,7 +98,7 @@ def max_pool(x: Array, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
         out = np.empty(x.shape[:2] + osp, dt)
         if out.size:
             x3 = as_float(x, dt).reshape((-1,) + x.shape[2:])
-            split_call(nb().max_pool2x2_fwd, x3.shape[0], pool2x2_work(x.shape, False), x3, out.reshape((-1,) + osp))
+            split_call(nb().max_pool2x2_fwd, x3.shape[0], 4 * out.size, x3, out.reshape((-1,) + osp))
         return out
     return _forward("max_pool_fwd", x, geo, osp)
 
