@@ -55,13 +55,19 @@ def test_two_by_two_forward_equals_the_general_kernel_and_the_reference(dt: Any,
     np.testing.assert_array_equal(K.max_pool_nd(x, **TWO), want)
 
 
-def test_two_by_two_forward_split_over_threads_gives_the_same_bits(monkeypatch: pytest.MonkeyPatch) -> None:
-    x = _special_values((4, 5, 12, 14), np.float32)
+@pytest.mark.parametrize("shape", [(4, 5, 12, 14), (4, 5, 11, 13)])
+def test_two_by_two_forward_and_backward_split_over_threads_give_the_same_bits(
+        monkeypatch: pytest.MonkeyPatch, shape: tuple[int, ...]) -> None:
+    from tensorplay.interpreters.eager.kernels import backward as KB
+
+    x = _special_values(shape, np.float32)
+    g = RNG.standard_normal((shape[0], shape[1], shape[2] // 2, shape[3] // 2)).astype(np.float32)
     monkeypatch.setattr(threads, "_NUM_THREADS", 1)
-    one = K.max_pool_nd(x, **TWO)
+    one, one_dx = K.max_pool_nd(x, **TWO), KB.max_pool_backward(x, g, **TWO)
     monkeypatch.setattr(threads, "_NUM_THREADS", 3)
     monkeypatch.setattr(threads, "PARALLEL_MIN_WORK", 8)
     np.testing.assert_array_equal(K.max_pool_nd(x, **TWO), one)
+    np.testing.assert_array_equal(KB.max_pool_backward(x, g, **TWO).view(np.int32), one_dx.view(np.int32))
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
