@@ -55,22 +55,6 @@ def _jit_exact(f: F) -> F:
     return cast(F, numba.njit(cache=True, nogil=True, fastmath=set(EXACT), error_model="numpy")(f))
 
 
-def _fmaximum_typer(typingctx: Any, a: Any, b: Any) -> Any:
-    if not isinstance(a, types.Float) or a != b:
-        return None
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        lty = args[0].type
-        fn = builder.module.declare_intrinsic("llvm.maximum", [lty], ir.FunctionType(lty, [lty, lty]))
-        return builder.call(fn, args)
-
-    return a(a, b), codegen
-
-
-_fmaximum = cast(Callable[..., Any], intrinsic(_fmaximum_typer))
-"""NaN-propagating max of two floats of one type (LLVM's ``maximum``: no branch)."""
-
-
 def _rint_typer(typingctx: Any, a: Any) -> Any:
     if not isinstance(a, types.Float):
         return None
