@@ -357,6 +357,9 @@ POOL_CASES = [
     ((9,), (3,), (2,), (1,)),
     ((8,), (2,), (2,), (0,)),
     ((7, 6), (2, 2), (2, 2), (0, 0)),
+    ((11, 11), (2, 2), (2, 2), (0, 0)),
+    ((8, 9), (2, 2), (2, 2), (0, 0)),
+    ((26, 26), (2, 2), (2, 2), (0, 0)),
     ((7, 9), (3, 2), (2, 1), (1, 1)),
     ((5, 6, 7), (2, 3, 3), (1, 2, 3), (1, 1, 0)),
     ((4, 4, 4), (2, 2, 2), (2, 2, 2), (0, 0, 0)),
@@ -406,19 +409,23 @@ def test_max_pool_ties_go_to_first_position_and_nan_wins() -> None:
 
 
 @pytest.mark.parametrize("dt", DTYPES)
-def test_max_pool_backward_primitive_takes_the_2x2_kernel_with_the_general_routing(dt: Any) -> None:
+@pytest.mark.parametrize("hw", [(7, 9), (8, 9), (7, 8), (6, 10), (2, 2), (3, 3), (2, 7)])
+def test_max_pool_backward_primitive_takes_the_2x2_kernel_with_the_general_routing(dt: Any, hw: Any) -> None:
     """``max_pool_backward_nd`` (what compiled programs and the composite rules call) is the eager rule's
     entry point: the 2x2 stride-2 kernel where it applies, the general one otherwise; both route each
-    window's cotangent to its first maximum (the first NaN), so they agree bit for bit, ties included."""
+    window's cotangent to its first maximum (the first NaN), so they agree bit for bit, ties included
+    (odd and even heights and widths: the 2x2 kernel's flat pairs line up with the rows differently)."""
     from tensorplay.interpreters.eager.kernels import backward as KB
     from tensorplay.interpreters.eager.kernels import pool
 
     assert K.max_pool_backward_nd is KB.max_pool_backward
     rng = np.random.default_rng(3)
-    x = rng.integers(0, 3, (2, 3, 7, 9)).astype(dt)  # many ties
-    x[0, 0, 1, 1] = x[1, 2, 4, 5] = np.nan
+    x = rng.integers(0, 3, (2, 3) + hw).astype(dt)  # many ties
+    x[0, 0, 1, 1] = x[1, 2, hw[0] - 2, hw[1] - 1] = np.nan
+    x[1, 1, 0, 0] = np.inf
+    x[0, 2, hw[0] - 1, 0] = -np.inf
     params = dict(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))
-    g = strided(randn(2, 3, 3, 4, dtype=dt))
+    g = strided(randn(2, 3, hw[0] // 2, hw[1] // 2, dtype=dt))
     fast = K.max_pool_backward_nd(x, g, **params)
     general = pool.max_pool_backward(x, g, **params)
     assert fast.dtype == np.dtype(dt)

@@ -39,7 +39,7 @@ def _special_values(shape: tuple[int, ...], dt: Any) -> np.ndarray:
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
-@pytest.mark.parametrize("shape", [(2, 3, 8, 10), (3, 2, 9, 7), (1, 1, 2, 5), (2, 2, 3, 3)])
+@pytest.mark.parametrize("shape", [(2, 3, 8, 10), (3, 2, 9, 7), (3, 2, 9, 8), (1, 1, 2, 5), (2, 2, 3, 3), (2, 2, 3, 2)])
 def test_two_by_two_forward_equals_the_general_kernel_and_the_reference(dt: Any, shape: tuple[int, ...]) -> None:
     x = _special_values(shape, dt)
     strided = np.zeros(shape[:-1] + (2 * shape[-1],), dt)
@@ -55,13 +55,19 @@ def test_two_by_two_forward_equals_the_general_kernel_and_the_reference(dt: Any,
     np.testing.assert_array_equal(K.max_pool_nd(x, **TWO), want)
 
 
-def test_two_by_two_forward_split_over_threads_gives_the_same_bits(monkeypatch: pytest.MonkeyPatch) -> None:
-    x = _special_values((4, 5, 12, 14), np.float32)
+@pytest.mark.parametrize("shape", [(4, 5, 12, 14), (4, 5, 11, 13)])
+def test_two_by_two_forward_and_backward_split_over_threads_give_the_same_bits(
+        monkeypatch: pytest.MonkeyPatch, shape: tuple[int, ...]) -> None:
+    from tensorplay.interpreters.eager.kernels import backward as KB
+
+    x = _special_values(shape, np.float32)
+    g = RNG.standard_normal((shape[0], shape[1], shape[2] // 2, shape[3] // 2)).astype(np.float32)
     monkeypatch.setattr(threads, "_NUM_THREADS", 1)
-    one = K.max_pool_nd(x, **TWO)
+    one, one_dx = K.max_pool_nd(x, **TWO), KB.max_pool_backward(x, g, **TWO)
     monkeypatch.setattr(threads, "_NUM_THREADS", 3)
     monkeypatch.setattr(threads, "PARALLEL_MIN_WORK", 8)
     np.testing.assert_array_equal(K.max_pool_nd(x, **TWO), one)
+    np.testing.assert_array_equal(KB.max_pool_backward(x, g, **TWO).view(np.int32), one_dx.view(np.int32))
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
@@ -142,3 +148,22 @@ def test_separable_max_pool_backward_matches_torch_and_is_the_same_over_threads(
     np.testing.assert_array_equal(K.max_pool_backward_nd(x, g, **params), one)
     np.testing.assert_array_equal(K.max_pool_nd(x, **params), y_one)
 
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(3, 4, 26, 26), (3, 4, 11, 11), (2, 3, 9, 8), (2, 3, 8, 7)])
+def test_two_by_two_pool_of_relu_outputs_matches_torch(dt: Any, shape: tuple[int, ...]) -> None:
+    """What a CNN pools: relu outputs, so windows of tied zeros (the gradient goes to the first, as torch's
+    index does), some ``inf``; forward and gradient against torch, contiguous and strided inputs."""
+    from tensorplay.interpreters.eager.kernels import backward as KB
+
+    x = np.maximum(np.round(RNG.standard_normal(shape) * 2), 0).astype(dt)
+    x.reshape(-1)[3::53] = np.inf
+    tx = torch.from_numpy(x).requires_grad_()
+    ty = F.max_pool2d(tx, 2, 2)
+    g = RNG.standard_normal(tuple(ty.shape)).astype(dt)
+    ty.backward(torch.from_numpy(g))
+    wide = np.zeros(shape[:-1] + (2 * shape[-1],), dt)
+    wide[..., ::2] = x
+    for inp in (x, wide[..., ::2]):
+        np.testing.assert_array_equal(K.max_pool_nd(inp, **TWO), ty.detach().numpy())
+        np.testing.assert_array_equal(KB.max_pool_backward(inp, g, **TWO), tx.grad.numpy())

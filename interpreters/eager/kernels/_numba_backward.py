@@ -55,22 +55,6 @@ def _jit_exact(f: F) -> F:
     return cast(F, numba.njit(cache=True, nogil=True, fastmath=set(EXACT), error_model="numpy")(f))
 
 
-def _fmaximum_typer(typingctx: Any, a: Any, b: Any) -> Any:
-    if not isinstance(a, types.Float) or a != b:
-        return None
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        lty = args[0].type
-        fn = builder.module.declare_intrinsic("llvm.maximum", [lty], ir.FunctionType(lty, [lty, lty]))
-        return builder.call(fn, args)
-
-    return a(a, b), codegen
-
-
-_fmaximum = cast(Callable[..., Any], intrinsic(_fmaximum_typer))
-"""NaN-propagating max of two floats of one type (LLVM's ``maximum``: no branch)."""
-
-
 def _rint_typer(typingctx: Any, a: Any) -> Any:
     if not isinstance(a, types.Float):
         return None
@@ -535,45 +519,84 @@ def attention_ds_rows(p: Any, dp: Any, scale: Any, out: Any, start: Any, stop: A
 # ---- max-pool backward, 2x2 windows with stride 2 --------------------------------------------------
 
 
+@numba.njit(cache=True, nogil=True, fastmath=set(FAST), error_model="numpy", inline="always")
+def _wins(v: Any, m: Any) -> Any:
+    """Whether a later window entry ``v`` replaces the maximum ``m`` so far: strictly greater, or NaN
+    against a number (so the first maximum in row-major order wins, the first NaN if any)."""
+    return (v > m) | ((v != v) & (m == m))
+
+
 @jit
 def max_pool2x2_bwd(x: Any, gbits: Any, dxbits: Any, hh: Any, ww: Any, start: Any, stop: Any) -> None:
     """``max_pool_backward`` for 2x2 windows, stride 2, no padding, on planes ``[start, stop)`` of
     the flat ``x`` (planes of ``hh * ww``); ``gbits`` and ``dxbits`` are the integer bit views of the
-    flat ``g`` (planes of ``(hh // 2) * (ww // 2)``) and ``dx`` (written whole). Each window's
-    cotangent goes to its first maximum in row-major order (the first NaN if any), selected with
-    integer masks: no branch on the data, so random inputs cost no mispredictions (the windows are
-    too short and too few per row for SIMD)."""
+    flat ``g`` (planes of ``(hh // 2) * (ww // 2)``) and ``dx`` (written whole: 0 off the windows' first
+    maxima, and in a last odd row or column). Each window's cotangent goes to its first maximum in
+    row-major order (the first NaN if any).
+
+    The windows are too short and too few per row for SIMD, so each plane is read as flat pairs instead,
+    in loops the vectoriser takes: the pairs ``(x[2q], x[2q + 1])`` of the flat plane hold every window's
+    upper row (row ``2j`` starts at an even index); for an even width they hold the lower rows too, for an
+    odd one the pairs ``(x[2q + 1], x[2q + 2])`` do (row ``2j + 1`` starts at an odd index), and in both
+    cases window ``(j, k)``'s rows are pair ``j ww + k`` of the first set and pair ``j ww + ww // 2 + k`` of
+    the set of its lower row. So: each pair's maximum and whether its right element holds the first one
+    (flat loops); for each window, whether its lower row wins, its cotangent into that row's pair and 0 into
+    the other's (a loop over the row of windows); then each pair's cotangent to its element (flat again; the
+    second set's into the first's result with a bitwise or: every element is in one window at most, and a
+    pair of no window carries 0). Measured on one thread against a loop over the windows: the benchmark
+    CNN's 64x16 planes of 26x26 0.35 ms against 0.96 ms, its 64x32 planes of 11x11 0.19 against 0.34 ms."""
     oh = hh // 2
     ow = ww // 2
+    size = hh * ww
+    odd = ww % 2 == 1
+    even_pairs = size // 2
+    odd_pairs = (size - 1) // 2 if odd else 0
     it = gbits.dtype.type
-    one = it(1)
+    zero = it(0)
+    max_e = np.empty(even_pairs, x.dtype)
+    max_o = np.empty(odd_pairs, x.dtype)
+    right_e = np.empty(even_pairs, np.bool_)
+    right_o = np.empty(odd_pairs, np.bool_)
+    to_e = np.zeros(even_pairs, gbits.dtype)  # the pairs of no window keep 0
+    to_o = np.zeros(odd_pairs, gbits.dtype)
+    low_max, to_low = (max_o, to_o) if odd else (max_e, to_e)
     for p in range(start, stop):
-        xb = p * hh * ww
-        gbase = p * oh * ow
-        for y in range(2 * oh, hh):  # a last odd row or column belongs to no window
-            for e in range(ww):
-                dxbits[xb + y * ww + e] = 0
-        if 2 * ow < ww:
-            for y in range(2 * oh):
-                dxbits[xb + y * ww + ww - 1] = 0
+        xp = x[p * size:(p + 1) * size]
+        for q in range(even_pairs):
+            a = xp[2 * q]
+            b = xp[2 * q + 1]
+            later = _wins(b, a)
+            max_e[q] = b if later else a
+            right_e[q] = later
+        for q in range(odd_pairs):
+            a = xp[2 * q + 1]
+            b = xp[2 * q + 2]
+            later = _wins(b, a)
+            max_o[q] = b if later else a
+            right_o[q] = later
+        gp = gbits[p * oh * ow:(p + 1) * oh * ow]
         for j in range(oh):
-            r0 = xb + 2 * j * ww
-            r1 = r0 + ww
-            go = gbase + j * ow
+            top = max_e[j * ww:j * ww + ow]
+            low = low_max[j * ww + ow:j * ww + 2 * ow]
+            into_top = to_e[j * ww:j * ww + ow]
+            into_low = to_low[j * ww + ow:j * ww + 2 * ow]
+            gr = gp[j * ow:(j + 1) * ow]
             for k in range(ow):
-                i0 = r0 + 2 * k
-                i2 = r1 + 2 * k
-                a = x[i0]
-                b = x[i0 + 1]
-                c = x[i2]
-                d = x[i2 + 1]
-                m = _fmaximum(_fmaximum(a, b), _fmaximum(c, d))
-                ha = it((a == m) | (a != a))
-                hb = it((b == m) | (b != b)) & (one - ha)
-                hc = it((c == m) | (c != c)) & (one - ha) & (one - hb)
-                hd = one - ha - hb - hc
-                gv = gbits[go + k]
-                dxbits[i0] = gv & -ha
-                dxbits[i0 + 1] = gv & -hb
-                dxbits[i2] = gv & -hc
-                dxbits[i2 + 1] = gv & -hd
+                lower = _wins(low[k], top[k])
+                gv = gr[k]
+                into_top[k] = zero if lower else gv
+                into_low[k] = gv if lower else zero
+        dp = dxbits[p * size:(p + 1) * size]
+        for q in range(even_pairs):
+            gv = to_e[q]
+            r = right_e[q]
+            dp[2 * q] = zero if r else gv
+            dp[2 * q + 1] = gv if r else zero
+        if size % 2 == 1:
+            dp[size - 1] = zero  # in no pair of the first set; a last column, in no window
+        for q in range(odd_pairs):
+            gv = to_o[q]
+            r = right_o[q]
+            dp[2 * q + 1] |= zero if r else gv
+            dp[2 * q + 2] |= gv if r else zero
+
