@@ -52,7 +52,7 @@ from tensorplay.symbolic import SymDim
 from tensorplay.tensor import Tensor, highest_interpreter
 
 _levels = itertools.count(1)
-_RULE_MEMO: dict[Any, Aval] = {}
+_RULE_MEMO: dict[Any, tuple[Aval, bool]] = {}
 
 # ---- the user's source location -----------------------------------------------------------------
 
@@ -77,13 +77,27 @@ def _is_internal(code: CodeType) -> bool:
     return flag
 
 
+_LOCATIONS: dict[tuple[CodeType, int], Location] = {}
+
+
+def _location(code: CodeType, lineno: int) -> Location:
+    """The :class:`Location` of line ``lineno`` of ``code`` (one object per line: recording makes many)."""
+    key = (code, lineno)
+    found = _LOCATIONS.get(key)
+    if found is None:
+        if len(_LOCATIONS) > 100_000:
+            _LOCATIONS.clear()
+        found = _LOCATIONS[key] = Location(code.co_filename, lineno, code.co_name)
+    return found
+
+
 def user_location(depth: int = 1) -> Location | None:
     """The first frame outside tensorplay, spec, interpreters and numpy (the user's line), or ``None``."""
     frame: Any = sys._getframe(depth)
     while frame is not None:
         code = frame.f_code
         if not _is_internal(code):
-            return Location(code.co_filename, frame.f_lineno, code.co_name)
+            return _location(code, frame.f_lineno)
         frame = frame.f_back
     return None
 
@@ -234,15 +248,18 @@ class Recorder(BaseInterpreter):
             raise GraphCaptureError(
                 f"{target}: this tensor belongs to a recording that has finished (it escaped from a traced "
                 f"function); use the traced function's outputs instead{_at(user_location(3))}")
-        top = highest_interpreter(inputs, self)
-        if top is not self:  # a value of a newer recording (a sample inside map or vmap): it records this op
-            return getattr(top, target)(*inputs, **params)  # type: ignore[no-any-return]
+        for t in inputs:
+            if isinstance(t, Tensor) and t._ops is not self:  # type: ignore[comparison-overlap]
+                top = highest_interpreter(inputs, self)
+                if top is not self:  # a value of a newer recording (a sample inside map or vmap): it records it
+                    return getattr(top, target)(*inputs, **params)  # type: ignore[no-any-return]
+                break
         values: list[Any] = []
         avals: list[Any] = []
         sym = False
         for x in inputs:
             if isinstance(x, Tensor):
-                v = x._data if x._ops is self else self.lift(x)
+                v = x._data if x._ops is self else self.lift(x)  # type: ignore[comparison-overlap]
                 values.append(v)
                 avals.append(v.aval)
             elif x is None:
@@ -256,10 +273,8 @@ class Recorder(BaseInterpreter):
         if params:
             if len(params) != len(_DECLARED[target]):
                 params = complete_params(target, params)
-            sym = sym or has_symbolic(params)
         elif _DECLARED[target]:
             params = complete_params(target, params)
-            sym = has_symbolic(params)
         pkey = rule_key(params)
         merged = self._merged if self.graph._anchor is None else None
         merge_key: Any = None
@@ -277,25 +292,28 @@ class Recorder(BaseInterpreter):
                 if internal is None:
                     internal = _is_internal(code)
                 if not internal:
-                    location = Location(code.co_filename, frame.f_lineno, code.co_name)
+                    location = _location(code, frame.f_lineno)
                     break
                 frame = frame.f_back
-        # the shape rule runs at record time; results are memoised by (target, avals, params)
+        # the shape rule runs at record time; its result and whether the params mention symbolic sizes are
+        # memoised by (target, avals, params)
         try:
             key: Any = (target, *avals, pkey)
-            aval = _RULE_MEMO.get(key)
+            memo = _RULE_MEMO.get(key)
         except TypeError:  # an unhashable param: no memo
-            key, aval = None, None
-        if aval is None:
+            key, memo = None, None
+        if memo is None:
             try:
                 aval = SPECS[target].rule(*avals, **params)
             except (TensorplayError, ValueError, TypeError, IndexError) as error:
                 raise _with_location(error, target, location) from None
+            memo = (aval, has_symbolic(params))
             if key is not None:
                 if len(_RULE_MEMO) > 20_000:
                     _RULE_MEMO.clear()
-                _RULE_MEMO[key] = aval
-        node = self.graph.append(target, values, params, aval, location, sym)
+                _RULE_MEMO[key] = memo
+        aval, psym = memo
+        node = self.graph.append(target, values, params, aval, location, sym or psym)
         out = node.outputs[0]
         if merge_key is not None:
             merged[merge_key] = out  # type: ignore[index]
@@ -323,12 +341,16 @@ class Recorder(BaseInterpreter):
                 else:
                     values.append(v)
             target = node.target
-            merge_key, found = _merge_lookup(merged, target, values, rule_key(node.params))
-            if found is not None:
-                env[node.outputs[0]] = Tensor(self, found)
-                continue
-            out = graph.append(target, values, dict(node.params), node.outputs[0].aval, node.location,
-                               node.has_sym).outputs[0]
+            params = node.params
+            if merged is not None:
+                merge_key, found = _merge_lookup(merged, target, values, rule_key(params))
+                if found is not None:
+                    env[node.outputs[0]] = Tensor(self, found)
+                    continue
+            else:
+                merge_key = None
+            # params are never changed in place once recorded: the new node shares them
+            out = graph.append(target, values, params, node.outputs[0].aval, node.location, node.has_sym).outputs[0]
             if merge_key is not None:
                 merged[merge_key] = out  # type: ignore[index]
             env[node.outputs[0]] = Tensor(self, out)

@@ -315,14 +315,14 @@ class _ReverseSweep(Walker):
     """Walks the graph backwards pushing cotangents through the vjp rules (see :func:`backward`)."""
 
     def __init__(self, traced: Traced, env: dict[Any, Any], ops: Any, needed: set[Var], transform: str) -> None:
-        from tensorplay.rules.util import set_needed_inputs
+        from tensorplay.rules.util import _NEEDED
         from tensorplay.rules.vjp import VJP_RULES
         super().__init__(ops)
         self.values = env
         self.needed = needed
         self.transform = transform
         self.rules = VJP_RULES
-        self.set_needed = set_needed_inputs
+        self._mask = _NEEDED  # where the rules read which inputs want a cotangent (set_needed_inputs)
 
     def add(self, ct: dict[Any, Any], v: Any, c: Any) -> None:
         """Add cotangent ``c`` to value ``v`` (nothing for literals, ``None`` or values nobody asked for)."""
@@ -337,12 +337,17 @@ class _ReverseSweep(Walker):
         if g is None:
             return
         rule = self.rules.get(node.target) or _rule_for(self.rules, node, self.transform, "vjp", "differentiating")
-        # rules may skip the cotangents of inputs that do not depend on ``wanted``
+        # rules may skip the cotangents of inputs that do not depend on ``wanted`` (set_needed_inputs)
         needed = self.needed
-        self.set_needed(tuple(v.__class__ is Var and v in needed for v in node.inputs))
-        inputs = self.inputs(node, self.values)
-        for v, c in zip(node.inputs, rule(self.ops, g, tuple(inputs), self.values[out], **self.params(node))):
-            self.add(ct, v, c)
+        node_inputs = node.inputs
+        mask = tuple([v.__class__ is Var and v in needed for v in node_inputs])
+        self._mask.mask = mask
+        values = self.values
+        cts = rule(self.ops, g, tuple(self.inputs(node, values)), values[out], **self.params(node))
+        for v, c, wanted in zip(node_inputs, cts, mask):
+            if wanted and c is not None:  # what add() does, for the inputs the mask marks
+                prev = ct.get(v)
+                ct[v] = c if prev is None else self.ops.add(prev, c)
 
 
 class _TangentSweep(Walker):
