@@ -162,7 +162,9 @@ class Recorder(BaseInterpreter):
     the sizes of the example inputs (execute mode with symbolic shapes). ``merge=True`` records a
     call that repeats an earlier one (same primitive, same input values, same params; not a random draw
     or a view) as that call's value instead of a new node: the transforms' traces, whose graphs every
-    later sweep walks node by node, stay as small as the function's distinct computations.
+    later sweep walks node by node, stay as small as the function's distinct computations. Only the traced
+    function's own calls merge: work a walker emits into the recorder (a sweep's rules, :meth:`replay`) comes
+    from graphs that merging recorders made, where a repeat is rare and each look-up would cost.
     """
 
     name = "graph"
@@ -276,7 +278,8 @@ class Recorder(BaseInterpreter):
         elif _DECLARED[target]:
             params = complete_params(target, params)
         pkey = rule_key(params)
-        merged = self._merged if self.graph._anchor is None else None
+        # only the traced function's own calls merge (a walker emitting here sets the location: see the class)
+        merged = self._merged if self.graph._anchor is None and self.location_override is None else None
         merge_key: Any = None
         if merged is not None:  # a transform's trace (most recordings do not merge: no call here)
             merge_key, found = _merge_lookup(merged, target, values, pkey)
@@ -331,7 +334,6 @@ class Recorder(BaseInterpreter):
         when they were first recorded) and at the nodes' own locations. Symbolic mode only."""
         assert not self.execute and not self.closed
         graph = self.graph
-        merged = self._merged if graph._anchor is None else None
         for node in nodes:
             values: list[Any] = []
             for v in node.inputs:
@@ -340,19 +342,9 @@ class Recorder(BaseInterpreter):
                     values.append(x._data if x._ops is self else self.lift(x))
                 else:
                     values.append(v)
-            target = node.target
-            params = node.params
-            if merged is not None:
-                merge_key, found = _merge_lookup(merged, target, values, rule_key(params))
-                if found is not None:
-                    env[node.outputs[0]] = Tensor(self, found)
-                    continue
-            else:
-                merge_key = None
             # params are never changed in place once recorded: the new node shares them
-            out = graph.append(target, values, params, node.outputs[0].aval, node.location, node.has_sym).outputs[0]
-            if merge_key is not None:
-                merged[merge_key] = out  # type: ignore[index]
+            out = graph.append(node.target, values, node.params, node.outputs[0].aval, node.location,
+                               node.has_sym).outputs[0]
             env[node.outputs[0]] = Tensor(self, out)
 
     def _compute(self, node: Node) -> Any:
