@@ -60,8 +60,9 @@ class BatchedWalker(Walker):
             else:
                 args.append(None if v is None else v.value)
                 dims.append(None)
-        params = self.params(node)
+        params = node.params
         if node.has_sym:
+            params = self.params(node)
             args = [a.subs(self.binding) if isinstance(a, SymDim) else a for a in args]
         if not batched:
             env[node.outputs[0]] = (self.method(node.target)(*args, **params), None)

@@ -243,6 +243,22 @@ class Recorder(BaseInterpreter):
         self._captures[id(x)] = (x, x._data, var)
         return var
 
+    def capture_as(self, var: Var, x: Tensor[*tuple[Any, ...]]) -> bool:
+        """Make the placeholder ``var`` (of this graph, with ``x``'s aval) the ``"captured"`` input of ``x``, a
+        tensor of a lower-level interpreter this recording has not met yet, as :meth:`lift` would have made it
+        (symbolic mode). False, changing nothing, when ``x`` was met already or is not such a tensor."""
+        level = getattr(x._ops, "level", None)
+        entry = self._captures.get(id(x))
+        if (self.execute or level is None or level >= self.level or isinstance(x._data, Var)
+                or (entry is not None and entry[0] is x)):
+            return False
+        self._n_captured += 1
+        var.kind = "captured"
+        var.name = self.graph.fresh_name(f"captured_{self._n_captured - 1}")
+        var.source = x
+        self._captures[id(x)] = (x, x._data, var)
+        return True
+
     # ---- recording -------------------------------------------------------------------------------
     def record(self, target: str, inputs: tuple[Any, ...], params: dict[str, Any]) -> Tensor[*tuple[Any, ...]]:
         """Append ``target(*inputs, **params)``; returns the output as a tensor of this recorder."""

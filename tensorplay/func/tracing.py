@@ -281,9 +281,12 @@ class InlineTrace:
         finished = Recorder()
         finished.close()
         for t, p, leaf in zip(self._stand_ins, self.in_vars, self._leaves):
-            real = leaf._data if leaf._ops is recorder else recorder.lift(leaf)
-            graph.replace_all_uses(p, real)
-            graph.inputs.remove(p)
+            if recorder.capture_as(p, leaf):  # an input from outside the recording: the stand-in captures it
+                real = p
+            else:
+                real = leaf._data if leaf._ops is recorder else recorder.lift(leaf)
+                graph.replace_all_uses(p, real)
+                graph.inputs.remove(p)
             self._real[p] = real
             # the function's own handle on its input ends with the call, as it does with a graph of its own: a
             # use of it afterwards is refused by a finished recording (newer than this one, so it is asked)
@@ -449,7 +452,12 @@ class _ReverseSweep(Walker):
         mask = tuple([v.__class__ is Var and v in needed for v in node_inputs])
         self._mask.mask = mask
         values = self.values
-        cts = rule(self.ops, g, tuple(self.inputs(node, values)), values[out], **self.params(node))
+        if node.has_sym:
+            args, params = self.inputs(node, values), self.params(node)
+        else:  # what inputs() and params() return without symbolic sizes
+            args = [values[v] if v.__class__ is Var else (None if v is None else v.value) for v in node_inputs]
+            params = node.params
+        cts = rule(self.ops, g, tuple(args), values[out], **params)
         for v, c, wanted in zip(node_inputs, cts, mask):
             if wanted and c is not None:  # what add() does, for the inputs the mask marks
                 prev = ct.get(v)
