@@ -144,7 +144,7 @@ class Transformed:
         self.__wrapped__ = func
         self.uncached = uncached
         self.options = options
-        self.cache_key = (transform, _freeze(sorted(options.items())), _function_key(func))
+        self.cache_key = (transform, tuple([(k, _freeze(options[k])) for k in sorted(options)]), _function_key(func))
         self.identity = _identity(func)
         for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
             value = getattr(func, attr, None)
