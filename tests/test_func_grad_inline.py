@@ -137,3 +137,27 @@ def test_an_error_inside_the_function_caught_by_the_mapped_function_leaves_a_wor
 
     _close(vmap(per_sample)(tp.tensor(XS)), 2 * torch.tensor(XS))
     assert no_replay == []
+
+
+def test_a_rule_transposing_back_what_it_was_given_records_nothing() -> None:
+    """matmul's vjp of ``x @ w.T`` transposes ``w.T`` back: a walker's emission of a permute undoing a permute
+    is the original value; the user's own ``x.T.T`` (a view that may be written through) is recorded."""
+    from tensorplay.interpreters.graph.ir import Location
+    from tensorplay.spec.aval import Aval
+
+    rec = Recorder()
+    x = rec.input("x", Aval((2, 3, 4), "float32"))
+    y = rec.permute(x, perm=(2, 0, 1))
+    assert rec.permute(y, perm=(1, 2, 0))._data is not x._data  # the user's own calls: recorded as views
+    rec.location_override = Location("rule.py", 1, "rule")
+    assert rec.permute(y, perm=(1, 2, 0))._data is x._data  # undoes (2, 0, 1)
+    assert rec.permute(y, perm=(2, 0, 1))._data is not x._data  # does not undo it
+    rec.close()
+    gen = np.random.default_rng(1)
+    w, xs = gen.standard_normal((3, 4)).astype(np.float32), gen.standard_normal((5, 4)).astype(np.float32)
+    got = vmap(grad(lambda x, w: (x @ w.T).tanh().sum(), argnums=(0, 1)), in_dims=(0, None))(
+        tp.tensor(xs), tp.tensor(w))
+    expected = torch.func.vmap(torch.func.grad(lambda x, w: (x @ w.T).tanh().sum(), argnums=(0, 1)),
+                               in_dims=(0, None))(torch.tensor(xs), torch.tensor(w))
+    for a, b in zip(got, expected):
+        _close(a, b)

@@ -293,6 +293,10 @@ class Recorder(BaseInterpreter):
                 params = complete_params(target, params)
         elif _DECLARED[target]:
             params = complete_params(target, params)
+        if target == "permute" and self.location_override is not None:
+            undone = _undone_permute(values[0], params["perm"])
+            if undone is not None:  # a rule transposing back what it was given (matmul's vjp of x @ w.T)
+                return Tensor(self, undone)
         pkey = rule_key(params)
         # only the traced function's own calls merge (a walker emitting here sets the location: see the class)
         merged = self._merged if self.graph._anchor is None and self.location_override is None else None
@@ -748,6 +752,19 @@ _DECLARED = PARAMS
 
 _MERGEABLE = frozenset(name for name in PRIMITIVE_NAMES if not PRIMITIVES[name].random and name not in VIEW_PRIMITIVES)
 """Primitives whose repeated calls a merging recorder records once (see :class:`Recorder`)."""
+
+
+def _undone_permute(value: Any, perm: Any) -> Var | None:
+    """For ``permute(value, perm)`` emitted by a walker (the rules: never written through in place), the value
+    it gives back when ``value`` is itself a permute that this one undoes; ``None`` otherwise."""
+    node = value.producer if type(value) is Var else None
+    if node is None or node.target != "permute" or type(node.inputs[0]) is not Var:
+        return None
+    first = node.params["perm"]
+    n = len(first)
+    if len(perm) != n or any(int(first[int(p) % n]) % n != i for i, p in enumerate(perm)):
+        return None
+    return node.inputs[0]
 
 
 def _merge_lookup(merged: dict[Any, Var] | None, target: str, values: list[Any], pkey: Any) -> tuple[Any, Var | None]:
