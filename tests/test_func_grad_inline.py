@@ -161,3 +161,25 @@ def test_a_rule_transposing_back_what_it_was_given_records_nothing() -> None:
                                in_dims=(0, None))(torch.tensor(xs), torch.tensor(w))
     for a, b in zip(got, expected):
         _close(a, b)
+
+
+def test_nested_maps_and_an_outer_grad_around_the_inline_grad_match_torch(no_replay: list[int]) -> None:
+    xs = np.linspace(-1.0, 1.0, 6, dtype=np.float32).reshape(2, 3)
+    a = np.array([0.5, -2.0], dtype=np.float32)
+
+    # vmap(vmap(grad)) with the inner function closing over the outer vmap's sample
+    got = vmap(lambda s, row: vmap(grad(lambda w: (w * w * s).sum()))(row[:, None]))(tp.tensor(a), tp.tensor(xs))
+    expected = torch.func.vmap(lambda s, row: torch.func.vmap(torch.func.grad(lambda w: (w * w * s).sum()))(
+        row[:, None]))(torch.tensor(a), torch.tensor(xs))
+    _close(got, expected)
+
+    # grad around vmap(grad): the inline trace is itself differentiated
+    def outer(w: Any, x: Any) -> Any:
+        return vmap(grad(lambda v: (v * w).tanh().sum()))(x).sum()
+
+    def touter(w: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        return torch.func.vmap(torch.func.grad(lambda v: (v * w).tanh().sum()))(x).sum()
+
+    w = np.array([0.3, -0.7, 1.1], dtype=np.float32)
+    _close(grad(outer)(tp.tensor(w), tp.tensor(xs)), torch.func.grad(touter)(torch.tensor(w), torch.tensor(xs)))
+    assert no_replay == []
