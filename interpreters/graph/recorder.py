@@ -163,14 +163,15 @@ class Recorder(BaseInterpreter):
     call that repeats an earlier one (same primitive, same input values, same params; not a random draw
     or a view) as that call's value instead of a new node: the transforms' traces, whose graphs every
     later sweep walks node by node, stay as small as the function's distinct computations. Only the traced
-    function's own calls merge: work a walker emits into the recorder (a sweep's rules, :meth:`replay`) comes
-    from graphs that merging recorders made, where a repeat is rare and each look-up would cost.
+    function's own calls merge, unless ``merge_emitted``: work a walker emits into the recorder (a sweep's rules,
+    :meth:`replay`) comes from graphs that merging recorders made, where a repeat is rare and each look-up
+    would cost; a trace that will be compiled (run many times) merges that too.
     """
 
     name = "graph"
 
     def __init__(self, graph: Graph | None = None, *, execute: bool = False,
-                 binding: dict[str, Any] | None = None, merge: bool = False) -> None:
+                 binding: dict[str, Any] | None = None, merge: bool = False, merge_emitted: bool = False) -> None:
         self.level = next(_levels)
         self.graph = graph if graph is not None else Graph()
         self.execute = execute
@@ -184,6 +185,7 @@ class Recorder(BaseInterpreter):
         self._state: dict[int, tuple[Any, Var]] = {}
         self._views = ViewTable()
         self._merged: dict[Any, Var] | None = {} if merge else None
+        self._merge_emitted = merge_emitted
 
     def __repr__(self) -> str:
         mode = "execute" if self.execute else "symbolic"
@@ -298,8 +300,9 @@ class Recorder(BaseInterpreter):
             if undone is not None:  # a rule transposing back what it was given (matmul's vjp of x @ w.T)
                 return Tensor(self, undone)
         pkey = rule_key(params)
-        # only the traced function's own calls merge (a walker emitting here sets the location: see the class)
-        merged = self._merged if self.graph._anchor is None and self.location_override is None else None
+        # a walker emitting here sets the location (see the class for what merges)
+        merged = self._merged if self.graph._anchor is None and (
+            self.location_override is None or self._merge_emitted) else None
         merge_key: Any = None
         if merged is not None:  # a transform's trace (most recordings do not merge: no call here)
             merge_key, found = _merge_lookup(merged, target, values, pkey)
@@ -354,6 +357,7 @@ class Recorder(BaseInterpreter):
         when they were first recorded) and at the nodes' own locations. Symbolic mode only."""
         assert not self.execute and not self.closed
         graph = self.graph
+        merged = self._merged if self._merge_emitted and graph._anchor is None else None
         for node in nodes:
             values: list[Any] = []
             for v in node.inputs:
@@ -362,9 +366,16 @@ class Recorder(BaseInterpreter):
                     values.append(x._data if x._ops is self else self.lift(x))
                 else:
                     values.append(v)
+            target, params = node.target, node.params
+            merge_key, found = _merge_lookup(merged, target, values, rule_key(params)) if merged is not None \
+                else (None, None)
+            if found is not None:
+                env[node.outputs[0]] = Tensor(self, found)
+                continue
             # params are never changed in place once recorded: the new node shares them
-            out = graph.append(node.target, values, node.params, node.outputs[0].aval, node.location,
-                               node.has_sym).outputs[0]
+            out = graph.append(target, values, params, node.outputs[0].aval, node.location, node.has_sym).outputs[0]
+            if merge_key is not None:
+                merged[merge_key] = out  # type: ignore[index]
             env[node.outputs[0]] = Tensor(self, out)
 
     def _compute(self, node: Node) -> Any:

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from tensorplay import compile_hooks
 from tensorplay.interpreters.eager import tape
 from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay.interpreters.graph.evaluate import apply_mutations, input_values
@@ -197,7 +198,8 @@ def trace_for_transform(fn: Callable[..., Any], leaves: Sequence[Any], spec: Tre
 def _trace(fn: Callable[..., Any], leaves: Sequence[Any], spec: TreeSpec, wrt: Sequence[int], transform: str,
            kwargs: dict[str, Any] | None, avals: Sequence[Aval] | None, has_aux: bool,
            values: list[Any] | None) -> Traced:
-    recorder = Recorder(execute=values is not None, merge=_MERGE[0])
+    # a trace made while a capture runs becomes a cached graph: merging what the sweeps emit pays at every call
+    recorder = Recorder(execute=values is not None, merge=_MERGE[0], merge_emitted=compile_hooks.handler() is not None)
     new_leaves = list(leaves)
     in_vars: list[Var] = []
     for k, i in enumerate(wrt):
