@@ -579,6 +579,8 @@ def getitem(ops: Interpreter, x: AnyTensor, key: Any) -> AnyTensor:
     The index's dims replace the axes it indexes, in place. numpy moves them to the front instead
     when an int is separated from the tensor by a slice, ``None`` or ``...`` (``x[0, :, idx]``), and
     PyTorch does not: that one combination is refused (write ``x[0][:, idx]``)."""
+    if key is None:  # ``x[None]``: a new leading axis (what the general path below records, without its walk)
+        return ops.reshape(x, shape=(1,) + tuple(x.shape))
     items = list(key) if isinstance(key, tuple) else [key]
     tensor_items = [i for i, it in enumerate(items) if _is_index_tensor(it)]
     if builtins.len(tensor_items) > 1:

@@ -74,7 +74,17 @@ def broadcast_prefix(prefix: Any, tree: Any, what: str) -> list[Any]:
     """One entry of ``prefix`` per leaf of ``tree`` (``prefix`` is a prefix of ``tree``'s structure whose
     leaves are ``int`` or ``None``). A mismatch raises ``ValueError`` naming ``what``."""
     if prefix is None or isinstance(prefix, int):
-        return [prefix] * len(tree_flatten(tree)[0])
+        return [prefix] * len(optree.tree_leaves(tree, none_is_leaf=False))
+    if type(prefix) is tuple and type(tree) is tuple and len(prefix) == len(tree) and all(
+            p is None or type(p) is int for p in prefix):
+        # the common case (one int or None per argument), without building a marked prefix tree
+        out: list[Any] = []
+        for p, sub in zip(prefix, tree):
+            if isinstance(sub, Tensor):  # a leaf
+                out.append(p)
+            else:
+                out.extend([p] * len(optree.tree_leaves(sub, none_is_leaf=False)))
+        return out
     try:
         out = optree.broadcast_prefix(_mark_none(prefix), tree, none_is_leaf=False)
     except ValueError as error:

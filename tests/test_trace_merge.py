@@ -132,3 +132,34 @@ def test_uncached_transforms_leave_no_trace_for_the_cycle_collector() -> None:
         set_caching(previous)
     np.testing.assert_allclose(hessian(f)(x).numpy(), torch.func.hessian(
         lambda v: (v.tanh() * v).sum())(torch.tensor(x.numpy())).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_emitted_work_merges_only_in_traces_that_will_be_compiled() -> None:
+    """A sweep's emissions (recorded at the location of the node it interprets) merge only when the trace becomes
+    a cached graph (``merge_emitted``, set while a capture runs): there every node left costs at every call; an
+    uncached trace runs once and would only pay the look-ups."""
+    from tensorplay.interpreters.graph.ir import Location
+    from tensorplay.spec.aval import Aval
+
+    for emitted, merges in ((False, False), (True, True)):
+        rec = Recorder(merge=True, merge_emitted=emitted)
+        x = rec.input("x", Aval((3,), "float32"))
+        assert x.sin()._data is x.sin()._data  # the traced function's own calls always merge
+        rec.location_override = Location("rule.py", 1, "rule")
+        assert (rec.cos(x)._data is rec.cos(x)._data) is merges
+        rec.close()
+    # the Hessian a cached transform computes, from a graph traced under the capture, matches PyTorch
+    from tensorplay.func import hessian
+    a = np.linspace(-1, 1, 9, dtype=np.float32).reshape(3, 3)
+    z = np.array([0.3, -0.2, 0.9], dtype=np.float32)
+
+    def f(v: Any) -> Any:
+        return ((tp.tensor(a) @ v).tanh() * v).sum() + (v * v).sum() * 0.5
+
+    def tf(v: torch.Tensor) -> torch.Tensor:
+        return ((torch.tensor(a) @ v).tanh() * v).sum() + (v * v).sum() * 0.5
+
+    h = hessian(f)
+    for _ in range(3):  # uncached, then traced into the cache, then cached
+        np.testing.assert_allclose(h(tp.tensor(z)).numpy(), torch.func.hessian(tf)(torch.tensor(z)).numpy(),
+                                   rtol=1e-5, atol=1e-6)

@@ -52,7 +52,7 @@ from tensorplay.symbolic import SymDim
 from tensorplay.tensor import Tensor, highest_interpreter
 
 _levels = itertools.count(1)
-_RULE_MEMO: dict[Any, Aval] = {}
+_RULE_MEMO: dict[Any, tuple[Aval, bool]] = {}
 
 # ---- the user's source location -----------------------------------------------------------------
 
@@ -77,13 +77,27 @@ def _is_internal(code: CodeType) -> bool:
     return flag
 
 
+_LOCATIONS: dict[tuple[CodeType, int], Location] = {}
+
+
+def _location(code: CodeType, lineno: int) -> Location:
+    """The :class:`Location` of line ``lineno`` of ``code`` (one object per line: recording makes many)."""
+    key = (code, lineno)
+    found = _LOCATIONS.get(key)
+    if found is None:
+        if len(_LOCATIONS) > 100_000:
+            _LOCATIONS.clear()
+        found = _LOCATIONS[key] = Location(code.co_filename, lineno, code.co_name)
+    return found
+
+
 def user_location(depth: int = 1) -> Location | None:
     """The first frame outside tensorplay, spec, interpreters and numpy (the user's line), or ``None``."""
     frame: Any = sys._getframe(depth)
     while frame is not None:
         code = frame.f_code
         if not _is_internal(code):
-            return Location(code.co_filename, frame.f_lineno, code.co_name)
+            return _location(code, frame.f_lineno)
         frame = frame.f_back
     return None
 
@@ -148,13 +162,16 @@ class Recorder(BaseInterpreter):
     the sizes of the example inputs (execute mode with symbolic shapes). ``merge=True`` records a
     call that repeats an earlier one (same primitive, same input values, same params; not a random draw
     or a view) as that call's value instead of a new node: the transforms' traces, whose graphs every
-    later sweep walks node by node, stay as small as the function's distinct computations.
+    later sweep walks node by node, stay as small as the function's distinct computations. Only the traced
+    function's own calls merge, unless ``merge_emitted``: work a walker emits into the recorder (a sweep's rules,
+    :meth:`replay`) comes from graphs that merging recorders made, where a repeat is rare and each look-up
+    would cost; a trace that will be compiled (run many times) merges that too.
     """
 
     name = "graph"
 
     def __init__(self, graph: Graph | None = None, *, execute: bool = False,
-                 binding: dict[str, Any] | None = None, merge: bool = False) -> None:
+                 binding: dict[str, Any] | None = None, merge: bool = False, merge_emitted: bool = False) -> None:
         self.level = next(_levels)
         self.graph = graph if graph is not None else Graph()
         self.execute = execute
@@ -168,6 +185,7 @@ class Recorder(BaseInterpreter):
         self._state: dict[int, tuple[Any, Var]] = {}
         self._views = ViewTable()
         self._merged: dict[Any, Var] | None = {} if merge else None
+        self._merge_emitted = merge_emitted
 
     def __repr__(self) -> str:
         mode = "execute" if self.execute else "symbolic"
@@ -227,6 +245,22 @@ class Recorder(BaseInterpreter):
         self._captures[id(x)] = (x, x._data, var)
         return var
 
+    def capture_as(self, var: Var, x: Tensor[*tuple[Any, ...]]) -> bool:
+        """Make the placeholder ``var`` (of this graph, with ``x``'s aval) the ``"captured"`` input of ``x``, a
+        tensor of a lower-level interpreter this recording has not met yet, as :meth:`lift` would have made it
+        (symbolic mode). False, changing nothing, when ``x`` was met already or is not such a tensor."""
+        level = getattr(x._ops, "level", None)
+        entry = self._captures.get(id(x))
+        if (self.execute or level is None or level >= self.level or isinstance(x._data, Var)
+                or (entry is not None and entry[0] is x)):
+            return False
+        self._n_captured += 1
+        var.kind = "captured"
+        var.name = self.graph.fresh_name(f"captured_{self._n_captured - 1}")
+        var.source = x
+        self._captures[id(x)] = (x, x._data, var)
+        return True
+
     # ---- recording -------------------------------------------------------------------------------
     def record(self, target: str, inputs: tuple[Any, ...], params: dict[str, Any]) -> Tensor[*tuple[Any, ...]]:
         """Append ``target(*inputs, **params)``; returns the output as a tensor of this recorder."""
@@ -234,15 +268,18 @@ class Recorder(BaseInterpreter):
             raise GraphCaptureError(
                 f"{target}: this tensor belongs to a recording that has finished (it escaped from a traced "
                 f"function); use the traced function's outputs instead{_at(user_location(3))}")
-        top = highest_interpreter(inputs, self)
-        if top is not self:  # a value of a newer recording (a sample inside map or vmap): it records this op
-            return getattr(top, target)(*inputs, **params)  # type: ignore[no-any-return]
+        for t in inputs:
+            if isinstance(t, Tensor) and t._ops is not self:  # type: ignore[comparison-overlap]
+                top = highest_interpreter(inputs, self)
+                if top is not self:  # a value of a newer recording (a sample inside map or vmap): it records it
+                    return getattr(top, target)(*inputs, **params)  # type: ignore[no-any-return]
+                break
         values: list[Any] = []
         avals: list[Any] = []
         sym = False
         for x in inputs:
             if isinstance(x, Tensor):
-                v = x._data if x._ops is self else self.lift(x)
+                v = x._data if x._ops is self else self.lift(x)  # type: ignore[comparison-overlap]
                 values.append(v)
                 avals.append(v.aval)
             elif x is None:
@@ -256,12 +293,16 @@ class Recorder(BaseInterpreter):
         if params:
             if len(params) != len(_DECLARED[target]):
                 params = complete_params(target, params)
-            sym = sym or has_symbolic(params)
         elif _DECLARED[target]:
             params = complete_params(target, params)
-            sym = has_symbolic(params)
+        if target == "permute" and self.location_override is not None:
+            undone = _undone_permute(values[0], params["perm"])
+            if undone is not None:  # a rule transposing back what it was given (matmul's vjp of x @ w.T)
+                return Tensor(self, undone)
         pkey = rule_key(params)
-        merged = self._merged if self.graph._anchor is None else None
+        # a walker emitting here sets the location (see the class for what merges)
+        merged = self._merged if self.graph._anchor is None and (
+            self.location_override is None or self._merge_emitted) else None
         merge_key: Any = None
         if merged is not None:  # a transform's trace (most recordings do not merge: no call here)
             merge_key, found = _merge_lookup(merged, target, values, pkey)
@@ -277,25 +318,28 @@ class Recorder(BaseInterpreter):
                 if internal is None:
                     internal = _is_internal(code)
                 if not internal:
-                    location = Location(code.co_filename, frame.f_lineno, code.co_name)
+                    location = _location(code, frame.f_lineno)
                     break
                 frame = frame.f_back
-        # the shape rule runs at record time; results are memoised by (target, avals, params)
+        # the shape rule runs at record time; its result and whether the params mention symbolic sizes are
+        # memoised by (target, avals, params)
         try:
             key: Any = (target, *avals, pkey)
-            aval = _RULE_MEMO.get(key)
+            memo = _RULE_MEMO.get(key)
         except TypeError:  # an unhashable param: no memo
-            key, aval = None, None
-        if aval is None:
+            key, memo = None, None
+        if memo is None:
             try:
                 aval = SPECS[target].rule(*avals, **params)
             except (TensorplayError, ValueError, TypeError, IndexError) as error:
                 raise _with_location(error, target, location) from None
+            memo = (aval, has_symbolic(params))
             if key is not None:
                 if len(_RULE_MEMO) > 20_000:
                     _RULE_MEMO.clear()
-                _RULE_MEMO[key] = aval
-        node = self.graph.append(target, values, params, aval, location, sym)
+                _RULE_MEMO[key] = memo
+        aval, psym = memo
+        node = self.graph.append(target, values, params, aval, location, sym or psym)
         out = node.outputs[0]
         if merge_key is not None:
             merged[merge_key] = out  # type: ignore[index]
@@ -313,7 +357,7 @@ class Recorder(BaseInterpreter):
         when they were first recorded) and at the nodes' own locations. Symbolic mode only."""
         assert not self.execute and not self.closed
         graph = self.graph
-        merged = self._merged if graph._anchor is None else None
+        merged = self._merged if self._merge_emitted and graph._anchor is None else None
         for node in nodes:
             values: list[Any] = []
             for v in node.inputs:
@@ -322,13 +366,14 @@ class Recorder(BaseInterpreter):
                     values.append(x._data if x._ops is self else self.lift(x))
                 else:
                     values.append(v)
-            target = node.target
-            merge_key, found = _merge_lookup(merged, target, values, rule_key(node.params))
+            target, params = node.target, node.params
+            merge_key, found = _merge_lookup(merged, target, values, rule_key(params)) if merged is not None \
+                else (None, None)
             if found is not None:
                 env[node.outputs[0]] = Tensor(self, found)
                 continue
-            out = graph.append(target, values, dict(node.params), node.outputs[0].aval, node.location,
-                               node.has_sym).outputs[0]
+            # params are never changed in place once recorded: the new node shares them
+            out = graph.append(target, values, params, node.outputs[0].aval, node.location, node.has_sym).outputs[0]
             if merge_key is not None:
                 merged[merge_key] = out  # type: ignore[index]
             env[node.outputs[0]] = Tensor(self, out)
@@ -718,6 +763,19 @@ _DECLARED = PARAMS
 
 _MERGEABLE = frozenset(name for name in PRIMITIVE_NAMES if not PRIMITIVES[name].random and name not in VIEW_PRIMITIVES)
 """Primitives whose repeated calls a merging recorder records once (see :class:`Recorder`)."""
+
+
+def _undone_permute(value: Any, perm: Any) -> Var | None:
+    """For ``permute(value, perm)`` emitted by a walker (the rules: never written through in place), the value
+    it gives back when ``value`` is itself a permute that this one undoes; ``None`` otherwise."""
+    node = value.producer if type(value) is Var else None
+    if node is None or node.target != "permute" or type(node.inputs[0]) is not Var:
+        return None
+    first = node.params["perm"]
+    n = len(first)
+    if len(perm) != n or any(int(first[int(p) % n]) % n != i for i, p in enumerate(perm)):
+        return None
+    return node.inputs[0]
 
 
 def _merge_lookup(merged: dict[Any, Var] | None, target: str, values: list[Any], pkey: Any) -> tuple[Any, Var | None]:

@@ -83,10 +83,15 @@ class Walker:
         """:meth:`step` every node of ``nodes`` (in reverse order when ``reverse``), with the recorders
         being emitted into recording at each node's location; returns ``env``."""
         order: Iterable[Node] = reversed(nodes) if reverse else nodes
+        step = self.step
+        if not self._targets:  # nothing records locations: the plain loop
+            for node in order:
+                step(node, env)
+            return env
         with self.locations() as at:
             for node in order:
                 at(node)
-                self.step(node, env)
+                step(node, env)
         return env
 
     @contextmanager

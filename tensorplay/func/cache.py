@@ -79,8 +79,16 @@ def clear_cache() -> None:
         _SEEN.clear()
 
 
+_PLAIN_OPTIONS = frozenset({bool, int, float, str, type(None)})
+
+
 def _freeze(value: Any) -> Any:
     """A hashable key of a transform option (``in_dims`` may be nested lists and dicts)."""
+    kind = type(value)
+    if kind in _PLAIN_OPTIONS:  # the common cases first (a new transform makes its key at once)
+        return (kind.__name__, value)
+    if kind is tuple or kind is list:
+        return (kind.__name__, tuple([_freeze(v) for v in value]))
     if isinstance(value, (list, tuple)):
         return (type(value).__name__, tuple(_freeze(v) for v in value))
     if isinstance(value, dict):
@@ -136,7 +144,7 @@ class Transformed:
         self.__wrapped__ = func
         self.uncached = uncached
         self.options = options
-        self.cache_key = (transform, _freeze(sorted(options.items())), _function_key(func))
+        self.cache_key = (transform, tuple([(k, _freeze(options[k])) for k in sorted(options)]), _function_key(func))
         self.identity = _identity(func)
         for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
             value = getattr(func, attr, None)

@@ -13,6 +13,9 @@ Every transform does the same two steps:
    captured tensors (eager, or an outer transform's recorder). That is what makes
    transforms nest: an inner transform's rules are recorded by the outer one.
 
+``grad`` called inside a symbolic transform's trace (``vmap(grad(f))``) records ``f`` straight into that trace
+(:func:`trace_inline`): the graph it would record of its own is exactly what the second step replays there.
+
 :class:`Dispatch` routes each primitive to the highest-level interpreter among its
 tensor arguments (the caller's when it has none): a sweep whose seeds belong to a
 newer recording (``vmap`` of a ``vjp_fn``, the tangent graph of ``linearize``) then
@@ -26,6 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from tensorplay import compile_hooks
 from tensorplay.interpreters.eager import tape
 from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay.interpreters.graph.evaluate import apply_mutations, input_values
@@ -34,7 +38,7 @@ from tensorplay.interpreters.graph.recorder import Recorder, foreign_aval
 from tensorplay.interpreters.graph.batched import map_over_lead
 from tensorplay.interpreters.graph.walk import Walker
 from tensorplay.interpreter import BaseInterpreter
-from tensorplay.recording import creating_in
+from tensorplay.recording import creating_in, creating_interpreter
 from tensorplay.spec.aval import Aval
 from tensorplay.spec.errors import GraphCaptureError, MissingRuleError
 from tensorplay.pytree import TreeSpec, tree_flatten, tree_unflatten
@@ -194,7 +198,8 @@ def trace_for_transform(fn: Callable[..., Any], leaves: Sequence[Any], spec: Tre
 def _trace(fn: Callable[..., Any], leaves: Sequence[Any], spec: TreeSpec, wrt: Sequence[int], transform: str,
            kwargs: dict[str, Any] | None, avals: Sequence[Aval] | None, has_aux: bool,
            values: list[Any] | None) -> Traced:
-    recorder = Recorder(execute=values is not None, merge=_MERGE[0])
+    # a trace made while a capture runs becomes a cached graph: merging what the sweeps emit pays at every call
+    recorder = Recorder(execute=values is not None, merge=_MERGE[0], merge_emitted=compile_hooks.handler() is not None)
     new_leaves = list(leaves)
     in_vars: list[Var] = []
     for k, i in enumerate(wrt):
@@ -207,29 +212,135 @@ def _trace(fn: Callable[..., Any], leaves: Sequence[Any], spec: TreeSpec, wrt: S
     try:
         with creating_in(recorder):
             result = fn(*args, **(kwargs or {}))
-        if has_aux:
-            if not (isinstance(result, tuple) and len(result) == 2):
-                raise TypeError(f"{transform}(f, has_aux=True): f must return a pair (output, aux), got "
-                                f"{type(result).__name__}")
-            result, aux_tree = result
-        out_leaves, out_spec = tree_flatten(result)
-        out_vars: list[Any] = []
-        for i, leaf in enumerate(out_leaves):
-            if not isinstance(leaf, Tensor):
-                raise TypeError(f"{transform}: the function must return tensors (or tuples, lists and dicts of "
-                                f"tensors); output leaf {i} is a {type(leaf).__name__}")
-            out_vars.append(recorder.lift(leaf))
-        aux = None
-        if has_aux:
-            aux_leaves, aux_spec = tree_flatten(aux_tree)
-            aux_vars = [recorder.lift(x) if isinstance(x, Tensor) else None for x in aux_leaves]
-            aux = (aux_vars, aux_spec, aux_leaves)
+        out_vars, out_spec, aux = _outputs(recorder, result, transform, has_aux)
     finally:
         _ACTIVE.stack.pop()
         recorder.close()
     graph = recorder.graph
     graph.outputs = list(out_vars) + ([v for v in aux[0] if v is not None] if aux is not None else [])
     return Traced(graph, recorder, in_vars, out_vars, out_spec, aux)
+
+
+def _outputs(recorder: Recorder, result: Any, transform: str,
+             has_aux: bool) -> tuple[list[Any], TreeSpec, tuple[list[Any], TreeSpec, list[Any]] | None]:
+    """``(out_vars, out_spec, aux)`` of :class:`Traced` for what the traced function returned."""
+    if has_aux:
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise TypeError(f"{transform}(f, has_aux=True): f must return a pair (output, aux), got "
+                            f"{type(result).__name__}")
+        result, aux_tree = result
+    out_leaves, out_spec = tree_flatten(result)
+    out_vars: list[Any] = []
+    for i, leaf in enumerate(out_leaves):
+        if not isinstance(leaf, Tensor):
+            raise TypeError(f"{transform}: the function must return tensors (or tuples, lists and dicts of "
+                            f"tensors); output leaf {i} is a {type(leaf).__name__}")
+        out_vars.append(recorder.lift(leaf))
+    aux = None
+    if has_aux:
+        aux_leaves, aux_spec = tree_flatten(aux_tree)
+        aux_vars = [recorder.lift(x) if isinstance(x, Tensor) else None for x in aux_leaves]
+        aux = (aux_vars, aux_spec, aux_leaves)
+    return out_vars, out_spec, aux
+
+
+class _RecordedValues(dict[Any, Any]):
+    """The environment of an inline trace (:func:`trace_inline`): every variable of the recording as a
+    tensor of its recorder, made on first read."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        super().__init__()
+        self.recorder = recorder
+
+    def __missing__(self, var: Var) -> AnyTensor:
+        made = self[var] = Tensor(self.recorder, var)
+        return made
+
+
+class InlineTrace:
+    """A function recorded straight into the symbolic recording it was called in (see :func:`trace_inline`):
+    ``traced`` is its :class:`Traced` (its graph lists the nodes the call recorded, which belong to the
+    recording; its ``in_vars`` are the stand-ins of the differentiated inputs), ``values`` the environment its
+    sweeps read (each variable as a tensor of the recording)."""
+
+    traced: Traced
+
+    def __init__(self, recorder: Recorder, stand_ins: list[AnyTensor], leaves: list[Any]) -> None:
+        self.recorder = recorder
+        self.values = _RecordedValues(recorder)
+        self.in_vars: list[Var] = [t._data for t in stand_ins]
+        self._stand_ins = stand_ins
+        self._leaves = leaves
+        self._real: dict[Var, Var] = {}
+
+    def close(self) -> None:
+        """Make the recording read the differentiated inputs themselves where it read their stand-in
+        placeholders, and drop those placeholders (the sweeps that needed them are done). Idempotent."""
+        if self._real:
+            return  # closed already
+        recorder = self.recorder
+        graph = recorder.graph
+        finished = Recorder()
+        finished.close()
+        for t, p, leaf in zip(self._stand_ins, self.in_vars, self._leaves):
+            if recorder.capture_as(p, leaf):  # an input from outside the recording: the stand-in captures it
+                real = p
+            else:
+                real = leaf._data if leaf._ops is recorder else recorder.lift(leaf)
+                graph.replace_all_uses(p, real)
+                graph.inputs.remove(p)
+            self._real[p] = real
+            # the function's own handle on its input ends with the call, as it does with a graph of its own: a
+            # use of it afterwards is refused by a finished recording (newer than this one, so it is asked)
+            t._ops = finished  # type: ignore[assignment]  # a Recorder is an Interpreter
+
+    def result(self, x: Any) -> Any:
+        """``x`` (a result of the sweeps) reading the inputs themselves, not their dropped stand-ins."""
+        recorder: Any = self.recorder
+        if isinstance(x, Tensor) and x._ops is recorder and x._data in self._real:
+            return Tensor(recorder, self._real[x._data])
+        return x
+
+
+def trace_inline(fn: Callable[..., Any], leaves: Sequence[Any], spec: TreeSpec, wrt: Sequence[int], transform: str,
+                 *, kwargs: dict[str, Any] | None = None, has_aux: bool = False) -> InlineTrace | None:
+    """``fn(*tree_unflatten(spec, leaves), **kwargs)`` recorded straight into the symbolic transform
+    recording it is called in (``grad`` inside ``vmap``'s trace), leaves ``wrt`` replaced by stand-in
+    placeholders of that recording; ``None`` when the call is not in one (no innermost symbolic transform
+    recording that is also where tensors are created, or no leaf is a value of it): then
+    :func:`trace_for_transform` records a graph of its own.
+
+    What :func:`trace_for_transform` followed by :func:`forward` into that recording records, without
+    recording the function into a graph of its own first and replaying it. The transform's sweeps run over
+    the nodes the call recorded; then :meth:`InlineTrace.close` puts the inputs themselves in place of the
+    stand-ins."""
+    stack = _ACTIVE.stack
+    if not stack:
+        return None
+    recorder = stack[-1]
+    graph = recorder.graph
+    if (recorder.execute or recorder.closed or graph._anchor is not None or graph._pending or graph._erased
+            or creating_interpreter(None) is not recorder
+            or not any(isinstance(x, Tensor) and x._ops is recorder for x in leaves)):
+        return None
+    start = len(graph._nodes)
+    new_leaves = list(leaves)
+    stand_ins: list[AnyTensor] = []
+    for i in wrt:
+        t = recorder.input(f"{transform}_input", foreign_aval(leaves[i]), "user_input")
+        stand_ins.append(t)
+        new_leaves[i] = t
+    inline = InlineTrace(recorder, stand_ins, [leaves[i] for i in wrt])
+    try:
+        result = fn(*tree_unflatten(spec, new_leaves), **(kwargs or {}))
+        out_vars, out_spec, aux = _outputs(recorder, result, transform, has_aux)
+    except BaseException:
+        inline.close()  # the recording stays consistent for a caller that catches the error
+        raise
+    segment = Graph()
+    segment.nodes = graph._nodes[start:]
+    inline.traced = Traced(segment, recorder, inline.in_vars, out_vars, out_spec, aux)
+    return inline
 
 
 # ---- running graphs -------------------------------------------------------------------------------
@@ -315,14 +426,14 @@ class _ReverseSweep(Walker):
     """Walks the graph backwards pushing cotangents through the vjp rules (see :func:`backward`)."""
 
     def __init__(self, traced: Traced, env: dict[Any, Any], ops: Any, needed: set[Var], transform: str) -> None:
-        from tensorplay.rules.util import set_needed_inputs
+        from tensorplay.rules.util import _NEEDED
         from tensorplay.rules.vjp import VJP_RULES
         super().__init__(ops)
         self.values = env
         self.needed = needed
         self.transform = transform
         self.rules = VJP_RULES
-        self.set_needed = set_needed_inputs
+        self._mask = _NEEDED  # where the rules read which inputs want a cotangent (set_needed_inputs)
 
     def add(self, ct: dict[Any, Any], v: Any, c: Any) -> None:
         """Add cotangent ``c`` to value ``v`` (nothing for literals, ``None`` or values nobody asked for)."""
@@ -337,12 +448,22 @@ class _ReverseSweep(Walker):
         if g is None:
             return
         rule = self.rules.get(node.target) or _rule_for(self.rules, node, self.transform, "vjp", "differentiating")
-        # rules may skip the cotangents of inputs that do not depend on ``wanted``
+        # rules may skip the cotangents of inputs that do not depend on ``wanted`` (set_needed_inputs)
         needed = self.needed
-        self.set_needed(tuple(v.__class__ is Var and v in needed for v in node.inputs))
-        inputs = self.inputs(node, self.values)
-        for v, c in zip(node.inputs, rule(self.ops, g, tuple(inputs), self.values[out], **self.params(node))):
-            self.add(ct, v, c)
+        node_inputs = node.inputs
+        mask = tuple([v.__class__ is Var and v in needed for v in node_inputs])
+        self._mask.mask = mask
+        values = self.values
+        if node.has_sym:
+            args, params = self.inputs(node, values), self.params(node)
+        else:  # what inputs() and params() return without symbolic sizes
+            args = [values[v] if v.__class__ is Var else (None if v is None else v.value) for v in node_inputs]
+            params = node.params
+        cts = rule(self.ops, g, tuple(args), values[out], **params)
+        for v, c, wanted in zip(node_inputs, cts, mask):
+            if wanted and c is not None:  # what add() does, for the inputs the mask marks
+                prev = ct.get(v)
+                ct[v] = c if prev is None else self.ops.add(prev, c)
 
 
 class _TangentSweep(Walker):
@@ -408,5 +529,5 @@ def ones_like(ops: Any, x: AnyTensor) -> AnyTensor:
     return ops.full(shape=tuple(x.shape), value=1.0, dtype=x.dtype.name)  # type: ignore[no-any-return]
 
 
-__all__ = ["Dispatch", "Traced", "backward", "caller_of", "concrete_value", "forward", "highest", "read",
-           "run_nodes", "sweep_ops", "tangent_sweep", "trace_for_transform"]
+__all__ = ["Dispatch", "InlineTrace", "Traced", "backward", "caller_of", "concrete_value", "forward", "highest",
+           "read", "run_nodes", "sweep_ops", "tangent_sweep", "trace_for_transform", "trace_inline"]

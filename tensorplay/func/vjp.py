@@ -12,9 +12,10 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tensorplay.pytree import TreeSpec, check_leaves_like, tensor_leaves, tree_flatten, tree_unflatten
+from tensorplay.pytree import TreeSpec, check_leaves_like, tensor_leaves, tree_flatten, tree_map, tree_unflatten
 from tensorplay.func.tracing import (
-    Dispatch, aux_output, backward, caller_of, forward, ones_like, read, sweep_ops, trace_for_transform, zeros_like,
+    Dispatch, InlineTrace, aux_output, backward, caller_of, forward, ones_like, read, sweep_ops, trace_for_transform,
+    trace_inline, zeros_like,
 )
 from tensorplay.func.cache import transformed
 from tensorplay.func import versions
@@ -221,7 +222,17 @@ def grad_and_value_uncached(func: Callable[..., Any], argnums: ArgNums = 0, has_
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         leaves, spec, wrt = diff_args(args, argnums, "grad")
-        traced = trace_for_transform(func, leaves, spec, wrt, "grad", kwargs=kwargs, has_aux=has_aux)
+        # inside a symbolic transform's trace (vmap(grad(f))), f is recorded straight into it
+        inline = trace_inline(func, leaves, spec, wrt, "grad", kwargs=kwargs, has_aux=has_aux)
+        traced = inline.traced if inline is not None else trace_for_transform(
+            func, leaves, spec, wrt, "grad", kwargs=kwargs, has_aux=has_aux)
+        try:
+            return _grad_and_value(traced, inline, args, [leaves[i] for i in wrt])
+        finally:
+            if inline is not None:
+                inline.close()
+
+    def _grad_and_value(traced: Any, inline: InlineTrace | None, args: tuple[Any, ...], inputs: list[Any]) -> Any:
         if len(traced.out_vars) != 1 or traced.out_spec.num_nodes != 1:
             raise ValueError(f"grad({name}): expected the function to return a scalar tensor, got an output with "
                              f"structure {traced.out_spec}; use vjp or jacrev for functions with several outputs")
@@ -231,14 +242,24 @@ def grad_and_value_uncached(func: Callable[..., Any], argnums: ArgNums = 0, has_
                              f"{list(out_var.shape)}; use vjp or jacrev for non-scalar outputs")
         if out_var.dtype.kind != "f":
             raise TypeError(f"grad({name}): expected a float scalar output, got dtype {out_var.dtype}")
-        inputs = [leaves[i] for i in wrt]
-        caller = caller_of(traced, inputs)
-        env = forward(traced, caller, inputs)
+        if inline is not None:  # the values are those of the recording the function was recorded into
+            caller: Any = inline.recorder
+            env: dict[Any, Any] = inline.values
+        else:
+            caller = caller_of(traced, inputs)
+            env = forward(traced, caller, inputs)
         value = read(env, out_var)
         cts = backward(traced, env, caller, [(out_var, ones_like(caller, value))], traced.in_vars, "grad")
-        grads = grad_results(args, argnums, _fill(caller, cts, inputs))
+        flat = _fill(caller, cts, inputs)
         aux = aux_output(traced, env) if has_aux else None
-        traced.graph.release()
+        if inline is not None:
+            inline.close()
+            flat = [inline.result(g) for g in flat]
+            value = inline.result(value)
+            aux = tree_map(inline.result, aux) if has_aux else None
+        else:
+            traced.graph.release()
+        grads = grad_results(args, argnums, flat)
         if has_aux:
             return grads, (value, aux)
         return grads, value

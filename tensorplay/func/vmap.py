@@ -117,7 +117,7 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomne
     """
     _check_options(in_dims, out_dims, randomness, chunk_size, "vmap")
     options = {"in_dims": in_dims, "out_dims": out_dims, "randomness": randomness, "chunk_size": chunk_size}
-    return transformed("vmap", func, options, vmap_uncached(func, in_dims, out_dims, randomness, chunk_size=chunk_size),
+    return transformed("vmap", func, options, _vmap_checked(func, in_dims, out_dims, randomness, chunk_size),
                        None if chunk_size is None else CHUNKED)
 
 
@@ -125,6 +125,12 @@ def vmap_uncached(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0,
                   chunk_size: int | None = None) -> Callable[..., Any]:
     """:func:`vmap` without the cache of :mod:`tensorplay.func.cache` (traces at every call)."""
     _check_options(in_dims, out_dims, randomness, chunk_size, "vmap")
+    return _vmap_checked(func, in_dims, out_dims, randomness, chunk_size)
+
+
+def _vmap_checked(func: Callable[..., Any], in_dims: Any, out_dims: Any, randomness: str,
+                  chunk_size: int | None) -> Callable[..., Any]:
+    """:func:`vmap_uncached` of options already checked."""
     name = getattr(func, "__name__", "f")
 
     @functools.wraps(func)
@@ -177,8 +183,8 @@ def _vmap_call(func: Callable[..., Any], name: str, leaves: list[Any], spec: Any
     inputs = [(leaves[i], dims[i]) for i in wrt]
     caller = highest(graph_sources(traced.graph), highest([x for x, _ in inputs]))
     keys = random_keys(traced.graph, caller, randomness, size, f"vmap({name})")
-    od = broadcast_prefix(out_dims, tree_unflatten(traced.out_spec, traced.out_vars),
-                          f"vmap({name}, out_dims={out_dims!r}): out_dims")
+    od = [out_dims] * len(traced.out_vars) if out_dims is None or isinstance(out_dims, int) else broadcast_prefix(
+        out_dims, tree_unflatten(traced.out_spec, traced.out_vars), f"vmap({name}, out_dims={out_dims!r}): out_dims")
     if chunk_size is None or not isinstance(size, int) or chunk_size >= size:
         env = _run_batched(traced, caller, inputs, keys)
         outs = [place(caller, env[v], o, size, i, f"vmap({name})")

@@ -32,6 +32,7 @@ from tensorplay.spec.table import names
 from tensorplay.rules.util import (
     AnyTensor, channel_column, dtype_name, is_tensor, move_to_front, normalize_axes, shape_of,
 )
+from tensorplay.tensor import Tensor
 
 if TYPE_CHECKING:
     from tensorplay.ops import Ops
@@ -51,15 +52,16 @@ def _with_unbatched_case(name: str, fn: BatchRule) -> BatchRule:
             raise ValueError(f"vmap: '{name}' got {len(dims)} batch dims for {len(inputs)} inputs")
         clean: list[int | None] = []
         batched = False
-        for i, (x, d) in enumerate(zip(inputs, dims)):
-            if d is None or not is_tensor(x):
+        for i, x in enumerate(inputs):
+            d = dims[i]
+            if d is None or not isinstance(x, Tensor):
                 clean.append(None)
                 continue
-            n = len(shape_of(x))
+            n = len(x._data.shape)
             if not -n <= d < n:
                 raise AxisError(f"vmap: batch axis {d} of input {i} of '{name}' is out of range for a tensor "
                                 f"of rank {n} (expected {-n} <= axis < {n})")
-            clean.append(int(d) % n)
+            clean.append(d if d.__class__ is int and d >= 0 else int(d) % n)
             batched = True
         if not batched:
             return getattr(ops, name)(*inputs, **params), None
@@ -163,8 +165,12 @@ def _broadcasting(name: str) -> BatchRule:
     operands move their batch axis to the front and get size-1 axes after it up to the largest rank of
     any operand; unbatched operands broadcast against them as they are."""
     def rule(ops: Ops, inputs: tuple[Any, ...], dims: Dims, **params: Any) -> Batched:
-        rank = max(_logical_rank(x, d) for x, d in zip(inputs, dims))
-        args = [x if d is None else _pad_rank(ops, move_to_front(ops, x, d), rank) for x, d in zip(inputs, dims)]
+        # the logical rank of each operand (without its batch axis; 0 for scalars), and the largest
+        ranks = [(len(x._data.shape) - (d is not None)) if isinstance(x, Tensor) else 0 for x, d in zip(inputs, dims)]
+        rank = max(ranks)
+        args = [x if d is None else
+                x if d == 0 and r == rank else _pad_rank(ops, move_to_front(ops, x, d), rank)
+                for x, d, r in zip(inputs, dims, ranks)]
         return getattr(ops, name)(*args, **params), 0
     rule.__name__ = f"{name}_batch"
     rule.__doc__ = f"``{name}`` with the batch axis in front of every batched operand (numpy broadcasting)."

@@ -46,7 +46,7 @@ def is_tensor(x: object) -> bool:
 
 def is_float_tensor(x: object) -> bool:
     """True for a float32/float64 :class:`Tensor`: the only inputs that receive a cotangent."""
-    return isinstance(x, Tensor) and x.dtype.name in FLOAT_DTYPES
+    return isinstance(x, Tensor) and dtype_name(x) in FLOAT_DTYPES
 
 
 def shape_of(x: AnyTensor) -> tuple[Any, ...]:
@@ -55,9 +55,19 @@ def shape_of(x: AnyTensor) -> tuple[Any, ...]:
     return shape if type(shape) is tuple else tuple(shape)
 
 
+_NAMES: dict[Any, str] = {}
+"""The payloads' dtypes (numpy dtypes) -> their names: rules ask for dtype names at every step."""
+
+
 def dtype_name(x: AnyTensor) -> str:
     """The dtype name of a tensor (``"float32"``, ...)."""
-    return str(x.dtype.name)
+    payload = x._data.dtype if isinstance(x, Tensor) else None
+    name = _NAMES.get(payload)
+    if name is None:
+        name = str(x.dtype.name)
+        if payload is not None:
+            _NAMES[payload] = name
+    return name
 
 
 def lowest(dtype: str) -> float:
@@ -200,6 +210,6 @@ def move_axis(ops: Ops, x: AnyTensor, source: int, destination: int) -> AnyTenso
 
 def move_to_front(ops: Ops, x: AnyTensor, dim: int | None) -> AnyTensor:
     """``x`` with its batch axis ``dim`` moved to position 0 (``x`` itself when ``dim`` is ``None``)."""
-    if dim is None:
+    if dim is None or dim == 0:
         return x
     return move_axis(ops, x, dim, 0)
