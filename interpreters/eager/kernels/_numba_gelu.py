@@ -14,7 +14,8 @@ against float64 reference values, coefficients rounded to float32):
   ``P`` of degree 4 (relative error 9.2e-8 before rounding; ``exp(0)`` is exactly 1), then ``2**n`` built in
   the exponent bits. Below -87.34 (under the smallest normal float32) it is 0.
 * Forward: ``Phi(-|x|) = erfc(z)/2 = exp(-z*z) t P(t)`` with ``z = |x|/sqrt 2``, ``t = 1/(1 + z/3)`` and
-  ``P`` of degree 7 fitted to ``erfcx(z) / (2t)`` on ``z in [0, 9.5]`` (relative error 1.3e-7). The error is
+  ``P`` of degree 7 fitted to ``erfcx(z) / (2t)`` on ``z in [0, 9.5]`` (relative error 1.3e-7; ``Phi(0)`` is
+  1 ulp from 1/2, so ``gelu(x)`` of a tiny ``x > 0`` is 1 ulp above ``x/2``). The error is
   relative in the left tail too: ``gelu`` keeps its relative accuracy down to where float32 underflows (the
   rounding of ``x*x/2`` aside). The polynomial and the ``exp`` are independent chains, which the core overlaps
   (one ``exp(q(t) - z*z)``, a chain through both, ran 20% slower).

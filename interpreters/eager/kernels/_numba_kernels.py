@@ -809,12 +809,13 @@ from ._numba_gelu import gelu_erf32  # noqa: E402
 
 @jit
 def gelu_erf64(x: Any, out: Any, start: Any, stop: Any) -> None:
-    """float64 ``x/2 * erfc(-x/sqrt(2))`` on flat arrays (libm erfc: exact, scalar)."""
+    """float64 ``x/2 * erfc(-x/sqrt(2))`` on flat arrays (libm erfc: exact, scalar); ``gelu(-inf)`` is
+    its limit ``-0`` (not ``-inf * 0``), as in float32."""
     xs = x[start:stop]
     os_ = out[start:stop]
     for i in range(stop - start):
         v = xs[i]
-        os_[i] = v * 0.5 * math.erfc(v * -0.7071067811865476)
+        os_[i] = v * 0.5 * math.erfc(v * -0.7071067811865476) if v != -math.inf else -0.0
 
 
 @_jit_inline
