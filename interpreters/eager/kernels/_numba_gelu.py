@@ -12,7 +12,8 @@ against float64 reference values, coefficients rounded to float32):
 
 * ``exp(x)`` for ``x <= 0``: ``x = n ln2 + r`` (Cody-Waite, ``|r| <= ln2/2``), ``exp(r) = 1 + r P(r)`` with
   ``P`` of degree 4 (relative error 9.2e-8 before rounding; ``exp(0)`` is exactly 1), then ``2**n`` built in
-  the exponent bits. Below -87.34 (under the smallest normal float32) it is 0.
+  the exponent bits. The argument is clamped at -88 (one ``max``), where ``n = -127`` makes those bits and
+  so the result 0: below about -87.7 it is 0, above it the value (subnormal below -87.34).
 * Forward: ``Phi(-|x|) = erfc(z)/2 = exp(-z*z) t P(t)`` with ``z = |x|/sqrt 2``, ``t = 1/(1 + z/3)`` and
   ``P`` of degree 7 fitted to ``erfcx(z) / (2t)`` on ``z in [0, 9.5]`` (relative error 1.3e-7; ``Phi(0)`` is
   1 ulp from 1/2, so ``gelu(x)`` of a tiny ``x > 0`` is 1 ulp above ``x/2``). The error is
@@ -71,22 +72,23 @@ _L2E = _F(1.4426950408889634)
 _LN2_HI = _F(0.693145751953125)  # 8 trailing zero bits: n * _LN2_HI is exact
 _LN2_LO = _F(1.4286068203094173e-06)
 _SHIFT = _F(12582912.0 + 127.0)  # 1.5 * 2**23 (+ the exponent bias): adding it rounds to an integer
-_LO = _F(-87.33654)  # exp below this is under the smallest normal float32
+_FLOOR = _F(-88.0)  # rint(-88 / ln2) = -127: a zero scale
 _P1, _P2, _P3, _P4, _P5 = (_F(c) for c in (
     0.999999707183248, 0.49999149524810926, 0.16667636213415762, 0.04189792985977344, 0.008290313551332378))
 
 
 @_inline
 def _exp_nonpos(x: Any) -> Any:
-    """``exp(x)`` of a float32 ``x <= 0`` (relative error ~1.5e-7; 0 below -87.34; NaN stays NaN)."""
+    """``exp(x)`` of a float32 ``x <= 0`` (relative error ~1.5e-7 down to -87.34; 0 below about -87.7 and
+    for NaN: the callers restore NaN)."""
+    x = x if x > _FLOOR else _FLOOR  # one max: 2**n is then 0 below the normal range (NaN: the callers' own)
     k = x * _L2E + _SHIFT  # n + 127 in the low mantissa bits, n = rint(x / ln2): the addition rounds
     n = k - _SHIFT
     r = x - n * _LN2_HI
     r = r - n * _LN2_LO
     p = (((((_P5 * r + _P4) * r + _P3) * r + _P2) * r + _P1) * r) + _ONE
     scale = np.int32(np.float32(k).view(np.int32) << np.int32(23)).view(np.float32)  # 2**n: n + 127 in the exponent bits
-    e = p * scale
-    return _ZERO if x < _LO else e
+    return p * scale
 
 
 # ---- forward --------------------------------------------------------------------------------------
