@@ -6,13 +6,14 @@ numba's ``math.erf``/``math.erfc``/``math.exp`` are scalar libm calls, so these 
 loop vectoriser turns into full-width vector code. float64 keeps libm's exact path (the kernels of
 :mod:`._numba_kernels` and :mod:`._numba_backward`).
 
-The loops are bound by the multiply-add unit, so the fits below use the lowest degrees that reach float32
-accuracy (all fitted for this module: Lawson's iteratively reweighted least squares at 6,000 Chebyshev nodes
+The vectorised loops are bound by their number of vector operations (the multiply-adds above all), so the fits
+below use the lowest degrees that reach float32 accuracy (all fitted for this module: Lawson's iteratively reweighted least squares at 6,000 Chebyshev nodes
 against float64 reference values, coefficients rounded to float32):
 
 * ``exp(x)`` for ``x <= 0``: ``x = n ln2 + r`` (Cody-Waite, ``|r| <= ln2/2``), ``exp(r) = 1 + r P(r)`` with
-  ``P`` of degree 4 (relative error 9.2e-8 before rounding; ``exp(0)`` is exactly 1), then ``2**n`` built in
-  the exponent bits. The argument is clamped at -88 (one ``max``), where ``n = -127`` makes those bits and
+  ``P`` of degree 4 (relative error 9.2e-8 before rounding; ``exp(0)`` is exactly 1); ``n`` is rounded by
+  adding ``1.5 * 2**23`` (whose low bits then hold ``n + 127``), and ``2**n`` is those bits shifted into
+  the exponent. The argument is clamped at -88 (one ``max``), where ``n = -127`` makes those bits and
   so the result 0: below about -87.7 it is 0, above it the value (subnormal below -87.34).
 * Forward: ``Phi(-|x|) = erfc(z)/2 = exp(-z*z) t P(t)`` with ``z = |x|/sqrt 2``, ``t = 1/(1 + z/3)`` and
   ``P`` of degree 7 fitted to ``erfcx(z) / (2t)`` on ``z in [0, 9.5]`` (relative error 1.3e-7; ``Phi(0)`` is
@@ -30,7 +31,7 @@ Special values: ``gelu(+inf) = inf``, ``gelu(-inf) = -0``; ``gelu'(+-inf)`` is N
 (keeping the input's payload). Compiled without ``reassoc`` (the rounding order is
 the written one), so each element's bits depend on its value only, not on where it falls in the vector loop.
 
-This module is self-contained except for LLVM's ``rint`` intrinsic: numba's on-disk cache of a kernel is
+This module is self-contained (it imports only the fast-math flag set): numba's on-disk cache of a kernel is
 keyed on the timestamp of the file that defines it, so the helpers a kernel inlines live here.
 """
 
@@ -41,7 +42,7 @@ from typing import Any, Callable, TypeVar, cast
 import numba
 import numpy as np
 
-from ._numba_backward import EXACT, _rint
+from ._numba_backward import EXACT
 
 F = TypeVar("F", bound=Callable[..., Any])
 
