@@ -276,7 +276,8 @@ def erf64(x: Any, out: Any, start: Any, stop: Any) -> None:
 
 @jit
 def gelu_erf_bwd(g: Any, x: Any, out: Any, start: Any, stop: Any) -> None:
-    """``g * (Phi(x) + x phi(x))`` with ``Phi(x) = erfc(-x/sqrt 2)/2`` and ``phi(x) = exp(-x*x/2)/sqrt(2 pi)``."""
+    """``g * (Phi(x) + x phi(x))`` with ``Phi(x) = erfc(-x/sqrt 2)/2`` and ``phi(x) = exp(-x*x/2)/sqrt(2 pi)``
+    (the float64 kernel; float32 takes :func:`._numba_gelu.gelu_erf_bwd32`)."""
     dt = x.dtype.type
     half = dt(0.5)
     one = dt(1.0)

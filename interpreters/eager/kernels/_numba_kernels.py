@@ -9,7 +9,8 @@ defines a kernel, not by the files it calls into. Keeping the shared helpers
 (``vexp``, the LLVM intrinsics, the fast-math flags) in the same file as the
 kernels that inline them means an edit to a helper can never leave a stale
 compiled kernel behind. The one import is :func:`._numba_conv._gemm`, the call of CBLAS's
-``gemm`` (its arguments are CBLAS's; an edit to it needs numba's cache cleared).
+``gemm`` (its arguments are CBLAS's; an edit to it needs numba's cache cleared). The float32
+erf-form GELU is defined, with its own helpers, in :mod:`._numba_gelu` (re-exported here).
 
 Conventions: kernels take C-contiguous float32 or float64 arrays (the wrappers
 make sure), write into a preallocated ``out`` and return nothing; those that can be
@@ -280,60 +281,6 @@ def _overload_like(v: Any, c: Any) -> Any:
 overload(like)(_overload_like)
 overload(vexp, jit_options={"fastmath": set(EXACT_FLAGS), "error_model": "numpy"})(_overload_vexp)
 overload(vexp_nonpos, jit_options={"fastmath": set(EXACT_FLAGS), "error_model": "numpy"})(_overload_vexp_nonpos)
-
-
-# ---- four elements side by side ---------------------------------------------------------------
-# A Horner polynomial is one long dependency chain (each fused multiply-add waits for the one
-# before). On these cores the scheduler only overlaps neighbouring elements' chains when the
-# loop body holds them side by side: LLVM keeps each element's steps together, even when the
-# body computes several. These helpers carry four elements as a tuple, each step written for
-# all four at once (the loop over elements still vectorises: four vectors per iteration). The
-# operations per element are those of the one-element forms, so the bits are the same.
-# Measured on GELU's stages, 256 float32 elements in cache 16384 times, one thread: the exp
-# 1.78 -> 1.58 ms, the degree-8 polynomial 1.46 -> 1.14 ms (two elements side by side: 1.28).
-
-@_jit_inline
-def lanes4(a: Any, j: Any, q: Any) -> Any:
-    """``(a[j], a[j+q], a[j+2q], a[j+3q])``: four elements a quarter block apart."""
-    return a[j], a[j + q], a[j + 2 * q], a[j + 3 * q]
-
-
-@_jit_inline
-def store4(a: Any, j: Any, q: Any, v: Any) -> None:
-    """Write the 4-tuple ``v`` back where :func:`lanes4` read it."""
-    a[j] = v[0]
-    a[j + q] = v[1]
-    a[j + 2 * q] = v[2]
-    a[j + 3 * q] = v[3]
-
-
-@_jit_inline
-def horner4(t: Any, coeffs: Any) -> Any:
-    """Horner's rule for the four elements of the tuple ``t`` at once (``coeffs`` from the highest
-    degree down; each step a fused multiply-add, as ``p * t + c`` is in exact kernels)."""
-    c = coeffs[0]
-    p = (c, c, c, c)
-    for k in range(1, len(coeffs)):
-        c = coeffs[k]
-        p = (p[0] * t[0] + c, p[1] * t[1] + c, p[2] * t[2] + c, p[3] * t[3] + c)
-    return p
-
-
-_EXP32_COEFFS = (_A6, _A5, _A4, _A3, _A2, _A1, _A0)
-""":func:`_poly32`'s polynomial, highest degree first."""
-
-
-@_jit_inline
-def vexp_nonpos4(x: Any) -> Any:
-    """:func:`vexp_nonpos` of a 4-tuple of float32 (exact callers only): the same bits, the four
-    polynomials interleaved."""
-    n0, r0 = _reduce32(x[0])
-    n1, r1 = _reduce32(x[1])
-    n2, r2 = _reduce32(x[2])
-    n3, r3 = _reduce32(x[3])
-    p = horner4((r0, r1, r2, r3), _EXP32_COEFFS)
-    return (_scale32_nonpos(x[0], n0, p[0]), _scale32_nonpos(x[1], n1, p[1]),
-            _scale32_nonpos(x[2], n2, p[2]), _scale32_nonpos(x[3], n3, p[3]))
 
 
 @_jit_exact
@@ -856,113 +803,19 @@ def prefix_attention_backward(gemm: Any, q: Any, k: Any, v: Any, g: Any, blocks:
 
 # ---- gelu -------------------------------------------------------------------------------------
 
-
-# erfc(z) for z >= 0 as t * exp(-z*z + q(t)), t = 1 / (1 + z/2), q a degree-9 polynomial
-# least-squares/minimax fitted here to log(erfc(z)) + z*z - log(t) on z in [0, 26]
-# (|error| < 7.4e-8, i.e. a relative error of erfc below 1e-7 over the whole range).
-_Q0, _Q1, _Q2, _Q3, _Q4, _Q5, _Q6, _Q7, _Q8, _Q9 = (np.float32(c) for c in (
-    -1.2655108574875351, 0.9999956065475671, 0.3742808632373696, 0.09638188681962423,
-    -0.18718773192719065, 0.285337401486173, -1.1494998890271908, 1.5044365123478527,
-    -0.8311832101008662, 0.17294949120533604))
-
-
-_GELU_R2 = np.float32(0.7071067811865476)
-_GELU_HALF_R2 = np.float32(0.5) * _GELU_R2  # exact: a power-of-two scaling
-_GELU_BLOCK = 256
-"""Elements per block of :func:`gelu_erf32`'s passes (its scratch rows stay in L1)."""
-
-
-# The float32 GELU's operations, spelled out one rounding at a time (fused multiply-adds where
-# written as ``a * b + c``). Compiled without ``reassoc`` (:func:`_jit_exact`), so the bits do not
-# depend on how LLVM schedules the loop around them: these are the bits the kernel gave when it
-# was one loop, which saved programs promise (docs/export.md). Inlined into exact callers only.
-@_jit_inline
-def _gelu32_t(v: Any) -> Any:
-    """``t = 1 / (1 + z/2)`` with ``z = |v| / sqrt 2``."""
-    return np.float32(1.0) / (abs(v) * _GELU_HALF_R2 + np.float32(1.0))
-
-
-@_jit_inline
-def _gelu32_p8(t: Any) -> Any:
-    """``(q(t) - Q0) / t`` by Horner: q's coefficients from ``Q9`` down to ``Q1``."""
-    return (((((((_Q9 * t + _Q8) * t + _Q7) * t + _Q6) * t + _Q5) * t + _Q4) * t + _Q3) * t + _Q2) * t + _Q1
-
-
-_GELU_P8_COEFFS = (_Q9, _Q8, _Q7, _Q6, _Q5, _Q4, _Q3, _Q2, _Q1)
-""":func:`_gelu32_p8`'s coefficients, highest degree first (for :func:`horner4`)."""
-
-
-@_jit_inline
-def _gelu32_arg(v: Any, t: Any, p8: Any) -> Any:
-    """``q(t) - z*z``, the (non-positive) exponent of ``erfc(z) / t``."""
-    z = abs(v) * _GELU_R2
-    return t * p8 - (z * z - _Q0)
-
-
-@_jit_inline
-def _gelu32_out(v: Any, t: Any, ex: Any) -> Any:
-    """``v/2 * erfc(-v/sqrt 2)`` from ``ex = exp(q(t) - z*z)``."""
-    e = t * ex  # erfc(z)
-    phi2 = e if v <= np.float32(0.0) else np.float32(2.0) - e
-    return v * np.float32(0.5) * phi2 if v == v else v + v  # NaN: v's own payload and sign
-
-
-@_jit_exact
-def gelu_erf32(x: Any, out: Any, start: Any, stop: Any) -> None:
-    """float32 ``x * Phi(x) = x/2 * erfc(-x/sqrt(2))`` on flat arrays, with the vectorisable
-    erfc above (relative error ~1e-6 in the far left tail, where ``x*x`` rounds).
-
-    Whole blocks of 256 elements run one pass per stage (``t``, the polynomial, ``exp``, the
-    product) over scratch rows, the two polynomial stages four elements side by side
-    (:func:`horner4`): each stage's dependency chains are short or interleaved, so the core
-    overlaps them, which one fused loop's 130-cycle chain per element prevents. The next block's
-    ``t`` (a division: its own unit) is computed in the ``exp`` pass, whose work is multiply-adds,
-    so the two overlap. The rest (fewer than 256 elements) runs fused. Every element gets the
-    same bits either way."""
-    xs = x[start:stop]
-    os_ = out[start:stop]
-    n = stop - start
-    whole = n - n % _GELU_BLOCK
-    if whole:
-        q = _GELU_BLOCK // 4
-        tb = np.empty(_GELU_BLOCK, np.float32)  # this block's t
-        tn = np.empty(_GELU_BLOCK, np.float32)  # the next block's
-        ab = np.empty(_GELU_BLOCK, np.float32)
-        eb = np.empty(_GELU_BLOCK, np.float32)
-        for j in range(_GELU_BLOCK):
-            tb[j] = _gelu32_t(xs[j])
-        for b0 in range(0, whole, _GELU_BLOCK):
-            xb = xs[b0:b0 + _GELU_BLOCK]
-            ob = os_[b0:b0 + _GELU_BLOCK]
-            ahead = b0 + _GELU_BLOCK if b0 + 2 * _GELU_BLOCK <= whole else b0  # the last: its own, unused
-            xn = xs[ahead:ahead + _GELU_BLOCK]
-            for j in range(q):
-                t = lanes4(tb, j, q)
-                p = horner4(t, _GELU_P8_COEFFS)
-                v = lanes4(xb, j, q)
-                store4(ab, j, q, (_gelu32_arg(v[0], t[0], p[0]), _gelu32_arg(v[1], t[1], p[1]),
-                                  _gelu32_arg(v[2], t[2], p[2]), _gelu32_arg(v[3], t[3], p[3])))
-            for j in range(q):
-                store4(eb, j, q, vexp_nonpos4(lanes4(ab, j, q)))
-                u = lanes4(xn, j, q)
-                store4(tn, j, q, (_gelu32_t(u[0]), _gelu32_t(u[1]), _gelu32_t(u[2]), _gelu32_t(u[3])))
-            for j in range(_GELU_BLOCK):
-                ob[j] = _gelu32_out(xb[j], tb[j], eb[j])
-            tb, tn = tn, tb
-    for i in range(whole, n):
-        v = xs[i]
-        t = _gelu32_t(v)
-        os_[i] = _gelu32_out(v, t, vexp_nonpos(_gelu32_arg(v, t, _gelu32_p8(t))))
+# The float32 erf form (forward and backward) lives in its own self-contained module.
+from ._numba_gelu import gelu_erf32  # noqa: E402
 
 
 @jit
 def gelu_erf64(x: Any, out: Any, start: Any, stop: Any) -> None:
-    """float64 ``x/2 * erfc(-x/sqrt(2))`` on flat arrays (libm erfc: exact, scalar)."""
+    """float64 ``x/2 * erfc(-x/sqrt(2))`` on flat arrays (libm erfc: exact, scalar); ``gelu(-inf)`` is
+    its limit ``-0`` (not ``-inf * 0``), as in float32."""
     xs = x[start:stop]
     os_ = out[start:stop]
     for i in range(stop - start):
         v = xs[i]
-        os_[i] = v * 0.5 * math.erfc(v * -0.7071067811865476)
+        os_[i] = v * 0.5 * math.erfc(v * -0.7071067811865476) if v != -math.inf else -0.0
 
 
 @_jit_inline

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import attention_blocks, head_stacks
-from ._support import F64, Array, as_float, float_dtype, nb, normalize_axis, scratch
+from ._support import F64, Array, as_float, float_dtype, jitted, nb, normalize_axis, scratch
 from .rows import row_stats
 from .sdpa import mask_stack, over_heads, probabilities
 from .threads import parallel_for, split_call
@@ -34,14 +34,16 @@ def nbb() -> Any:
     return _NBB
 
 
-def _flat_call(kernel: str, out_dtype: np.dtype[Any], *arrays: Array) -> Array:
-    """``out = kernel(*arrays)`` elementwise over arrays of one shape (flattened, C order)."""
+def _flat_call(kernel: str, out_dtype: np.dtype[Any], *arrays: Array, module: str | None = None) -> Array:
+    """``out = kernel(*arrays)`` elementwise over arrays of one shape (flattened, C order); the kernel is
+    :mod:`._numba_backward`'s, or the jitted ``module``'s when given."""
     shape = arrays[0].shape
     out = np.empty(shape, out_dtype)
     if out.size == 0:
         return out
     flat = [as_float(a, out_dtype).reshape(-1) for a in arrays]
-    split_call(getattr(nbb(), kernel), out.size, out.size * 4, *flat, out.reshape(-1))
+    source = nbb() if module is None else jitted(module)
+    split_call(getattr(source, kernel), out.size, out.size * 4, *flat, out.reshape(-1))
     return out
 
 
@@ -58,8 +60,11 @@ def gelu_backward(g: Array, x: Array, *, approximate: str = "none") -> Array:
         raise ValueError(f"gelu_backward: approximate must be 'none' or 'tanh', got {approximate!r}")
     if g.shape != x.shape:
         raise ValueError(f"gelu_backward: g {g.shape} and x {x.shape} must have the same shape")
+    dt = float_dtype(g, x)
+    if approximate == "none" and dt != F64:
+        return _flat_call("gelu_erf_bwd32", dt, g, x, module="_numba_gelu")  # float32: vectorised polynomials
     kernel = "gelu_erf_bwd" if approximate == "none" else "gelu_tanh_bwd"
-    return _flat_call(kernel, float_dtype(g, x), g, x)
+    return _flat_call(kernel, dt, g, x)
 
 
 def relu_backward(g: Array, y: Array) -> Array:
