@@ -21,19 +21,26 @@ class Clock:
 
 
 def drive(check: Payoff, clock: Clock, seconds: float, threaded_time: float, one_time: float,
-          keys: tuple[str, ...] = ("a", "b", "c"), step: float = 0.002) -> list[bool]:
-    """Run large GEMMs for ``seconds`` of fake time: each asks how to run, takes the given time, is
-    recorded; returns how each ran."""
+          keys: tuple[str, ...] = ("a", "b", "c"), step: float = 0.002, spun_time: float | None = None,
+          threaded_step: float | None = None) -> list[bool]:
+    """Run a loop of large GEMMs (``keys``, then ``step`` seconds of other work; ``threaded_step`` of it
+    when the last GEMM had threads, if given) for ``seconds`` of fake time: each GEMM asks how to run,
+    takes the given time (a one-thread GEMM soon after a threaded one takes ``spun_time`` when given: the
+    workers still spin), is recorded; returns how each ran."""
     ran = []
     end = clock.now + seconds
+    last_threaded = -1e9
     while clock.now < end:
         for key in keys:
             threaded = check.threaded()
-            took = threaded_time if threaded else one_time
+            spinning = clock.now - last_threaded < payoff.SETTLE_S
+            took = threaded_time if threaded else (spun_time if spun_time is not None and spinning else one_time)
+            if threaded:
+                last_threaded = clock.now + took
             clock.now += took
             check.record(key, threaded, took)
             ran.append(threaded)
-        clock.now += step
+        clock.now += step if threaded_step is None or not ran[-1] else threaded_step
     return ran
 
 
@@ -43,7 +50,9 @@ def test_threads_stay_when_they_pay() -> None:
     check.enabled = True
     ran = drive(check, clock, 10.0, threaded_time=100e-6, one_time=170e-6)
     assert not ran[0]  # the first large GEMMs calibrate on one thread
-    assert all(ran[len(ran) // 4:]) and check.use_threads
+    later = ran[len(ran) // 4:]
+    assert later.count(False) <= 7.5 / payoff.CHECK_PERIOD_S + 1  # one probe per comparison, no more
+    assert check.use_threads
     assert check.decisions and all(check.decisions)
 
 
@@ -75,18 +84,27 @@ def test_one_thread_samples_right_after_threaded_gemms_are_ignored() -> None:
     assert list(check.one_thread["a"]) == [170e-6]
 
 
-def test_the_first_threaded_gemm_of_a_window_is_dropped() -> None:
-    """It pays for waking the sleeping workers, which says nothing about whether threads pay."""
+def test_periods_span_one_way_of_running() -> None:
+    """The time between two runs of a GEMM counts for a way (threaded, one thread) only when both ran that
+    way in one phase; a one-thread run while the workers still spin counts for neither."""
     clock = Clock()
     check = Payoff(clock)
     check.enabled = True
-    check.use_threads = False
-    check.next_tick = clock.now
-    assert check.threaded() and check.window == "threaded"
-    check.record("a", True, 400e-6)
-    assert "a" not in check.with_threads
-    check.record("a", True, 90e-6)
-    assert list(check.with_threads["a"]) == [90e-6]
+    check.record("a", True, 100e-6)
+    clock.now += 0.002
+    check.record("a", True, 100e-6)
+    assert list(check.periods[("a", True)]) == [pytest.approx(0.002)]
+    clock.now += 0.002
+    check.record("a", False, 170e-6)  # the workers still spin: dropped, and it breaks the chain
+    clock.now += payoff.SETTLE_S
+    check.record("a", False, 170e-6)
+    clock.now += 0.003
+    check.record("a", False, 170e-6)
+    assert list(check.periods[("a", False)]) == [pytest.approx(0.003)]
+    check.phase += 1
+    clock.now += 0.003
+    check.record("a", False, 170e-6)
+    assert len(check.periods[("a", False)]) == 1  # a new phase starts a new chain
 
 
 def test_disabled_check_always_allows_threads() -> None:
@@ -152,3 +170,17 @@ def test_convolution_path_follows_the_verdict_not_a_cached_one(held_to_one: obje
         assert held is not None and free is None
     finally:
         _blas.set_threads(previous)
+
+
+def test_threads_are_dropped_when_the_program_slows_down_though_its_gemms_do_not() -> None:
+    """The bad stretches: threaded GEMMs still take 0.7x their one-thread time, but the work between them
+    slows down so much that a loop runs faster on one thread."""
+    clock = Clock()
+    check = Payoff(clock)
+    check.enabled = True
+    drive(check, clock, 3.0, threaded_time=100e-6, one_time=170e-6, step=0.001)
+    assert check.use_threads
+    drive(check, clock, 3.0, threaded_time=120e-6, one_time=170e-6, step=0.001, threaded_step=0.002)
+    assert not check.use_threads
+    drive(check, clock, 6.0, threaded_time=100e-6, one_time=170e-6, step=0.001)
+    assert check.use_threads
