@@ -157,7 +157,8 @@ def _edge(x: Any) -> Any:
     return None
 
 
-def _version(x: Any) -> int:
+def version_of(x: Any) -> int:
+    """The in-place version counter of tensor ``x`` (0 before its first in-place write; 0 for a non-tensor)."""
     return x._version[0] if isinstance(x, Tensor) and x._version is not None else 0
 
 
@@ -576,7 +577,7 @@ def _raise_stale(node: Node, index: int, modified: bool) -> None:
     if modified:
         raise AutogradError(
             f"backward: input {index} of '{node.name}' (shape {list(x._data.shape)}) was modified in place "
-            f"after it was saved for backward (version {saved} then, {_version(x)} now); "
+            f"after it was saved for backward (version {saved} then, {version_of(x)} now); "
             "compute on a .clone() or do the in-place update after backward")
     raise AutogradError(_stale_message(f"input {index} of '{node.name}'", x, node.edges[index]))
 

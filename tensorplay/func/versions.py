@@ -14,14 +14,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from tensorplay.errors import AutogradError
+from tensorplay.interpreters.eager.tape import version_of
 from tensorplay.tensor import Tensor
 
 Watched = list[tuple[str, Any, int]]
-
-
-def _version(x: Tensor[*tuple[Any, ...]]) -> int:
-    box = x._version
-    return 0 if box is None else box[0]
 
 
 def watch(primals: Sequence[Any], outputs: Sequence[Any]) -> Watched:
@@ -30,14 +26,14 @@ def watch(primals: Sequence[Any], outputs: Sequence[Any]) -> Watched:
     for kind, leaves in (("primal", primals), ("output", outputs)):
         for i, leaf in enumerate(leaves):
             if isinstance(leaf, Tensor):
-                watched.append((f"{kind} {i}", leaf, _version(leaf)))
+                watched.append((f"{kind} {i}", leaf, version_of(leaf)))
     return watched
 
 
 def check_unchanged(watched: Watched, where: str) -> None:
     """Raise when a watched tensor was modified in place since :func:`watch` read it."""
     for name, leaf, version in watched:
-        now = _version(leaf)
+        now = version_of(leaf)
         if now != version:
             raise AutogradError(
                 f"{where}: {name} (shape {list(leaf.shape)}) was modified in place after the forward pass "
