@@ -32,14 +32,12 @@ import json, sys, time
 t0 = time.perf_counter()
 import numpy as np
 import tensorplay as tp
-from tensorplay.demo.train import TrainConfig, make_model, make_optimizer, train_step
+from tensorplay.demo.train import TrainConfig, make_model, make_optimizer, sample_batch, train_step
 import_seconds = time.perf_counter() - t0
 config = TrainConfig()
 model = make_model(config)
 opt = make_optimizer(model, config)
-gen = np.random.default_rng(0)
-x = gen.standard_normal((config.batch_size, 1, 8, 8)).astype(np.float32)
-y = gen.integers(0, 10, config.batch_size)
+x, y = sample_batch(config)
 records = []
 stack = []
 llvm = [0.0]

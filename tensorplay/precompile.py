@@ -64,16 +64,16 @@ def _data(dtype: np.dtype[Any], x_shape: tuple[int, ...], classes: int) -> tuple
 def _demo(dtype: np.dtype[Any]) -> None:
     import tensorplay as tp
     import tensorplay.nn.functional as F
-    from tensorplay import optim
     from tensorplay.demo.compiled import training_step
-    from tensorplay.demo.model import DigitsCNN
+    from tensorplay.demo.train import TrainConfig, make_model, make_optimizer, sample_batch
+
+    config = TrainConfig()
 
     def fresh() -> tuple[Any, Any]:
-        tp.manual_seed(0)
-        model = DigitsCNN(dropout=0.1).to(dtype.name)
-        return model, optim.AdamW(model.parameters(), lr=3e-3, weight_decay=1e-4)
+        model = make_model(config).to(dtype.name)
+        return model, make_optimizer(model, config)
 
-    x, y = _data(dtype, (32, 1, 8, 8), 10)
+    x, y = (tp.tensor(a) for a in sample_batch(config, dtype))
     model, opt = fresh()
     _train(model, opt, x, y, F.cross_entropy)
     model.eval()

@@ -15,13 +15,11 @@ import numpy as np
 _DEMO_STEP = """
     import numpy as np
     import tensorplay as tp
-    from tensorplay.demo.train import TrainConfig, make_model, make_optimizer, train_step
+    from tensorplay.demo.train import TrainConfig, make_model, make_optimizer, sample_batch, train_step
     config = TrainConfig()
     model = make_model(config)
     opt = make_optimizer(model, config)
-    gen = np.random.default_rng(0)
-    x = gen.standard_normal((config.batch_size, 1, 8, 8)).astype(np.float32)
-    y = gen.integers(0, 10, config.batch_size)
+    x, y = sample_batch(config)
     losses = [train_step(model, opt, x, y) for _ in range(STEPS)]
 """
 

@@ -71,6 +71,15 @@ def make_optimizer(model: nn.Module, config: TrainConfig) -> optim.Optimizer:
     return optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
 
 
+def sample_batch(config: TrainConfig, dtype: Any = np.float32, seed: int = 0) -> tuple[Array, Array]:
+    """A mini-batch shaped like the demo's: ``x[batch_size, 1, 8, 8]`` standard normal images of ``dtype`` and
+    ``y[batch_size]`` int64 labels in ``[0, 10)``, drawn from ``seed`` (for warm-ups and first-step timings,
+    where the digits themselves do not matter)."""
+    gen = np.random.default_rng(seed)
+    x = gen.standard_normal((config.batch_size, 1, 8, 8)).astype(dtype)
+    return x, gen.integers(0, 10, config.batch_size)
+
+
 def train_step(model: nn.Module, opt: optim.Optimizer, x: Array, y: Array) -> float:
     """Forward, cross-entropy, backward and an optimizer step on one mini-batch (eager)."""
     opt.zero_grad()
