@@ -194,10 +194,8 @@ class Payoff:
         self.with_threads.clear()
 
     def _window_done(self, now: float) -> bool:
-        """A window ends once it has 3 periods (or GEMM times), or after 10 times its length."""
-        have = self.window_fresh if self.window_fresh else len(self.with_threads if self.window == "threaded"
-                                                               else self.one_thread)
-        return have >= 3 or now - self.window_start >= 10 * self.window_length
+        """A window ends once it has 3 periods, or after 10 times its least length (nothing recurs)."""
+        return self.window_fresh >= 3 or now - self.window_start >= 10 * self.window_length
 
     def _close(self, now: float) -> None:
         if self.window == "held":
