@@ -81,7 +81,10 @@ _P1, _P2, _P3, _P4, _P5 = (_F(c) for c in (
 @_inline
 def _exp_nonpos(x: Any) -> Any:
     """``exp(x)`` of a float32 ``x <= 0`` (relative error ~1.5e-7 down to -87.34; 0 below about -87.7 and
-    for NaN: the callers restore NaN)."""
+    for NaN: the callers restore NaN). A cheaper cousin of :func:`._numba_kernels.vexp_nonpos` (one degree
+    less, one max instead of a select, the rounding by an added shift): with that one instead, the [512, 256]
+    float32 forward took 72 us against 66 and the backward 70 against 64 (one thread); the callers' error
+    budget (3.8e-7 absolute) allows the lower degree."""
     x = x if x > _FLOOR else _FLOOR  # one max: 2**n is then 0 below the normal range (NaN: the callers' own)
     k = x * _L2E + _SHIFT  # n + 127 in the low mantissa bits, n = rint(x / ln2): the addition rounds
     n = k - _SHIFT
