@@ -200,7 +200,7 @@ def _compute_dtype(prim: str, x: Aval, y: Aval) -> str:
     return binary_dtype(prim, x, y)
 
 
-_BINARY_FN: dict[str, Callable[[Array, Array], Array]] = {
+_BINARY_FN: dict[str, Callable[[Array | int, Array | int], Array]] = {
     "add": np.add,
     "sub": np.subtract,
     "mul": np.multiply,
@@ -223,6 +223,19 @@ _BINARY_FN: dict[str, Callable[[Array, Array], Array]] = {
 }
 
 
+def _int_operand(prim: str, value: object, compute: str) -> Array | int:
+    """An operand cast to ``compute``; a Python int with an integer ``compute`` dtype is never wrapped around:
+    a comparison takes it exactly (as it is), any other operation refuses one the dtype cannot hold."""
+    if type(value) is int and np.dtype(compute).kind in "iu":
+        info = np.iinfo(compute)
+        if PRIMITIVES[prim].dtypes == "compare":
+            return value
+        if not info.min <= value <= info.max:
+            raise OverflowError(f"{prim}: the int {value} does not fit {compute} "
+                                f"(range [{info.min}, {info.max}])")
+    return as_array(value, compute)
+
+
 def _make_binary(prim: str) -> tuple[BinaryRule, BinaryRef]:
     def rule(x: Aval, y: Aval) -> Aval:
         shape = broadcast_shapes(prim, ("x", tuple(x.shape)), ("y", tuple(y.shape)))
@@ -231,11 +244,13 @@ def _make_binary(prim: str) -> tuple[BinaryRule, BinaryRef]:
     def reference(x: object, y: object) -> Array:
         ax, ay = aval_of(prim, "x", x), aval_of(prim, "y", y)
         out = rule(ax, ay)
+        xs: Array | int
+        ys: Array | int
         if PRIMITIVES[prim].dtypes == "logical":
             xs, ys = np.asarray(x), np.asarray(y)
         else:
             compute = _compute_dtype(prim, ax, ay)
-            xs, ys = as_array(x, compute), as_array(y, compute)
+            xs, ys = _int_operand(prim, x, compute), _int_operand(prim, y, compute)
         with np.errstate(all="ignore"):
             return finish(_BINARY_FN[prim](xs, ys), out)
 

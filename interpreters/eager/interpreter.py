@@ -352,6 +352,15 @@ BINARY_KERNELS: dict[str, Callable[[Any, Any], Any]] = {
 """The eager kernel of each primitive of the ``binary`` family: a numpy ufunc (or one like it) on the two
 operands, already converted to the compute dtype."""
 
+_SAME_INT_KERNELS = frozenset({"add", "sub", "mul", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
+                               "bitwise_and", "bitwise_or", "bitwise_xor"})
+"""Binary primitives whose numpy ufunc, on two signed-int operands of one dtype (or one and a Python int that
+every signed int dtype holds), computes in that dtype and gives the rule's result dtype (that dtype, or bool for
+comparisons): the eager fast path runs them without the spec rule (index arithmetic: ``vmap``'s gathers)."""
+_I32_MIN, _I32_MAX = -(2 ** 31), 2 ** 31 - 1
+_SAME_BOOL_KERNELS = frozenset({"eq", "ne", "logical_and", "logical_or", "bitwise_and", "bitwise_or", "bitwise_xor"})
+"""Binary primitives whose numpy ufunc gives bool, the rule's result, on two bool arrays (masks)."""
+
 
 
 def _checks_foreign(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -480,10 +489,20 @@ class EagerInterpreter(BaseInterpreter):
         xd = x._data if isinstance(x, Tensor) else x
         yd = y._data if isinstance(y, Tensor) else y
         if type(xd) is np.ndarray:
-            fast = xd.dtype.kind == "f" and (type(yd) is float or type(yd) is int
-                                             or type(yd) is np.ndarray and yd.dtype is xd.dtype)
+            kind = xd.dtype.kind
+            if kind == "f":
+                fast = type(yd) is float or type(yd) is int or type(yd) is np.ndarray and yd.dtype is xd.dtype
+            elif kind == "i":
+                fast = name in _SAME_INT_KERNELS and (
+                    type(yd) is np.ndarray and yd.dtype is xd.dtype or type(yd) is int and _I32_MIN <= yd <= _I32_MAX)
+            else:
+                fast = kind == "b" and name in _SAME_BOOL_KERNELS and type(yd) is np.ndarray and yd.dtype is xd.dtype
+        elif type(yd) is np.ndarray:
+            kind = yd.dtype.kind
+            fast = (type(xd) is float or type(xd) is int) and kind == "f" or (
+                kind == "i" and name in _SAME_INT_KERNELS and type(xd) is int and _I32_MIN <= xd <= _I32_MAX)
         else:
-            fast = (type(xd) is float or type(xd) is int) and type(yd) is np.ndarray and yd.dtype.kind == "f"
+            fast = False
         if fast:
             try:
                 out = BINARY_KERNELS[name](xd, yd)

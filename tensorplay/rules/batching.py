@@ -253,22 +253,19 @@ def concat_batch(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, axis: int) ->
     return ops.concat(*_fronts(ops, inputs, dims), axis=ax + 1), 0
 
 
-def _wrapped(ops: Ops, indices: AnyTensor, n: Any) -> AnyTensor:
-    """Indices in ``[-n, n)`` mapped to ``[0, n)``."""
-    return ops.where(ops.lt(indices, 0), ops.add(indices, n), indices)
-
-
 def _flat_indices(ops: Ops, indices: AnyTensor, n: Any) -> AnyTensor:
     """Front-batched ``indices[B, *I]`` (into an axis of size ``n``) as indices into the ``B*n`` rows of
     that axis flattened with the batch axis: ``b * n + (i mod n)``. An index outside ``[-n, n)`` becomes
     ``B*n``, out of range of the flattened axis too, so it still raises instead of reading another sample."""
     ishape = shape_of(indices)
     size = ishape[0]
+    lifted = ops.add(indices, n)  # i + n: in [0, 2n) exactly for the valid indices
+    wrapped = ops.where(ops.lt(indices, 0), lifted, indices)
+    valid = ops.logical_and(ops.ge(lifted, 0), ops.lt(indices, n))
     offsets = ops.mul(ops.iota(length=size, dtype=dtype_name(indices)), n)
-    offsets = ops.reshape(offsets, shape=(size,) + (1,) * (len(ishape) - 1))
-    flat = ops.add(_wrapped(ops, indices, n), offsets)
-    valid = ops.logical_and(ops.ge(ops.add(indices, n), 0), ops.lt(indices, n))
-    return ops.where(valid, flat, size * n)
+    if len(ishape) > 1:
+        offsets = ops.reshape(offsets, shape=(size,) + (1,) * (len(ishape) - 1))
+    return ops.where(valid, ops.add(wrapped, offsets), size * n)
 
 
 @_register("gather")
