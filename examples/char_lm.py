@@ -63,7 +63,8 @@ class Block(nn.Module):
         h = self.ln1(x)
         a, _ = self.attn(h, h, h, attn_mask=mask, need_weights=False)
         x = x + a
-        return x + self.mlp(self.ln2(x))
+        out: tp.Tensor[Any, Any, Any] = x + self.mlp(self.ln2(x))  # Sequential's output is untyped
+        return out
 
 
 class CharLM(nn.Module):
@@ -81,7 +82,8 @@ class CharLM(nn.Module):
 
     def forward(self, idx: tp.Tensor[Any, Any]) -> tp.Tensor[Any, Any, Any]:
         B, T = idx.shape
-        x = self.tok(idx) + self.pos(tp.arange(T, device=idx.device))
+        ids = tp.index(idx, bound=self.tok.num_embeddings)  # typed token ids, checked in [0, vocab)
+        x = self.tok(ids) + self.pos(tp.index(tp.arange(T, device=idx.device), bound=BLOCK))
         x = self.blocks(x)
         return self.head(self.ln_f(x))
 
@@ -100,7 +102,7 @@ def make_data(block: int) -> tuple[TensorDataset, list[str]]:
 def loss_fn(model: nn.Module, x: tp.Tensor[Any, Any], y: tp.Tensor[Any, Any]) -> tp.Tensor[()]:
     logits = model(x)
     V = logits.shape[-1]
-    return F.cross_entropy(logits.view(-1, V), y.view(-1))
+    return F.cross_entropy(logits.view(-1, V), tp.index(y.view(-1), bound=V))
 
 
 def train(model: nn.Module, loader: DataLoader[Any], steps: int, step_fn: Any = None) -> list[float]:
