@@ -175,11 +175,14 @@ def _linearize_uncached(func: Callable[..., Any], primals: tuple[Any, ...]) -> t
 
     def jvp_fn(*tangents: Any) -> Any:
         """The Jacobian-vector product for ``tangents`` (one per primal, same structures and shapes)."""
-        versions.check_unchanged(watched, "linearize: jvp_fn")
-        t_leaves = check_tangents("linearize: jvp_fn", leaves, spec, tangents)
-        ops = highest(graph_sources(graph), highest(t_leaves))
-        flat = iter(evaluate(graph, ops, *t_leaves))
-        results = [next(flat) if t is not None else zeros_like(ops, o) for t, o in zip(out_tangents, outs)]
+        restore = versions.check_unchanged(watched, "linearize: jvp_fn")
+        try:
+            t_leaves = check_tangents("linearize: jvp_fn", leaves, spec, tangents)
+            ops = highest(graph_sources(graph), highest(t_leaves))
+            flat = iter(evaluate(graph, ops, *t_leaves))
+            results = [next(flat) if t is not None else zeros_like(ops, o) for t, o in zip(out_tangents, outs)]
+        finally:
+            restore()
         return tree_unflatten(out_spec, results)
 
     return output, jvp_fn

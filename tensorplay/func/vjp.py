@@ -127,11 +127,14 @@ def vjp_named(func: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool,
 
     def vjp_fn(cotangents: Any, *more: Any) -> tuple[Any, ...]:
         """Cotangents of the primals (a tuple, one entry per primal) for ``cotangents`` of the output."""
-        versions.check_unchanged(watched, f"{transform}: vjp_fn")
-        ct_leaves = _cotangent_leaves(cotangents, more, traced.out_spec, outs)
-        ops = sweep_ops(caller, ct_leaves)
-        cts = backward(traced, env, ops, list(zip(traced.out_vars, ct_leaves)), traced.in_vars, transform)
-        grads: tuple[Any, ...] = tree_unflatten(spec, _fill(ops, cts, leaves))
+        restore = versions.check_unchanged(watched, f"{transform}: vjp_fn")
+        try:
+            ct_leaves = _cotangent_leaves(cotangents, more, traced.out_spec, outs)
+            ops = sweep_ops(caller, ct_leaves)
+            cts = backward(traced, env, ops, list(zip(traced.out_vars, ct_leaves)), traced.in_vars, transform)
+            grads: tuple[Any, ...] = tree_unflatten(spec, _fill(ops, cts, leaves))
+        finally:
+            restore()
         return grads
 
     if has_aux:
