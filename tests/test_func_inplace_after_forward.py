@@ -1,5 +1,6 @@
-"""An in-place update between an uncached transform's forward and its returned function is refused,
-never silently used (the cached path keeps the forward's values: tests/test_func_cache.py)."""
+"""An in-place update between an uncached transform's forward and its returned function is never silently
+used: eagerly it is refused (the cached path keeps the forward's values: tests/test_func_cache.py); inside a
+recording (compile, vmap) the forward's recorded values are used."""
 
 from __future__ import annotations
 
