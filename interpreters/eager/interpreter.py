@@ -352,14 +352,17 @@ BINARY_KERNELS: dict[str, Callable[[Any, Any], Any]] = {
 """The eager kernel of each primitive of the ``binary`` family: a numpy ufunc (or one like it) on the two
 operands, already converted to the compute dtype."""
 
-_SAME_INT_KERNELS = frozenset({"add", "sub", "mul", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
-                               "bitwise_and", "bitwise_or", "bitwise_xor"})
+_SAME_INT_KERNELS = frozenset(p.name for p in PRIMITIVES.values() if p.family == "binary"
+                               and p.dtypes in ("promote", "promote_no_bool", "compare", "bitwise"))
 """Binary primitives whose numpy ufunc, on two signed-int operands of one dtype (or one and a Python int that
 every signed int dtype holds), computes in that dtype and gives the rule's result dtype (that dtype, or bool for
-comparisons): the eager fast path runs them without the spec rule (index arithmetic: ``vmap``'s gathers)."""
+comparisons): the eager fast path runs them without the spec rule (index arithmetic: ``vmap``'s gathers).
+Taken from the table by dtype rule (promoting, comparing, bitwise), so not ``div``, ``pow``, ``atan2``."""
 _I32_MIN, _I32_MAX = -(2 ** 31), 2 ** 31 - 1
-_SAME_BOOL_KERNELS = frozenset({"eq", "ne", "logical_and", "logical_or", "bitwise_and", "bitwise_or", "bitwise_xor"})
-"""Binary primitives whose numpy ufunc gives bool, the rule's result, on two bool arrays (masks)."""
+_SAME_BOOL_KERNELS = frozenset(p.name for p in PRIMITIVES.values() if p.family == "binary" and (
+    p.dtypes in ("logical", "bitwise") or (p.dtypes == "compare" and p.commutative)))
+"""Binary primitives whose numpy ufunc gives bool, the rule's result, on two bool arrays (masks): the logical
+and bitwise ones, and equality (the orderings are left to the rule)."""
 
 
 
