@@ -20,8 +20,12 @@
   alongside its output (:func:`.runtime.attention_probs`) and the recomputation is dropped.
 
 A match requires the exact recorded structure (literals and constants checked by value, one float dtype)
-and that nothing outside it reads an intermediate. The graph itself is not changed: every other backend,
-and this one on anything else, runs the nodes as recorded.
+and that nothing outside it reads an intermediate. Symbolic sizes (``tp.compile(dynamic=True)``) match as
+static ones do: sizes are compared as expressions, and what a static graph holds as a folded constant
+(a cross-entropy's row offsets ``arange(M) * C``, the zeros its reverse sweep scatters into) is matched as
+the nodes computing it from the bound size; windows are disjoint only where that holds for every size.
+The graph itself is not changed: every other backend, and this one on anything else, runs the nodes as
+recorded.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from tensorplay.interpreters.graph.ir import Graph, Literal, Node, Var
+from tensorplay.symbolic import SymDim
 
 
 @dataclass
@@ -49,6 +54,17 @@ class CrossEntropy:
     grad: Node | None = None
     seed: Any = None
     covered: set[int] = field(default_factory=set)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two sizes (or shapes) are the same: ints equal, symbolic sizes the same expression. An int
+    never equals a symbolic size here (no capture is deciding one: the graph is already recorded)."""
+    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
+        return isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and len(a) == len(b) \
+            and all(_same(x, y) for x, y in zip(a, b))
+    if type(a) is int and type(b) is int:
+        return a == b
+    return isinstance(a, SymDim) and isinstance(b, SymDim) and a == b
 
 
 def _only_users(v: Var) -> list[Node]:
@@ -90,24 +106,25 @@ def _forward(log_softmax: Node) -> CrossEntropy | None:
     if type(x) is not Var or len(x.shape) != 2 or x.aval.dtype not in ("float32", "float64"):
         return None
     m, c = x.shape
-    if type(m) is not int or type(c) is not int or not m or not c or log_softmax.params.get("axis") not in (1, -1):
+    if not (type(m) is int and m or isinstance(m, SymDim)) or type(c) is not int or not c \
+            or log_softmax.params.get("axis") not in (1, -1):
         return None
     dtype = x.aval.dtype
     logp = log_softmax.outputs[0]
     flat = next((u for u in _only_users(logp) if u.target == "reshape"), None)
-    if flat is None or tuple(flat.params["shape"]) != (m * c,):
+    if flat is None or not _same(tuple(flat.params["shape"]), (m * c,)):
         return None
     pick = _sole_user(flat.outputs[0], "gather")
     if pick is None or pick.params.get("axis") != 0 or pick.inputs[0] is not flat.outputs[0]:
         return None
     index = pick.inputs[1]
-    offsets = np.arange(m, dtype=np.int64) * c
     if type(index) is not Var or index.producer is None or index.producer.target != "add":
         return None
     add = index.producer
     safe = next((v for v in add.inputs if type(v) is Var and v.producer is not None
                  and v.producer.target == "where"), None)
-    if safe is None or not _constant(_other(add, safe), offsets):
+    offsets = None if safe is None else _row_offsets(_other(add, safe), m, c, add)
+    if safe is None or offsets is None:
         return None
     mask, target, zero = safe.producer.inputs  # type: ignore[union-attr]
     if type(mask) is not Var or mask.producer is None or mask.producer.target != "ne" or not _literal(zero, 0):
@@ -115,7 +132,7 @@ def _forward(log_softmax: Node) -> CrossEntropy | None:
     ne = mask.producer
     if ne.inputs[0] is not target or type(ne.inputs[1]) is not Literal or type(ne.inputs[1].value) is not int:
         return None
-    if type(target) is not Var or target.aval.dtype != "int64" or tuple(target.shape) != (m,):
+    if type(target) is not Var or target.aval.dtype != "int64" or not _same(tuple(target.shape), (m,)):
         return None
     neg = _sole_user(pick.outputs[0], "neg")
     masked = None if neg is None else _sole_user(neg.outputs[0], "where")
@@ -141,8 +158,43 @@ def _forward(log_softmax: Node) -> CrossEntropy | None:
         return None
     found = CrossEntropy(x, target, int(ne.inputs[1].value), loss)
     found.covered = {id(n) for n in (log_softmax, flat, pick, add, safe.producer, ne, neg, masked, total, loss,
-                                     count.producer, cast.producer)}
+                                     count.producer, cast.producer, *offsets)}
     return found
+
+
+def _row_offsets(v: Any, m: Any, c: int, user: Node) -> list[Node] | None:
+    """The nodes computing ``v`` when it is the row offsets ``arange(m) * c`` (int64) read by ``user`` only:
+    none for a constant (a static ``m``, folded), ``[mul, iota]`` for a symbolic ``m`` (computed at run
+    time from the bound size); ``None`` when ``v`` is anything else."""
+    if type(m) is int:
+        return [] if _constant(v, np.arange(m, dtype=np.int64) * c) else None
+    mul = _made_by(v, "mul", user)
+    if mul is None or v.aval.dtype != "int64":
+        return None
+    rows = next((a for a in mul.inputs if type(a) is Var), None)
+    scale = _other(mul, rows)
+    if rows is None or type(scale) is not Literal or type(scale.value) is not int or scale.value != c \
+            or rows.aval.dtype != "int64":
+        return None
+    iota = _made_by(rows, "iota", mul)
+    if iota is None or not _same(iota.params.get("length"), m) or iota.params.get("dtype") != "int64":
+        return None
+    return [mul, iota]
+
+
+def _zeros(v: Any, size: Any, dtype: str, user: Node) -> list[Node] | None:
+    """The nodes computing ``v`` when it is ``size`` zeros of ``dtype`` read by ``user`` only: none for a
+    constant (a static size, folded), ``[full]`` for ``full((size,), +0.0)`` of a symbolic size; else
+    ``None``."""
+    if type(size) is int:
+        return [] if _constant(v, np.zeros(size, dtype=dtype)) else None
+    full = _made_by(v, "full", user)
+    value = None if full is None else full.params.get("value")
+    if full is None or not _same(tuple(full.params.get("shape", ())), (size,)) or full.params.get("dtype") != dtype \
+            or not isinstance(value, (int, float)) or isinstance(value, bool) or value != 0 \
+            or math.copysign(1.0, value) < 0 or v.aval.dtype != dtype:
+        return None
+    return [full]
 
 
 def _backward(found: CrossEntropy, log_softmax: Node) -> bool:
@@ -164,7 +216,7 @@ def _backward(found: CrossEntropy, log_softmax: Node) -> bool:
     if row is None or tuple(row.params["shape"]) != (1,):
         return False
     spread = _sole_user(row.outputs[0], "broadcast_to")  # (gone when M is 1)
-    if spread is not None and tuple(spread.params["shape"]) != (m,) or spread is None and m != 1:
+    if spread is not None and not _same(tuple(spread.params["shape"]), (m,)) or spread is None and not _same(m, 1):
         return False
     spread_value = (row if spread is None else spread).outputs[0]
     masked = _sole_user(spread_value, "where")
@@ -179,10 +231,11 @@ def _backward(found: CrossEntropy, log_softmax: Node) -> bool:
     if type(index) is not Var or index.producer is None or id(index.producer) not in found.covered \
             or index.producer.target != "add":
         return False
-    if not _constant(scatter.inputs[0], np.zeros(m * c, dtype=x.aval.dtype)):
+    zeros = _zeros(scatter.inputs[0], m * c, x.aval.dtype, scatter)
+    if zeros is None:
         return False
     grid = _sole_user(scatter.outputs[0], "reshape")
-    if grid is None or tuple(grid.params["shape"]) != (m, c):
+    if grid is None or not _same(tuple(grid.params["shape"]), (m, c)):
         return False
     g = grid.outputs[0]
     users = _only_users(g)
@@ -203,12 +256,12 @@ def _backward(found: CrossEntropy, log_softmax: Node) -> bool:
             or exp_value.producer.inputs[0] is not log_softmax.outputs[0] or _sole_user(exp_value, "mul") is not mul \
             or _sole_user(total.outputs[0], "mul") is not mul:
         return False
-    if sub.outputs[0].aval.dtype != x.aval.dtype or tuple(sub.outputs[0].shape) != (m, c):
+    if sub.outputs[0].aval.dtype != x.aval.dtype or not _same(tuple(sub.outputs[0].shape), (m, c)):
         return False
     found.grad = sub
     found.seed = seed
     found.covered |= {id(n) for n in (scale, row, spread, masked, neg, scatter, grid, total, mul,
-                                      exp_value.producer, sub) if n is not None}
+                                      exp_value.producer, sub, *zeros) if n is not None}
     return True
 
 
@@ -531,11 +584,12 @@ def find_layer_norm_backwards(graph: Graph) -> list[LayerNormBackward]:
 class PadSum:
     """``root`` (the last ``add``) sums zero ``pad`` s of pieces into pairwise disjoint windows: ``parts`` holds,
     per piece, the value copied (the input of the reshape that fed the pad, or the pad's own input), the
-    window's low corner and the pad input's shape; ``covering`` whether the windows fill the result.
+    window's low corner and the pad input's shape (static or symbolic sizes: the generated code computes
+    the symbolic ones from the bound sizes); ``covering`` whether the windows fill the result.
     ``covered``: the ids of the adds, pads and those reshapes."""
 
     root: Node
-    parts: list[tuple[Var, tuple[int, ...], tuple[int, ...]]]
+    parts: list[tuple[Var, tuple[int, ...], tuple[Any, ...]]]
     covering: bool
     covered: set[int] = field(default_factory=set)
     products: list[tuple[Node, tuple[int, ...]] | None] = field(default_factory=list)
@@ -562,22 +616,34 @@ def _permuted_product(value: Var, user: Node, graph_reads: set[int]) -> tuple[No
 
 def _zero_pad(v: Any, user: Node, dtype: str) -> tuple[Node, tuple[int, ...]] | None:
     """``(pad node, low corner)`` when ``v`` is a zero pad by static non-negative amounts of a ``dtype``
-    var, read by ``user`` only."""
+    var (of any sizes, symbolic ones included), read by ``user`` only."""
     pad = _made_by(v, "pad", user)
     if pad is None or type(pad.inputs[0]) is not Var or pad.inputs[0].aval.dtype != dtype:
         return None
     value = pad.params.get("value", 0.0)
     pads = [tuple(p) for p in pad.params["pads"]]
     if not isinstance(value, (int, float)) or isinstance(value, bool) or value != 0 \
-            or not all(type(a) is int and a >= 0 for p in pads for a in p) \
-            or not all(type(d) is int for d in pad.inputs[0].shape):
+            or not all(type(a) is int and a >= 0 for p in pads for a in p):
         return None
     return pad, tuple(p[0] for p in pads)
 
 
-def _disjoint(a: tuple[tuple[int, ...], tuple[int, ...]], b: tuple[tuple[int, ...], tuple[int, ...]]) -> bool:
-    """Whether two boxes ``(low corner, shape)`` share no element."""
-    return any(la + da <= lb or lb + db <= la for la, da, lb, db in zip(a[0], a[1], b[0], b[1]))
+def _at_most(a: Any, b: Any) -> bool:
+    """Whether ``a <= b`` holds for every value of the symbols in them (sizes are ``>= 0``); False where that
+    is not certain."""
+    diff: Any = b - a
+    if type(diff) is int:
+        return diff >= 0
+    if not isinstance(diff, SymDim):
+        return False
+    low, _ = diff.bounds({})
+    return low >= 0
+
+
+def _disjoint(a: tuple[tuple[int, ...], tuple[Any, ...]], b: tuple[tuple[int, ...], tuple[Any, ...]]) -> bool:
+    """Whether two boxes ``(low corner, shape)`` share no element, whatever the symbolic sizes of their
+    shapes are."""
+    return any(_at_most(la + da, lb) or _at_most(lb + db, la) for la, da, lb, db in zip(a[0], a[1], b[0], b[1]))
 
 
 def find_pad_sums(graph: Graph) -> list[PadSum]:
@@ -591,8 +657,7 @@ def find_pad_sums(graph: Graph) -> list[PadSum]:
     for root in reversed(graph.nodes):
         out = root.outputs[0]
         dtype = out.aval.dtype
-        if root.target != "add" or id(root) in taken or dtype not in ("float32", "float64") \
-                or not all(type(d) is int for d in out.shape):
+        if root.target != "add" or id(root) in taken or dtype not in ("float32", "float64"):
             continue
         adds = [root]
         leaves: list[tuple[Any, Node]] = []
@@ -603,17 +668,17 @@ def find_pad_sums(graph: Graph) -> list[PadSum]:
                 inner = _made_by(v, "add", node)
                 partial = None if inner is None else inner.outputs[0]
                 if inner is not None and partial is not None and partial.aval.dtype == dtype \
-                        and partial.id not in graph_reads and tuple(partial.shape) == tuple(out.shape):
+                        and partial.id not in graph_reads and _same(tuple(partial.shape), tuple(out.shape)):
                     adds.append(inner)
                     stack.append(inner)
                 else:
                     leaves.append((v, node))
-        parts: list[tuple[Var, tuple[int, ...], tuple[int, ...]]] = []
+        parts: list[tuple[Var, tuple[int, ...], tuple[Any, ...]]] = []
         products: list[tuple[Node, tuple[int, ...]] | None] = []
         covered = {id(n) for n in adds}
-        boxes: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+        boxes: list[tuple[tuple[int, ...], tuple[Any, ...]]] = []
         for v, user in leaves:
-            got = None if type(v) is not Var or v.id in graph_reads or tuple(v.shape) != tuple(out.shape) \
+            got = None if type(v) is not Var or v.id in graph_reads or not _same(tuple(v.shape), tuple(out.shape)) \
                 else _zero_pad(v, user, dtype)
             if got is None:
                 break
@@ -629,7 +694,7 @@ def find_pad_sums(graph: Graph) -> list[PadSum]:
                 source = made.inputs[0]
                 reader = made
                 covered.add(id(made))
-            box = (low, tuple(int(d) for d in piece.shape))
+            box = (low, tuple(d if isinstance(d, SymDim) else int(d) for d in piece.shape))
             if not all(_disjoint(box, other) for other in boxes):
                 break
             boxes.append(box)
@@ -637,9 +702,9 @@ def find_pad_sums(graph: Graph) -> list[PadSum]:
             products.append(_permuted_product(source, reader, graph_reads))
         else:
             if len(parts) >= 2:
-                total = sum(math.prod(box[1]) for box in boxes)
+                total = sum(math.prod(box[1]) for box in boxes)  # disjoint boxes: covering when the volumes add up
                 taken |= covered
-                found.append(PadSum(root, parts, total == math.prod(out.shape), covered, products))
+                found.append(PadSum(root, parts, _same(total, math.prod(out.shape)), covered, products))
     return found
 
 
