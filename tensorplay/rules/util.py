@@ -39,6 +39,13 @@ def input_needed(index: int) -> bool:
     return True if mask is None else mask[index]
 
 
+def wants_cotangent(x: object, index: int) -> bool:
+    """Whether input ``index`` of the node being differentiated, ``x``, gets a cotangent: a float tensor
+    that :func:`input_needed` asks for. Rules test this before building a cotangent, so an input that
+    needs no gradient (data, a count, a mask's operand) costs no operations."""
+    return is_float_tensor(x) and input_needed(index)
+
+
 def is_tensor(x: object) -> bool:
     """True for a :class:`Tensor` (not a Python scalar, not ``None``)."""
     return isinstance(x, Tensor)

@@ -35,7 +35,7 @@ from tensorplay.rules.registry import find_rule, registrar, uncovered
 from tensorplay.rules.util import (
     AnyTensor, as_float, attention_probs, channel_column, cotangent_for, dtype_name, flip, input_needed, is_float_tensor,
     is_tensor, mean_keep, normalize_axes, shape_of, softmax_product, squared_norm, sum_to, swap_last, unreduce,
-    zeros_like,
+    wants_cotangent, zeros_like,
 )
 
 if TYPE_CHECKING:
@@ -248,22 +248,22 @@ def no_grad_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTens
 def add_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) -> Cotangents:
     """``g`` to both sides, reduced to each input's shape."""
     x, y = inputs
-    return (_ct(ops, g, x), _ct(ops, g, y))
+    return (_ct(ops, g, x) if input_needed(0) else None, _ct(ops, g, y) if input_needed(1) else None)
 
 
 @_register("sub")
 def sub_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) -> Cotangents:
     """``g`` and ``-g``."""
     x, y = inputs
-    return (_ct(ops, g, x), _ct(ops, ops.neg(g), y) if is_float_tensor(y) else None)
+    return (_ct(ops, g, x) if input_needed(0) else None, _ct(ops, ops.neg(g), y) if wants_cotangent(y, 1) else None)
 
 
 @_register("mul")
 def mul_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) -> Cotangents:
     """``g * y`` and ``g * x``."""
     x, y = inputs
-    gx = _ct(ops, ops.mul(g, y), x) if is_float_tensor(x) else None
-    gy = _ct(ops, ops.mul(g, x), y) if is_float_tensor(y) else None
+    gx = _ct(ops, ops.mul(g, y), x) if wants_cotangent(x, 0) else None
+    gy = _ct(ops, ops.mul(g, x), y) if wants_cotangent(y, 1) else None
     return (gx, gy)
 
 
@@ -271,9 +271,9 @@ def mul_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) 
 def div_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) -> Cotangents:
     """``g / y`` and ``-g * x / y^2``."""
     x, y = inputs
-    gx = _ct(ops, ops.div(g, y), x) if is_float_tensor(x) else None
+    gx = _ct(ops, ops.div(g, y), x) if wants_cotangent(x, 0) else None
     gy = None
-    if is_float_tensor(y):
+    if wants_cotangent(y, 1):
         gy = _ct(ops, ops.neg(ops.div(ops.mul(g, ops.div(x, y)), y)), y)
     return (gx, gy)
 
@@ -283,8 +283,8 @@ def atan2_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor
     """With ``r2 = x^2 + y^2``: ``g * x / r2`` to ``y`` and ``-g * y / r2`` to ``x``."""
     y, x = inputs
     scaled = ops.div(g, squared_norm(ops, x, y))
-    gy = _ct(ops, ops.mul(scaled, x), y) if is_float_tensor(y) else None
-    gx = _ct(ops, ops.neg(ops.mul(scaled, y)), x) if is_float_tensor(x) else None
+    gy = _ct(ops, ops.mul(scaled, x), y) if wants_cotangent(y, 0) else None
+    gx = _ct(ops, ops.neg(ops.mul(scaled, y)), x) if wants_cotangent(x, 1) else None
     return (gy, gx)
 
 
@@ -293,7 +293,7 @@ def pow_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) 
     """``d/dx = g y x^(y-1)`` (0 where ``y == 0``); ``d/dy = g x^y log(x)``, 0 where ``x == 0`` and ``y >= 0``."""
     x, y = inputs
     gx = gy = None
-    if is_float_tensor(x):
+    if wants_cotangent(x, 0):
         if is_tensor(y):
             flat = ops.eq(y, 0.0)
             d = ops.mul(y, ops.pow(ops.where(flat, 1.0, x), ops.sub(y, 1.0)))  # no 0 * inf at x == y == 0
@@ -303,7 +303,7 @@ def pow_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) 
             gx = zeros_like(ops, x)
         else:
             gx = _ct(ops, ops.mul(g, ops.mul(ops.pow(x, y - 1), y)), x)
-    if is_float_tensor(y):
+    if wants_cotangent(y, 1):
         if is_tensor(x):
             zero_base = ops.logical_and(ops.eq(x, 0.0), ops.ge(y, 0.0))
             # log(1) = 0 where the result is masked anyway: no 0 * -inf = nan, at any derivative order
@@ -322,8 +322,8 @@ def _minmax_vjp(ops: Ops, g: AnyTensor, x: Any, y: Any, larger: bool) -> Cotange
     # 1 for the winner, 0 for the loser and 1/2 each on a tie
     # (the eq guard keeps ties between equal infinities at 1/2: sign(inf - inf) is NaN)
     half_sign = ops.mul(ops.where(ops.eq(x, y), 0.0, ops.sign(ops.sub(x, y))), 0.5 if larger else -0.5)
-    gx = _ct(ops, ops.mul(g, ops.add(half_sign, 0.5)), x) if is_float_tensor(x) else None
-    gy = _ct(ops, ops.mul(g, ops.neg(ops.sub(half_sign, 0.5))), y) if is_float_tensor(y) else None
+    gx = _ct(ops, ops.mul(g, ops.add(half_sign, 0.5)), x) if wants_cotangent(x, 0) else None
+    gy = _ct(ops, ops.mul(g, ops.neg(ops.sub(half_sign, 0.5))), y) if wants_cotangent(y, 1) else None
     return (gx, gy)
 
 
@@ -347,8 +347,8 @@ def minimum_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTens
 def where_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) -> Cotangents:
     """``g`` to ``x`` where ``cond``, to ``y`` elsewhere; nothing to ``cond``."""
     cond, x, y = inputs
-    gx = _ct(ops, ops.where(cond, g, 0.0), x) if is_float_tensor(x) else None
-    gy = _ct(ops, ops.where(cond, 0.0, g), y) if is_float_tensor(y) else None
+    gx = _ct(ops, ops.where(cond, g, 0.0), x) if wants_cotangent(x, 1) else None
+    gy = _ct(ops, ops.where(cond, 0.0, g), y) if wants_cotangent(y, 2) else None
     return (None, gx, gy)
 
 
