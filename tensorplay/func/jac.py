@@ -118,7 +118,14 @@ def jacrev_uncached(func: Callable[..., Any], argnums: ArgNums = 0, *, has_aux: 
         def pull(*cts: Any) -> Any:
             return vjp_fn(tree_unflatten(out_spec, list(cts)))
 
-        flat_cts = list(vmap(pull, chunk_size=chunk_size)(*basis))
+        sizes = [_numel(o.shape) for o in out_leaves]
+        if all(isinstance(n, int) for n in sizes) and sum(sizes) == 1:
+            # one output element (a scalar loss: the Hessian's inner Jacobian): its one basis vector is
+            # pulled back directly, and each cotangent gets the basis axis of size 1 that vmap would add
+            one = [reshape(b._ops, b, tuple(o.shape)) for b, o in zip(basis, out_leaves)]
+            flat_cts = [reshape(ct._ops, ct, (1,) + tuple(x.shape)) for ct, x in zip(pull(*one), xs)]
+        else:
+            flat_cts = list(vmap(pull, chunk_size=chunk_size)(*basis))
         for release in releases:  # the vjp_fn is not called again
             release()
         per_output = []
