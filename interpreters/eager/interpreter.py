@@ -621,6 +621,20 @@ class EagerInterpreter(BaseInterpreter):
                     _rule("where", (cond, x, y), {})
                     raise
                 return _result(self, "where", (cond, x, y), {}, out)
+        elif isinstance(cond, Tensor) and (type(y) is float and isinstance(x, Tensor)
+                                           or type(x) is float and isinstance(y, Tensor)):
+            # a float tensor against a Python float (masking with 0.0, -inf, ...): the weak scalar takes the
+            # tensor's dtype, as the rule says, and numpy does the same
+            tensor: Any = x if type(y) is float else y
+            cd, td = cond._data, tensor._data
+            if type(cd) is np.ndarray and type(td) is np.ndarray and cd.dtype.kind == "b" and td.dtype.kind == "f":
+                try:
+                    out = np.where(cd, td, y) if type(y) is float else np.where(cd, x, td)
+                except ValueError:
+                    _rule("where", (cond, x, y), {})
+                    raise
+                if out.dtype is td.dtype:
+                    return _result(self, "where", (cond, x, y), {}, out)
         if _has_foreign((cond, x, y)):
             return self._foreign("where", (cond, x, y), {})
         aval = _rule("where", (cond, x, y), {})
