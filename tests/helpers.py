@@ -174,3 +174,14 @@ def run_in_threads(count: int, body: Any, rounds: int, timeout: float = 300.0) -
     assert not any(t.is_alive() for t in threads), "deadlock"
     assert not errors, errors
     return results
+
+
+def training_step(model: Any, opt: Any, loss_fn: Any) -> Any:
+    """``step(x, y) -> loss``: zero the gradients, forward ``model``, ``loss_fn(out, y)``, backward, update."""
+    def step(x: Any, y: Any) -> Any:
+        opt.zero_grad()
+        out = loss_fn(model(x), y)
+        out.backward()
+        opt.step()
+        return out
+    return step

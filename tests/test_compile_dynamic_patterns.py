@@ -18,7 +18,7 @@ import tensorplay as tp
 import tensorplay.nn.functional as F
 from tensorplay import nn, optim
 from benchmarks.bench_training import _block_classes
-from tests.helpers import compiled_source
+from tests.helpers import compiled_source, training_step
 
 Block = _block_classes(tp, None)[0]
 
@@ -201,15 +201,7 @@ def _training(kind: str, dtype: str) -> tuple[nn.Module, Any]:
     opt: Any = optim.Adam(model.parameters(), lr=1e-2, eps=1e-4) if kind == "block" else \
         optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     loss_fn = F.mse_loss if kind == "block" else F.cross_entropy
-
-    def step(x: Any, y: Any) -> Any:
-        opt.zero_grad()
-        out = loss_fn(model(x), y)
-        out.backward()
-        opt.step()
-        return out
-
-    return model, step
+    return model, training_step(model, opt, loss_fn)
 
 
 PATTERN_CALLS = ("_rt.place(", "_rt.window(", "_rt.pad(", "_rt.cross_entropy(", "_rt.cross_entropy_grad(",

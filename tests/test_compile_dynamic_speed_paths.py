@@ -23,6 +23,7 @@ from benchmarks.bench_training import _block_classes
 from tensorplay import nn, optim
 from tensorplay.compiler.passes.specialize import pinned_sizes
 from tensorplay.symbolic import SymDim
+from tests.helpers import training_step
 
 Block = _block_classes(tp, None)[0]
 
@@ -69,15 +70,7 @@ def _training(kind: str) -> tuple[nn.Module, Callable[[Any, Any], Any]]:
     model = build()
     opt = make_opt(model.parameters())
     loss_fn = F.cross_entropy if loss == "ce" else F.mse_loss
-
-    def step(x: Any, y: Any) -> Any:
-        opt.zero_grad()
-        out = loss_fn(model(x), y)
-        out.backward()
-        opt.step()
-        return out
-
-    return model, step
+    return model, training_step(model, opt, loss_fn)
 
 
 def _assert_close(got: Any, want: Any, what: str) -> None:
