@@ -552,8 +552,8 @@ def cast_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor,
 def matmul_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor) -> Cotangents:
     """``g b^T`` and ``a^T g``, summed over broadcast batch axes."""
     a, b = inputs
-    ga = _ct(ops, ops.matmul(g, swap_last(ops, b)), a) if is_float_tensor(a) and input_needed(0) else None
-    gb = _ct(ops, ops.matmul(swap_last(ops, a), g), b) if is_float_tensor(b) and input_needed(1) else None
+    ga = _ct(ops, ops.matmul(g, swap_last(ops, b)), a) if wants_cotangent(a, 0) else None
+    gb = _ct(ops, ops.matmul(swap_last(ops, a), g), b) if wants_cotangent(b, 1) else None
     return (ga, gb)
 
 
@@ -598,9 +598,9 @@ def conv_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor,
     """``dx = conv_transpose(g, w)``, ``dw = conv_weight_grad(x, g)``."""
     x, w = inputs
     gx = gw = None
-    if is_float_tensor(x) and input_needed(0):
+    if wants_cotangent(x, 0):
         gx = _ct(ops, _conv_input_grad(ops, g, w, shape_of(x)[2:], stride, padding, dilation, groups), x)
-    if is_float_tensor(w) and input_needed(1):
+    if wants_cotangent(w, 1):
         gw = _ct(ops, ops.conv_weight_grad_nd(x, g, kernel_size=tuple(shape_of(w)[2:]), stride=stride,
                                            padding=padding, dilation=dilation, groups=groups), w)
     return (gx, gw)

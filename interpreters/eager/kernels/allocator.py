@@ -38,10 +38,11 @@ import os
 ENV_VAR = "TP_MALLOC_TUNING"
 MMAP_THRESHOLD = 32 << 20
 TRIM_THRESHOLD = 256 << 20
+HEAP_RESERVE_BLOCK = MMAP_THRESHOLD - (8 << 10)
 HEAP_RESERVE_BLOCKS = 6
-HEAP_RESERVE = HEAP_RESERVE_BLOCKS * (MMAP_THRESHOLD - (8 << 10))
-"""Bytes the main heap is grown by once (blocks just below the mmap threshold; below the trim threshold,
-so freeing them keeps the space at the top of the heap)."""
+HEAP_RESERVE = HEAP_RESERVE_BLOCKS * HEAP_RESERVE_BLOCK
+"""Bytes the main heap is grown by once: blocks just below the mmap threshold (so they come from the heap),
+together below the trim threshold (so freeing them keeps the space at the top of the heap)."""
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 
@@ -98,12 +99,11 @@ def _reserve_heap(libc: ctypes.CDLL) -> int:
     malloc, free = libc.malloc, libc.free
     malloc.restype, malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
     free.restype, free.argtypes = None, [ctypes.c_void_p]
-    size = MMAP_THRESHOLD - (8 << 10)
-    blocks = [malloc(size) for _ in range(HEAP_RESERVE_BLOCKS)]
-    got = [b for b in blocks if b]
-    for block in reversed(got):
-        free(block)
-    return len(got) * size if len(got) == len(blocks) else 0
+    blocks = [malloc(HEAP_RESERVE_BLOCK) for _ in range(HEAP_RESERVE_BLOCKS)]
+    for block in reversed(blocks):
+        if block:
+            free(block)
+    return HEAP_RESERVE if all(blocks) else 0
 
 
 def describe() -> str:
