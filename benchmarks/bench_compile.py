@@ -26,6 +26,13 @@ three steady steps, in a fresh process --
   counts numba's start-up in the process (its import and first compilation context, paid once per
   process by the eager interpreter's kernels too), ``numba loaded`` runs one eager MLP step first.
 
+Rows ``compiled ...: time in its GEMMs`` (tensorplay only, metrics): the compiled step's time, the part of
+it spent inside the plan's matrix products (the generated code's ``matmul`` calls: OpenBLAS; the GEMMs
+inside convolution and attention kernels are not counted) and the rest (every other kernel, the Python
+between them). The GEMMs are the floor the rest of the step adds to: a step cannot beat a library whose
+whole step is faster than those GEMMs alone (``python -m benchmarks compile --libraries tensorplay --only
+GEMMs``).
+
 Every process gets its own temporary cache directories (nothing is written to the user's caches).
 """
 
@@ -177,6 +184,43 @@ def from_kernel_cache(numba_loaded: bool) -> Callable[[], dict[str, float]]:
     return lambda: build
 
 
+def gemm_share(case: str) -> Callable[[], Callable[[], dict[str, float]]]:
+    """A metrics builder: the compiled step of ``case``, its time and the part of it spent inside its GEMMs
+    (each call of the runtime's ``matmul`` timed), both from the same batches of steps (the median batch by
+    step time; a wrapper of ~0.3 us per GEMM call)."""
+    def build() -> dict[str, float]:
+        from benchmarks.timing import measure
+        from tensorplay.compiler.numba_backend import runtime
+
+        step = compiled_step(case, "tensorplay")
+        seconds = measure(step, warmup_time=TIMING["warmup_time"])  # warms up; sizes the batches
+        inside = [0.0]
+        gemm = runtime.matmul
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return gemm(*args, **kwargs)
+            finally:
+                inside[0] += time.perf_counter() - start
+
+        calls = max(20, int(0.2 / seconds))
+        batches: list[tuple[float, float]] = []
+        runtime.matmul = timed  # type: ignore[assignment]
+        try:
+            for _ in range(7):
+                inside[0] = 0.0
+                start = time.perf_counter()
+                for _ in range(calls):
+                    step()
+                batches.append(((time.perf_counter() - start) / calls, inside[0] / calls))
+        finally:
+            runtime.matmul = gemm  # type: ignore[assignment]
+        total, in_gemms = sorted(batches)[len(batches) // 2]
+        return {"step": total, "in its GEMMs": in_gemms, "outside them": total - in_gemms}
+    return lambda: build
+
+
 def _steady_builder(case: str, library: str) -> Callable[[], Callable[[], Any]]:
     return lambda: compiled_step(case, library)
 
@@ -189,6 +233,8 @@ def cases() -> list[Case]:
            for case in STEPS]
     out += [Case(f"compiled {names[case].replace('train step', 'train step (dynamic batch)', 1)}",
                  {lib: _dynamic_builder(case, lib) for lib in DYNAMIC_LIBRARIES}) for case in STEPS]
+    out += [Case(f"compiled {names[case]}: time in its GEMMs", {"tensorplay": gemm_share(case)}, metrics=True)
+            for case in STEPS]
     out.append(Case("compile: MLP step, cold (empty caches)",
                     {lib: cold(lib) for lib in ("tensorplay", "torch.compile", "jax")}, metrics=True))
     out.append(Case("compile: MLP step, kernel cache, fresh process",
