@@ -26,7 +26,7 @@ three steady steps, in a fresh process --
   counts numba's start-up in the process (its import and first compilation context, paid once per
   process by the eager interpreter's kernels too), ``numba loaded`` runs one eager MLP step first.
 
-Rows ``compiled ...: time in its GEMMs`` (tensorplay only, metrics): the compiled step's time, the part of
+Rows ``GEMMs of the compiled ...`` (tensorplay only, metrics): the compiled step's time, the part of
 it spent inside the plan's matrix products (the generated code's ``matmul`` calls: OpenBLAS; the GEMMs
 inside convolution and attention kernels are not counted) and the rest (every other kernel, the Python
 between them). The GEMMs are the floor the rest of the step adds to: a step cannot beat a library whose
@@ -233,7 +233,7 @@ def cases() -> list[Case]:
            for case in STEPS]
     out += [Case(f"compiled {names[case].replace('train step', 'train step (dynamic batch)', 1)}",
                  {lib: _dynamic_builder(case, lib) for lib in DYNAMIC_LIBRARIES}) for case in STEPS]
-    out += [Case(f"compiled {names[case]}: time in its GEMMs", {"tensorplay": gemm_share(case)}, metrics=True)
+    out += [Case(f"GEMMs of the compiled {names[case]}", {"tensorplay": gemm_share(case)}, metrics=True)
             for case in STEPS]
     out.append(Case("compile: MLP step, cold (empty caches)",
                     {lib: cold(lib) for lib in ("tensorplay", "torch.compile", "jax")}, metrics=True))
