@@ -217,6 +217,8 @@ def gemm_share(case: str) -> Callable[[], Callable[[], dict[str, float]]]:
         finally:
             runtime.matmul = gemm  # type: ignore[assignment]
         total, in_gemms = sorted(batches)[len(batches) // 2]
+        if in_gemms == 0.0:  # the generated code stopped calling runtime.matmul: the row would read 0 silently
+            raise RuntimeError(f"GEMMs of the compiled {case} step: no call of the runtime's matmul was seen")
         return {"step": total, "in its GEMMs": in_gemms, "outside them": total - in_gemms}
     return lambda: build
 
