@@ -64,9 +64,67 @@ def test_group_hyperparameters_are_read_once_and_follow_changes(kind: str) -> No
         for p, q in zip(models[0].parameters(), models[1].parameters()):
             np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-12, atol=1e-13, err_msg=f"step {i}")
     assert compiled.compile_count == 1
-    # per group: Adam's 1 - beta1, 1 - beta2, beta2 and eps (AdamW adds its decay), SGD's lr, weight decay,
-    # momentum and 1 - dampening; per parameter only what depends on its own step count (Adam's step size
-    # and bias correction)
-    per_group = {"adam": 4, "adamw": 5, "sgd": 4}[kind]
-    per_param = 0 if kind == "sgd" else 2
-    assert _scalar_inputs(compiled) == 2 * per_group + 4 * per_param
+    # per group: Adam's 1 - beta1, 1 - beta2, beta2 and eps (AdamW adds its decay), and its step size and
+    # bias correction (every parameter of the group has taken as many steps); SGD's lr, weight decay,
+    # momentum and 1 - dampening
+    per_group = {"adam": 6, "adamw": 7, "sgd": 4}[kind]
+    assert _scalar_inputs(compiled) == 2 * per_group
+
+
+def _adam_pair(kind: str) -> tuple[list[nn.Module], list[Any]]:
+    models = [_model(2).double(), _model(2).double()]
+    make = optim.Adam if kind == "adam" else optim.AdamW
+    return models, [make(m.parameters(), lr=0.05, betas=(0.7, 0.9), weight_decay=0.1) for m in models]
+
+
+def _adam_steps(models: list[nn.Module], opts: list[Any], skip: list[int]) -> Any:
+    """One eager-or-compiled step function per model: the gradients of the parameters at ``skip`` (indices
+    into ``parameters()``) are dropped before ``step()``, so those parameters take no step."""
+    rng = np.random.default_rng(1)
+    x, y = tp.tensor(rng.standard_normal((4, 5))), tp.tensor(rng.standard_normal((4, 3)))
+
+    def step_of(model: nn.Module, opt: Any) -> Any:
+        def step() -> Any:
+            opt.zero_grad()
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            params = list(model.parameters())
+            for i in skip:
+                params[i].grad = None
+            opt.step()
+            return loss
+        return step
+    return [step_of(m, o) for m, o in zip(models, opts)]
+
+
+def _step_counts(opt: Any) -> list[int]:
+    return [int(opt.state[p].get("step", 0)) if p in opt.state else 0 for p in opt.param_groups[0]["params"]]
+
+
+@pytest.mark.parametrize("kind", ["adam", "adamw"])
+def test_adam_steps_counted_apart_per_parameter_when_they_differ(kind: str) -> None:
+    """Adam's bias corrections depend on each parameter's own step count. Shared by the group while the
+    counts agree; when they differ (a parameter without a gradient skipped a step), the compiled step
+    recompiles and uses each parameter's own count, as the eager optimizer does."""
+    models, opts = _adam_pair(kind)
+    skipping = _adam_steps(models, opts, skip=[3])  # the last bias takes no step
+    full = _adam_steps(models, opts, skip=[])
+    compiled = tp.compile(full[0])
+    for i in range(6):
+        if i in (2, 3):  # eager steps on both models that leave one parameter behind
+            skipping[0]()
+            skipping[1]()
+        else:
+            compiled()
+            full[1]()
+        assert _step_counts(opts[0]) == _step_counts(opts[1])
+        for p, q in zip(models[0].parameters(), models[1].parameters()):
+            np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-12, atol=1e-13,
+                                       err_msg=f"call {i}")
+    assert _step_counts(opts[0]) == [6, 6, 6, 4]
+    assert compiled.compile_count == 2
+    reasons = " ".join(str(r) for event in compiled.recompile_reasons for r in event.reasons)
+    assert "step counts are equal" in reasons, reasons
+    # the second specialization reads a step size and a bias correction per parameter
+    assert sum(1 for plan in compiled.specializations[-1].program.inputs if plan.kind == "opt_scalar") == \
+        sum(1 for plan in compiled.specializations[0].program.inputs if plan.kind == "opt_scalar") + 2 * 3

@@ -176,6 +176,10 @@ def _adam(step: _Step, group: dict[str, Any]) -> None:
     amsgrad = guard("amsgrad", lambda: bool(group["amsgrad"]))
     maximize = guard("maximize", lambda: bool(group["maximize"]))
     decoupled = bool(getattr(optimizer, "decoupled", False))
+    updated = [p for p in group["params"] if step.grad(p) is not None]
+    # one step count for the group (the usual case: every parameter stepped as often), guarded: the bias
+    # corrections are then one input each for the group instead of two per parameter
+    shared = len(updated) > 1 and guard("parameters' step counts are equal", lambda: _equal_steps(optimizer, updated))
     for index, p in enumerate(group["params"]):
         g = step.grad(p)
         if g is None:
@@ -183,14 +187,15 @@ def _adam(step: _Step, group: dict[str, Any]) -> None:
         dtype = p.dtype.name
         pv = step.param(p, str(index))
         d = r.neg(g) if maximize else g
+        counted = updated[0] if shared else p
 
-        def next_step(p: Any = p) -> int:
+        def next_step(p: Any = counted) -> int:
             return int(_state_of(optimizer, p).get("step", 0)) + 1
 
-        def step_size(p: Any = p) -> float:
+        def step_size(p: Any = counted) -> float:
             return float(group["lr"]) / (1.0 - float(group["betas"][0]) ** next_step(p))
 
-        def bias2(p: Any = p) -> float:
+        def bias2(p: Any = counted) -> float:
             return math.sqrt(1.0 - float(group["betas"][1]) ** next_step(p))
 
         if decay_on:
@@ -216,11 +221,26 @@ def _adam(step: _Step, group: dict[str, Any]) -> None:
             vmax_new = v_new if vmax is None else r.maximum(vmax, v_new)
             step.write_state(p, "max_exp_avg_sq", vmax, vmax_new if vmax is not None else r.mul(v_new, 1.0))
             denom_base = vmax_new
-        denom = r.add(r.div(r.sqrt(denom_base), step.scalar("bias_correction2_sqrt", bias2, dtype)),
+        per_group = group if shared else None
+        denom = r.add(r.div(r.sqrt(denom_base), step.scalar("bias_correction2_sqrt", bias2, dtype, per_group)),
                       step.scalar("eps", lambda: float(group["eps"]), dtype, group))
-        update = r.div(r.mul(step.scalar("step_size", step_size, dtype), m_new), denom)  # addcdiv's order, as eager
+        update = r.div(r.mul(step.scalar("step_size", step_size, dtype, per_group), m_new), denom)  # addcdiv's order
         step.write_param(p, r.sub(pv, update))
         step.handler.optimizer_effects.append((None, _step_effect(optimizer, p)))
+
+
+def _equal_steps(optimizer: Any, params: list[Any]) -> bool:
+    """Whether every parameter of ``params`` has taken as many steps of ``optimizer`` (none yet counts 0)."""
+    items = optimizer.state._items
+    first = None
+    for k, p in enumerate(params):
+        entry = items.get(id(p))
+        count = 0 if entry is None else entry[1].get("step", 0)
+        if k == 0:
+            first = count
+        elif count != first:
+            return False
+    return True
 
 
 def _step_effect(optimizer: Any, p: Any) -> Any:
