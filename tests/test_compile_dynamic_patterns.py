@@ -231,8 +231,12 @@ def test_dynamic_steps_match_eager_and_make_the_static_pattern_calls(kind: str, 
     dynamic_source, static_source = compiled_source(compiled), compiled_source(static)
     assert "_s_" in dynamic_source and "_s_" not in static_source
     counts = {call: (dynamic_source.count(call), static_source.count(call)) for call in PATTERN_CALLS}
+    # the windows' views: found per call at symbolic sizes, sliced directly at static ones (and then the
+    # placement is the planned buffer itself)
+    windows = {call: counts.pop(call) for call in ("_rt.place(", "_rt.window(")}
     assert all(d == s for d, s in counts.values()), counts
     if kind == "block":
-        assert counts["_rt.place("][0] == 1 and counts["_rt.window("][0] == 3
+        assert windows == {"_rt.place(": (1, 0), "_rt.window(": (3, 0)}, windows
+        assert static_source.count(".transpose((0, 2, 1, 3)))") == 3
     else:
         assert counts["_rt.cross_entropy("][0] == 1

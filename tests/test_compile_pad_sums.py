@@ -174,7 +174,42 @@ def test_attention_projection_gradients_written_into_their_windows(dtype: str) -
         np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), **tol)
     for spec in compiled.specializations:  # (the first call, without a .grad yet, has its own)
         source = spec.program.forward.source
-        assert source.count("out=_rt.window(") == 3 and "_rt.place(" in source
+        # static shapes: the three windows are sliced directly and the placement is the planned buffer
+        assert source.count(".transpose((0, 2, 1, 3)))") == 3 and "_rt.window(" not in source, source
+        assert "_rt.place(" not in source, source
+
+
+def test_symbolic_windows_are_found_at_run_time() -> None:
+    """With a symbolic batch the windows' views are found per call (``_rt.window``) and the placement checks
+    each piece; gradients agree with eager at two batch sizes of one compilation."""
+    import tensorplay.nn.functional as F
+
+    rng = np.random.default_rng(3)
+    n, h, d = 8, 2, 4
+    w_np = (rng.standard_normal((6, 3 * h * d)) * 0.3).astype("float64")
+    bounds = [(0, h * d), (h * d, 2 * h * d), (2 * h * d, 3 * h * d)]
+    weights = [tp.tensor(w_np, requires_grad=True) for _ in range(2)]
+
+    def step_of(w: Any) -> Any:
+        def step(xb: Any, g: Any) -> Any:
+            w.grad = None
+            q, k, v = _pieces(xb @ w, bounds, h)
+            loss = (F.scaled_dot_product_attention(q, k, v) * g).sum()
+            loss.backward()
+            return loss
+        return step
+
+    compiled = tp.compile(step_of(weights[0]), dynamic=True)
+    eager = step_of(weights[1])
+    for b in (5, 3, 5):
+        x = tp.tensor(rng.standard_normal((b, n, 6)))
+        g = tp.tensor(rng.standard_normal((b, h, n, d)))
+        compiled(x, g)
+        eager(x, g)
+        assert weights[0].grad is not None and weights[1].grad is not None
+        np.testing.assert_allclose(weights[0].grad.numpy(), weights[1].grad.numpy(), rtol=1e-12, atol=1e-12)
+    source = compiled.specializations[-1].program.forward.source
+    assert source.count("out=_rt.window(") == 3 and "_rt.place(" in source, source
 
 
 def test_window_is_a_view_or_none() -> None:
@@ -187,3 +222,39 @@ def test_window_is_a_view_or_none() -> None:
     assert out[..., 4:].all() and not out[..., :4].any()
     # rows 3..5 of each of two [6, 4] blocks: their [2, 3] axes do not merge into one axis of 6 without a copy
     assert window(np.zeros((2, 6, 4)), (0, 3, 0), (2, 3, 4), (6, 4), (1, 0)) is None
+
+
+@pytest.mark.parametrize("case", [
+    ((2, 3, 12), (0, 0, 4), (2, 3, 8), (2, 3, 2, 4), (0, 2, 1, 3)),
+    ((2, 6, 4), (0, 3, 0), (2, 3, 4), (6, 4), (1, 0)),  # no view: both give none
+    ((16, 32, 192), (0, 0, 128), (16, 32, 64), (16, 32, 4, 16), (0, 2, 1, 3)),
+    ((3, 5, 7), (1, 2, 3), (2, 3, 4), (2, 3, 4), (2, 0, 1)),
+    ((4, 6), (0, 2), (4, 3), (4, 3), (1, 0)),
+    ((4, 6), (0, 0), (4, 6), (24,), (0,)),
+    ((4, 6), (0, 1), (4, 4), (16,), (0,)),  # rows of a window do not merge: no view
+    ((4, 6), (0, 6), (4, 0), (4, 0), (0, 1)),  # empty: left to the run time
+])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_static_window_views_are_the_run_time_ones(case: tuple[Any, ...], dtype: str) -> None:
+    """The view the generated code slices for a static window is the one :func:`runtime.window` finds: the
+    same elements of the buffer in the same order (writing through each marks the same positions), or no
+    view from either."""
+    from tensorplay.compiler.numba_backend.runtime import window
+    from tensorplay.compiler.numba_backend.windows import static_view
+
+    shape, low, window_shape, value_shape, inverse = case
+    source = static_view("buf", shape, dtype, low, window_shape, value_shape, inverse)
+    found = window(np.zeros(shape, dtype), low, window_shape, value_shape, inverse)
+    if source is None:
+        assert found is None or found.size == 0
+        return
+    assert found is not None
+    marks = []
+    for make in (lambda buf: eval(source, {"buf": buf}), lambda buf: window(buf, low, window_shape, value_shape,
+                                                                           inverse)):
+        buf = np.zeros(shape, dtype)
+        view = make(buf)
+        assert view is not None and np.shares_memory(view, buf) and view.shape == found.shape
+        view[...] = np.arange(1, view.size + 1, dtype=dtype).reshape(view.shape)
+        marks.append(buf)
+    np.testing.assert_array_equal(marks[0], marks[1])

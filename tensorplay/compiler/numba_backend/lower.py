@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorplay.compiler.numba_backend import buffers, runtime
+from tensorplay.compiler.numba_backend import buffers, runtime, windows
 from tensorplay.compiler.numba_backend.patterns import (AttentionProbs, CrossEntropy, GeluBackward, LayerNormBackward,
                                                         PadSum, find_attention_probs, find_cross_entropies,
                                                         find_gelu_backwards, find_layer_norm_backwards, find_pad_sums)
@@ -78,6 +78,7 @@ class _Writer:
         self.buffers = buffers.NO_PLAN
         self.ln_stats: dict[int, str] = {}  # forward layer_norm node id -> the local its statistics go to
         self.windows: dict[int, str] = {}  # matmul node id -> source of the window view it writes into
+        self.in_place: set[int] = set()  # pad-sum roots whose pieces all write into their windows
 
     # ---- values ---------------------------------------------------------------------------------------
     def const(self, value: Any) -> str:
@@ -655,15 +656,30 @@ def _extend_fused_uses(last_use: dict[int, int], order: list[list[Node]], losses
 
 def _place_products(w: _Writer, found: PadSum) -> None:
     """Have each batched GEMM whose permuted product is a piece of ``found`` write into its window of the
-    planned result (:func:`.runtime.window`; the placement then finds it there and copies nothing)."""
-    buffer = w.buffers.names[("o", found.root.outputs[0].id)]
+    planned result (the placement then finds it there and copies nothing). The window's view is sliced
+    directly where the shapes are static (:mod:`.windows`), else found at run time (:func:`.runtime.window`);
+    when every piece of a covering placement is a GEMM writing into a static view, the placement is the
+    buffer itself (``w.in_place``)."""
+    result = found.root.outputs[0]
+    buffer = w.buffers.names[("o", result.id)]
+    whole = found.covering
     for (value, low, shape), product in zip(found.parts, found.products):
         if product is None:
+            whole = False
             continue
         mm, perm = product
         inverse = tuple(perm.index(axis) for axis in range(len(perm)))
-        w.windows[id(mm)] = (f"_rt.window({buffer}, {w.render(low)}, {w.render(shape)}, {w.render(tuple(value.shape))}, "
-                             f"{w.render(inverse)})")
+        view = windows.static_view(buffer, tuple(result.shape), result.aval.dtype, low, shape, tuple(value.shape),
+                                   inverse)
+        a, b = mm.inputs[0], mm.inputs[1]  # vars of the product's rank (:func:`.patterns._permuted_product`)
+        if view is None or type(a) is not Var or type(b) is not Var or not windows.honours_out(a.shape, b.shape) \
+                or mm.outputs[0].aval.dtype != result.aval.dtype:
+            whole = False
+        w.windows[id(mm)] = view if view is not None else (
+            f"_rt.window({buffer}, {w.render(low)}, {w.render(shape)}, {w.render(tuple(value.shape))}, "
+            f"{w.render(inverse)})")
+    if whole:
+        w.in_place.add(id(found.root))
 
 
 def _keep_computable(order: list[list[Node]], losses: list[Fused], covered: dict[int, Fused]) -> None:
@@ -687,7 +703,9 @@ def _emit_fused(w: _Writer, node: Node, fused: Fused) -> None:
     if isinstance(fused, CrossEntropy):
         _emit_cross_entropy(w, node, fused)
     elif isinstance(fused, PadSum):
-        if node is fused.root:
+        if node is fused.root and id(node) in w.in_place:  # every piece was written into its window
+            w.define(node, w.buffers.names[("o", node.outputs[0].id)])
+        elif node is fused.root:
             result = node.outputs[0]
             parts = ", ".join(f"({w.value(v)}, {w.render(low)}, {w.render(shape)})" for v, low, shape in fused.parts)
             w.define(node, f"_rt.place({w.shape(result)}, {_dt(result.aval.dtype)}, ({parts},), {fused.covering}"
