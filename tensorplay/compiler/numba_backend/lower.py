@@ -79,6 +79,7 @@ class _Writer:
         self.ln_stats: dict[int, str] = {}  # forward layer_norm node id -> the local its statistics go to
         self.windows: dict[int, str] = {}  # matmul node id -> source of the window view it writes into
         self.in_place: set[int] = set()  # pad-sum roots whose pieces all write into their windows
+        self.scalar_views: dict[int, str] = {}  # placeholder id -> its shared one-element view (``_e0``, ...)
 
     # ---- values ---------------------------------------------------------------------------------------
     def const(self, value: Any) -> str:
@@ -375,6 +376,19 @@ def _elementwise(plan: GroupPlan) -> bool:
                for v, p in zip(plan.inputs, plan.input_patterns))
 
 
+def _one_element(w: _Writer, v: Var) -> str:
+    """A one-element input of an elementwise kernel as the 1-d array the kernel reads. For a placeholder (an
+    optimizer's hyperparameter, read by one kernel per parameter) the view is made once and shared: a
+    placeholder is never rebound or planned, and a view of it sees any write into it."""
+    if v.producer is not None:
+        return f"{w.value(v)}.reshape((1,))"
+    name = w.scalar_views.get(v.id)
+    if name is None:
+        name = w.scalar_views[v.id] = f"_e{len(w.scalar_views)}"
+        w.lines.append(f"{name} = {w.value(v)}.reshape((1,))")
+    return name
+
+
 def _emit_group(w: _Writer, plan: GroupPlan, slot: str, inplace: dict[int, Var]) -> None:
     """Call the kernel of ``plan``: inputs made contiguous and reshaped to the merged rank, outputs and
     accumulators allocated (or, for an elementwise group, written into the state they update: ``inplace``
@@ -393,7 +407,7 @@ def _emit_group(w: _Writer, plan: GroupPlan, slot: str, inplace: dict[int, Var])
         order = f"_f{tag}"
         w.lines.append(f"{order} = {f'_rt.fortran({w.value(full[0])})' if full else 'False'}")
         for v, pattern in zip(plan.inputs, plan.input_patterns):
-            args.append(f"_rt.flat({w.value(v)}, {order})" if all(pattern) else f"{w.value(v)}.reshape((1,))")
+            args.append(f"_rt.flat({w.value(v)}, {order})" if all(pattern) else _one_element(w, v))
         for k, v in enumerate(written):
             name = f"_o{tag}_{k}"
             state = inplace.get(v.id)
