@@ -257,11 +257,11 @@ class CompiledFunction:
         written back under :data:`_STATE_LOCK`; the compiled code itself runs unlocked, so threads overlap."""
         guards = spec.guards
         with _STATE_LOCK:
-            reads = [s.read() for s in guards.tensors]
+            reads, values, objects = guards.read_state()
             for t in reads:
                 if isinstance(t, Tensor) and type(t._data) is not np.ndarray:
                     raise _Inline  # state swapped for another interpreter's values (functional_call)
-            if not guards.state_ok(reads):
+            if not guards.state_ok(reads, values, objects):
                 return _NO_RESULT
             binding = guards.sizes_for(call) if guards.symbols or guards.size_guards else {}
             if binding is None:

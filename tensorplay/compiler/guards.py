@@ -24,6 +24,7 @@ import numpy as np
 
 from tensorplay.compiler.capture import SizeGuard
 from tensorplay.compiler.sources import MISSING, ContainerSource, ObjectSource, TensorSource, ValueSource
+from tensorplay.compiler.state_reader import StateReader
 from tensorplay.compiler.values import describe_key, describe_static, static_key
 from tensorplay.interpreters.eager.interpreter import dtype_name
 from tensorplay.tensor import Tensor
@@ -131,6 +132,18 @@ class Guards:
     size_guards: list[SizeGuard]
     containers: list[ContainerSource] = field(default_factory=list)
     keep_alive: list[Any] = field(default_factory=list)
+    _reader: StateReader | None = field(default=None, init=False, repr=False, compare=False)
+
+    def read_state(self) -> tuple[list[Any], list[Any], list[Any]]:
+        """What the tensor, value and object sources read now (each source's ``read()``, in order), read
+        together (:class:`.state_reader.StateReader`: each step their paths share is read once)."""
+        reader = self._reader
+        if reader is None:
+            reader = self._reader = StateReader([s.read for s in self.tensors] + [s.read for s in self.values]
+                                                + [s.read for s in self.objects])
+        read = reader()
+        n, m = len(self.tensors), len(self.values)
+        return read[:n], read[n:n + m], read[n + m:]
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -196,8 +209,10 @@ class Guards:
                 reasons.append(Reason(kind, message, fix=_CONTAINER_FIX))
         return reasons
 
-    def state_ok(self, reads: Sequence[Any]) -> bool:
-        """Fast check of :meth:`state_reasons` (no messages)."""
+    def state_ok(self, reads: Sequence[Any], values: Sequence[Any] | None = None,
+                 objects: Sequence[Any] | None = None) -> bool:
+        """Fast check of :meth:`state_reasons` (no messages); ``values`` and ``objects`` are what the value and
+        object sources read now (:meth:`read_state`; read here when not given)."""
         for meta, now in zip(self.tensor_metas, reads):
             if not isinstance(now, Tensor):
                 return False
@@ -206,12 +221,15 @@ class Guards:
                     or now._requires_grad != meta.requires_grad
                     or (meta.has_grad is not None and (now._grad is not None) != meta.has_grad)):
                 return False
-        for value_source in self.values:
-            now = value_source.read()
+        if values is None:
+            values = [value_source.read() for value_source in self.values]
+        for value_source, now in zip(self.values, values):
             if now is not value_source.value and static_key(now) != static_key(value_source.value):
                 return False
-        for obj in self.objects:
-            if obj.read() is not obj.obj:
+        if objects is None:
+            objects = [obj.read() for obj in self.objects]
+        for obj, now in zip(self.objects, objects):
+            if now is not obj.obj:
                 return False
         for container in self.containers:
             if not container.holds():

@@ -167,31 +167,44 @@ def _const_reader(value: Any) -> Reader:
     return lambda: value
 
 
-def _step(parent: Reader, table: str | None, key: Any) -> Reader:
-    """A reader of ``parent()[key]`` (``table`` None: an item of a container) or of
-    ``parent().__dict__[table][key]`` (a module's ``_parameters``, ``_buffers``, ``_modules``) or of
-    ``parent().__dict__[key]`` (``table == "__dict__"``)."""
-    if table is None:
-        def read_item() -> Any:
-            container = parent()
-            try:
-                return container[key]
-            except (KeyError, IndexError, TypeError):
-                return MISSING
-        return read_item
-    if table == "__dict__":
-        def read_attr() -> Any:
-            obj = parent()
-            d = getattr(obj, "__dict__", None)
-            return MISSING if d is None else d.get(key, MISSING)
-        return read_attr
+def item_of(container: Any, key: Any) -> Any:
+    """``container[key]``, or :data:`MISSING` when it has no such entry."""
+    try:
+        return container[key]
+    except (KeyError, IndexError, TypeError):
+        return MISSING
 
-    def read_entry() -> Any:
-        obj = parent()
-        d = getattr(obj, "__dict__", None)
-        entries = None if d is None else d.get(table)
-        return MISSING if entries is None else entries.get(key, MISSING)
-    return read_entry
+
+def attr_of(obj: Any, key: str) -> Any:
+    """``obj.__dict__[key]``, or :data:`MISSING`."""
+    d = getattr(obj, "__dict__", None)
+    return MISSING if d is None else d.get(key, MISSING)
+
+
+def entry_of(obj: Any, table: str, key: Any) -> Any:
+    """``obj.__dict__[table][key]`` (a module's ``_parameters``, ``_buffers``, ``_modules``), or :data:`MISSING`."""
+    d = getattr(obj, "__dict__", None)
+    entries = None if d is None else d.get(table)
+    return MISSING if entries is None else entries.get(key, MISSING)
+
+
+def _step(parent: Reader, table: str | None, key: Any) -> Reader:
+    """A reader of ``parent()[key]`` (``table`` None: an item of a container, :func:`item_of`) or of
+    ``parent().__dict__[table][key]`` (:func:`entry_of`) or of ``parent().__dict__[key]`` (``table ==
+    "__dict__"``, :func:`attr_of`). The reader's ``step`` attribute is ``(parent, table, key)``: readers that
+    share a parent are read together, the parent once (:mod:`.state_reader`)."""
+    read: Any
+    if table is None:
+        def read() -> Any:
+            return item_of(parent(), key)
+    elif table == "__dict__":
+        def read() -> Any:
+            return attr_of(parent(), key)
+    else:
+        def read() -> Any:
+            return entry_of(parent(), table, key)
+    read.step = (parent, table, key)
+    return read  # type: ignore[no-any-return]
 
 
 def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
