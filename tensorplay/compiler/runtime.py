@@ -11,8 +11,8 @@ as one node for a training region (:mod:`.autograd`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,8 @@ import optree
 
 from tensorplay import random_state
 from tensorplay.compiler.autograd import Region, attach
-from tensorplay.compiler.capture import Captured, Effect, InputPlan
+from tensorplay.compiler.capture import Captured, Effect
+from tensorplay.compiler.glue import effects_function, gather_function, write_back_function
 from tensorplay.compiler.guards import Guards, Reason
 from tensorplay.compiler.pipeline import Program
 from tensorplay.interpreters.eager.interpreter import eager
@@ -37,26 +38,6 @@ class GuardMiss(Exception):
     def __init__(self, reason: Reason) -> None:
         super().__init__(str(reason))
         self.reason = reason
-
-
-def _bump(t: AnyTensor) -> None:
-    box = t._version
-    if box is None:
-        t._version = [1]
-    else:
-        box[0] += 1
-
-
-def _owned(array: Any, seen: set[int]) -> np.ndarray[Any, Any]:
-    """``array`` when it may be handed out as a fresh tensor's memory, else a copy (read-only memory,
-    memory another value of this call already holds)."""
-    if not isinstance(array, np.ndarray):
-        array = np.asarray(array)
-    if not array.flags.writeable or id(array) in seen or (array.base is not None and id(array.base) in seen):
-        array = array.copy()
-    seen.add(id(array))
-    owned: np.ndarray[Any, Any] = array
-    return owned
 
 
 def _guard_reason(guard: Guard, value: Any) -> Reason:
@@ -94,10 +75,21 @@ class Specialization:
     const_positions: tuple[int, ...] = ()
     has_keys: bool = False
 
+    gather: Callable[[Sequence[Any], Sequence[Any]], list[Any]] = field(init=False, repr=False)
+    """``gather(leaves, reads)``: the value of every placeholder for this call (:func:`.glue.gather_function`)."""
+    write_back: Callable[..., None] = field(init=False, repr=False)
+    """``write_back(arrays, result, leaves, reads)``: the state mutations written back (:mod:`.glue`)."""
+    apply_effects: Callable[..., None] = field(init=False, repr=False)
+    """``apply_effects(result, leaves, reads, seen)``: the side effects applied (:func:`.glue.effects_function`)."""
+
     def __post_init__(self) -> None:
         self.n_effect_values = sum(1 for e in self.effects if e.has_value)
         self.const_positions = tuple(i for i, plan in enumerate(self.program.inputs) if plan.kind == "const")
         self.has_keys = any(plan.kind == "key" for plan in self.program.inputs)
+        program = self.program
+        self.gather = gather_function(program.inputs)
+        self.write_back = write_back_function(program.inputs, program.mutation_targets, len(program.graph.outputs))
+        self.apply_effects = effects_function(self.effects, self.n_outputs, self.extra_tensors)
 
     @classmethod
     def make(cls, guards: Guards, program: Program, captured: Captured, name: str) -> Specialization:
@@ -105,41 +97,6 @@ class Specialization:
         return cls(guards, program, captured.out_spec, captured.out_static, captured.out_is_tensor,
                    captured.effects, captured.n_outputs, captured.grad_leaves, captured.differentiable, name,
                    captured.extra_tensors)
-
-    # ---- inputs ---------------------------------------------------------------------------------------
-    def gather(self, leaves: Sequence[Any], reads: Sequence[Any]) -> list[Any]:
-        """The value of every placeholder for this call."""
-        arrays: list[Any] = []
-        for plan in self.program.inputs:
-            kind = plan.kind
-            if kind == "arg":
-                arrays.append(leaves[plan.index]._data)
-            elif kind == "state":
-                arrays.append(reads[plan.index]._data)
-            elif kind == "const":
-                arrays.append(plan.ref)
-            elif kind == "tensor":
-                arrays.append(plan.ref._data)
-            elif kind == "key":
-                arrays.append(random_state.next_key())
-            elif kind == "state_grad":
-                owner = reads[plan.index]
-                # no .grad: the function drops it unread (a grad-free guard), any array of its shape will do
-                arrays.append(owner._data if owner._grad is None else owner._grad._data)
-            elif kind == "arg_grad":
-                arrays.append(leaves[plan.index]._grad._data)
-            elif kind == "opt_state":
-                optimizer, p = plan.ref
-                entries = optimizer.state.get_state(p)
-                array = entries.get(plan.key)
-                if array is None:  # the first step creates the state as zeros, as the eager optimizer does
-                    array = entries[plan.key] = np.zeros_like(p._data)
-                arrays.append(array)
-            elif kind == "opt_scalar":
-                arrays.append(np.asarray(plan.ref(), dtype=plan.key))
-            else:  # pragma: no cover - every plan kind is handled above
-                raise AssertionError(f"no value for input plan {plan}")
-        return arrays
 
     # ---- running --------------------------------------------------------------------------------------
     def run(self, leaves: Sequence[Any], reads: Sequence[Any], binding: dict[str, int]) -> Any:
@@ -172,10 +129,8 @@ class Specialization:
                     random_state.set_state(rng)
                 raise GuardMiss(_guard_reason(guard, value))
         seen: set[int] = {id(a) for a in arrays}
-        n_graph_outputs = len(graph.outputs)
-        for target, new in zip(program.mutation_targets, result[n_graph_outputs:]):
-            self._write_state(target, arrays, new, leaves, reads)
-        self._apply_effects(result[n_out:base], leaves, reads, seen)
+        self.write_back(arrays, result, leaves, reads)
+        self.apply_effects(result, leaves, reads, seen)
         outputs: list[AnyTensor] = []
         consts = self.const_positions
         for array in result[:n_out]:
@@ -193,16 +148,6 @@ class Specialization:
         self.hits += 1
         return optree.tree_unflatten(self.out_spec, flat)
 
-    def _write_state(self, target: int, arrays: Sequence[Any], new: Any, leaves: Sequence[Any],
-                     reads: Sequence[Any]) -> None:
-        plan = self.program.inputs[target]
-        array = arrays[target]
-        if new is not array:
-            np.copyto(array, new, casting="same_kind")
-        owner = _owner(plan, leaves, reads)
-        if owner is not None:
-            _bump(owner)
-
     def _target(self, target: tuple[str, int], leaves: Sequence[Any], reads: Sequence[Any]) -> AnyTensor:
         kind, index = target
         if kind == "arg":
@@ -210,27 +155,6 @@ class Specialization:
         if kind == "state":
             return reads[index]  # type: ignore[no-any-return]
         return self.extra_tensors[index]
-
-    def _apply_effects(self, values: Sequence[Any], leaves: Sequence[Any], reads: Sequence[Any],
-                       seen: set[int]) -> None:
-        it = iter(values)
-        for effect in self.effects:
-            value = next(it) if effect.has_value else None
-            kind = effect.kind
-            if kind == "copy_arg":
-                t = leaves[effect.target[1]]
-                np.copyto(t._data, np.asarray(value), casting="same_kind")
-                _bump(t)
-            elif kind == "set_grad":
-                t = self._target(effect.target, leaves, reads)
-                t._grad = None if value is None else Tensor(eager, _owned(value, seen))
-            elif kind == "opt_state":
-                optimizer, p = effect.optimizer
-                optimizer.state.get_state(p)[effect.key] = np.array(value, copy=True, order="K")
-            elif kind == "opt_step":
-                optimizer, p = effect.optimizer
-                state = optimizer.state.get_state(p)
-                state["step"] = int(state.get("step", 0)) + 1
 
     def _attach(self, outputs: list[AnyTensor], saved: list[Any], leaves: Sequence[Any], reads: Sequence[Any],
                 binding: dict[str, int]) -> None:
@@ -243,16 +167,6 @@ class Specialization:
         inputs = [self._target(t, leaves, reads) for t in self.grad_leaves]
         region = Region(program.backward, saved, avals, self.name, program.grad_slots)
         attach(outputs, self.differentiable, inputs, region)
-
-
-def _owner(plan: InputPlan, leaves: Sequence[Any], reads: Sequence[Any]) -> AnyTensor | None:
-    if plan.kind == "state":
-        return reads[plan.index]  # type: ignore[no-any-return]
-    if plan.kind == "arg":
-        return leaves[plan.index]  # type: ignore[no-any-return]
-    if plan.kind == "tensor":
-        return plan.ref  # type: ignore[no-any-return]
-    return None
 
 
 __all__ = ["GuardMiss", "Specialization"]
