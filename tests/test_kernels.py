@@ -940,3 +940,28 @@ def test_relu_kernel_is_numpy_maximum_bit_for_bit(dtype: Any, layout: str) -> No
     finite = ~np.isnan(x)
     np.testing.assert_array_equal(leaf.grad.numpy()[finite], ref.grad.numpy()[finite])
     assert K.relu(np.zeros((0, 4), dtype)).shape == (0, 4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("d", [1, 5, 13, 37, 64, 255, 256, 300])
+def test_layer_norm_rows_give_the_same_bits_with_and_without_statistics_or_output(dtype: Any, d: int) -> None:
+    """Short rows (their own loops) and long ones (the pipelined loop): the output does not depend on whether
+    the statistics are saved, the statistics not on whether the output is written, and both match float64
+    numpy (biased variance)."""
+    rng = np.random.default_rng(d)
+    rows = 9
+    x = (rng.standard_normal((rows, d)) * 3 + 2).astype(dtype)
+    g, b = rng.standard_normal(d).astype(dtype), rng.standard_normal(d).astype(dtype)
+    with_stats, without = np.empty_like(x), np.empty_like(x)
+    stats, only = np.empty((rows, 2)), np.empty((rows, 2))
+    kernels = _support.nb()
+    kernels.layer_norm_rows(x, g, b, 1e-5, stats, with_stats, 0, rows)
+    kernels.layer_norm_rows(x, g, b, 1e-5, np.empty((0, 2)), without, 0, rows)
+    kernels.layer_norm_rows(x, g, b, 1e-5, only, np.empty((0, d), dtype), 0, rows)
+    np.testing.assert_array_equal(with_stats, without)
+    np.testing.assert_array_equal(stats, only)
+    wide = x.astype(np.float64)
+    mean, var = wide.mean(1, keepdims=True), wide.var(1, keepdims=True)
+    tol = 1e-4 if dtype == np.float32 else 1e-11
+    np.testing.assert_allclose(with_stats, (wide - mean) / np.sqrt(var + 1e-5) * g + b, rtol=tol, atol=tol)
+    np.testing.assert_allclose(stats[:, 0], mean[:, 0], rtol=tol, atol=tol)

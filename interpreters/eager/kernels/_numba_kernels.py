@@ -420,6 +420,42 @@ a row of another array, so its bits never depend on addresses; shorter rows are 
 own, which stores nothing."""
 
 
+@_jit_inline
+def _layer_norm_short_rows(x: Any, gamma: Any, beta: Any, eps: Any, stats: Any, out: Any, start: Any,
+                           stop: Any) -> None:
+    """:func:`layer_norm_rows` for rows shorter than :data:`PIPELINED_ROW_BYTES`: each row's sum, its
+    variance and its output in loops of their own (the arithmetic of the pipelined form, in the same order;
+    kept apart from it, the loops vectorise: 512 float32 rows of 64 took 10.5 us here, 20.8 in the pipelined
+    loop's branches)."""
+    save = stats.shape[0] != 0
+    write = out.shape[0] != 0
+    d = x.shape[1]
+    inv_d = x.dtype.type(1.0 / d)
+    zero = x.dtype.type(0)
+    # without an output, rows are written to a discarded row all the same: one loop structure either way, so
+    # the statistics have the same bits whether or not the output is asked for (LLVM would otherwise compile
+    # the two cases apart, and vectorise their sums differently)
+    discard = np.empty(0 if write else d, x.dtype)
+    for i in range(start, stop):
+        xr = x[i]
+        s = zero
+        for j in range(d):
+            s += xr[j]
+        mean = s * inv_d
+        v = zero
+        for j in range(d):
+            t = xr[j] - mean
+            v += t * t
+        var = v * inv_d
+        rstd = x.dtype.type(1.0 / math.sqrt(var + eps))
+        if save:
+            stats[i, 0] = mean
+            stats[i, 1] = rstd
+        orow = out[i] if write else discard
+        for j in range(d):
+            orow[j] = center_scale(xr[j], mean, rstd) * gamma[j] + beta[j]
+
+
 @jit
 def layer_norm_rows(x: Any, gamma: Any, beta: Any, eps: Any, stats: Any, out: Any, start: Any, stop: Any) -> None:
     """``out[i] = (x[i] - mean) / sqrt(var + eps) * gamma + beta`` per row of ``x[R, D]`` (two-pass mean
@@ -434,17 +470,17 @@ def layer_norm_rows(x: Any, gamma: Any, beta: Any, eps: Any, stats: Any, out: An
     # rows of PIPELINED_ROW_BYTES or more: the sum of row i + 1 is taken in row i's output loop, so that its
     # read from memory overlaps row i's arithmetic (one thread, 4096 x 1024 float32: 2.54 -> 1.95 ms; two:
     # 1.59 -> 1.37). The first row's sum comes from a pass of that same loop (its output thrown away), so
-    # that every row's sum is added up alike, wherever a thread's rows begin. Shorter rows are summed in a
-    # loop of their own, before their output loop.
+    # that every row's sum is added up alike, wherever a thread's rows begin. Shorter rows take
+    # :func:`_layer_norm_short_rows` (each row's sum in a loop of its own, before its output loop).
     if start >= stop:
         return
-    short = d * x.itemsize < PIPELINED_ROW_BYTES
-    discard = np.empty(0 if short and write else d, x.dtype)  # the pipeline's first pass, or no output
+    if d * x.itemsize < PIPELINED_ROW_BYTES:
+        _layer_norm_short_rows(x, gamma, beta, eps, stats, out, start, stop)
+        return
+    discard = np.empty(d, x.dtype)  # the pipeline's first pass, or no output
     s = zero
     for i in range(start - 1, stop):
         if i < start:
-            if short:
-                continue
             xr = x[start]
             orow = discard
             mean = zero
@@ -452,10 +488,6 @@ def layer_norm_rows(x: Any, gamma: Any, beta: Any, eps: Any, stats: Any, out: An
         else:
             xr = x[i]
             orow = out[i] if write else discard
-            if short:
-                s = zero
-                for j in range(d):
-                    s += xr[j]
             mean = s * inv_d
             v = zero
             for j in range(d):
@@ -466,15 +498,11 @@ def layer_norm_rows(x: Any, gamma: Any, beta: Any, eps: Any, stats: Any, out: An
             if save:
                 stats[i, 0] = mean
                 stats[i, 1] = rstd
-        if short:
-            for j in range(d):
-                orow[j] = center_scale(xr[j], mean, rstd) * gamma[j] + beta[j]
-        else:
-            following = x[i + 1] if i + 1 < stop else xr  # (the last row's sum of itself goes unused)
-            s = zero
-            for j in range(d):
-                orow[j] = center_scale(xr[j], mean, rstd) * gamma[j] + beta[j]
-                s += following[j]
+        following = x[i + 1] if i + 1 < stop else xr  # (the last row's sum of itself goes unused)
+        s = zero
+        for j in range(d):
+            orow[j] = center_scale(xr[j], mean, rstd) * gamma[j] + beta[j]
+            s += following[j]
 
 
 @jit
