@@ -135,3 +135,28 @@ def test_strided_stacks_split_over_threads_give_the_one_thread_results_bitwise(
     for a, c in zip(one, two):
         np.testing.assert_array_equal(a, c)
     assert splits == [1, 1, 2, 2]  # units of three heads: one chunk on one thread, two on two
+
+
+def test_right_operand_copies_short_transposed_stacks_only() -> None:
+    """A column-major stack with a contraction of at most 16 (``k^T`` of 16-wide heads) becomes a C-contiguous
+    copy of the same values; longer contractions, row-major stacks and 2-d matrices are passed as they are.
+    Products with the copy agree with float64 products of the stacks as they lie."""
+    from tensorplay.interpreters.eager.kernels.head_stacks import SHORT_CONTRACTION, right_operand
+
+    rng = np.random.default_rng(2)
+    for d, copied in ((8, True), (SHORT_CONTRACTION, True), (SHORT_CONTRACTION + 1, False), (32, False)):
+        qkv = rng.standard_normal((3, 7, 3 * 2 * d)).astype(np.float32)
+        k = qkv[:, :, 2 * d:4 * d].reshape(3, 7, 2, d).transpose(0, 2, 1, 3)
+        kt = np.swapaxes(k, -1, -2)
+        got = right_operand(kt)
+        assert (got is not kt) == copied
+        np.testing.assert_array_equal(got, kt)
+        if copied:
+            assert got.flags.c_contiguous
+        q = qkv[:, :, :2 * d].reshape(3, 7, 2, d).transpose(0, 2, 1, 3)
+        np.testing.assert_allclose(np.matmul(q, got), np.matmul(q.astype(np.float64), kt.astype(np.float64)),
+                                   rtol=1e-5, atol=1e-5)
+    row_major = np.ascontiguousarray(rng.standard_normal((2, 3, 8, 5)))
+    assert right_operand(row_major) is row_major
+    matrix = rng.standard_normal((5, 8)).T
+    assert right_operand(matrix) is matrix

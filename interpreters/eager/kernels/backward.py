@@ -192,7 +192,7 @@ def attention_backward(q: Array, k: Array, v: Array, mask: Array | None, g: Arra
             np.matmul(np.swapaxes(probs, -1, -2), g4[s:e], out=dv4[s:e])
         if dq4 is not None or dk4 is not None:
             dp = scratch(scores.shape, dt, slot=3)
-            np.matmul(g4[s:e], np.swapaxes(v4[s:e], -1, -2), out=dp)
+            np.matmul(g4[s:e], head_stacks.right_operand(np.swapaxes(v4[s:e], -1, -2)), out=dp)
             ds = scores  # the scores are no longer needed: reuse their buffer
             nbb().attention_ds_rows(probs.reshape(-1, m), dp.reshape(-1, m), float(scale), ds.reshape(-1, m), 0,
                                     dp.size // m)

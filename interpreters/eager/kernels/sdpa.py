@@ -133,7 +133,7 @@ def probabilities(q4: Array, k4: Array, m4: Array | None, scale: float, start: i
     shape = (stop - start, q4.shape[1], q4.shape[2], k4.shape[2])
     scores = scratch(shape, q4.dtype, slot=1)
     probs = scratch(shape, q4.dtype, slot=2) if into is None else into
-    np.matmul(q4[start:stop], np.swapaxes(k4[start:stop], -1, -2), out=scores)
+    np.matmul(q4[start:stop], head_stacks.right_operand(np.swapaxes(k4[start:stop], -1, -2)), out=scores)
     s2, p2 = scores.reshape(-1, shape[3]), probs.reshape(-1, shape[3])
     if m4 is None:
         nb().scaled_softmax_rows(s2, scale, p2, 0, s2.shape[0])

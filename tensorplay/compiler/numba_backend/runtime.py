@@ -11,6 +11,7 @@ import numpy as np
 from tensorplay.interpreters.eager import kernels as K
 from tensorplay.interpreters.eager.fastpath import ROW_KERNELS, small_rows
 from tensorplay.interpreters.eager.kernels import backward as KB
+from tensorplay.interpreters.eager.kernels.head_stacks import right_operand
 from tensorplay.interpreters.eager.kernels.rows import NO_STATS
 from tensorplay.interpreters.eager.kernels.sdpa import attention_and_probs
 from tensorplay.interpreters.eager.interpreter import eager
@@ -114,7 +115,7 @@ def matmul(a: Array, b: Array, dtype: Any, out: Array | None = None) -> Array:
     if a.shape[-1] == 1 and b.shape[-2] == 1 and (a.ndim > 2 or b.ndim > 2):
         outer: Array = K.outer_matmul(a, b)
         return outer
-    result: Array = np.matmul(a, b, out=out)
+    result: Array = np.matmul(a, right_operand(b), out=out)
     return result
 
 
