@@ -28,6 +28,20 @@ def _pieces(x: Any, bounds: list[tuple[int, int]], heads: int) -> list[Any]:
     return [x[:, :, lo:hi].reshape(b, n, heads, (hi - lo) // heads).permute(0, 2, 1, 3) for lo, hi in bounds]
 
 
+def _attention_step(w: Any, bounds: list[tuple[int, int]], heads: int) -> Any:
+    """``step(x, g)``: ``x @ w`` split at ``bounds`` into q, k, v heads, attention, the loss ``sum(out * g)``
+    and its backward into ``w.grad``."""
+    import tensorplay.nn.functional as F
+
+    def step(xb: Any, g: Any) -> Any:
+        w.grad = None
+        q, k, v = _pieces(xb @ w, bounds, heads)
+        loss = (F.scaled_dot_product_attention(q, k, v) * g).sum()
+        loss.backward()
+        return loss
+    return step
+
+
 def _grads(data: np.ndarray[Any, Any], cots: list[np.ndarray[Any, Any]], bounds: list[tuple[int, int]], heads: int,
            how: str) -> tuple[np.ndarray[Any, Any], str]:
     if how == "torch":
@@ -144,9 +158,8 @@ def test_placement_into_a_planned_buffer_is_fresh_every_call(covering: bool) -> 
 def test_attention_projection_gradients_written_into_their_windows(dtype: str) -> None:
     """A projection split into q, k, v heads around an attention (the benchmark block's shape): the three
     batched GEMMs of the attention's backward write their products straight into the windows of the planned
-    cotangent (``_rt.window``), which the weight's GEMM then reads. Every call agrees with PyTorch."""
-    import tensorplay.nn.functional as F
-
+    cotangent, which the weight's GEMM then reads: at static shapes their views are sliced directly and the
+    placement is the planned buffer itself. Every call agrees with PyTorch."""
     rng = np.random.default_rng(9)
     b, n, h, d = 8, 32, 4, 16
     x = rng.standard_normal((b, n, 16)).astype(dtype)
@@ -154,14 +167,7 @@ def test_attention_projection_gradients_written_into_their_windows(dtype: str) -
     w = tp.tensor(w_np, requires_grad=True)
     bounds = [(0, h * d), (h * d, 2 * h * d), (2 * h * d, 3 * h * d)]
 
-    def step(xb: Any, g: Any) -> Any:
-        w.grad = None
-        q, k, v = _pieces(xb @ w, bounds, h)
-        loss = (F.scaled_dot_product_attention(q, k, v) * g).sum()
-        loss.backward()
-        return loss
-
-    compiled = tp.compile(step)
+    compiled = tp.compile(_attention_step(w, bounds, h))
     for call in range(3):
         cot = (rng.standard_normal((b, h, n, d)) * (call + 1)).astype(dtype)
         compiled(tp.tensor(x), tp.tensor(cot))
@@ -182,25 +188,14 @@ def test_attention_projection_gradients_written_into_their_windows(dtype: str) -
 def test_symbolic_windows_are_found_at_run_time() -> None:
     """With a symbolic batch the windows' views are found per call (``_rt.window``) and the placement checks
     each piece; gradients agree with eager at two batch sizes of one compilation."""
-    import tensorplay.nn.functional as F
-
     rng = np.random.default_rng(3)
     n, h, d = 8, 2, 4
     w_np = (rng.standard_normal((6, 3 * h * d)) * 0.3).astype("float64")
     bounds = [(0, h * d), (h * d, 2 * h * d), (2 * h * d, 3 * h * d)]
     weights = [tp.tensor(w_np, requires_grad=True) for _ in range(2)]
 
-    def step_of(w: Any) -> Any:
-        def step(xb: Any, g: Any) -> Any:
-            w.grad = None
-            q, k, v = _pieces(xb @ w, bounds, h)
-            loss = (F.scaled_dot_product_attention(q, k, v) * g).sum()
-            loss.backward()
-            return loss
-        return step
-
-    compiled = tp.compile(step_of(weights[0]), dynamic=True)
-    eager = step_of(weights[1])
+    compiled = tp.compile(_attention_step(weights[0], bounds, h), dynamic=True)
+    eager = _attention_step(weights[1], bounds, h)
     for b in (5, 3, 5):
         x = tp.tensor(rng.standard_normal((b, n, 6)))
         g = tp.tensor(rng.standard_normal((b, h, n, d)))

@@ -32,6 +32,17 @@ def _groups(model: nn.Module, kind: str) -> Any:
                      weight_decay=0.01)
 
 
+def _step_of(model: nn.Module, opt: Any, x: Any, y: Any) -> Any:
+    """A training step of ``model`` on ``(x, y)`` (mean squared error) with ``opt``."""
+    def step() -> Any:
+        opt.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
 def _scalar_inputs(compiled: Any) -> int:
     return sum(1 for plan in compiled.specializations[0].program.inputs if plan.kind == "opt_scalar")
 
@@ -44,17 +55,8 @@ def test_group_hyperparameters_are_read_once_and_follow_changes(kind: str) -> No
     models = [_model(1).double(), _model(1).double()]
     opts = [_groups(m, kind) for m in models]
 
-    def step_of(model: nn.Module, opt: Any) -> Any:
-        def step() -> Any:
-            opt.zero_grad()
-            loss = F.mse_loss(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-        return step
-
-    compiled = tp.compile(step_of(models[0], opts[0]))
-    eager = step_of(models[1], opts[1])
+    compiled = tp.compile(_step_of(models[0], opts[0], x, y))
+    eager = _step_of(models[1], opts[1], x, y)
     for i in range(4):
         for opt in opts:  # a scheduler changing one group's values between calls
             opt.param_groups[1]["lr"] *= 0.5
@@ -144,16 +146,7 @@ def test_each_hyperparameter_view_is_made_once_for_every_kernel(kind: str) -> No
     opts = [optim.Adam(m.parameters(), lr=0.01) if kind == "adam" else
             optim.SGD(m.parameters(), lr=0.01, momentum=0.9) for m in models]
 
-    def step_of(model: nn.Module, opt: Any) -> Any:
-        def step() -> Any:
-            opt.zero_grad()
-            loss = F.mse_loss(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-        return step
-
-    compiled, eager = tp.compile(step_of(models[0], opts[0])), step_of(models[1], opts[1])
+    compiled, eager = tp.compile(_step_of(models[0], opts[0], x, y)), _step_of(models[1], opts[1], x, y)
     for _ in range(3):
         compiled()
         eager()

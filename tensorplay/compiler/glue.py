@@ -20,6 +20,7 @@ import numpy as np
 from tensorplay import random_state
 from tensorplay.compiler.capture import Effect, InputPlan
 from tensorplay.interpreters.eager.interpreter import eager
+from tensorplay.nn.module import bump_version as bump
 from tensorplay.tensor import Tensor
 
 
@@ -37,15 +38,6 @@ def state_grad(owner: Any) -> Any:
     """The ``.grad`` of a state tensor; without one (the function drops it unread: a grad-free guard) any
     array of its shape will do, its own data."""
     return owner._data if owner._grad is None else owner._grad._data
-
-
-def bump(t: Any) -> None:
-    """Count a write into tensor ``t`` (its version, which views and the tape check)."""
-    box = t._version
-    if box is None:
-        t._version = [1]
-    else:
-        box[0] += 1
 
 
 def write(array: Any, new: Any) -> None:

@@ -421,6 +421,17 @@ own, which stores nothing."""
 
 
 @_jit_inline
+def _row_rstd(xr: Any, mean: Any, inv_d: Any, eps: Any) -> Any:
+    """``1 / sqrt(var + eps)`` of the row ``xr`` with mean ``mean`` (biased variance, ``inv_d = 1 / D``)."""
+    v = xr.dtype.type(0)
+    for j in range(xr.shape[0]):
+        t = xr[j] - mean
+        v += t * t
+    var = v * inv_d
+    return xr.dtype.type(1.0 / math.sqrt(var + eps))
+
+
+@_jit_inline
 def _layer_norm_short_rows(x: Any, gamma: Any, beta: Any, eps: Any, stats: Any, out: Any, start: Any,
                            stop: Any) -> None:
     """:func:`layer_norm_rows` for rows shorter than :data:`PIPELINED_ROW_BYTES`: each row's sum, its
@@ -442,12 +453,7 @@ def _layer_norm_short_rows(x: Any, gamma: Any, beta: Any, eps: Any, stats: Any, 
         for j in range(d):
             s += xr[j]
         mean = s * inv_d
-        v = zero
-        for j in range(d):
-            t = xr[j] - mean
-            v += t * t
-        var = v * inv_d
-        rstd = x.dtype.type(1.0 / math.sqrt(var + eps))
+        rstd = _row_rstd(xr, mean, inv_d, eps)
         if save:
             stats[i, 0] = mean
             stats[i, 1] = rstd
@@ -489,12 +495,7 @@ def layer_norm_rows(x: Any, gamma: Any, beta: Any, eps: Any, stats: Any, out: An
             xr = x[i]
             orow = out[i] if write else discard
             mean = s * inv_d
-            v = zero
-            for j in range(d):
-                t = xr[j] - mean
-                v += t * t
-            var = v * inv_d
-            rstd = x.dtype.type(1.0 / math.sqrt(var + eps))
+            rstd = _row_rstd(xr, mean, inv_d, eps)
             if save:
                 stats[i, 0] = mean
                 stats[i, 1] = rstd
