@@ -93,7 +93,7 @@ def compiled_step(case: str, library: str) -> Callable[[], Any]:
         _fresh_cache_dirs()
         import tensorplay as tp
 
-        return tp.compile(STEPS[case]["tensorplay"]())  # type: ignore[no-any-return]
+        return tp.compile(STEPS[case]["tensorplay"]())
     if library == "tensorplay.eager":
         return STEPS[case]["tensorplay"]()
     if library == "torch.compile":
@@ -101,7 +101,7 @@ def compiled_step(case: str, library: str) -> Callable[[], Any]:
         _torch_threads()
         import torch
 
-        return torch.compile(STEPS[case]["torch"]())  # type: ignore[no-any-return]
+        return torch.compile(STEPS[case]["torch"]())
     return STEPS[case][library]()
 
 
@@ -164,14 +164,14 @@ def _fill_kernel_cache(case: str) -> None:
                    env=dict(os.environ), capture_output=True)
 
 
-def cold(library: str) -> Callable[[], dict[str, float]]:
+def cold(library: str) -> Callable[[], Callable[[], dict[str, float]]]:
     """A metrics builder: the MLP step's compile time in this fresh process, caches empty."""
     def build() -> dict[str, float]:
         return {"seconds": compile_seconds(compiled_step("mlp", library))}
     return lambda: build
 
 
-def from_kernel_cache(numba_loaded: bool) -> Callable[[], dict[str, float]]:
+def from_kernel_cache(numba_loaded: bool) -> Callable[[], Callable[[], dict[str, float]]]:
     """A metrics builder: the MLP step's compile time with its kernels cached by another process."""
     def build() -> dict[str, float]:
         _fresh_cache_dirs()
@@ -206,7 +206,7 @@ def gemm_share(case: str) -> Callable[[], Callable[[], dict[str, float]]]:
 
         calls = max(20, int(0.2 / seconds))
         batches: list[tuple[float, float]] = []
-        runtime.matmul = timed  # type: ignore[assignment]
+        runtime.matmul = timed
         try:
             for _ in range(7):
                 inside[0] = 0.0
@@ -215,7 +215,7 @@ def gemm_share(case: str) -> Callable[[], Callable[[], dict[str, float]]]:
                     step()
                 batches.append(((time.perf_counter() - start) / calls, inside[0] / calls))
         finally:
-            runtime.matmul = gemm  # type: ignore[assignment]
+            runtime.matmul = gemm
         total, in_gemms = sorted(batches)[len(batches) // 2]
         if in_gemms == 0.0:  # the generated code stopped calling runtime.matmul: the row would read 0 silently
             raise RuntimeError(f"GEMMs of the compiled {case} step: no call of the runtime's matmul was seen")

@@ -78,7 +78,8 @@ def _rows(lib: Any, F: Any, T: Any, tanh: Callable[[Any], Any]) -> list[Callable
         return tanh(F.linear(xv, lw, lb))
 
     def per_sample(loss: Callable[..., Any]) -> Callable[..., Any]:
-        return T.vmap(T.grad(loss, argnums=(0, 1)), in_dims=(None, None, 0, 0))
+        transformed: Callable[..., Any] = T.vmap(T.grad(loss, argnums=(0, 1)), in_dims=(None, None, 0, 0))
+        return transformed
 
     psgs = [per_sample(make_loss()) for _ in MLPS]
     jr, jf, hs = T.jacrev(layer), T.jacfwd(layer), T.hessian(make_scalar())

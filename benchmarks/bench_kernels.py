@@ -122,6 +122,15 @@ def _conv_inputs(n: int, c: int, o: int, hw: int) -> Callable[[], Arrays]:
     return make
 
 
+def _conv2d(padding: int) -> Callable[[Any], OpFn]:
+    """``F -> conv2d(x, w, b)`` at stride 1 and ``padding``, for a library's functional module ``F``."""
+    def op(F: Any) -> OpFn:
+        def f(x: Any, w: Any, b: Any) -> Any:
+            return F.conv2d(x, w, b, 1, padding)
+        return f
+    return op
+
+
 def _jax_conv(padding: int) -> Callable[[Any], OpFn]:
     def op(jax: Any) -> OpFn:
         def f(x: Any, w: Any, b: Any) -> Any:
@@ -175,8 +184,7 @@ def cases() -> list[Case]:
             ("conv2d CNN layer 2: b64 16->32 13x13 3x3", 64, 16, 32, 13, 0, (True, True, True)),
             ("conv2d ResNet: b8 64->64 56x56 3x3 pad 1", 8, 64, 64, 56, 1, (True, True, True))):
         out += _cases(label, _conv_inputs(n, c, o, hw), grads,
-                      lambda F, p=pad: lambda x, w, b: F.conv2d(x, w, b, 1, p),
-                      lambda F, p=pad: lambda x, w, b: F.conv2d(x, w, b, 1, p), _jax_conv(pad))
+                      _conv2d(pad), _conv2d(pad), _jax_conv(pad))
     out += _cases("max_pool 2x2 s2 on (64, 16, 26, 26)", lambda: [normal(8, 64, 16, 26, 26)], (True,),
                   lambda F: lambda x: F.max_pool2d(x, 2, 2), lambda F: lambda x: F.max_pool2d(x, 2, 2),
                   _jax_max_pool(2, 2, 0))

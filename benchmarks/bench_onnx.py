@@ -14,6 +14,7 @@ median of later calls.
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -138,9 +139,9 @@ def cases() -> list[Case]:
     for name, label in (("block", "transformer block d64 h4 s32"), ("cnn", "CNN 1x28x28")):
         for batch in (1, 32):
             out.append(Case(f"{label} b{batch}", {
-                "tensorplay": lambda n=name, b=batch: tp_eager(n, b),
-                "tensorplay.compile": lambda n=name, b=batch: tp_compiled(n, b),
-                "onnxruntime": lambda n=name, b=batch: ort_session(n, b)}))
+                "tensorplay": functools.partial(tp_eager, name, batch),
+                "tensorplay.compile": functools.partial(tp_compiled, name, batch),
+                "onnxruntime": functools.partial(ort_session, name, batch)}))
     out.append(Case("to_onnx of the block (s)", {"tensorplay": to_onnx_seconds}, metrics=True))
     return out
 

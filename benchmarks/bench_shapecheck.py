@@ -21,10 +21,10 @@ def run() -> list[tuple[str, dict[str, float]]]:
     y3 = tp.randn(7, 2, 5)
 
     def named(w: Tensor[Hidden, Feat], x: Tensor[Batch, Feat]) -> Tensor[Batch, Hidden]:
-        return y2
+        return y2  # type: ignore[return-value]  # a result made once: the rows time the checks
 
     def variadic(w: Tensor[Out, In], x: Tensor[*Lead, In]) -> Tensor[*Lead, Out]:
-        return y3
+        return y3  # type: ignore[return-value]  # (as above)
 
     w, x2, x3 = tp.randn(5, 3), tp.randn(2, 3), tp.randn(7, 2, 3)
     rows: list[tuple[str, dict[str, float]]] = []

@@ -153,7 +153,7 @@ def tp_block() -> Callable[[], Any]:
 def _torch_block_class(torch: Any) -> Any:
     tnn = torch.nn
 
-    class TorchBlock(tnn.Module):  # type: ignore[misc]
+    class TorchBlock(tnn.Module):  # type: ignore[misc,name-defined]
         def __init__(self, d: int, heads: int) -> None:
             super().__init__()
             self.ln1 = tnn.LayerNorm(d)

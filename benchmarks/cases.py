@@ -53,4 +53,5 @@ def block_until_ready(value: Any) -> Any:
     """JAX dispatches asynchronously: wait for every array in ``value`` (a pytree) to be computed."""
     import jax
 
-    return jax.block_until_ready(value)
+    wait: Any = jax.block_until_ready  # (untyped in jax)
+    return wait(value)

@@ -77,7 +77,7 @@ def environment() -> str:
     malloc = {k: v for k, v in os.environ.items() if k.startswith("MALLOC_") or k.startswith("OPENBLAS")}
     lines = [f"malloc/openblas env: {malloc or 'defaults'}"]
     try:
-        from threadpoolctl import threadpool_info
+        from threadpoolctl import threadpool_info  # type: ignore[import-untyped]
         for pool in threadpool_info():
             lines.append(f"threadpool: {pool.get('internal_api')} {pool.get('version')} "
                          f"threads={pool.get('num_threads')} arch={pool.get('architecture')}")
