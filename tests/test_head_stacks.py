@@ -156,6 +156,8 @@ def test_right_operand_copies_short_transposed_stacks_only() -> None:
         q = qkv[:, :, :2 * d].reshape(3, 7, 2, d).transpose(0, 2, 1, 3)
         np.testing.assert_allclose(np.matmul(q, got), np.matmul(q.astype(np.float64), kt.astype(np.float64)),
                                    rtol=1e-5, atol=1e-5)
+    broadcast = np.broadcast_to(rng.standard_normal((5, 8)).T, (1000, 8, 5))  # one matrix for every head
+    assert right_operand(broadcast) is broadcast
     row_major = np.ascontiguousarray(rng.standard_normal((2, 3, 8, 5)))
     assert right_operand(row_major) is row_major
     matrix = rng.standard_normal((5, 8)).T

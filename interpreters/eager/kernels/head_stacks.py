@@ -79,7 +79,7 @@ def right_operand(b: Array) -> Array:
     size from 16 to 128 rows with k of 8 or 16, float32 and float64), while from k = 32 on the copy stops paying
     (up to 1.7x slower at k = 64)."""
     if b.ndim > 2 and 1 < b.shape[-1] and 0 < b.shape[-2] <= SHORT_CONTRACTION and b.strides[-2] == b.itemsize \
-            and b.strides[-1] != b.itemsize:
+            and b.strides[-1] != b.itemsize and 0 not in b.strides:  # (a broadcast stack is not copied out)
         return np.ascontiguousarray(b)
     return b
 
