@@ -162,3 +162,45 @@ def test_right_operand_copies_short_transposed_stacks_only() -> None:
     assert right_operand(row_major) is row_major
     matrix = rng.standard_normal((5, 8)).T
     assert right_operand(matrix) is matrix
+
+
+def test_eager_and_compiled_batched_products_take_the_same_path_for_short_transposed_heads(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``q @ k^T`` of 16-wide heads (a transposed right operand with a short contraction): eager and compiled
+    both hand the right operand to :func:`right_operand` (so they multiply alike), give the same values, and
+    agree with float64 numpy; a gradient through it agrees with float64 too."""
+    import tensorplay as tp
+    import tensorplay.compiler.numba_backend.runtime as compiled_runtime
+    import tensorplay.interpreters.eager.interpreter as eager_interpreter
+    from tensorplay.interpreters.eager.kernels.head_stacks import right_operand
+
+    seen: dict[str, list[tuple[int, ...]]] = {"eager": [], "compiled": []}
+
+    def spy(where: str) -> Any:
+        def wrapped(b: Any) -> Any:
+            seen[where].append(tuple(b.shape))
+            return right_operand(b)
+        return wrapped
+
+    monkeypatch.setattr(eager_interpreter, "right_operand", spy("eager"))
+    monkeypatch.setattr(compiled_runtime, "right_operand", spy("compiled"))
+    rng = np.random.default_rng(6)
+    qkv = rng.standard_normal((4, 12, 2 * 2 * 16)).astype(np.float32)
+    q_np = np.ascontiguousarray(qkv[:, :, :32].reshape(4, 12, 2, 16).transpose(0, 2, 1, 3))
+    k_np = np.ascontiguousarray(qkv[:, :, 32:].reshape(4, 12, 2, 16).transpose(0, 2, 1, 3))
+
+    def scores(q: Any, k: Any) -> Any:
+        return q @ k.transpose(-1, -2)
+
+    q, k = tp.tensor(q_np, requires_grad=True), tp.tensor(k_np)
+    eager = scores(q, k)
+    assert seen["eager"] == [(4, 2, 16, 12)]
+    compiled = tp.compile(scores)(tp.tensor(q_np), tp.tensor(k_np))
+    assert (4, 2, 16, 12) in seen["compiled"]
+    np.testing.assert_array_equal(eager.detach().numpy(), compiled.numpy())
+    want = q_np.astype(np.float64) @ np.swapaxes(k_np.astype(np.float64), -1, -2)
+    np.testing.assert_allclose(eager.detach().numpy(), want, rtol=1e-5, atol=1e-5)
+    eager.sum().backward()
+    assert q.grad is not None
+    np.testing.assert_allclose(q.grad.numpy(), np.broadcast_to(k_np.astype(np.float64).sum(2, keepdims=True),
+                                                               q_np.shape), rtol=1e-5, atol=1e-5)

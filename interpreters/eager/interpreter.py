@@ -18,6 +18,7 @@ import numpy as np
 
 from tensorplay.interpreters.eager import kernels as K
 from tensorplay.interpreters.eager.kernels._support import CONCATENATE, F32, FLOATS, WHERE, nb
+from tensorplay.interpreters.eager.kernels.head_stacks import right_operand
 from tensorplay.interpreters.eager.kernels.rows import GELU_KERNELS
 from tensorplay.interpreters.eager.kernels.threads import THREADED_MIN_WORK, threads_for
 from tensorplay.interpreters.eager import fastpath, fastpath_conv, fastpath_linear, tape
@@ -787,8 +788,8 @@ class EagerInterpreter(BaseInterpreter):
                 out = K.outer_matmul(ad, bd)  # K == 1: batched outer products (np.matmul's loop is slow)
             elif ad.ndim == 2 and bd.ndim == 2:
                 out = K.matmul(ad, bd)  # OpenBLAS's threads as the thread policy says
-            else:
-                out = np.matmul(ad, bd)
+            else:  # (a short transposed right operand is copied first, as the compiled steps do)
+                out = np.matmul(ad, right_operand(bd))
         except ValueError:
             _rule("matmul", (a, b), {})
             raise

@@ -4,10 +4,10 @@ A call of a specialization gathers one array per placeholder (:class:`~tensorpla
 an argument, a state tensor, an optimizer's moment or hyperparameter, a fresh random key, ...) and, after
 the compiled code ran, writes each mutated state back into its array. Interpreted plan by plan, that is a
 branch on the plan's kind per input and a few attribute look-ups per state, at every call (a transformer
-block's Adam step: 39 inputs, 36 states written back). :func:`gather_function` and
-:func:`write_back_function` turn the plans into one straight-line function each, with the same reads and
-writes in the same order, calling the same helpers for the cases with logic (:func:`opt_state`,
-:func:`state_grad`).
+block's Adam step: 39 inputs, 36 states written back, 24 effects). :func:`gather_function`,
+:func:`write_back_function` and :func:`effects_function` turn the plans and effects into one straight-line
+function each, with the same reads and writes in the same order, calling the same helpers for the cases
+with logic (:func:`opt_state`, :func:`state_grad`, :func:`new_grad`, ...).
 """
 
 from __future__ import annotations
@@ -103,7 +103,6 @@ class _Source:
         code: dict[str, Any] = {}
         exec(compile(source, f"<tensorplay-{name}>", "exec"), self.namespace, code)
         made: Callable[..., Any] = code[name]
-        made.source = source  # type: ignore[attr-defined]
         return made
 
 

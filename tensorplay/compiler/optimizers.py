@@ -231,16 +231,7 @@ def _adam(step: _Step, group: dict[str, Any]) -> None:
 
 def _equal_steps(optimizer: Any, params: list[Any]) -> bool:
     """Whether every parameter of ``params`` has taken as many steps of ``optimizer`` (none yet counts 0)."""
-    items = optimizer.state._items
-    first = None
-    for k, p in enumerate(params):
-        entry = items.get(id(p))
-        count = 0 if entry is None else entry[1].get("step", 0)
-        if k == 0:
-            first = count
-        elif count != first:
-            return False
-    return True
+    return len({int(_state_of(optimizer, p).get("step", 0)) for p in params}) <= 1
 
 
 def _step_effect(optimizer: Any, p: Any) -> Any:
