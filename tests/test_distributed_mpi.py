@@ -89,10 +89,16 @@ def test_two_ranks_b64_match_one_process_b128() -> None:
     assert "rank 0: 2 tensors, 10 elements; rank 1: 2 tensors, 15 elements" in out["different_models"]
 
 
-def test_a_raising_rank_stops_the_others() -> None:
-    code, out = run_mpi([str(WORKER), "raise"])
+def test_a_raising_rank_stops_the_others(tmp_path: Path) -> None:
+    """Rank 1 raises while rank 0 waits in a barrier: the job ends (before the timeout, with a failing
+    status), rank 1 reports its error and the abort, and rank 0 never gets past the barrier. The ranks'
+    stderr is read from files they write themselves: what mpiexec relays can be cut off by the abort."""
+    code, out = run_mpi([str(WORKER), "raise"], TP_TEST_STDERR_DIR=str(tmp_path))
     assert code != 0
-    assert "rank 1 fails on purpose" in out and "MPI_Abort" in out
+    failing = (tmp_path / "rank1.err").read_text()
+    assert "rank 1 fails on purpose" in failing, failing
+    assert "rank 1 of 2 raised RuntimeError; aborting every rank (MPI_Abort)" in failing, failing
+    assert "RESULT" not in out
 
 
 def test_distributed_demo() -> None:

@@ -7,6 +7,7 @@ assertion aborts every rank (tensorplay.distributed's excepthook), which the tes
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -211,8 +212,16 @@ def ddp() -> dict[str, Any]:
 
 
 def raising() -> dict[str, Any]:
-    """Rank 1 raises before a collective that rank 0 waits in: the job must end, not hang."""
+    """Rank 1 raises before a collective that rank 0 waits in: the job must end, not hang. With
+    ``TP_TEST_STDERR_DIR`` set, each rank's stderr goes to ``rank<r>.err`` there: written by the rank itself,
+    it survives the abort (mpiexec may drop what it had not yet relayed when the job is killed)."""
     dist.init()
+    where = os.environ.get("TP_TEST_STDERR_DIR")
+    if where:
+        sys.stderr.flush()
+        fd = os.open(os.path.join(where, f"rank{dist.rank()}.err"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(fd, 2)
+        os.close(fd)
     if dist.rank() == 1:
         raise RuntimeError("rank 1 fails on purpose")
     dist.barrier()
