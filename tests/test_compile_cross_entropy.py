@@ -65,7 +65,7 @@ def test_a_compiled_training_step_matches_eager_and_pytorch(dtype: str, m: int, 
 
     compiled = tp.compile(step)
     got = compiled(tp.tensor(t_np))
-    assert "_rt.cross_entropy(" in compiled_source(compiled) and "_rt.cross_entropy_grad(" in compiled_source(compiled)
+    assert "_rt.cross_entropy_step(" in compiled_source(compiled) and "log_softmax" not in compiled_source(compiled)
     assert w.grad is not None
     got_grad = w.grad.numpy().copy()
 
@@ -118,3 +118,169 @@ def test_other_losses_built_from_the_same_primitives_are_left_alone() -> None:
         textra = {k: torch.tensor(v) if k == "weight" else v for k, v in kwargs.items()}
         expected = torch.nn.functional.cross_entropy(torch.tensor(x_np), torch.tensor(t_np), **textra)
         np.testing.assert_allclose(got.item(), expected.item(), rtol=1e-12, err_msg=str(kwargs))
+
+
+# ---- the one-call form: the bias add, the range check and the bias's gradient taken in ----------------------
+
+def _linear_case(m: int, c: int, k: int, dtype: str, kind: str, ignore: int) -> tuple[Any, ...]:
+    rng = np.random.default_rng(m * 1000 + c * 10 + k)
+    x = rng.standard_normal((m, k)).astype(dtype)
+    w = (rng.standard_normal((c, k)) / np.sqrt(k)).astype(dtype)
+    b = rng.standard_normal(c).astype(dtype)
+    _, t = _case(m, c, dtype, kind, ignore)
+    if kind == "special" and m >= 5 and c >= 3:
+        x[1, 0] = np.nan  # NaN and inf reach the logits through the product
+        x[2, 0] = np.inf
+    return x, w, b, t
+
+
+def _linear_step(w: Any, b: Any, squared: bool = False) -> Any:
+    """A training step of ``cross_entropy(linear(x, w, b), t)`` (of its square with ``squared``)."""
+    def step(x: Any, t: Any) -> Any:
+        w.grad = None
+        b.grad = None
+        loss = F.cross_entropy(F.linear(x, w, b), t)
+        (loss * loss if squared else loss).backward()
+        return loss
+    return step
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("m,c,k", [(7, 13, 5), (1, 1, 3), (33, 5, 17)])
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_linear_layer_with_cross_entropy_is_one_call_with_its_bias_and_bias_gradient(
+        dtype: str, m: int, c: int, k: int, kind: str) -> None:
+    """``F.linear`` into ``cross_entropy``: one call takes the bias add, the target's range check, the loss,
+    ``dx`` and the bias's gradient; the weight's and bias's gradients agree with eager and PyTorch."""
+    x_np, w_np, b_np, t_np = _linear_case(m, c, k, dtype, kind, -100)
+    w, b = tp.tensor(w_np, requires_grad=True), tp.tensor(b_np, requires_grad=True)
+    compiled = tp.compile(_linear_step(w, b))
+    got = compiled(tp.tensor(x_np), tp.tensor(t_np))
+    source = compiled_source(compiled)
+    call = next(line for line in source.splitlines() if "_rt.cross_entropy_step(" in line)
+    assert ", None, " not in call and call.rstrip().endswith("True)"), call  # a bias read, its gradient given
+    assert "what=" not in source and "sum_leading" not in source and source.count("_rt.cross_entropy") == 1
+    assert w.grad is not None and b.grad is not None
+
+    e_w, e_b = tp.tensor(w_np, requires_grad=True), tp.tensor(b_np, requires_grad=True)
+    want = _linear_step(e_w, e_b)(tp.tensor(x_np), tp.tensor(t_np))
+    assert e_w.grad is not None and e_b.grad is not None
+    tw, tb = torch.tensor(w_np, requires_grad=True), torch.tensor(b_np, requires_grad=True)
+    tloss = torch.nn.functional.cross_entropy(torch.nn.functional.linear(torch.tensor(x_np), tw, tb),
+                                              torch.tensor(t_np))
+    tloss.backward()
+    assert tw.grad is not None and tb.grad is not None
+    np.testing.assert_allclose(got.item(), want.item(), **_tol(dtype))
+    np.testing.assert_allclose(got.item(), tloss.item(), **_tol(dtype))
+    np.testing.assert_allclose(w.grad.numpy(), e_w.grad.numpy(), **_tol(dtype))
+    np.testing.assert_allclose(b.grad.numpy(), e_b.grad.numpy(), **_tol(dtype))
+    if kind != "special":  # PyTorch's ignored rows get exact zeros even where the recorded form has NaN
+        np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), **_tol(dtype))
+        np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), **_tol(dtype))
+
+
+def test_a_seed_computed_after_the_loss_keeps_two_calls() -> None:
+    """``(loss * loss).backward()``: the loss's cotangent is computed from the loss, so ``dx`` is its own
+    call where the gradient is (and the bias add and the check run as recorded); results as eager's."""
+    x_np, w_np, b_np, t_np = _linear_case(9, 4, 3, "float64", "ignored", -100)
+    w, b = tp.tensor(w_np, requires_grad=True), tp.tensor(b_np, requires_grad=True)
+    compiled = tp.compile(_linear_step(w, b, squared=True))
+    got = compiled(tp.tensor(x_np), tp.tensor(t_np))
+    source = compiled_source(compiled)
+    assert "_rt.cross_entropy(" in source and "_rt.cross_entropy_grad(" in source
+    assert "_rt.cross_entropy_step(" not in source
+    e_w, e_b = tp.tensor(w_np, requires_grad=True), tp.tensor(b_np, requires_grad=True)
+    want = _linear_step(e_w, e_b, squared=True)(tp.tensor(x_np), tp.tensor(t_np))
+    assert w.grad is not None and b.grad is not None and e_w.grad is not None and e_b.grad is not None
+    np.testing.assert_allclose(got.item(), want.item(), rtol=1e-12)
+    np.testing.assert_allclose(w.grad.numpy(), e_w.grad.numpy(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(b.grad.numpy(), e_b.grad.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_logits_read_elsewhere_keep_their_bias_add() -> None:
+    """The step also returns the logits: the add that makes them is not taken in (they are computed as
+    recorded and the call reads them); every result still agrees with eager."""
+    x_np, w_np, b_np, t_np = _linear_case(6, 5, 4, "float64", "plain", -100)
+
+    def make(w: Any, b: Any) -> Any:
+        def step(x: Any, t: Any) -> Any:
+            w.grad = None
+            b.grad = None
+            logits = F.linear(x, w, b)
+            loss = F.cross_entropy(logits, t)
+            loss.backward()
+            return loss, logits.detach()
+        return step
+
+    w, b = tp.tensor(w_np, requires_grad=True), tp.tensor(b_np, requires_grad=True)
+    compiled = tp.compile(make(w, b))
+    got_loss, got_logits = compiled(tp.tensor(x_np), tp.tensor(t_np))
+    call = next(line for line in compiled_source(compiled).splitlines() if "_rt.cross_entropy_step(" in line)
+    assert ", None, " in call, call  # no bias: the logits themselves are read
+    e_w, e_b = tp.tensor(w_np, requires_grad=True), tp.tensor(b_np, requires_grad=True)
+    want_loss, want_logits = make(e_w, e_b)(tp.tensor(x_np), tp.tensor(t_np))
+    assert b.grad is not None and e_b.grad is not None and w.grad is not None and e_w.grad is not None
+    np.testing.assert_allclose(got_loss.item(), want_loss.item(), rtol=1e-12)
+    np.testing.assert_allclose(got_logits.numpy(), want_logits.numpy(), rtol=1e-14)
+    np.testing.assert_allclose(b.grad.numpy(), e_b.grad.numpy(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(w.grad.numpy(), e_w.grad.numpy(), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("bad", [5, -1, -7])
+def test_the_taken_in_range_check_raises_what_the_recorded_one_raised(bad: int) -> None:
+    """An out-of-range target in a compiled training step raises eager's error, word for word, and nothing
+    is written back (the weights' gradients stay as the last good step left them)."""
+    x_np, w_np, b_np, t_np = _linear_case(8, 5, 3, "float32", "ignored", -100)
+    w, b = tp.tensor(w_np, requires_grad=True), tp.tensor(b_np, requires_grad=True)
+    compiled = tp.compile(_linear_step(w, b))
+    compiled(tp.tensor(x_np), tp.tensor(t_np))
+    assert "what=" not in compiled_source(compiled)
+    assert b.grad is not None
+    kept = b.grad.numpy().copy()
+    t_bad = t_np.copy()
+    t_bad[4] = bad
+    e_w, e_b = tp.tensor(w_np, requires_grad=True), tp.tensor(b_np, requires_grad=True)
+    with pytest.raises(TensorplayError) as eager_error:
+        _linear_step(e_w, e_b)(tp.tensor(x_np), tp.tensor(t_bad))
+    with pytest.raises(TensorplayError) as compiled_error:
+        compiled(tp.tensor(x_np), tp.tensor(t_bad))
+    assert type(compiled_error.value) is type(eager_error.value)
+    assert str(compiled_error.value) == str(eager_error.value)
+    assert f"target {bad} at position [4]" in str(compiled_error.value)
+    np.testing.assert_array_equal(b.grad.numpy(), kept)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n,c", [(0, 3), (1, 1), (5, 4), (40, 7)])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_the_step_call_against_a_numpy_reference(dtype: str, n: int, c: int, with_bias: bool) -> None:
+    """:func:`runtime.cross_entropy_step` on strided inputs, with ignored rows, against the mean negative
+    log-likelihood, its gradient and the gradient's row sums written out in float64 numpy; no input changes."""
+    from tensorplay.compiler.numba_backend import runtime
+
+    rng = np.random.default_rng(n * 10 + c)
+    z = np.asfortranarray(rng.standard_normal((n, c)) * 2).astype(dtype)  # a column-major operand
+    bias = rng.standard_normal(2 * c).astype(dtype)[::2] if with_bias else None  # a strided one
+    t = rng.integers(0, c, n).astype(np.int64)
+    t[::4] = -100
+    inputs = [a.copy() for a in (z, t) + ((bias,) if bias is not None else ())]
+    with np.errstate(all="ignore"):  # as the generated code runs it (no rows counted: 0 / 0)
+        loss, dx, db = runtime.cross_entropy_step(z, bias, t, -100, np.asarray(2.0, dtype), None, True)
+    logits = z.astype(np.float64) + (0.0 if bias is None else bias.astype(np.float64))
+    shifted = logits - logits.max(axis=1, keepdims=True) if n else logits
+    logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    kept = t != -100
+    count = int(kept.sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        want_loss = -logp[kept, t[kept]].sum() / count
+        onehot = np.zeros((n, c))
+        onehot[np.nonzero(kept)[0], t[kept]] = 1.0
+        probs = np.exp(logp)  # counted rows: seed / count * (softmax - onehot); ignored ones: zeros
+        want_dx = np.where(kept[:, None], np.float64(2.0) / count * (probs - onehot), 0.0 - probs * 0.0)
+    tol = _tol(dtype)
+    assert loss.dtype == dx.dtype == np.dtype(dtype) and db is not None and db.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(loss, want_loss, **tol)
+    np.testing.assert_allclose(dx, want_dx, **tol)
+    np.testing.assert_allclose(db, want_dx.sum(axis=0), **tol)
+    for before, after in zip(inputs, [z, t] + ([bias] if bias is not None else [])):
+        np.testing.assert_array_equal(before, after)

@@ -136,7 +136,7 @@ def test_dynamic_placement_matches_pytorch(dtype: str) -> None:
 # ---- cross-entropy ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_dynamic_cross_entropy_is_two_row_kernel_calls(dtype: str) -> None:
+def test_dynamic_cross_entropy_is_one_call(dtype: str) -> None:
     rng = np.random.default_rng(13)
     w = rng.standard_normal((6, 5)).astype(dtype)
     weights = {how: tp.tensor(w, requires_grad=True) for how in ("compiled", "eager")}
@@ -167,7 +167,7 @@ def test_dynamic_cross_entropy_is_two_row_kernel_calls(dtype: str) -> None:
     assert compiled.compile_count == 1, compiled.recompile_reasons
     source = compiled_source(compiled)
     assert "_s_" in source
-    assert "_rt.cross_entropy(" in source and "_rt.cross_entropy_grad(" in source
+    assert "_rt.cross_entropy_step(" in source and "what=" not in source  # the range check taken in
     assert "log_softmax" not in source and "np.arange(" not in source and "np.full(" not in source
 
 
@@ -204,7 +204,7 @@ def _training(kind: str, dtype: str) -> tuple[nn.Module, Any]:
     return model, training_step(model, opt, loss_fn)
 
 
-PATTERN_CALLS = ("_rt.place(", "_rt.window(", "_rt.pad(", "_rt.cross_entropy(", "_rt.cross_entropy_grad(",
+PATTERN_CALLS = ("_rt.place(", "_rt.window(", "_rt.pad(", "_rt.cross_entropy_step(", "_rt.cross_entropy_grad(",
                  "_rt.sum_leading(", "_rt.rows(", "_rt.layer_norm_backward(", "_rt.attention_probs(")
 
 
@@ -239,4 +239,4 @@ def test_dynamic_steps_match_eager_and_make_the_static_pattern_calls(kind: str, 
         assert windows == {"_rt.place(": (1, 0), "_rt.window(": (3, 0)}, windows
         assert static_source.count(".transpose((0, 2, 1, 3)))") == 3
     else:
-        assert counts["_rt.cross_entropy("][0] == 1
+        assert counts["_rt.cross_entropy_step("][0] == 1

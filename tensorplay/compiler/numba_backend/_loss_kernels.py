@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from tensorplay.interpreters.eager._numba_losses import row_logsumexp
 from tensorplay.interpreters.eager.kernels._numba_kernels import jit, vexp_nonpos
 
@@ -32,11 +34,24 @@ def masked_cross_entropy_rows(x: Any, target: Any, ignore: Any, lse: Any) -> Any
 
 
 @jit
-def masked_cross_entropy_grad_rows(x: Any, target: Any, ignore: Any, lse: Any, step: Any, out: Any) -> None:
+def biased_cross_entropy_rows(z: Any, bias: Any, target: Any, ignore: Any, out: Any, lse: Any) -> Any:
+    """:func:`masked_cross_entropy_rows` of the logits ``z[N, C] + bias[C]``, which are written to ``out``."""
+    n, d = z.shape
+    for i in range(n):
+        for j in range(d):
+            out[i, j] = z[i, j] + bias[j]
+    return masked_cross_entropy_rows(out, target, ignore, lse)
+
+
+@jit
+def masked_cross_entropy_grad_rows(x: Any, target: Any, ignore: Any, lse: Any, step: Any, out: Any, sums: Any,
+                                   sum_rows: Any) -> None:
     """``out[i] = step * (softmax(x[i]) - onehot(target[i]))``; a row whose target is ``ignore`` gets
-    ``0 - softmax(x[i]) * 0`` (zeros, NaN where the recorded backward's product has NaN)."""
+    ``0 - softmax(x[i]) * 0`` (zeros, NaN where the recorded backward's product has NaN). ``out`` may be
+    ``x`` itself. With ``sum_rows``, ``sums[j]`` is the sum of ``out[:, j]`` (accumulated in float64)."""
     n, d = x.shape
     zero = x.dtype.type(0)
+    total = np.zeros(d if sum_rows else 0, np.float64)
     for i in range(n):
         row = lse[i]
         t = target[i]
@@ -47,3 +62,9 @@ def masked_cross_entropy_grad_rows(x: Any, target: Any, ignore: Any, lse: Any, s
             for j in range(d):
                 out[i, j] = vexp_nonpos(x[i, j] - row) * step
             out[i, t] -= step
+        if sum_rows:
+            for j in range(d):
+                total[j] += out[i, j]
+    if sum_rows:
+        for j in range(d):
+            sums[j] = total[j]

@@ -661,11 +661,24 @@ def _extend_fused_uses(last_use: dict[int, int], order: list[list[Node]], losses
                 if read is not None:
                     last_use[read.id] = max(last_use.get(read.id, -1), at)
             continue
+        if ce.one_call:  # one call where the first of its results is, reading what the covered nodes read
+            at = min(position[id(n)] for n in ce.results())
+            for v in _cross_entropy_reads(ce):
+                if type(v) is Var:
+                    last_use[v.id] = max(last_use.get(v.id, -1), at)
+            continue
         reads = [(ce.logits, ce.loss), (ce.target, ce.loss)]
         if ce.grad is not None and type(ce.seed) is Var:
             reads.append((ce.seed, ce.grad))
         for v, node in reads:
             last_use[v.id] = max(last_use.get(v.id, -1), position[id(node)])
+
+
+def _cross_entropy_reads(ce: CrossEntropy) -> tuple[Any, Any, Any, Any]:
+    """What the one call of ``ce`` reads: the logits before any bias, the bias (``None`` without), the target
+    before any range check taken in, the seed."""
+    target = ce.target if ce.check is None else ce.check.inputs[0]
+    return (ce.logits if ce.z is None else ce.z), ce.bias, target, ce.seed
 
 
 def _place_products(w: _Writer, found: PadSum) -> None:
@@ -750,7 +763,23 @@ def _emit_fused(w: _Writer, node: Node, fused: Fused) -> None:
 
 def _emit_cross_entropy(w: _Writer, node: Node, ce: CrossEntropy) -> None:
     """At a cross-entropy's loss: one call computing it (:func:`.runtime.cross_entropy`); at its gradient:
-    one call computing ``dx`` (:func:`.runtime.cross_entropy_grad`); nothing for the other nodes it covers."""
+    one call computing ``dx`` (:func:`.runtime.cross_entropy_grad`); nothing for the other nodes it covers.
+    In the one-call form, one call (:func:`.runtime.cross_entropy_step`) at the first of its results."""
+    if ce.one_call:
+        if any(n.outputs[0].id in w.names for n in ce.results()) or node not in ce.results():
+            return  # computed where the first of its results is
+        names = []
+        for n in (ce.loss, ce.grad, ce.bias_grad):
+            names.append("_" if n is None else f"v{len(w.names)}")
+            if n is not None:
+                w.names[n.outputs[0].id] = names[-1]
+        logits, bias, target, seed = _cross_entropy_reads(ce)
+        check = "None" if ce.check is None else w.render(
+            (ce.check.params["bound"], ce.check.params["what"], tuple(ce.check.params.get("allowed", ()))))
+        w.lines.append(f"{', '.join(names)} = _rt.cross_entropy_step({w.value(logits)}, "
+                       f"{'None' if bias is None else w.value(bias)}, {w.value(target)}, {ce.ignore_index}, "
+                       f"{w.value(seed)}, {check}, {ce.bias_grad is not None})")
+        return
     state = f"_ce{ce.loss.outputs[0].id}"
     if node is ce.loss:
         name = f"v{len(w.names)}"

@@ -4,7 +4,10 @@
   indices, mean over the rows whose target is not ``ignore_index``, no weight, no smoothing) is
   ``log_softmax``, the target check, the mask, a gather at ``arange(M) * C + t``, a masked sum and a count;
   a training step adds its reverse sweep (a scatter of ``-seed / count`` into zeros, then ``log_softmax``'s
-  backward). The loss is one row kernel, ``dx`` another (:func:`.runtime.cross_entropy`).
+  backward). The loss is one row kernel, ``dx`` another (:func:`.runtime.cross_entropy`). Where the seed is
+  there before the loss (a literal or a graph input: a training step's), one call computes both
+  (:func:`.runtime.cross_entropy_step`) and takes in the target's range check, the bias add that makes the
+  logits and the bias's gradient (``dx`` summed over the rows) when nothing else reads what they replace.
 * **GELU's backward** (:func:`find_gelu_backwards`): ``g * (Phi(x) + x phi(x))`` as the erf form's rule
   records it, by the eager backward's one-pass kernel (:func:`.runtime.gelu_backward`).
 * **Layer norm's backward** (:func:`find_layer_norm_backwards`): the rule's composite (statistics
@@ -54,6 +57,24 @@ class CrossEntropy:
     grad: Node | None = None
     seed: Any = None
     covered: set[int] = field(default_factory=set)
+    z: Var | None = None
+    """In the one-call form (:attr:`one_call`), with the bias add taken in: ``logits = z + bias``."""
+    bias: Var | None = None
+    check: Node | None = None
+    """In the one-call form, the target's recorded range check (``check_index``), taken in: its input is read."""
+    bias_grad: Node | None = None
+    """In the one-call form, ``dx``'s sum over the rows (the bias's gradient), taken in."""
+
+    @property
+    def one_call(self) -> bool:
+        """Whether the loss and ``dx`` are computed by one call where the first of them is: a training
+        graph whose seed is a literal or a graph input (there before the loss)."""
+        seed = self.seed
+        return self.grad is not None and (type(seed) is Literal or type(seed) is Var and seed.producer is None)
+
+    def results(self) -> list[Node]:
+        """The nodes whose values the kernel calls give (the others it covers are only intermediates)."""
+        return [n for n in (self.loss, self.grad, self.bias_grad) if n is not None]
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -267,7 +288,7 @@ def _backward(found: CrossEntropy, log_softmax: Node) -> bool:
 
 def _closed(found: CrossEntropy, graph_reads: set[int], nodes: dict[int, Node]) -> bool:
     """Whether nothing outside ``found`` reads a value computed inside it (but its results)."""
-    results = {found.loss.outputs[0].id} | ({found.grad.outputs[0].id} if found.grad is not None else set())
+    results = {n.outputs[0].id for n in found.results()}
     for key in found.covered:
         out = nodes[key].outputs[0]
         if out.id in results:
@@ -275,6 +296,48 @@ def _closed(found: CrossEntropy, graph_reads: set[int], nodes: dict[int, Node]) 
         if out.id in graph_reads or any(id(u) not in found.covered for u in out.users):
             return False
     return True
+
+
+def _covers(found: CrossEntropy, node: Node, graph_reads: set[int], nodes: dict[int, Node]) -> bool:
+    """Add ``node`` to what ``found`` covers when nothing outside then reads an intermediate; else change
+    nothing and return False."""
+    found.covered.add(id(node))
+    if _closed(found, graph_reads, nodes):
+        return True
+    found.covered.discard(id(node))
+    return False
+
+
+def _take_in_edges(found: CrossEntropy, graph_reads: set[int], nodes: dict[int, Node]) -> None:
+    """Extend a one-call cross-entropy by what its call can do on the way: the target's range check (the
+    call raises the same error), the bias add that makes the logits (``z[M, C] + bias[C]``) and the sum of
+    ``dx`` over the rows (the bias's gradient). Each is taken in only when nothing else reads what it
+    replaces."""
+    x = found.logits
+    m, c = x.shape
+    dtype = x.aval.dtype
+    check = found.target.producer
+    if check is not None and check.target == "check_index" and check.params.get("bound") == c \
+            and tuple(check.params.get("allowed", ())) == (found.ignore_index,) and type(check.inputs[0]) is Var \
+            and check.inputs[0].aval.dtype == "int64" and _same(tuple(check.inputs[0].shape), (m,)) \
+            and _covers(found, check, graph_reads, nodes):
+        found.check = check
+    add = x.producer
+    operands = [v for v in add.inputs if type(v) is Var] if add is not None and add.target == "add" else []
+    if add is not None and len(operands) == 2 == len(add.inputs):
+        for z, bias in (operands, operands[::-1]):
+            if _same(tuple(z.shape), (m, c)) and tuple(bias.shape) == (c,) and z.aval.dtype == dtype \
+                    and bias.aval.dtype == dtype:
+                if _covers(found, add, graph_reads, nodes):
+                    found.z, found.bias = z, bias
+                break
+    assert found.grad is not None
+    for user in _only_users(found.grad.outputs[0]):
+        if user.target == "reduce_sum" and tuple(user.params["axes"]) in ((0,), (-2,)) \
+                and not user.params["keepdims"] and user.outputs[0].aval.dtype == dtype:
+            found.bias_grad = user
+            found.covered.add(id(user))
+            break
 
 
 def find_cross_entropies(graph: Graph) -> list[CrossEntropy]:
@@ -296,6 +359,8 @@ def find_cross_entropies(graph: Graph) -> list[CrossEntropy]:
                                  covered=set(match.covered))
         if _backward(with_grad, node) and _closed(with_grad, graph_reads, nodes):
             match = with_grad
+            if match.one_call:
+                _take_in_edges(match, graph_reads, nodes)
         elif not _closed(match, graph_reads, nodes):
             continue
         if match.covered & taken:

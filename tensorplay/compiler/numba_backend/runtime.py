@@ -17,6 +17,7 @@ from tensorplay.interpreters.eager.kernels.sdpa import attention_and_probs
 from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay.interpreters.eager.kernels._blas import call_on_one_thread
 from tensorplay.interpreters.eager.kernels.threads import OPENBLAS_SERIAL_MAX_MACS as _SERIAL_MAX_MACS
+from tensorplay.spec.structure import index_range_error
 from tensorplay.tensor import Tensor
 
 Array = np.ndarray[Any, Any]
@@ -290,23 +291,68 @@ def cross_entropy(x: Array, target: Array, ignore_index: int) -> tuple[Array, tu
     x = contiguous(x)
     target = contiguous(target)
     lse = np.empty(x.shape[0], x.dtype)
-    total, count, bad = _loss_kernels().masked_cross_entropy_rows(x, target, ignore_index, lse)
+    counted = _loss_kernels().masked_cross_entropy_rows(x, target, ignore_index, lse)
+    return _mean_loss(x, target, counted, None), (x, target, ignore_index, lse, counted[1])
+
+
+def _mean_loss(x: Array, target: Array, counted: tuple[float, int, int], check: tuple[Any, ...] | None) -> Array:
+    """The loss (a 0-d array of ``x``'s dtype) from the row kernel's ``(total, count, bad)``; a bad row raises
+    the error of the target's range check ``check`` (``(bound, what, allowed)``, as ``check_index``)."""
+    total, count, bad = counted
+    if bad >= 0 and check is not None:
+        bound, what, allowed = check
+        raise index_range_error(what, [int(bad)], int(target[bad]), bound, tuple(allowed))
     if bad >= 0:  # pragma: no cover - the recorded check_index raised before
         raise IndexError(f"cross_entropy: target {int(target[bad])} at row {bad} is outside [0, {x.shape[1]})")
     dtype = x.dtype.type
     loss: Array = np.asarray(np.divide(dtype(total), dtype(count)), dtype=x.dtype)
-    return loss, (x, target, ignore_index, lse, count)
+    return loss
 
 
 def cross_entropy_grad(state: tuple[Any, ...], seed: Any) -> Array:
     """``dx`` of :func:`cross_entropy` for the loss's cotangent ``seed``: ``seed / count * (softmax(x[i]) -
     onehot(target[i]))`` on the rows counted, zeros on the others."""
     x, target, ignore_index, lse, count = state
-    dtype = x.dtype.type
-    step = np.divide(dtype(np.asarray(seed)), dtype(count))
     out: Array = np.empty(x.shape, x.dtype)
-    _loss_kernels().masked_cross_entropy_grad_rows(x, target, ignore_index, lse, step, out)
+    _loss_kernels().masked_cross_entropy_grad_rows(x, target, ignore_index, lse, _step(x, seed, count), out,
+                                                   _NO_SUMS[x.dtype.type], False)
     return out
+
+
+_NO_SUMS: dict[Any, Array] = {np.float32: np.empty(0, np.float32), np.float64: np.empty(0, np.float64)}
+"""The (unwritten) row sums of a gradient kernel asked for none."""
+
+
+def _step(x: Array, seed: Any, count: int) -> Any:
+    """``seed / count`` in ``x``'s dtype (each counted row's share of the loss's cotangent)."""
+    dtype = x.dtype.type
+    return np.divide(dtype(np.asarray(seed)), dtype(count))
+
+
+def cross_entropy_step(z: Array, bias: Array | None, target: Array, ignore_index: int, seed: Any,
+                       check: tuple[Any, ...] | None, sum_rows: bool) -> tuple[Array, Array, Array | None]:
+    """:func:`cross_entropy` of the logits ``z[N, C]`` (plus ``bias[C]`` when given) and
+    :func:`cross_entropy_grad` of it for the cotangent ``seed``, in one call: ``(loss, dx, dbias)``, where
+    ``dbias`` (with ``sum_rows``, else ``None``) is ``dx`` summed over the rows. ``check``
+    (``(bound, what, allowed)``): the target is range-checked here, raising what ``check_index`` raises;
+    ``None``: it was checked before."""
+    z = contiguous(z)
+    target = contiguous(target)
+    n, c = z.shape
+    kernels = _loss_kernels()
+    dx: Array = np.empty((n, c), z.dtype)
+    lse = np.empty(n, z.dtype)
+    if bias is None:
+        x = z
+        counted = kernels.masked_cross_entropy_rows(z, target, ignore_index, lse)
+    else:
+        x = dx  # the logits are written there, then overwritten by the gradient row by row
+        counted = kernels.biased_cross_entropy_rows(z, contiguous(bias), target, ignore_index, dx, lse)
+    loss = _mean_loss(z, target, counted, check)
+    sums: Array = np.empty(c, z.dtype) if sum_rows else _NO_SUMS[z.dtype.type]
+    kernels.masked_cross_entropy_grad_rows(x, target, ignore_index, lse, _step(z, seed, counted[1]), dx, sums,
+                                           sum_rows)
+    return loss, dx, (sums if sum_rows else None)
 
 
 def filled(buffer: Array, value: Any) -> Array:
