@@ -24,6 +24,7 @@ import numpy as np
 
 from tensorplay.compiler.capture import SizeGuard
 from tensorplay.compiler.sources import MISSING, ContainerSource, ObjectSource, TensorSource, ValueSource
+from tensorplay.compiler.state_check import StateCheck, state_check_function
 from tensorplay.compiler.state_reader import StateReader
 from tensorplay.compiler.values import describe_key, describe_static, static_key
 from tensorplay.interpreters.eager.interpreter import dtype_name
@@ -133,6 +134,7 @@ class Guards:
     containers: list[ContainerSource] = field(default_factory=list)
     keep_alive: list[Any] = field(default_factory=list)
     _reader: StateReader | None = field(default=None, init=False, repr=False, compare=False)
+    _check: StateCheck | None = field(default=None, init=False, repr=False, compare=False)
 
     def read_state(self) -> tuple[list[Any], list[Any], list[Any]]:
         """What the tensor, value and object sources read now (each source's ``read()``, in order), read
@@ -212,29 +214,17 @@ class Guards:
     def state_ok(self, reads: Sequence[Any], values: Sequence[Any] | None = None,
                  objects: Sequence[Any] | None = None) -> bool:
         """Fast check of :meth:`state_reasons` (no messages); ``values`` and ``objects`` are what the value and
-        object sources read now (:meth:`read_state`; read here when not given)."""
-        for meta, now in zip(self.tensor_metas, reads):
-            if not isinstance(now, Tensor):
-                return False
-            data = now._data
-            if (data.shape != meta.shape or dtype_name(data.dtype) != meta.dtype
-                    or now._requires_grad != meta.requires_grad
-                    or (meta.has_grad is not None and (now._grad is not None) != meta.has_grad)):
-                return False
+        object sources read now (:meth:`read_state`; read here when not given). The checks are one generated
+        function (:mod:`.state_check`)."""
+        check = self._check
+        if check is None:
+            check = self._check = state_check_function(self.tensor_metas, [v.value for v in self.values],
+                                                       [o.obj for o in self.objects], self.containers)
         if values is None:
             values = [value_source.read() for value_source in self.values]
-        for value_source, now in zip(self.values, values):
-            if now is not value_source.value and static_key(now) != static_key(value_source.value):
-                return False
         if objects is None:
             objects = [obj.read() for obj in self.objects]
-        for obj, now in zip(self.objects, objects):
-            if now is not obj.obj:
-                return False
-        for container in self.containers:
-            if not container.holds():
-                return False
-        return True
+        return check(reads, values, objects)
 
     def size_reasons(self, binding: dict[str, int]) -> list[Reason]:
         """Reasons why a decision taken on a symbolic size goes the other way with ``binding``."""
