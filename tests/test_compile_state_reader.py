@@ -92,7 +92,9 @@ def test_shared_steps_are_read_once() -> None:
     assert len(calls) == 1  # every path starts at the root: read once, not once per source
     # distinct steps: the root, cfg, flag, inner, scale, items, items[0], items[2], items[2]['k'], w, b, [1], list, list[5],
     # and the constant; the repeated 'flag' path and 'cfg' read again come from the steps already read
-    assert len(together.lines) == 15, together.source
+    assert together.n_steps == 15, together.source
+    read = [line.split(" = ", 1)[1] for line in together.lines]
+    assert len(read) == len(set(read)), together.source  # each object's __dict__ and each table read once too
 
 
 def test_a_cell_reader_and_unhashable_keys() -> None:
