@@ -221,6 +221,25 @@ def test_shape_errors_name_the_users_line() -> None:
     assert "while recording matmul" in str(info.value)
 
 
+def test_equal_code_from_two_files_is_told_apart() -> None:
+    """Code objects compare equal across files (their file name is not compared): the recorder's look-ups go
+    by identity, so the same function text compiled as tensorplay's and as the user's keeps each file's
+    verdict and each file's line in errors."""
+    from tensorplay.interpreters.graph.recorder import _is_internal
+
+    source = "def f(x, y):\n    return x @ y\n"
+    namespaces: dict[str, dict[str, Any]] = {}
+    for filename in ("<tensorplay-twin>", "user_twin.py"):
+        namespaces[filename] = {}
+        exec(compile(source, filename, "exec"), namespaces[filename])
+    internal, user = (namespaces[k]["f"] for k in ("<tensorplay-twin>", "user_twin.py"))
+    assert internal.__code__ == user.__code__ and internal.__code__ is not user.__code__
+    assert _is_internal(internal.__code__) and not _is_internal(user.__code__)
+    with pytest.raises(ShapeError) as info:
+        trace(user, tp.ones(2, 3), tp.ones(4, 5))
+    assert "user_twin.py:2" in str(info.value)
+
+
 def test_nodes_record_the_users_source_location() -> None:
     def f(x: Any) -> Any:
         y = x.relu()  # LOC-RELU
