@@ -284,3 +284,39 @@ def test_the_step_call_against_a_numpy_reference(dtype: str, n: int, c: int, wit
     np.testing.assert_allclose(db, want_dx.sum(axis=0), **tol)
     for before, after in zip(inputs, [z, t] + ([bias] if bias is not None else [])):
         np.testing.assert_array_equal(before, after)
+
+
+def test_compiled_transforms_of_a_linear_cross_entropy_match_eager() -> None:
+    """``tp.compile`` of ``grad_and_value`` (the one-call form), of ``grad`` and of ``vmap(grad(...))``
+    (per-sample gradients, every sample's own values) of a linear layer's cross-entropy, with ignored rows,
+    against the same transforms run eagerly."""
+    import tensorplay.func as T
+
+    x_np, w_np, b_np, t_np = _linear_case(12, 5, 4, "float64", "ignored", -100)
+    x, t = tp.tensor(x_np), tp.tensor(t_np)
+
+    def loss(w: Any, b: Any, xb: Any, tb: Any) -> Any:
+        return F.cross_entropy(F.linear(xb, w, b), tb)
+
+    with_value = T.grad_and_value(loss, argnums=(0, 1))
+    compiled = tp.compile(with_value)
+    (got_w, got_b), got_loss = compiled(tp.tensor(w_np), tp.tensor(b_np), x, t)
+    assert "_rt.cross_entropy_step(" in compiled_source(compiled)
+    (want_w, want_b), want_loss = with_value(tp.tensor(w_np), tp.tensor(b_np), x, t)
+    for g, e in ((got_w, want_w), (got_b, want_b), (got_loss, want_loss)):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-12, atol=1e-14)
+    grad = T.grad(loss, argnums=(0, 1))  # without the loss value: runs as recorded
+    for g, e in zip(tp.compile(grad)(tp.tensor(w_np), tp.tensor(b_np), x, t), (want_w, want_b)):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-12, atol=1e-14)
+
+    def one(w: Any, b: Any, xs: Any, ts: Any) -> Any:
+        return loss(w, b, xs[None], ts[None])
+
+    per_sample = T.vmap(T.grad(one, argnums=(0, 1)), in_dims=(None, None, 0, 0))
+    got_ps = tp.compile(per_sample)(tp.tensor(w_np), tp.tensor(b_np), x, t)
+    want_ps = per_sample(tp.tensor(w_np), tp.tensor(b_np), x, t)
+    for g, e in zip(got_ps, want_ps):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-12, atol=1e-14)
+    rows = got_ps[1].numpy()
+    assert not np.allclose(rows[1], rows[2])  # samples differ
+    np.testing.assert_array_equal(rows[t_np == -100], 0.0)  # an ignored sample has no gradient

@@ -105,8 +105,8 @@ def test_a_dtype_numpy_does_not_know_is_compared_by_name() -> None:
 
 
 def test_compiled_calls_see_each_kind_of_guarded_change() -> None:
-    """Through the generated check: a parameter's shape, its dtype, ``requires_grad``, a Python value and an
-    object read by the function each recompile (the reason names it), and the results match eager."""
+    """Through the generated check: a tensor's shape, its dtype, its ``requires_grad`` and a Python value read
+    by the function each recompile, and the results match eager."""
     state: dict[str, Any] = {"w": tp.tensor(np.ones((2, 3), np.float32)), "scale": 2.0}
 
     def f(x: Any) -> Any:
@@ -116,12 +116,15 @@ def test_compiled_calls_see_each_kind_of_guarded_change() -> None:
     x = tp.tensor(np.arange(4.0, dtype=np.float32).reshape(2, 2))
     changes = [("shape", lambda: state.update(w=tp.tensor(np.ones((2, 4), np.float32)))),
                ("dtype", lambda: state.update(w=tp.tensor(np.ones((2, 4), np.float64)))),
+               ("requires_grad", lambda: state.update(w=tp.tensor(np.ones((2, 4)), requires_grad=True))),
                ("scale", lambda: state.update(scale=3.0))]
     np.testing.assert_allclose(compiled(x).numpy(), f(x).numpy())
     for label, change in changes:
         change()
         count = compiled.compile_count
-        np.testing.assert_allclose(compiled(x).numpy(), f(x).numpy(), err_msg=label)
+        got = compiled(x)
+        np.testing.assert_allclose(got.detach().numpy(), f(x).detach().numpy(), err_msg=label)
+        assert got.requires_grad == (label in ("requires_grad", "scale")), label
         assert compiled.compile_count == count + 1, label
-    np.testing.assert_allclose(compiled(x).numpy(), f(x).numpy())
-    assert compiled.compile_count == 4  # no change: the last specialization runs
+    np.testing.assert_allclose(compiled(x).detach().numpy(), f(x).detach().numpy())
+    assert compiled.compile_count == 5  # no change: the last specialization runs
