@@ -199,7 +199,11 @@ def _trace(fn: Callable[..., Any], leaves: Sequence[Any], spec: TreeSpec, wrt: S
            kwargs: dict[str, Any] | None, avals: Sequence[Aval] | None, has_aux: bool,
            values: list[Any] | None) -> Traced:
     # a trace made while a capture runs becomes a cached graph: merging what the sweeps emit pays at every call
-    recorder = Recorder(execute=values is not None, merge=_MERGE[0], merge_emitted=compile_hooks.handler() is not None)
+    # executing, it computes with the sizes the enclosing recording bound to its symbolic dims (``tp.compile``
+    # with ``dynamic=True``: the traced values' shapes, and sizes read from them, are symbolic)
+    binding = getattr(creating_interpreter(None), "binding", None) if values is not None else None
+    recorder = Recorder(execute=values is not None, binding=binding, merge=_MERGE[0],
+                        merge_emitted=compile_hooks.handler() is not None)
     new_leaves = list(leaves)
     in_vars: list[Var] = []
     for k, i in enumerate(wrt):
