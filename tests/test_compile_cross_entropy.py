@@ -305,9 +305,10 @@ def test_compiled_transforms_of_a_linear_cross_entropy_match_eager() -> None:
     (want_w, want_b), want_loss = with_value(tp.tensor(w_np), tp.tensor(b_np), x, t)
     for g, e in ((got_w, want_w), (got_b, want_b), (got_loss, want_loss)):
         np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-12, atol=1e-14)
-    grad = T.grad(loss, argnums=(0, 1))  # without the loss value: runs as recorded
-    for g, e in zip(tp.compile(grad)(tp.tensor(w_np), tp.tensor(b_np), x, t), (want_w, want_b)):
+    grad = tp.compile(T.grad(loss, argnums=(0, 1)))  # without the loss value: still the one call
+    for g, e in zip(grad(tp.tensor(w_np), tp.tensor(b_np), x, t), (want_w, want_b)):
         np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-12, atol=1e-14)
+    assert "_rt.cross_entropy_step(" in compiled_source(grad)
 
     def one(w: Any, b: Any, xs: Any, ts: Any) -> Any:
         return loss(w, b, xs[None], ts[None])
@@ -320,3 +321,88 @@ def test_compiled_transforms_of_a_linear_cross_entropy_match_eager() -> None:
     rows = got_ps[1].numpy()
     assert not np.allclose(rows[1], rows[2])  # samples differ
     np.testing.assert_array_equal(rows[t_np == -100], 0.0)  # an ignored sample has no gradient
+
+
+# ---- a reverse sweep whose loss nothing reads: ``tp.compile(grad(f))`` ------------------------------------
+
+def _grad_source_and_values(loss: Any, *args: Any, dynamic: bool = False) -> tuple[str, list[Any], list[Any]]:
+    """``tp.compile(grad(loss))`` and eager ``grad(loss)`` of ``args`` (the gradients of every argument but
+    the last two, the data): the generated source and both results as numpy arrays."""
+    import tensorplay.func as T
+
+    argnums = tuple(range(len(args) - 2))
+    compiled = tp.compile(T.grad(loss, argnums=argnums), dynamic=dynamic)
+    got = [g.numpy() for g in compiled(*args)]
+    want = [g.numpy() for g in T.grad(loss, argnums=argnums)(*args)]
+    return compiled_source(compiled), got, want
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("m,c,k", [(7, 13, 5), (1, 1, 3), (33, 5, 17)])
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_compiled_gradient_without_the_loss_is_one_call(dtype: str, m: int, c: int, k: int, kind: str) -> None:
+    """``tp.compile(grad(f))`` of a linear layer's cross-entropy: the loss itself is dead code, and the reverse
+    sweep left is the one call (with the bias add, the range check and the bias's gradient); the gradients
+    agree with eager ``grad`` and with PyTorch."""
+    x_np, w_np, b_np, t_np = _linear_case(m, c, k, dtype, kind, -100)
+
+    def loss(w: Any, b: Any, x: Any, t: Any) -> Any:
+        return F.cross_entropy(F.linear(x, w, b), t)
+
+    source, got, want = _grad_source_and_values(loss, *(tp.tensor(a) for a in (w_np, b_np, x_np, t_np)))
+    call = next(line for line in source.splitlines() if "_rt.cross_entropy_step(" in line)
+    assert call.lstrip().startswith("_, ") and call.rstrip().endswith("True)"), call  # no loss; dbias given
+    assert "what=" not in source and "sum_leading" not in source and "np.where" not in source
+    tw, tb = torch.tensor(w_np, requires_grad=True), torch.tensor(b_np, requires_grad=True)
+    torch.nn.functional.cross_entropy(torch.nn.functional.linear(torch.tensor(x_np), tw, tb),
+                                      torch.tensor(t_np)).backward()
+    assert tw.grad is not None and tb.grad is not None
+    for g, e, t in zip(got, want, (tw.grad.numpy(), tb.grad.numpy())):
+        assert g.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(g, e, **_tol(dtype))
+        if kind != "special":  # PyTorch's ignored rows get exact zeros even where the recorded form has NaN
+            np.testing.assert_allclose(g, t, **_tol(dtype))
+
+
+def test_a_computed_seed_without_the_loss_is_one_call() -> None:
+    """``grad`` of ``scale * cross_entropy(...) + (w * w).sum()`` (``scale`` an argument): the loss's cotangent
+    is computed in the graph, and without the loss the call still goes where ``dx`` is; every gradient agrees
+    with eager's, the scale's included (it reads the loss, which then stays two calls)."""
+    x_np, w_np, b_np, t_np = _linear_case(10, 4, 6, "float64", "ignored", -100)
+
+    def loss(w: Any, b: Any, scale: Any, x: Any, t: Any) -> Any:
+        return scale * F.cross_entropy(F.linear(x, w, b), t) + (w * w).sum()
+
+    args = [tp.tensor(a) for a in (w_np, b_np, np.array(2.5), x_np, t_np)]
+    import tensorplay.func as T
+
+    compiled = tp.compile(T.grad(loss, argnums=(0, 1)))
+    got = compiled(*args)
+    assert "_rt.cross_entropy_step(" in compiled_source(compiled)
+    for g, e in zip(got, T.grad(loss, argnums=(0, 1))(*args)):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-12, atol=1e-14)
+    source, every, want = _grad_source_and_values(loss, *args)  # the scale's gradient is the loss itself
+    assert "_rt.cross_entropy(" in source and "_rt.cross_entropy_step(" not in source
+    for g, e in zip(every, want):
+        np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)
+
+
+def test_a_dynamic_batch_gradient_without_the_loss_is_one_call() -> None:
+    """``tp.compile(grad(f))`` called at a second batch size compiles once more with the batch symbolic: the
+    row offsets and the zeros are then computed from the bound size and still match; three batch sizes (one
+    with every row ignored) agree with eager."""
+    import tensorplay.func as T
+
+    def loss(w: Any, b: Any, x: Any, t: Any) -> Any:
+        return F.cross_entropy(F.linear(x, w, b), t)
+
+    grad = T.grad(loss, argnums=(0, 1))
+    compiled = tp.compile(grad)
+    for m, kind in ((9, "ignored"), (4, "all-ignored"), (17, "plain")):
+        x_np, w_np, b_np, t_np = _linear_case(m, 3, 5, "float32", kind, -100)
+        args = [tp.tensor(a) for a in (w_np, b_np, x_np, t_np)]
+        for g, e in zip(compiled(*args), grad(*args)):
+            np.testing.assert_allclose(g.numpy(), e.numpy(), **_tol("float32"))
+    assert compiled.compile_count == 2, compiled.recompile_reasons  # static, then with the batch symbolic
+    source = compiled_source(compiled)
+    assert "_rt.cross_entropy_step(" in source and "_s_x_0" in source, source

@@ -667,6 +667,7 @@ def _extend_fused_uses(last_use: dict[int, int], order: list[list[Node]], losses
                 if type(v) is Var:
                     last_use[v.id] = max(last_use.get(v.id, -1), at)
             continue
+        assert ce.loss is not None  # a cross-entropy without its loss is one call
         reads = [(ce.logits, ce.loss), (ce.target, ce.loss)]
         if ce.grad is not None and type(ce.seed) is Var:
             reads.append((ce.seed, ce.grad))
@@ -780,6 +781,7 @@ def _emit_cross_entropy(w: _Writer, node: Node, ce: CrossEntropy) -> None:
                        f"{'None' if bias is None else w.value(bias)}, {w.value(target)}, {ce.ignore_index}, "
                        f"{w.value(seed)}, {check}, {ce.bias_grad is not None})")
         return
+    assert ce.loss is not None  # a cross-entropy without its loss is one call
     state = f"_ce{ce.loss.outputs[0].id}"
     if node is ce.loss:
         name = f"v{len(w.names)}"

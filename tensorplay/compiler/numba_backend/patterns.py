@@ -8,6 +8,8 @@
   there before the loss (a literal or a graph input: a training step's), one call computes both
   (:func:`.runtime.cross_entropy_step`) and takes in the target's range check, the bias add that makes the
   logits and the bias's gradient (``dx`` summed over the rows) when nothing else reads what they replace.
+  A reverse sweep whose loss nothing reads (``tp.compile(grad(f))``: the loss's own nodes are dead code and
+  gone) is the same call where ``dx`` is, whatever computed the seed.
 * **GELU's backward** (:func:`find_gelu_backwards`): ``g * (Phi(x) + x phi(x))`` as the erf form's rule
   records it, by the eager backward's one-pass kernel (:func:`.runtime.gelu_backward`).
 * **Layer norm's backward** (:func:`find_layer_norm_backwards`): the rule's composite (statistics
@@ -53,7 +55,8 @@ class CrossEntropy:
     logits: Var
     target: Var
     ignore_index: int
-    loss: Node
+    loss: Node | None
+    """``None`` for a reverse sweep whose loss nothing reads (only ``dx`` is computed)."""
     grad: Node | None = None
     seed: Any = None
     covered: set[int] = field(default_factory=set)
@@ -68,9 +71,10 @@ class CrossEntropy:
     @property
     def one_call(self) -> bool:
         """Whether the loss and ``dx`` are computed by one call where the first of them is: a training
-        graph whose seed is a literal or a graph input (there before the loss)."""
+        graph whose seed is a literal or a graph input (there before the loss), or one without the loss."""
         seed = self.seed
-        return self.grad is not None and (type(seed) is Literal or type(seed) is Var and seed.producer is None)
+        return self.grad is not None and (self.loss is None or type(seed) is Literal
+                                          or type(seed) is Var and seed.producer is None)
 
     def results(self) -> list[Node]:
         """The nodes whose values the kernel calls give (the others it covers are only intermediates)."""
@@ -121,8 +125,9 @@ def _other(node: Node, known: Any) -> Any:
     return None
 
 
-def _forward(log_softmax: Node) -> CrossEntropy | None:
-    """The loss part, from ``log_softmax`` to the mean's ``div``."""
+def _logits(log_softmax: Node) -> Var | None:
+    """``log_softmax``'s input when it is float logits ``x[M, C]`` (``M`` nonzero or symbolic, ``C`` a nonzero
+    int) normalised over the classes."""
     x = log_softmax.inputs[0]
     if type(x) is not Var or len(x.shape) != 2 or x.aval.dtype not in ("float32", "float64"):
         return None
@@ -130,15 +135,21 @@ def _forward(log_softmax: Node) -> CrossEntropy | None:
     if not (type(m) is int and m or isinstance(m, SymDim)) or type(c) is not int or not c \
             or log_softmax.params.get("axis") not in (1, -1):
         return None
-    dtype = x.aval.dtype
-    logp = log_softmax.outputs[0]
-    flat = next((u for u in _only_users(logp) if u.target == "reshape"), None)
-    if flat is None or not _same(tuple(flat.params["shape"]), (m * c,)):
-        return None
-    pick = _sole_user(flat.outputs[0], "gather")
-    if pick is None or pick.params.get("axis") != 0 or pick.inputs[0] is not flat.outputs[0]:
-        return None
-    index = pick.inputs[1]
+    return x
+
+
+@dataclass
+class _PickedIndex:
+    """The flat index ``arange(M) * C + where(mask, target, 0)`` with ``mask = target != ignore_index``."""
+
+    mask: Var
+    target: Var
+    ignore_index: int
+    nodes: list[Node]
+
+
+def _picked_index(index: Any, m: Any, c: int) -> _PickedIndex | None:
+    """``index`` as the flat positions of the targets (see :class:`_PickedIndex`), else ``None``."""
     if type(index) is not Var or index.producer is None or index.producer.target != "add":
         return None
     add = index.producer
@@ -155,6 +166,41 @@ def _forward(log_softmax: Node) -> CrossEntropy | None:
         return None
     if type(target) is not Var or target.aval.dtype != "int64" or not _same(tuple(target.shape), (m,)):
         return None
+    return _PickedIndex(mask, target, int(ne.inputs[1].value), [add, safe.producer, ne, *offsets])  # type: ignore[list-item]
+
+
+def _counted(count: Any, mask: Var, dtype: str) -> Node | None:
+    """The ``cast`` node when ``count`` is ``reduce_sum(cast(mask, dtype))`` over the rows, else ``None``."""
+    if type(count) is not Var or count.producer is None or count.producer.target != "reduce_sum":
+        return None
+    total = count.producer
+    if tuple(total.params["axes"]) not in ((0,), (-1,)) or total.params["keepdims"]:
+        return None
+    cast = total.inputs[0]
+    if type(cast) is not Var or cast.producer is None or cast.producer.target != "cast" \
+            or cast.producer.inputs[0] is not mask or cast.aval.dtype != dtype:
+        return None
+    return cast.producer
+
+
+def _forward(log_softmax: Node) -> CrossEntropy | None:
+    """The loss part, from ``log_softmax`` to the mean's ``div``."""
+    x = _logits(log_softmax)
+    if x is None:
+        return None
+    m, c = x.shape
+    dtype = x.aval.dtype
+    logp = log_softmax.outputs[0]
+    flat = next((u for u in _only_users(logp) if u.target == "reshape"), None)
+    if flat is None or not _same(tuple(flat.params["shape"]), (m * c,)):
+        return None
+    pick = _sole_user(flat.outputs[0], "gather")
+    if pick is None or pick.params.get("axis") != 0 or pick.inputs[0] is not flat.outputs[0]:
+        return None
+    picked = _picked_index(pick.inputs[1], m, c)
+    if picked is None:
+        return None
+    mask = picked.mask
     neg = _sole_user(pick.outputs[0], "neg")
     masked = None if neg is None else _sole_user(neg.outputs[0], "where")
     if neg is None or masked is None or masked.inputs[0] is not mask or masked.inputs[1] is not neg.outputs[0] \
@@ -164,23 +210,54 @@ def _forward(log_softmax: Node) -> CrossEntropy | None:
     loss = None if total is None else _sole_user(total.outputs[0], "div")
     if loss is None or loss.inputs[0] is not total.outputs[0]:  # type: ignore[union-attr]
         return None
+    assert total is not None
+    if tuple(total.params["axes"]) not in ((0,), (-1,)) or total.params["keepdims"]:
+        return None
     count = loss.inputs[1]
-    if type(count) is not Var or count.producer is None or count.producer.target != "reduce_sum":
+    cast = _counted(count, mask, dtype)
+    if cast is None or loss.outputs[0].aval.dtype != dtype:
         return None
-    cast = count.producer.inputs[0]
-    if type(cast) is not Var or cast.producer is None or cast.producer.target != "cast" \
-            or cast.producer.inputs[0] is not mask or cast.aval.dtype != dtype:
-        return None
-    for node in (total, count.producer):
-        assert node is not None
-        if tuple(node.params["axes"]) not in ((0,), (-1,)) or node.params["keepdims"]:
-            return None
-    if loss.outputs[0].aval.dtype != dtype:
-        return None
-    found = CrossEntropy(x, target, int(ne.inputs[1].value), loss)
-    found.covered = {id(n) for n in (log_softmax, flat, pick, add, safe.producer, ne, neg, masked, total, loss,
-                                     count.producer, cast.producer, *offsets)}
+    found = CrossEntropy(x, picked.target, picked.ignore_index, loss)
+    found.covered = {id(n) for n in (log_softmax, flat, pick, neg, masked, total, loss, count.producer, cast,  # type: ignore[union-attr]
+                                     *picked.nodes)}
     return found
+
+
+def _backward_alone(log_softmax: Node) -> CrossEntropy | None:
+    """A reverse sweep whose loss nothing reads (its forward nodes dead and gone: ``log_softmax`` is read
+    only by its backward's ``exp``), found from the scatter back to the count; its seed may be computed."""
+    x = _logits(log_softmax)
+    users = _only_users(log_softmax.outputs[0])
+    if x is None or len(users) != 1 or users[0].target != "exp":
+        return None
+    m, c = x.shape
+    mul = _sole_user(users[0].outputs[0], "mul")
+    sub = None if mul is None else _sole_user(mul.outputs[0], "sub")
+    grid = None if sub is None or type(sub.inputs[0]) is not Var else sub.inputs[0].producer
+    scatter = None if grid is None or grid.target != "reshape" or type(grid.inputs[0]) is not Var \
+        else grid.inputs[0].producer
+    if scatter is None or scatter.target != "scatter_add" or type(scatter.inputs[2]) is not Var:
+        return None
+    picked = _picked_index(scatter.inputs[1], m, c)
+    neg = scatter.inputs[2].producer
+    masked = None if neg is None or neg.target != "neg" or type(neg.inputs[0]) is not Var else neg.inputs[0].producer
+    if picked is None or masked is None or masked.target != "where":
+        return None
+    spread = masked.inputs[1]
+    row = spread.producer if type(spread) is Var and spread.producer is not None \
+        and spread.producer.target == "broadcast_to" else None
+    row_value = spread if row is None else row.inputs[0]
+    scale = None if type(row_value) is not Var or row_value.producer is None \
+        or row_value.producer.target != "reshape" or type(row_value.producer.inputs[0]) is not Var \
+        else row_value.producer.inputs[0].producer
+    if scale is None or scale.target != "div":
+        return None
+    cast = _counted(scale.inputs[1], picked.mask, x.aval.dtype)
+    if cast is None:
+        return None
+    found = CrossEntropy(x, picked.target, picked.ignore_index, None)
+    found.covered = {id(n) for n in (log_softmax, cast, scale.inputs[1].producer, *picked.nodes)}  # type: ignore[union-attr]
+    return found if _backward(found, log_softmax, scale.inputs[1], picked.mask) else None
 
 
 def _row_offsets(v: Any, m: Any, c: int, user: Node) -> list[Node] | None:
@@ -218,14 +295,12 @@ def _zeros(v: Any, size: Any, dtype: str, user: Node) -> list[Node] | None:
     return [full]
 
 
-def _backward(found: CrossEntropy, log_softmax: Node) -> bool:
+def _backward(found: CrossEntropy, log_softmax: Node, count: Any, mask: Any) -> bool:
     """Extend ``found`` by the reverse sweep (``-seed / count`` scattered at the picked positions, then
-    ``log_softmax``'s backward); False when the graph's nodes are not exactly that."""
+    ``log_softmax``'s backward; ``count`` the number of rows counted, ``mask`` which); False when the
+    graph's nodes are not exactly that."""
     x = found.logits
     m, c = x.shape
-    count = found.loss.inputs[1]
-    assert type(count) is Var and count.producer is not None
-    mask = count.producer.inputs[0].producer.inputs[0]  # type: ignore[union-attr]
     scale = next((u for u in _only_users(count) if u is not found.loss), None)
     if scale is None or scale.target != "div" or scale.inputs[1] is not count:
         return False
@@ -354,15 +429,22 @@ def find_cross_entropies(graph: Graph) -> list[CrossEntropy]:
             continue
         match = _forward(node)
         if match is None:
-            continue
-        with_grad = CrossEntropy(match.logits, match.target, match.ignore_index, match.loss,
-                                 covered=set(match.covered))
-        if _backward(with_grad, node) and _closed(with_grad, graph_reads, nodes):
-            match = with_grad
-            if match.one_call:
-                _take_in_edges(match, graph_reads, nodes)
-        elif not _closed(match, graph_reads, nodes):
-            continue
+            match = _backward_alone(node)
+            if match is None or not _closed(match, graph_reads, nodes):
+                continue
+            _take_in_edges(match, graph_reads, nodes)
+        else:
+            with_grad = CrossEntropy(match.logits, match.target, match.ignore_index, match.loss,
+                                     covered=set(match.covered))
+            assert match.loss is not None
+            count = match.loss.inputs[1]  # reduce_sum(cast(mask)), as _forward checked
+            mask = count.producer.inputs[0].producer.inputs[0]  # type: ignore[union-attr]
+            if _backward(with_grad, node, count, mask) and _closed(with_grad, graph_reads, nodes):
+                match = with_grad
+                if match.one_call:
+                    _take_in_edges(match, graph_reads, nodes)
+            elif not _closed(match, graph_reads, nodes):
+                continue
         if match.covered & taken:
             continue
         taken |= match.covered
