@@ -168,23 +168,26 @@ def _argnums(argnums: ArgNums, n_args: int, where: str) -> tuple[int, ...]:
 
 
 def diff_args(args: tuple[Any, ...], argnums: ArgNums, where: str) -> tuple[list[Any], TreeSpec, list[int]]:
-    """Flatten ``args`` and pick the leaves of the arguments in ``argnums``: ``(leaves, spec, positions)``.
-    Those leaves must be float tensors."""
+    """Flatten ``args`` and pick the leaves of the arguments in ``argnums``: ``(leaves, spec, positions)``,
+    the positions in the order ``argnums`` names the arguments (``argnums=(1, 0)``: the leaves of argument 1
+    first, as :func:`grad_results` packs them). Those leaves must be float tensors."""
     positions = _argnums(argnums, len(args), where)
     leaves: list[Any] = []
+    first: list[int] = []
+    for arg in args:
+        first.append(len(leaves))
+        leaves.extend(tree_flatten(arg)[0])
+    first.append(len(leaves))
     wrt: list[int] = []
-    for i, arg in enumerate(args):
-        sub, _ = tree_flatten(arg)
-        if i in positions:
-            for j, leaf in enumerate(sub):
-                if not isinstance(leaf, Tensor):
-                    raise TypeError(f"{where}: argument {i} (in argnums) must be a tensor or a pytree of tensors; "
-                                    f"leaf {j} is a {type(leaf).__name__}")
-                if not _is_float(leaf):
-                    raise TypeError(f"{where}: can only differentiate with respect to float tensors; argument "
-                                    f"{i}, leaf {j} has dtype {leaf.dtype.name}")
-                wrt.append(len(leaves) + j)
-        leaves.extend(sub)
+    for i in positions:
+        for j, leaf in enumerate(leaves[first[i]:first[i + 1]]):
+            if not isinstance(leaf, Tensor):
+                raise TypeError(f"{where}: argument {i} (in argnums) must be a tensor or a pytree of tensors; "
+                                f"leaf {j} is a {type(leaf).__name__}")
+            if not _is_float(leaf):
+                raise TypeError(f"{where}: can only differentiate with respect to float tensors; argument "
+                                f"{i}, leaf {j} has dtype {leaf.dtype.name}")
+            wrt.append(first[i] + j)
     _, spec = tree_flatten(args)
     return leaves, spec, wrt
 
