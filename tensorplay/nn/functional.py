@@ -561,6 +561,8 @@ def _nll(ops: Any, logp: AnyTensor, target: AnyTensor, weight: AnyTensor | None,
         if valid is not None:
             wt = ops.where(valid, wt, 0.0)
         loss = ops.mul(picked, ops.neg(wt))
+        if valid is not None:  # an ignored row adds nothing, even where its logits are not finite (0 * inf),
+            loss = ops.where(valid, loss, 0.0)  # and passes no gradient, even when every row is (inf * 0)
         denominator = ops.reduce_sum(wt, axes=(0,), keepdims=False)
     else:
         loss = ops.neg(picked)
