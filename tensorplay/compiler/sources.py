@@ -19,7 +19,11 @@ bound method's ``self``, and recursively the helper functions and modules among 
   ``s.append(...)`` or a key added recompiles; their other entries are walked in turn;
 * **numpy arrays**: by value (a copy) up to 4 KiB, by identity above;
 * **objects** the function may drive, such as optimizers, compared by identity (and a container or
-  object reached again at a second path: that path must still lead to it).
+  object reached again at a second path: that path must still lead to it);
+* **callables**: every function, bound method, module (a submodule at its ``_modules`` path) and other
+  callable reached, compared by identity at its path (the compiled code ran its code as captured), the
+  methods of the user's classes walked like functions, and each function's ``__defaults__`` and
+  ``__kwdefaults__`` read through the function (``f.__defaults__ = (...)`` is seen).
 
 The user's own classes named by the function, and the classes of the user's objects, have their class
 attributes guarded the same way (``global Config.lr``, ``type(cfg).scale``). Instances of the user's
@@ -167,6 +171,11 @@ def _const_reader(value: Any) -> Reader:
     return lambda: value
 
 
+def _attribute_reader(obj: Any, key: str) -> Reader:
+    """A reader of ``getattr(obj, key)`` (a function's ``__defaults__``: not in its ``__dict__``)."""
+    return lambda: getattr(obj, key, MISSING)
+
+
 def item_of(container: Any, key: Any) -> Any:
     """``container[key]``, or :data:`MISSING` when it has no such entry."""
     try:
@@ -257,6 +266,7 @@ class _Walker:
                 self.found.values.append(ValueSource(name, read, value))
             return
         if _is_module(value):
+            self.identity(name, read, value)  # a module swapped for another (``model[1] = nn.ReLU()``)
             self.module(name, read, value, depth)
             return
         if _is_optimizer(value):
@@ -269,12 +279,14 @@ class _Walker:
             self.value(name, _const_reader(inner), inner, depth)
             return
         if isinstance(value, types.MethodType):
+            self.identity(name, read, value)
             func: Any = value.__func__
             if isinstance(func, types.FunctionType):
                 self.function(func, depth + 1)
             self.value(f"{name}.__self__", _const_reader(value.__self__), value.__self__, depth + 1)
             return
         if isinstance(value, types.FunctionType):
+            self.identity(name, read, value)  # a helper rebound (``helper = other``, ``cfg['act'] = f``)
             self.function(value, depth + 1)
             return
         if isinstance(value, (tuple, list, dict, set, frozenset)):
@@ -285,6 +297,16 @@ class _Walker:
             return
         if _is_plain_object(value):
             self.plain_object(name, read, value, depth)
+        elif callable(value):  # a builtin or a callable object of a library (``act = np.tanh``)
+            self.identity(name, read, value)
+
+    def identity(self, name: str, read: Reader, obj: Any) -> None:
+        """Guard that ``name`` still leads to ``obj`` (compared by identity at every call): the compiled code
+        ran what ``obj`` does when captured (a function's code, a module's ``forward``)."""
+        key = f"identity {name}"
+        if key not in self.seen_values:
+            self.seen_values.add(key)
+            self.found.objects.append(ObjectSource(name, read, obj))
 
     def _again(self, name: str, read: Reader, obj: Any) -> bool:
         """Whether ``obj`` (a container or an object) was walked already; if so, guard that ``name``
@@ -352,8 +374,8 @@ class _Walker:
 
     def user_class(self, name: str, read: Reader, cls: type, depth: int) -> None:
         """A class of the user's own code: its class attributes (``Config.lr``, or ``cfg.lr`` read through an
-        instance) are guarded like an object's, and its containers and objects walked; its methods are not
-        walked (the function's own code is)."""
+        instance) are guarded like an object's, and its containers and objects walked; its methods are guarded
+        by identity (swapped on the class) and walked like functions (the globals they read)."""
         if id(cls) in self.seen_classes or depth > _MAX_DEPTH:
             return
         self.seen_classes.add(id(cls))
@@ -362,6 +384,13 @@ class _Walker:
         label = _label(name)
         for key in sorted(attributes):
             item = attributes[key]
+            if isinstance(item, (staticmethod, classmethod)):
+                item = item.__func__
+            if isinstance(item, types.FunctionType) and not key.startswith("__"):
+                # a method: swapped on the class (``K.act = other``) or reading state of its own (a global)
+                self.value(f"{label}.{key}", _step(read, "__dict__", key), attributes[key], depth + 1)
+                self.function(item, depth + 1)
+                continue
             if key.startswith("__") or is_static_value(item) or not self._walkable(item):
                 continue
             self.value(f"{label}.{key}", _step(read, "__dict__", key), item, depth + 1)
@@ -409,7 +438,9 @@ class _Walker:
             self.function(forward, depth + 1)
         for key, child in attributes.get("_modules", {}).items():
             if child is not None:
-                self.module(f"{dot}{key}", _step(read, "_modules", key), child, depth + 1)
+                child_read = _step(read, "_modules", key)
+                self.identity(f"{dot}{key}", child_read, child)
+                self.module(f"{dot}{key}", child_read, child, depth + 1)
 
     def user_module(self, name: str, read: Reader, module: types.ModuleType, fn: types.FunctionType,
                     depth: int) -> None:
@@ -458,12 +489,12 @@ class _Walker:
                     continue
                 self.value(f"closure {key}" if not (_is_module(item) or isinstance(item, Tensor)) else key,
                            _cell_reader(cell), item, depth)
-        for i, default in enumerate(fn.__defaults__ or ()):
-            if not is_static_value(default):  # bound once; a tensor, module or container may change inside
-                self.value(f"default {i}", _const_reader(default), default, depth)
-        for key, default in sorted((fn.__kwdefaults__ or {}).items()):
-            if not is_static_value(default):
-                self.value(f"default {key}", _const_reader(default), default, depth)
+        # read through the function: ``f.__defaults__ = (...)`` rebinds them (a static one is guarded by value)
+        label = getattr(fn, "__qualname__", "f")
+        if fn.__defaults__ is not None:
+            self.value(f"{label}.__defaults__", _attribute_reader(fn, "__defaults__"), fn.__defaults__, depth)
+        if fn.__kwdefaults__ is not None:
+            self.value(f"{label}.__kwdefaults__", _attribute_reader(fn, "__kwdefaults__"), fn.__kwdefaults__, depth)
 
 
 def _owner(walker: _Walker, owner: Any) -> None:
