@@ -156,6 +156,30 @@ def _module_attribute() -> Scenario:
     return f, change
 
 
+def _module_helper_method() -> Scenario:
+    tp.manual_seed(3)
+
+    class Scaled(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+
+        def scale(self, a: Any) -> Any:  # a method besides forward, reading a global
+            return a * SCALE
+
+        def forward(self, a: Any) -> Any:
+            return self.scale(self.lin(a)).tanh()
+
+    model = Scaled()
+
+    def f(a: Any) -> Any:
+        return model(a)
+
+    def change() -> None:
+        globals()["SCALE"] = 10.0
+    return f, change
+
+
 def _model_rebound() -> Scenario:
     tp.manual_seed(2)
     models = {"now": nn.Sequential(nn.Linear(3, 3), nn.Tanh())}
@@ -190,7 +214,7 @@ def _keyword_defaults() -> Scenario:
 
 SCENARIOS = {f.__name__.strip("_"): f for f in (
     _global_helper, _closure_cell, _object_attribute, _dict_entry, _class_method, _method_global, _library_function,
-    _submodule, _module_attribute, _model_rebound, _defaults, _keyword_defaults)}
+    _submodule, _module_attribute, _module_helper_method, _model_rebound, _defaults, _keyword_defaults)}
 
 
 def _ways(f: Callable[[Any], Any]) -> dict[str, tuple[Callable[..., Any], Callable[..., Any]]]:

@@ -171,6 +171,12 @@ def _const_reader(value: Any) -> Reader:
     return lambda: value
 
 
+def _class_reader(read: Reader, cls: type) -> Reader:
+    """A reader of ``cls`` as the class (or a base class) of what ``read`` reads: the class itself while
+    that object is still an instance of it (its identity is guarded on its own), else :data:`MISSING`."""
+    return lambda: cls if isinstance(read(), cls) else MISSING
+
+
 def _attribute_reader(obj: Any, key: str) -> Reader:
     """A reader of ``getattr(obj, key)`` (a function's ``__defaults__``: not in its ``__dict__``)."""
     return lambda: getattr(obj, key, MISSING)
@@ -436,6 +442,10 @@ class _Walker:
         forward = getattr(type(module), "forward", None)
         if isinstance(forward, types.FunctionType):
             self.function(forward, depth + 1)
+        for cls in type(module).__mro__:  # the user's module classes: their other methods, class attributes
+            if _is_user_class(cls):
+                self.user_class(f"type({label}).{cls.__name__}" if cls is not type(module) else f"type({label})",
+                                _class_reader(read, cls), cls, depth + 1)
         for key, child in attributes.get("_modules", {}).items():
             if child is not None:
                 child_read = _step(read, "_modules", key)
