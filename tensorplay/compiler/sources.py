@@ -17,7 +17,7 @@ bound method's ``self``, and recursively the helper functions and modules among 
   Python values among their entries are compared at every call, at the path the function reads
   them through (``closure s[0]``, ``global cfg['k']``, ``closure items[0].scale``), so ``s[0] = 4.0``,
   ``s.append(...)`` or a key added recompiles; their other entries are walked in turn;
-* **numpy arrays**: by value (a copy) up to 4 KiB, by identity above;
+* **numpy arrays**: by value (a copy) up to 1 MiB, by identity above (with a warning);
 * **objects** the function may drive, such as optimizers, compared by identity (and a container or
   object reached again at a second path: that path must still lead to it);
 * **callables**: every function, bound method, module (a submodule at its ``_modules`` path) and other
@@ -55,7 +55,9 @@ from tensorplay.tensor import Tensor
 
 _MAX_DEPTH = 6
 _MAX_CONTAINER = 64
-_MAX_ARRAY_BYTES = 4096
+_MAX_ARRAY_BYTES = 1 << 20
+"""Numpy arrays up to this size are guarded by value (a copy of their bytes compared at every call: about
+35 us at 1 MiB); larger ones by identity, with an :class:`UnguardedStateWarning`."""
 
 
 def is_module(obj: Any) -> bool:
@@ -177,6 +179,16 @@ def _class_reader(read: Reader, cls: type) -> Reader:
     return lambda: cls if isinstance(read(), cls) else MISSING
 
 
+def _length_reader(read: Reader) -> Reader:
+    """A reader of ``len(read())`` (:data:`MISSING` when that has no length)."""
+    def length() -> Any:
+        try:
+            return len(read())
+        except TypeError:
+            return MISSING
+    return length
+
+
 def _attribute_reader(obj: Any, key: str) -> Reader:
     """A reader of ``getattr(obj, key)`` (a function's ``__defaults__``: not in its ``__dict__``)."""
     return lambda: getattr(obj, key, MISSING)
@@ -252,6 +264,8 @@ class _Walker:
         self.seen_values: set[str] = set()
         self.seen_containers: set[int] = set()
         self.seen_classes: set[int] = set()
+        self.optimized: set[int] = set()
+        """Ids of the tensors an optimizer reached updates (each path to one is guarded by identity)."""
 
     # ---- entries -------------------------------------------------------------------------------
     def value(self, name: str, read: Reader, value: Any, depth: int, kind: str = "captured") -> None:
@@ -265,6 +279,8 @@ class _Walker:
             if id(value) not in self.seen_tensors:
                 self.seen_tensors.add(id(value))
                 self.found.tensors.append(TensorSource(name, kind, read, value))
+            if id(value) in self.optimized:  # the step updates it as the optimizer's: this path must keep it
+                self.identity(name, read, value)
             return
         if is_static_value(value):
             if name not in self.seen_values:
@@ -279,6 +295,7 @@ class _Walker:
             if id(value) not in self.seen_objects:
                 self.seen_objects.add(id(value))
                 self.found.objects.append(ObjectSource(name, read, value))
+                self.optimizer_params(name, read, value)
             return
         inner = _transformed_function(value)
         if inner is not None:  # ``grad(f)``: what ``f`` reads
@@ -305,6 +322,23 @@ class _Walker:
             self.plain_object(name, read, value, depth)
         elif callable(value):  # a builtin or a callable object of a library (``act = np.tanh``)
             self.identity(name, read, value)
+
+    def optimizer_params(self, name: str, read: Reader, optimizer: Any) -> None:
+        """The tensors an optimizer updates: each group's ``params`` list guarded by its length and each entry
+        by identity (the compiled step updates the tensors it found there: ``opt.param_groups[0]['params'][0] =
+        p`` or a parameter replaced on the model but not in the optimizer must recompile); every other path to
+        one of them is guarded by identity too."""
+        groups = _step(read, "__dict__", "param_groups")
+        for g, group in enumerate(optimizer.param_groups):
+            params = _step(_step(groups, None, g), None, "params")
+            label = f"{name}.param_groups[{g}]['params']"
+            self.found.values.append(ValueSource(f"len({label})", _length_reader(params), len(group["params"])))
+            for i, tensor in enumerate(group["params"]):
+                self.found.objects.append(ObjectSource(f"{label}[{i}]", _step(params, None, i), tensor))
+                self.optimized.add(id(tensor))
+                for source in self.found.tensors:  # met before at another path (``model.weight``)
+                    if source.tensor is tensor:
+                        self.identity(source.name, source.read, tensor)
 
     def identity(self, name: str, read: Reader, obj: Any) -> None:
         """Guard that ``name`` still leads to ``obj`` (compared by identity at every call): the compiled code
@@ -343,15 +377,18 @@ class _Walker:
                 self.value(entry_name(name, key, False), _step(read, None, key), item, depth + 1)
 
     def array(self, name: str, read: Reader, array: np.ndarray[Any, Any]) -> None:
-        """A numpy array: compiled code may have baked its values in (``x * W``, or numpy arithmetic on it),
-        so a small one is guarded by value (a copy compared at every call) and a larger one by identity
-        (rebinding it recompiles; the compiled code reads a directly used array's memory at every call)."""
+        """A numpy array: compiled code may have baked its values in (``tp.tensor(W)`` copies it, numpy
+        arithmetic on it runs once), so one of up to :data:`_MAX_ARRAY_BYTES` is guarded by value (a copy
+        compared at every call) and a larger one by identity only (rebinding it recompiles; a change in place
+        is not seen, and a warning says so)."""
         if name in self.seen_values:
             return
         self.seen_values.add(name)
         if array.nbytes <= _MAX_ARRAY_BYTES:
             self.found.values.append(ValueSource(name, read, array.copy()))
         else:
+            _warn_unguarded(name, f"is a numpy array of {array.nbytes} bytes (more than {_MAX_ARRAY_BYTES}): it is "
+                                  "guarded by identity only")
             self.found.objects.append(ObjectSource(name, read, array))
 
     def plain_object(self, name: str, read: Reader, obj: Any, depth: int) -> None:

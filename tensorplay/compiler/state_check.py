@@ -3,7 +3,7 @@
 :meth:`.guards.Guards.state_ok` checks, at every call of a compiled function, what its sources read now:
 each tensor against its :class:`.guards.TensorMeta` (an eager tensor of that shape and dtype, with the same
 ``requires_grad`` and, where it matters, a ``.grad`` or none), each value (the same object, or one of equal
-:func:`.values.static_key`), each object (the very same one) and each container (:meth:`holds`). Looping
+:func:`.values.static_key`; a numpy array: the same bytes, dtype and shape, compared directly), each object (the very same one) and each container (:meth:`holds`). Looping
 over those lists costs a few attribute reads and a call per entry: a training step's 8 tensors and 20 values
 took about 12 us warm. :func:`state_check_function` writes the same checks as straight-line code, the
 expected shapes, dtypes, values and objects bound as constants, so the answer is the loop's for every input:
@@ -30,7 +30,8 @@ def state_check_function(metas: Sequence[Any], values: Sequence[Any], objects: S
     """The generated check of readings against ``metas`` (one :class:`.guards.TensorMeta` per tensor source),
     the recorded ``values`` and ``objects`` (what each value and object source held when captured) and the
     ``containers`` (each with ``holds()``)."""
-    namespace: dict[str, Any] = {"_Tensor": Tensor, "_dtype_name": dtype_name, "_static_key": static_key}
+    namespace: dict[str, Any] = {"_Tensor": Tensor, "_dtype_name": dtype_name, "_static_key": static_key,
+                                 "_ndarray": np.ndarray}
     lines = ["def state_ok(reads, values, objects):"]
 
     def constant(value: Any) -> str:
@@ -52,6 +53,12 @@ def state_check_function(metas: Sequence[Any], values: Sequence[Any], objects: S
                   "        return False"]
     for j, value in enumerate(values):
         recorded = constant(value)
+        if isinstance(value, np.ndarray):  # the same bytes, dtype and shape (what its static key compares)
+            lines += [f"    v = values[{j}]",
+                      f"    if v is not {recorded} and not (isinstance(v, _ndarray) and v.dtype == {constant(value.dtype)}"
+                      f" and v.shape == {constant(value.shape)} and v.tobytes() == {constant(value.tobytes())}):",
+                      "        return False"]
+            continue
         lines += [f"    v = values[{j}]",
                   f"    if v is not {recorded} and _static_key(v) != _static_key({recorded}):",
                   "        return False"]
