@@ -23,7 +23,7 @@ import numpy as np
 from tensorplay import compile_hooks, recording
 from tensorplay.derived import check_inplace_operand, check_setitem_key, check_setitem_value, clamp, setitem_plan, setitem_value
 from tensorplay.interpreters.eager.padded import add_cotangents, dense
-from tensorplay.spec.errors import AutogradError, DTypeError
+from tensorplay.spec.errors import AutogradError, DTypeError, IndexRangeError, TensorplayError
 from tensorplay.tensor import Tensor
 
 class _GradState(threading.local):
@@ -768,6 +768,21 @@ def inplace(ops: Any, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tenso
     return _write(ops, x, new, where)
 
 
+def _key_error(x: Tensor[*tuple[Any, ...]], key: Any, error: IndexError) -> Exception:
+    """The error for a key numpy refused in ``x[key] = value``: the one ``x[key]`` raises (its checks name the
+    index, the axis and the size), else an :class:`IndexRangeError` with numpy's reason and ``x``'s shape."""
+    if isinstance(error, TensorplayError):
+        return error
+    try:
+        with no_grad():
+            x[key]
+    except TensorplayError as clear:
+        return clear
+    except IndexError as plain:
+        return IndexRangeError(f"setitem: {plain}")
+    return IndexRangeError(f"setitem: {error} (tensor shape {list(x.shape)})")
+
+
 def setitem(ops: Any, x: Tensor[*tuple[Any, ...]], key: Any, value: Any) -> None:
     """``x[key] = value`` (numpy indexing); differentiable w.r.t. ``value`` and the rest of ``x``."""
     check_setitem_key(key)
@@ -785,13 +800,20 @@ def setitem(ops: Any, x: Tensor[*tuple[Any, ...]], key: Any, value: Any) -> None
             check_setitem_value(tuple(np.shape(value._data if isinstance(value, Tensor) else value)),
                                 tuple(np.shape(x._data[index])))
             raise
+        except IndexError as error:
+            raise _key_error(x, key, error) from None
         box = x._version
         if box is None:
             box = x._version = [0]
         box[0] += 1
         return
     # recorded: new = where(written, scatter of value, old x), numpy's last-write-wins for repeats
-    plan = setitem_plan(tuple(x._data.shape), index)
+    try:
+        plan = setitem_plan(tuple(x._data.shape), index)
+    except IndexError as error:
+        if isinstance(error, TensorplayError):
+            raise
+        raise _key_error(x, key, error) from None
     _check_fresh(x, "setitem")
     old: Tensor[*tuple[Any, ...]] = Tensor(ops, x._data.copy())
     old._node, old._requires_grad = x._node, x._requires_grad
