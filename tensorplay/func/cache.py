@@ -7,7 +7,7 @@ made by the compiler (:func:`tensorplay.compile_hooks.transform_cache`, the same
 specializations as ``tp.compile``), so the transformed graph is cached per input avals, grad mode and
 the guard outcomes recorded while tracing (Python values, containers, branches on data), and every tensor
 the function reads from outside its arguments (globals, closure cells, module parameters and buffers) is
-an input read again at every call. A change of any of them is seen: nothing is ever stale.
+an input read again at every call. A change of any of them is seen.
 
 ``vjp`` and ``linearize``, whose results hold a function, are cached in two stages (the forward, then the
 function it returns: :mod:`tensorplay.func.staged`).
@@ -17,7 +17,10 @@ Python as before (the outer recording sees the operations). ``tp.compile(vmap(gr
 captures the whole transformed graph with the compiler's own backend.
 
 Caching changes one thing users can see: the function's Python runs when a graph is traced, not at every
-call (as in ``jax.jit``): a ``print`` inside it prints at the first call and after each retrace. A function
+call (as in ``jax.jit``): a ``print`` inside it prints at the first call and after each retrace, and a number
+drawn in Python (``random.random()``, ``np.random.rand()``) is drawn once, at the trace, and reused by the
+cached calls; draw with tensorplay's random functions (``tp.rand``, dropout: fresh at every call) or pass the
+number as an argument. A function
 that changes the Python state it reads while traced, or reads state too deep to guard, is not cached (it
 runs uncached at every call). The first call of a transformed function runs uncached (a function
 transformed anew at every call pays no capture); the second traces it into the cache. :func:`set_caching` turns the cache off for the process (``TP_FUNC_CACHE=0``
