@@ -56,6 +56,19 @@ _STATE_LOCK = threading.RLock()
 call reads or writes that state, so no call sees a capture's temporary values."""
 
 
+def _static_error(fn: Any, request: Any, sources: Any, error: TensorplayError) -> TensorplayError:
+    """The error of a capture with symbolic dims that failed (a shape or dtype error): the one a capture with
+    this call's own sizes raises, whose message names them (``input feature size 5``, not the symbol ``In``);
+    ``error`` itself when that capture does not fail the same way."""
+    try:
+        with _STATE_LOCK:
+            capture(fn, request, sources, {}, {})
+    except TensorplayError as static:
+        if type(static) is type(error):
+            return static
+    return error
+
+
 class RecompileLimitError(TensorplayError, RuntimeError):
     """A compiled function reached its recompilation limit (the message lists the last reasons)."""
 
@@ -457,6 +470,10 @@ class CompiledFunction:
                     raise GraphCaptureError(f"tp.compile: internal error: cannot respecialize {again.reason}") from again
                 self._bucket.static_sites |= fixed
                 continue
+            except TensorplayError as error:
+                if not symbols or isinstance(error, GraphCaptureError):
+                    raise
+                raise _static_error(self._fn, request, sources, error) from None
             break
         symbolic = frozenset(symbols)
         sym_sites: dict[str, list[tuple[int, int]]] = {}
