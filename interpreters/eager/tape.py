@@ -742,13 +742,14 @@ def inplace(ops: Any, x: Tensor[*tuple[Any, ...]], op: str, other: Any) -> Tenso
         src = other._data if isinstance(other, Tensor) else other
         try:
             _UFUNCS[op](x._data, src, out=x._data, casting="same_kind")
-        except TypeError as error:  # numpy's UFuncTypeError for a narrowing cast
-            raise DTypeError(f"{where}: {error}") from None
-        box = x._version
-        if box is None:
-            box = x._version = [0]
-        box[0] += 1
-        return x
+        except TypeError:  # numpy refused a narrowing cast (writing nothing): the path below names the result
+            pass           # type by the library's own promotion, not numpy's
+        else:
+            box = x._version
+            if box is None:
+                box = x._version = [0]
+            box[0] += 1
+            return x
     if op == "fill":
         new = ops.full(shape=tuple(x._data.shape), value=other, dtype=x._data.dtype.name)
     elif op == "copy":
