@@ -17,16 +17,11 @@ import tensorplay.nn as nn
 import tensorplay.nn.functional as F
 from tensorplay import optim
 from tensorplay.compiler import UnguardedStateWarning
+from tests.helpers import training_step
 
 
 def _step(model: Any, opt: Any) -> Callable[[Any, Any], Any]:
-    def step(x: Any, y: Any) -> Any:
-        opt.zero_grad()
-        loss = F.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return step
+    return training_step(model, opt, F.mse_loss)  # type: ignore[no-any-return]
 
 
 def _pair(kind: str) -> tuple[Any, Any]:
