@@ -1306,6 +1306,13 @@ class Tensor(Generic[*Shape]):
         """Broadcast to ``shape`` (``-1`` keeps an axis)."""
         return _p.expand(self._ops, self, _p.shape_args(shape))  # type: ignore[no-any-return]
 
+    def expand_as(self, other: Tensor[*S2]) -> Tensor[*S2]:
+        """:meth:`expand` to ``other``'s shape (as ``torch.Tensor.expand_as``): a view, size-1 axes broadcast."""
+        if not isinstance(other, Tensor):
+            raise DTypeError(f"expand_as: other must be a tensor (its shape is the target), got "
+                             f"{type(other).__name__}")
+        return self.expand(*other.shape)
+
     def broadcast_to(self, shape: tuple[*S2]) -> Tensor[*S2]:
         """numpy broadcasting to ``shape``."""
         return self._ops.broadcast_to(self, shape=tuple(shape))  # type: ignore[arg-type]
