@@ -21,9 +21,9 @@ OPS: dict[str, tuple[Callable[[Any, Any], Any], Callable[[Any, Any], Any]]] = {
     "+=": (lambda x, o: x.__iadd__(o), lambda x, o: x + o),
     "*=": (lambda x, o: x.__imul__(o), lambda x, o: x * o),
 }
-OTHERS: dict[str, Callable[[], Any]] = {
-    "python float": lambda: 1.5, "float32 tensor": lambda: tp.tensor(np.full(3, 0.5, np.float32)),
-    "float64 tensor": lambda: tp.tensor(np.full(3, 0.5)),
+OTHERS: dict[str, tuple[Callable[[], Any], str]] = {  # the operand, and the result type PyTorch's rules give
+    "python float": (lambda: 1.5, "float32"), "float32 tensor": (lambda: tp.tensor(np.full(3, 0.5, np.float32)), "float32"),
+    "float64 tensor": (lambda: tp.tensor(np.full(3, 0.5)), "float64"),
 }
 
 
@@ -33,8 +33,9 @@ OTHERS: dict[str, Callable[[], Any]] = {
 def test_the_error_names_the_libraries_result_type(op: str, other: str, dtype: str) -> None:
     in_place, out_of_place = OPS[op]
     x = tp.tensor(np.array([1, 2, 3], dtype=dtype))
-    operand = OTHERS[other]()
-    result = out_of_place(x, operand).dtype.name
+    make, result = OTHERS[other]
+    operand = make()
+    assert out_of_place(x, operand).dtype.name == result
     with pytest.raises(DTypeError) as got:
         in_place(x, operand)
     name = op if op.endswith("_") else {"+=": "add_", "*=": "mul_"}[op]

@@ -812,8 +812,6 @@ def setitem(ops: Any, x: Tensor[*tuple[Any, ...]], key: Any, value: Any) -> None
     try:
         plan = setitem_plan(tuple(x._data.shape), index)
     except IndexError as error:
-        if isinstance(error, TensorplayError):
-            raise
         raise _key_error(x, key, error) from None
     _check_fresh(x, "setitem")
     old: Tensor[*tuple[Any, ...]] = Tensor(ops, x._data.copy())

@@ -329,6 +329,7 @@ class _Walker:
         p`` or a parameter replaced on the model but not in the optimizer must recompile); every other path to
         one of them is guarded by identity too."""
         groups = _step(read, "__dict__", "param_groups")
+        known = self.found.tensor_by_id()
         for g, group in enumerate(optimizer.param_groups):
             params = _step(_step(groups, None, g), None, "params")
             label = f"{name}.param_groups[{g}]['params']"
@@ -336,9 +337,9 @@ class _Walker:
             for i, tensor in enumerate(group["params"]):
                 self.found.objects.append(ObjectSource(f"{label}[{i}]", _step(params, None, i), tensor))
                 self.optimized.add(id(tensor))
-                for source in self.found.tensors:  # met before at another path (``model.weight``)
-                    if source.tensor is tensor:
-                        self.identity(source.name, source.read, tensor)
+                source = known.get(id(tensor))
+                if source is not None:  # met before at another path (``model.weight``)
+                    self.identity(source.name, source.read, tensor)
 
     def identity(self, name: str, read: Reader, obj: Any) -> None:
         """Guard that ``name`` still leads to ``obj`` (compared by identity at every call): the compiled code
