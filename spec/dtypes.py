@@ -1,8 +1,14 @@
-"""Dtype names, categories and PyTorch-style promotion.
+"""Dtype names, categories and promotion.
 
 Dtypes are plain strings here (``"float32"``, ``"float64"``, ``"int32"``,
 ``"int64"``, ``"bool"``); Python scalars are *weak* and written as the kinds
 ``"weak_bool"``, ``"weak_int"``, ``"weak_float"``.
+
+Python scalars promote as in PyTorch (they never widen a tensor of their category).
+Every tensor is strong, a 0-d one too, as in NumPy 2 and JAX: ``float32[3] + float64 0-d``
+is float64, where PyTorch keeps float32. The rule reads dtypes only, never ranks, so a
+function's result dtypes are the same under ``vmap`` (where a per-sample 0-d value is a
+batched 1-d one), under ``tp.compile`` and in exported programs.
 """
 
 from __future__ import annotations
@@ -43,9 +49,10 @@ def weak_kind(value: object) -> str:
 
 
 def result_type(dtypes: Iterable[str]) -> str:
-    """Promote dtypes the way PyTorch does.
+    """The dtype of an operation on values of ``dtypes`` (see the module docstring for how this
+    differs from PyTorch: a 0-d tensor's dtype is strong).
 
-    Strong dtypes promote by category then width (int with float gives the
+    Strong dtypes (every tensor's, 0-d included) promote by category then width (int with float gives the
     float, float32 with float64 gives float64). A weak scalar only matters
     when its category is higher than every strong dtype: then the result is
     the default dtype of that category (float32 for a float scalar, int64 for
