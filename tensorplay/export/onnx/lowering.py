@@ -222,6 +222,12 @@ def _reduce(op_type: str) -> Lowering:
             out = b.op(op_type, x, b.ints(axes), keepdims=keepdims)
         else:
             out = b.op(op_type, x, axes=list(axes), keepdims=keepdims)
+        if op_type in ("ReduceMax", "ReduceMin") and is_float(compute):
+            # ONNX Runtime's ReduceMax/ReduceMin skip NaN; tensorplay (as numpy and PyTorch) gives NaN: the sum
+            # of the NaNs (every other value read as 0) is NaN exactly where a reduced slice holds one
+            nan = b.op("IsNaN", x)
+            nans = b.op("ReduceSum", b.op("Where", nan, x, b.const(0.0, compute)), b.ints(axes), keepdims=keepdims)
+            out = b.op("Where", b.op("IsNaN", nans), nans, out)
         return b.cast(out, compute, dtype)
     return lower
 
@@ -288,13 +294,14 @@ def _broadcast_to(b: GraphBuilder, node: Node) -> str:
 
 def _slice_bound(bound: Any, size: Any, step: int, stop: bool) -> Any:
     """A slice bound as ONNX reads it: ``size + c`` (``c <= 0``) counts from the end, so it is the constant
-    ``c`` (the axis's end for ``c == 0`` on a forward stop); ``-1`` as a backward stop runs through index 0."""
+    ``c``, and ``size`` itself is the axis's end (ONNX reads 0 as the first index: a start at the end, as in
+    ``x[x.shape[0]:]``, is an empty slice); ``-1`` as a backward stop runs through index 0."""
     if stop and step < 0 and isinstance(bound, int) and bound == -1:
         return INT64_MIN
     if isinstance(bound, SymDim) or isinstance(size, SymDim):
         offset = bound - size
         if isinstance(offset, int) and offset <= 0:
-            return INT64_MAX if offset == 0 and stop and step > 0 else offset
+            return INT64_MAX if offset == 0 else offset
     return bound
 
 
