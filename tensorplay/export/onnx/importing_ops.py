@@ -176,15 +176,24 @@ def _binary(prim: str) -> Importer:
     return imp
 
 
+def _truncating_div(ctx: Context, x: Any, y: Any) -> Any:
+    """Integers ``x / y`` truncated toward zero, as ONNX's ``Div``, exactly: the floor quotient (exact at every
+    size, where a division through floats loses int64 and int32 digits past 2**24), one more where it is
+    negative and inexact."""
+    from tensorplay.floordiv import floor_divide
+    q = floor_divide(x, y)
+    inexact = ctx.ops.ne(ctx.ops.sub(x, ctx.ops.mul(q, y)), 0)
+    return ctx.ops.add(q, ctx.ops.cast(ctx.ops.logical_and(inexact, ctx.ops.lt(q, 0)), dtype=_name(q)))
+
+
 def _div(ctx: Context, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
     x, y = ctx.operand(ins[0]), ctx.operand(ins[1])
     if not hasattr(x, "shape") and not hasattr(y, "shape"):
         x = ctx.tensor(ins[0])
-    out = ctx.ops.div(x, y)
     source = next(v for v in (x, y) if hasattr(v, "shape"))
     if _name(source).startswith("int"):
-        out = ctx.ops.cast(out, dtype=_name(source))  # ONNX divides integers truncating toward zero
-    return [out]
+        return [_truncating_div(ctx, x, y)]  # ONNX divides integers truncating toward zero
+    return [ctx.ops.div(x, y)]
 
 
 def _variadic(prim: str) -> Importer:
@@ -260,8 +269,10 @@ def _reduce(prim: str, mean: bool = False) -> Importer:
         keep = bool(at.get("keepdims", 1))
         out = getattr(ctx.ops, prim)(x, axes=axes, keepdims=keep)
         if mean:
-            out = ctx.ops.div(out, _product([x.shape[a] for a in axes]))
-        return [out]
+            count = _product([x.shape[a] for a in axes])
+            out = _truncating_div(ctx, out, count) if _name(out).startswith("int") else ctx.ops.div(out, count)
+        # an ONNX reduction keeps its input's type (tensorplay sums int32 as int64)
+        return [out if out.dtype == x.dtype else ctx.ops.cast(out, dtype=_name(x))]
     return imp
 
 
@@ -671,6 +682,8 @@ def _np_binary(fn: Callable[[Any, Any], Any]) -> Importer:
 def _np_div(a: Any, b: Any) -> Any:
     if a.dtype.kind == "f" or b.dtype.kind == "f":
         return np.true_divide(a, b)
+    if a.dtype != object and b.dtype != object:  # integer constants: ONNX truncates toward zero
+        return (np.abs(a) // np.abs(b)) * (np.sign(a) * np.sign(b))
     return a // b  # sizes are >= 0: ONNX's truncation is floor
 
 
