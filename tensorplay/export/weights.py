@@ -65,7 +65,7 @@ class _Writer:
     def name_for(self, path: list[str]) -> str:
         base = ".".join(path) if path else "tensor"
         name, i = base, 1
-        while name in self.arrays:
+        while name in self.arrays or name == "__metadata__":  # the header's own key cannot name a tensor
             name, i = f"{base}#{i}", i + 1
         return name
 
