@@ -404,9 +404,10 @@ class Module:
     def state_dict(self, destination: dict[str, Any] | None = None, prefix: str = "",
                    keep_vars: bool = False) -> OrderedDict[str, AnyTensor]:
         """Parameters and persistent buffers by dotted name (values share memory with the module;
-        detached unless ``keep_vars``)."""
+        detached unless ``keep_vars``). A submodule reachable under several names is listed under each
+        of them, as PyTorch does (so a PyTorch state dict of the same model loads strictly)."""
         out: OrderedDict[str, AnyTensor] = OrderedDict() if destination is None else destination  # type: ignore[assignment]
-        for module_prefix, module in self.named_modules(prefix=prefix.rstrip(".")):
+        for module_prefix, module in self.named_modules(prefix=prefix.rstrip("."), remove_duplicate=False):
             dotted = f"{module_prefix}." if module_prefix else ""
             for name, param in module._parameters.items():
                 if param is not None:
