@@ -172,11 +172,12 @@ class MultiheadAttention(Module, Generic[D]):
                 raise ShapeError(f"MultiheadAttention: batch_first=False expects [n, B, {d}] inputs, got "
                                  f"{list(query.shape)}")
             same_kv = key is query and value is query
+            key_in, value_in = key, value
             query = transpose(ops, query, 0, 1)
-            key = value = query if same_kv else None
+            key = value = query
             if not same_kv:
-                key = transpose(ops, key, 0, 1)
-                value = transpose(ops, value, 0, 1)
+                key = transpose(ops, key_in, 0, 1)
+                value = key if value_in is key_in else transpose(ops, value_in, 0, 1)
         assert key is not None and value is not None
         qshape = shape_of(query)
         lead, n, m = qshape[:-2], qshape[-2], key.shape[-2]
