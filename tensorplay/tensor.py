@@ -307,6 +307,20 @@ class Tensor(Generic[*Shape]):
     @overload
     def __add__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
 
+    # the same broadcasts with the smaller operand first (``bias + x``, ``x.sum() * x``): both operands are
+    # tensors, so Python (and mypy) never tries the right one's reflected method
+    @overload
+    def __add__(self: Tensor[()], other: Tensor[*Rest]) -> Tensor[*Rest]: ...
+
+    @overload
+    def __add__(self: Tensor[D], other: Tensor[*Lead, D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __add__(self: Tensor[*Lead, One], other: Tensor[*Lead, D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __add__(self: Tensor[One, *Rest], other: Tensor[A0, *Rest]) -> Tensor[A0, *Rest]: ...
+
     def __add__(self, other: Any) -> Any:
         return self._binary("add", other)
 
@@ -324,6 +338,20 @@ class Tensor(Generic[*Shape]):
 
     @overload
     def __sub__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
+
+    # the same broadcasts with the smaller operand first (``bias + x``, ``x.sum() * x``): both operands are
+    # tensors, so Python (and mypy) never tries the right one's reflected method
+    @overload
+    def __sub__(self: Tensor[()], other: Tensor[*Rest]) -> Tensor[*Rest]: ...
+
+    @overload
+    def __sub__(self: Tensor[D], other: Tensor[*Lead, D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __sub__(self: Tensor[*Lead, One], other: Tensor[*Lead, D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __sub__(self: Tensor[One, *Rest], other: Tensor[A0, *Rest]) -> Tensor[A0, *Rest]: ...
 
     def __sub__(self, other: Any) -> Any:
         return self._binary("sub", other)
@@ -343,6 +371,20 @@ class Tensor(Generic[*Shape]):
     @overload
     def __mul__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
 
+    # the same broadcasts with the smaller operand first (``bias + x``, ``x.sum() * x``): both operands are
+    # tensors, so Python (and mypy) never tries the right one's reflected method
+    @overload
+    def __mul__(self: Tensor[()], other: Tensor[*Rest]) -> Tensor[*Rest]: ...
+
+    @overload
+    def __mul__(self: Tensor[D], other: Tensor[*Lead, D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __mul__(self: Tensor[*Lead, One], other: Tensor[*Lead, D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __mul__(self: Tensor[One, *Rest], other: Tensor[A0, *Rest]) -> Tensor[A0, *Rest]: ...
+
     def __mul__(self, other: Any) -> Any:
         return self._binary("mul", other)
 
@@ -360,6 +402,20 @@ class Tensor(Generic[*Shape]):
 
     @overload
     def __truediv__(self: Tensor[A0, *Rest], other: Tensor[One, *Rest]) -> Tensor[A0, *Rest]: ...
+
+    # the same broadcasts with the smaller operand first (``bias + x``, ``x.sum() * x``): both operands are
+    # tensors, so Python (and mypy) never tries the right one's reflected method
+    @overload
+    def __truediv__(self: Tensor[()], other: Tensor[*Rest]) -> Tensor[*Rest]: ...
+
+    @overload
+    def __truediv__(self: Tensor[D], other: Tensor[*Lead, D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __truediv__(self: Tensor[*Lead, One], other: Tensor[*Lead, D]) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def __truediv__(self: Tensor[One, *Rest], other: Tensor[A0, *Rest]) -> Tensor[A0, *Rest]: ...
 
     def __truediv__(self, other: Any) -> Any:
         return self._binary("div", other)
@@ -423,8 +479,12 @@ class Tensor(Generic[*Shape]):
     @overload
     def __matmul__(self: Tensor[*Lead, K], other: Tensor[K]) -> Tensor[*Lead]: ...
 
+    @overload
+    def __matmul__(self: Tensor[K], other: Tensor[*Lead, K, N]) -> Tensor[*Lead, N]: ...
+
     def __matmul__(self, other: Any) -> Any:
-        """``a[*B, M, K] @ b[*B, K, N] -> [*B, M, N]`` (also ``b[K, N]``, and a vector ``b[K]``)."""
+        """``a[*B, M, K] @ b[*B, K, N] -> [*B, M, N]`` (also ``b[K, N]``, and a vector ``b[K]``; a vector
+        ``a[K] @ b[*B, K, N] -> [*B, N]``)."""
         ops = self._ops
         if isinstance(other, Tensor) and other._ops is not ops:  # what ``_pick`` does, without the call
             ops = pick_interpreter(ops, other._ops)
