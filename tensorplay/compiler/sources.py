@@ -477,6 +477,8 @@ class _Walker:
             for key, tensor in attributes.get(table, {}).items():
                 if tensor is not None:
                     self.value(f"{dot}{key}", _step(read, table, key), tensor, depth + 1, kind)
+                else:  # an absent bias or loss weight: guarded, so that setting it later retraces
+                    self.value(f"{label}.{key}", _step(read, table, key), None, depth + 1)
         forward = getattr(type(module), "forward", None)
         if isinstance(forward, types.FunctionType):
             self.function(forward, depth + 1)
@@ -489,6 +491,8 @@ class _Walker:
                 child_read = _step(read, "_modules", key)
                 self.identity(f"{dot}{key}", child_read, child)
                 self.module(f"{dot}{key}", child_read, child, depth + 1)
+            else:
+                self.value(f"{label}.{key}", _step(read, "_modules", key), None, depth + 1)
 
     def user_module(self, name: str, read: Reader, module: types.ModuleType, fn: types.FunctionType,
                     depth: int) -> None:
