@@ -22,10 +22,15 @@ IntOrTuple = int | Sequence[int]
 
 def ops_for(where: str, x: Any, *others: Any) -> Any:
     """The interpreter that runs an operation on input ``x`` and the tensors ``others`` (parameters,
-    possibly ``None``): the highest-level one, so a layer follows its input under any interpreter."""
+    possibly ``None``): the highest-level one, so a layer follows its input under any interpreter.
+    Anything else (a numpy array, a list) is a :class:`DTypeError` naming ``where`` and its position."""
     if not isinstance(x, Tensor):
         raise DTypeError(f"{where}: expected a tensorplay Tensor as input, got {type(x).__name__} "
                          "(convert with tp.tensor(...))")
+    for i, other in enumerate(others):
+        if other is not None and not isinstance(other, Tensor):
+            raise DTypeError(f"{where}: expected a tensorplay Tensor (or None where optional) as tensor argument "
+                             f"{i + 2}, got {type(other).__name__} (convert with tp.tensor(...))")
     return highest_interpreter(others, x._ops)
 
 

@@ -489,9 +489,17 @@ def _check_reduction(reduction: str, where: str) -> None:
         raise ValueError(f"{where}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
 
 
+def _check_target(target: Any, where: str) -> None:
+    """A loss's target must be a tensor (``ops_for`` lets ``None`` through, for optional arguments)."""
+    if not isinstance(target, Tensor):
+        raise DTypeError(f"{where}: expected a tensorplay Tensor as target, got {type(target).__name__} "
+                         "(convert with tp.tensor(...))")
+
+
 def mse_loss(input: AnyTensor, target: AnyTensor, reduction: str = "mean") -> AnyTensor:
     """Mean squared error (``reduction``: ``"mean"``, ``"sum"`` or ``"none"``)."""
     _check_reduction(reduction, "mse_loss")
+    _check_target(target, "mse_loss")
     ops = ops_for("mse_loss", input, target)
     if tuple(input.shape) != tuple(target.shape):
         raise ShapeError(f"mse_loss: input shape {list(input.shape)} and target shape {list(target.shape)} differ")
@@ -502,6 +510,7 @@ def mse_loss(input: AnyTensor, target: AnyTensor, reduction: str = "mean") -> An
 def l1_loss(input: AnyTensor, target: AnyTensor, reduction: str = "mean") -> AnyTensor:
     """Mean absolute error."""
     _check_reduction(reduction, "l1_loss")
+    _check_target(target, "l1_loss")
     ops = ops_for("l1_loss", input, target)
     if tuple(input.shape) != tuple(target.shape):
         raise ShapeError(f"l1_loss: input shape {list(input.shape)} and target shape {list(target.shape)} differ")
@@ -606,6 +615,7 @@ def nll_loss(input: AnyTensor, target: AnyTensor, weight: AnyTensor | None = Non
              reduction: str = "mean") -> AnyTensor:
     """Negative log-likelihood of log-probabilities ``input[N, C, *d]`` (or ``[C]``) at integer ``target``."""
     _check_reduction(reduction, "nll_loss")
+    _check_target(target, "nll_loss")
     ops = ops_for("nll_loss", input, target, weight)
     logp, tgt, unbatched = _batched(ops, input, target, False, "nll_loss")
     out = _nll(ops, logp, tgt, weight, ignore_index, reduction, 0.0, "nll_loss")
@@ -657,6 +667,7 @@ def cross_entropy(input: AnyTensor, target: AnyTensor, weight: AnyTensor | None 
     mypy checks the target's classes against the logits' class axis; plain integer tensors are
     accepted at run time (untyped callers pass every argument, as the loss module does)."""
     _check_reduction(reduction, "cross_entropy")
+    _check_target(target, "cross_entropy")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
     ops = ops_for("cross_entropy", input, target, weight)
