@@ -67,3 +67,16 @@ def test_multihead_attention_cross_attention_sequence_first(dtype: type, same_kv
     tout.sum().backward()
     pout.sum().backward()
     np.testing.assert_allclose(pq.grad.numpy(), tq.grad.numpy(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("bad", ["abc", object()], ids=["str", "object"])
+def test_load_state_dict_of_a_non_array_value_names_what_it_received(bad: object) -> None:
+    tlin = torch.nn.Linear(2, 2)
+    with pytest.raises(RuntimeError, match="expected torch.Tensor"):  # PyTorch names the type it received
+        tlin.load_state_dict({"weight": bad, "bias": torch.ones(2)})
+    lin = tp.nn.Linear(2, 2)
+    with pytest.raises(tp.nn.StateDictError) as info:
+        lin.load_state_dict({"weight": bad, "bias": np.ones(2)})
+    message = str(info.value)
+    assert '"weight"' in message and type(bad).__name__ in message
+    assert "size mismatch" not in message  # before: 'copying a param with shape [] from checkpoint'

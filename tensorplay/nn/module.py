@@ -439,6 +439,10 @@ class Module:
             if key not in state_dict:
                 continue
             value = as_array(state_dict[key], f"load_state_dict ({key})")
+            if value.dtype.kind not in "fiub":  # a string, an object: not a value to copy (nor a shape to compare)
+                problems.append(f"While copying the parameter named \"{key}\", expected a tensor or array from "
+                                f"checkpoint but received {type(state_dict[key]).__name__} ({value.dtype} values).")
+                continue
             if tuple(value.shape) != tuple(target._data.shape):
                 problems.append(f"size mismatch for {key}: copying a param with shape {list(value.shape)} from "
                                 f"checkpoint, the shape in current model is {list(target._data.shape)}.")
