@@ -1,4 +1,4 @@
-"""Reductions: ``reduce_sum``, ``reduce_max``, ``reduce_min``, ``argmax``, ``argmin``; and the scans
+"""Reductions: ``reduce_sum``, ``reduce_prod``, ``reduce_max``, ``reduce_min``, ``argmax``, ``argmin``; and the scans
 along one axis: ``cumsum`` and ``argsort``.
 
 ``axes`` accept negative values; duplicates or out-of-range axes raise
@@ -44,6 +44,24 @@ def reduce_sum_ref(x: object, *, axes: tuple[int, ...], keepdims: bool = False) 
     norm = normalize_axes("reduce_sum", "x", axes, arr.shape)
     acc = np.float64 if is_float(out.dtype) else np.int64
     return finish(np.sum(arr, axis=norm, dtype=acc, keepdims=keepdims), out)
+
+
+def reduce_prod_rule(x: Aval, *, axes: tuple[int, ...], keepdims: bool = False) -> Aval:
+    """``x[*S]`` multiplied over ``axes``. bool, int32 and int64 give int64; floats keep their dtype
+    (as ``torch.prod``)."""
+    norm = normalize_axes("reduce_prod", "x", axes, tuple(x.shape))
+    dtype = strong(x.dtype)
+    return Aval(_reduced_shape(tuple(x.shape), norm, keepdims), dtype if is_float(dtype) else "int64")
+
+
+def reduce_prod_ref(x: object, *, axes: tuple[int, ...], keepdims: bool = False) -> Array:
+    """Product (floats multiply in float64, then round to the result dtype; integers wrap around in
+    int64); the product of no elements is 1; NaN propagates."""
+    out = reduce_prod_rule(aval_of("reduce_prod", "x", x), axes=axes, keepdims=keepdims)
+    arr = np.asarray(x)
+    norm = normalize_axes("reduce_prod", "x", axes, arr.shape)
+    acc = np.float64 if is_float(out.dtype) else np.int64
+    return finish(np.prod(arr, axis=norm, dtype=acc, keepdims=keepdims), out)
 
 
 def _minmax_rule(prim: str, x: Aval, axes: tuple[int, ...], keepdims: bool) -> Aval:

@@ -251,6 +251,7 @@ _DECLARATIONS: tuple[Primitive, ...] = (
     Primitive("reduce_sum", "reduce", ("x",), (_p("axes", "ints"), _KEEPDIMS), **_LINEAR),
     Primitive("reduce_max", "reduce", ("x",), (_p("axes", "ints"), _KEEPDIMS), uses_output=True),
     Primitive("reduce_min", "reduce", ("x",), (_p("axes", "ints"), _KEEPDIMS), uses_output=True),
+    Primitive("reduce_prod", "reduce", ("x",), (_p("axes", "ints"), _KEEPDIMS)),
     Primitive("argmax", "arg_reduce", ("x",), (_p("axis", "int"), _KEEPDIMS), has_derivative=False),
     Primitive("argmin", "arg_reduce", ("x",), (_p("axis", "int"), _KEEPDIMS), has_derivative=False),
     # ---- scans and orderings along one axis ---------------------------------------------------

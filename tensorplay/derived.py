@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from tensorplay import dtypes as _dtypes
 from tensorplay.dtypes import plain_array
 from tensorplay.errors import AxisError, DTypeError, ShapeError
 from tensorplay.pydata import check_scalar_fits
@@ -88,6 +89,21 @@ def reduce(ops: Interpreter, prim: str, x: AnyTensor, dim: int | Sequence[int] |
     """``reduce_sum``/``reduce_max``/``reduce_min`` over ``dim`` (``None``: every axis)."""
     axes = normalize_axes(dim, x.ndim, prim)
     return getattr(ops, prim)(x, axes=axes, keepdims=keepdim)
+
+
+def prod(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int] | None, keepdim: bool,
+         dtype: Any = None) -> AnyTensor:
+    """Product over ``dim`` (``None``: every axis, a 0-d result), as ``torch.prod``: ``x[*S]`` to ``S``
+    without the reduced axes (size 1 there with ``keepdim``). bool and integer inputs give int64, floats
+    keep their dtype; ``dtype`` converts ``x`` first (the result then has that dtype). The product of
+    no elements is 1."""
+    axes = normalize_axes(dim, x.ndim, "prod")
+    if dtype is not None:
+        target = _dtypes.to_dtype(dtype)
+        x = x.astype(target)
+        out = ops.reduce_prod(x, axes=axes, keepdims=keepdim)
+        return out if out.dtype == target else ops.cast(out, dtype=target.name)
+    return ops.reduce_prod(x, axes=axes, keepdims=keepdim)
 
 
 def mean(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int] | None, keepdim: bool) -> AnyTensor:

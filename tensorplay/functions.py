@@ -56,6 +56,7 @@ log_softmax = Tensor.log_softmax
 # ---- reductions, scans and orderings -----------------------------------------------------------------
 sum = Tensor.sum  # noqa: A001
 mean = Tensor.mean
+prod = Tensor.prod
 var = Tensor.var
 std = Tensor.std
 norm = Tensor.norm

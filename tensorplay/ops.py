@@ -519,6 +519,14 @@ class Ops(Protocol):
         """Sum over ``axes`` (empty tuple: no reduction). Bool and int32 sum to int64. Empty sums are 0."""
         ...
 
+    def reduce_prod(self, x: Tensor[*tuple[Any, ...]], *, axes: tuple[int, ...],
+                    keepdims: bool = False) -> Tensor[*tuple[Any, ...]]:
+        """Product over ``axes`` (empty tuple: no reduction): ``x[*S]`` to ``S`` without the axes (size 1
+        with ``keepdims``). bool, int32 and int64 give int64 (integers wrap around), floats keep their
+        dtype. The product of no elements is 1; NaN propagates. The gradient is exact at zeros (no
+        division by zero): at a position ``i`` it is the product of the other elements."""
+        ...
+
     def reduce_max(self, x: Tensor[*tuple[Any, ...]], *, axes: tuple[int, ...],
                    keepdims: bool = False) -> Tensor[*tuple[Any, ...]]:
         """Max over ``axes``; NaN propagates; ties split the gradient equally; an empty axis is an error."""

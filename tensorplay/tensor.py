@@ -1191,6 +1191,53 @@ class Tensor(Generic[*Shape]):
         return self._ops.tensor_reduce("reduce_max", self, dim, keepdim)
 
     @overload
+    def prod(self, dim: None = None, keepdim: Literal[False] = False, *, dtype: _dt.DType | str | None = None) -> Tensor[()]: ...
+
+    @overload
+    def prod(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[False] = False,
+             *, dtype: _dt.DType | str | None = None) -> Tensor[*Lead]: ...
+
+    @overload
+    def prod(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[True],
+             *, dtype: _dt.DType | str | None = None) -> Tensor[*Lead, One]: ...
+
+    @overload
+    def prod(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[False] = False,
+             *, dtype: _dt.DType | str | None = None) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def prod(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[True],
+             *, dtype: _dt.DType | str | None = None) -> Tensor[*Lead, One, D]: ...
+
+    @overload
+    def prod(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[False] = False,
+             *, dtype: _dt.DType | str | None = None) -> Tensor[*Rest]: ...
+
+    @overload
+    def prod(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[True],
+             *, dtype: _dt.DType | str | None = None) -> Tensor[One, *Rest]: ...
+
+    @overload
+    def prod(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[False] = False,
+             *, dtype: _dt.DType | str | None = None) -> Tensor[A0, *Rest]: ...
+
+    @overload
+    def prod(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[True],
+             *, dtype: _dt.DType | str | None = None) -> Tensor[A0, One, *Rest]: ...
+
+    @overload
+    def prod(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False,
+             *, dtype: _dt.DType | str | None = None) -> Tensor[*AnyShape]: ...
+
+    def prod(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False,
+             *, dtype: _dt.DType | str | None = None) -> Any:
+        """Product over ``dim`` (one axis, several, or all when ``None``: a 0-d result), as ``torch.prod``:
+        ``x[*S]`` to ``S`` without the reduced axes (size 1 there with ``keepdim``). bool and integer
+        inputs give int64, floats keep their dtype; ``dtype`` converts ``x`` first. The product of no
+        elements is 1; the gradient is exact at zeros (the product of the other elements)."""
+        return _p.prod(self._ops, self, dim, keepdim, dtype)
+
+    @overload
     def amin(self, dim: None = None, keepdim: Literal[False] = False) -> Tensor[()]: ...
 
     @overload

@@ -150,8 +150,8 @@ def _integral() -> Iterator[Sample]:
 
 
 def _reductions() -> Iterator[Sample]:
-    for i, prim in enumerate(("reduce_sum", "reduce_max", "reduce_min")):
-        smooth = prim == "reduce_sum"
+    for i, prim in enumerate(("reduce_sum", "reduce_max", "reduce_min", "reduce_prod")):
+        smooth = prim in ("reduce_sum", "reduce_prod")
         for dtype in FLOATS:
             yield Sample(prim, (rand((3, 4, 5), dtype, i),), {"axes": (1,), "keepdims": False}, note=f"axis1-{dtype}",
                          differentiable=smooth or dtype == "float64")
@@ -167,6 +167,17 @@ def _reductions() -> Iterator[Sample]:
     yield Sample("reduce_sum", (np.array([[True, False], [True, True]]),), {"axes": (1,), "keepdims": False},
                  note="bool", differentiable=False)
     yield Sample("reduce_sum", (np.arange(6, dtype=np.int32).reshape(2, 3),), {"axes": (0,), "keepdims": False},
+                 note="int32", differentiable=False)
+    with_zeros = rand((3, 4), "float64", 7)
+    with_zeros[0, 1] = 0.0  # row 0: one zero; row 1: two zeros; row 2: none
+    with_zeros[1, 0] = with_zeros[1, 3] = 0.0
+    yield Sample("reduce_prod", (with_zeros,), {"axes": (1,), "keepdims": False}, note="zeros")
+    yield Sample("reduce_prod", (with_zeros,), {"axes": (0, 1), "keepdims": False}, note="zeros-all-axes")
+    yield Sample("reduce_prod", (rand((0, 3), "float32", 0),), {"axes": (0,), "keepdims": False}, note="empty",
+                 differentiable=False)
+    yield Sample("reduce_prod", (np.array([[True, False], [True, True]]),), {"axes": (1,), "keepdims": False},
+                 note="bool", differentiable=False)
+    yield Sample("reduce_prod", (np.arange(1, 7, dtype=np.int32).reshape(2, 3),), {"axes": (0,), "keepdims": True},
                  note="int32", differentiable=False)
     for dtype in FLOATS:
         yield Sample("cumsum", (rand((3, 4, 2), dtype, 6),), {"axis": 1}, note=dtype)
@@ -338,7 +349,7 @@ def _zero_size() -> Iterator[Sample]:
     yield zs("where", (np.zeros((0, 3), np.bool_), empty, row))
     yield zs("stop_gradient", (empty,))
     yield zs("cast", (rand((0, 3), "float32", 5),), {"dtype": "float64"})
-    for prim in ("reduce_max", "reduce_min", "reduce_sum"):
+    for prim in ("reduce_max", "reduce_min", "reduce_sum", "reduce_prod"):
         yield zs(prim, (rand((0, 4), "float64", 6),), {"axes": (1,), "keepdims": True})
     for prim in ("argmax", "argmin"):
         yield zs(prim, (rand((0, 4), "float32", 6),), {"axis": 1, "keepdims": False})

@@ -651,7 +651,7 @@ class EagerInterpreter(BaseInterpreter):
         non-negative in-range ints."""
         params = {"axes": axes, "keepdims": keepdims}
         data = x._data
-        if data.dtype.kind == "f" and (data.size or ufunc is np.add) and (keepdims is True or keepdims is False) \
+        if data.dtype.kind == "f" and (data.size or ufunc is np.add or ufunc is np.multiply) and (keepdims is True or keepdims is False) \
                 and (checked or _valid_axes(axes, data.ndim)):
             dtype = data.dtype  # a float reduction over valid axes keeps the dtype: the rule would agree
         else:
@@ -665,6 +665,10 @@ class EagerInterpreter(BaseInterpreter):
     def reduce_sum(self, x: Any, *, axes: tuple[int, ...], keepdims: bool = False) -> Any:
         """See :meth:`tensorplay.ops.Ops.reduce_sum`."""
         return self._reduce("reduce_sum", np.add, x, axes, keepdims)
+
+    def reduce_prod(self, x: Any, *, axes: tuple[int, ...], keepdims: bool = False) -> Any:
+        """See :meth:`tensorplay.ops.Ops.reduce_prod`."""
+        return self._reduce("reduce_prod", np.multiply, x, axes, keepdims)
 
     def reduce_max(self, x: Any, *, axes: tuple[int, ...], keepdims: bool = False) -> Any:
         """See :meth:`tensorplay.ops.Ops.reduce_max`."""

@@ -29,7 +29,7 @@ from tensorplay.spec.table import names
 from tensorplay.rules.registry import find_rule, registrar, uncovered
 from tensorplay.rules.util import (
     AnyTensor, attention_probs, channel_column, dtype_name, is_float_tensor, is_tensor, mean_keep, normalize_axes,
-    shape_of, softmax_product, squared_norm, swap_last, unreduce, zeros,
+    prod_others, shape_of, softmax_product, squared_norm, swap_last, unreduce, zeros,
 )
 from tensorplay.rules.vjp import _window_weighted_sum
 
@@ -339,6 +339,21 @@ def where_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...],
 
 
 # ---- reductions ------------------------------------------------------------------------------------
+
+@_register("reduce_prod")
+def reduce_prod_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor, *,
+                    axes: tuple[int, ...], keepdims: bool = False) -> Tangent:
+    """``sum(t * prod_others(x))`` over ``axes``: each tangent times the product of the other elements
+    of its group (exact at zeros, see :func:`~tensorplay.rules.util.prod_others`)."""
+    (x,) = primals
+    t = _live(x, tangents[0])
+    if t is None:
+        return None
+    ax = normalize_axes(axes, len(shape_of(x)))
+    if not ax:
+        return _as_out(ops, t, output)
+    return _as_out(ops, ops.reduce_sum(ops.mul(t, prod_others(ops, x, ax)), axes=ax, keepdims=keepdims), output)
+
 
 def _extremum_jvp(ops: Ops, primals: tuple[Any, ...], tangents: tuple[Tangent, ...], output: AnyTensor,
                   axes: tuple[int, ...], keepdims: bool) -> Tangent:

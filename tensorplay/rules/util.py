@@ -174,6 +174,36 @@ def unreduce(ops: Ops, g: AnyTensor, shape: Sequence[Any], axes: Sequence[int], 
     return g
 
 
+def prod_others(ops: Ops, x: AnyTensor, axes: Sequence[int]) -> AnyTensor:
+    """For each position ``i`` of a float ``x[*S]``, the product over ``axes`` (non-empty) of the other
+    elements of its reduction group (shaped ``S``): ``d prod / d x_i``, without dividing by zero.
+
+    With ``p`` the product of the non-zero elements of a group, ``q_i = p / x_i`` (``p`` at a zero) and
+    ``k_i`` the number of zeros among the others, the result is ``q_i`` where ``k_i == 0`` and 0 where
+    ``k_i >= 1`` (PyTorch's values: at a non-zero beside the group's one zero it is NaN when another
+    element is infinite or NaN, as the product ``0 * inf`` is; where the group has two zeros or more it
+    is 0, as PyTorch's full reduction gives). Where ``k_i == 1`` the zero is written as ``q_i * z_i``,
+    ``z_i`` the other zero's value (a sum equal to 0 whose derivative reaches that element), so the
+    derivative of this result, which grad of grad takes, is exact at any number of zeros."""
+    shape = shape_of(x)
+    ax = normalize_axes(axes, len(shape))
+    dtype = dtype_name(x)
+    zero = ops.eq(x, 0.0)
+    counted = ops.cast(zero, dtype=dtype)
+    safe = ops.where(zero, 1.0, x)
+    q = ops.div(ops.reduce_prod(safe, axes=ax, keepdims=True), safe)
+    others = ops.sub(ops.reduce_sum(counted, axes=ax, keepdims=True), counted)
+    zeros_only = ops.where(zero, x, 0.0)
+    other_zero = ops.sub(ops.reduce_sum(zeros_only, axes=ax, keepdims=True), zeros_only)
+    bad = ops.ne(ops.sub(x, x), 0.0)  # infinite or NaN
+    bad_counted = ops.cast(bad, dtype=dtype)
+    other_bad = ops.sub(ops.reduce_sum(bad_counted, axes=ax, keepdims=True), bad_counted)
+    finite_q = ops.where(ops.ne(ops.sub(q, q), 0.0), 0.0, q)
+    nan_here = ops.logical_and(ops.gt(other_bad, 0.0), ops.logical_not(zero))  # 0 * inf beside the one zero
+    one_zero = ops.where(nan_here, float("nan"), ops.mul(finite_q, other_zero))
+    return ops.where(ops.eq(others, 0.0), q, ops.where(ops.eq(others, 1.0), one_zero, 0.0))
+
+
 def channel_column(ops: Ops, v: AnyTensor, ndim: int) -> AnyTensor:
     """A ``[C]`` vector reshaped to ``[1, C, 1, ...]`` so it broadcasts along axis 1 of a rank-``ndim`` tensor."""
     return ops.reshape(v, shape=(1, shape_of(v)[0]) + (1,) * (ndim - 2))

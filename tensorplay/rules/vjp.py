@@ -34,8 +34,8 @@ from tensorplay.symbolic import SymDim
 from tensorplay.rules.registry import find_rule, registrar, uncovered
 from tensorplay.rules.util import (
     AnyTensor, as_float, attention_probs, channel_column, cotangent_for, dtype_name, flip, input_needed, is_float_tensor,
-    is_tensor, mean_keep, normalize_axes, shape_of, softmax_product, squared_norm, sum_to, swap_last, unreduce,
-    wants_cotangent, zeros_like,
+    is_tensor, mean_keep, normalize_axes, prod_others, shape_of, softmax_product, squared_norm, sum_to, swap_last,
+    unreduce, wants_cotangent, zeros_like,
 )
 
 if TYPE_CHECKING:
@@ -362,6 +362,21 @@ def reduce_sum_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyT
     if not is_float_tensor(x):
         return (None,)
     return (_ct(ops, unreduce(ops, g, shape_of(x), axes, keepdims), x),)
+
+
+@_register("reduce_prod")
+def reduce_prod_vjp(ops: Ops, g: AnyTensor, inputs: tuple[Any, ...], output: AnyTensor, *,
+                    axes: tuple[int, ...], keepdims: bool = False) -> Cotangents:
+    """``g`` broadcast back, times the product of the other elements of each position's group (exact at
+    zeros: no division by zero; see :func:`~tensorplay.rules.util.prod_others`)."""
+    (x,) = inputs
+    if not is_float_tensor(x):
+        return (None,)
+    shape = shape_of(x)
+    spread = unreduce(ops, g, shape, axes, keepdims)
+    if not axes:
+        return (_ct(ops, spread, x),)
+    return (_ct(ops, ops.mul(spread, prod_others(ops, x, axes)), x),)
 
 
 def _extremum_vjp(ops: Ops, g: AnyTensor, x: AnyTensor, output: AnyTensor, axes: tuple[int, ...],

@@ -248,11 +248,12 @@ def uses_scalar_accumulators(plan: GroupPlan) -> bool:
 
 
 def accumulator_dtype(node: Node) -> str:
-    """Sums accumulate in float64; maxima and minima in their own dtype."""
+    """Sums accumulate in float64; products, maxima and minima in their own dtype (a product as numpy's
+    ``multiply.reduce``, which the eager interpreter runs)."""
     return "float64" if node.target == "reduce_sum" else node.outputs[0].aval.dtype
 
 
-START = {"reduce_sum": 0.0, "reduce_max": float("-inf"), "reduce_min": float("inf")}
+START = {"reduce_sum": 0.0, "reduce_max": float("-inf"), "reduce_min": float("inf"), "reduce_prod": 1.0}
 """The initial value of each reduction's accumulator."""
 
 
@@ -370,6 +371,8 @@ def _is_suffix(reduced: tuple[bool, ...], merged: list[list[int]]) -> bool:
 def _accumulate(kind: str, acc: str, value: str) -> str:
     if kind == "reduce_sum":
         return f"{acc} += {value}"
+    if kind == "reduce_prod":
+        return f"{acc} *= {value}"
     op = ">" if kind == "reduce_max" else "<"
     return f"{acc} = {value} if ({value} {op} {acc} or {value} != {value}) else {acc}"
 

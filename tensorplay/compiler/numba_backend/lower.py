@@ -204,7 +204,8 @@ def _where(w: _Writer, node: Node) -> None:
 def _reduce(w: _Writer, node: Node) -> None:
     x = w.value(node.inputs[0])
     axes, keep = tuple(node.params["axes"]), bool(node.params["keepdims"])
-    fn = {"reduce_sum": "np.sum", "reduce_max": "np.max", "reduce_min": "np.min"}[node.target]
+    fn = {"reduce_sum": "np.sum", "reduce_max": "np.max", "reduce_min": "np.min",
+          "reduce_prod": "np.prod"}[node.target]
     out = node.outputs[0]
     operand = node.inputs[0]
     rank = len(operand.shape) if type(operand) is Var else 0
@@ -352,7 +353,7 @@ def _emitters() -> dict[str, Emitter]:
             table[name] = _kernel  # the eager interpreter runs K.<name> after the shape rule
     table.update({
         "where": _where, "reduce_sum": _reduce, "reduce_max": _reduce, "reduce_min": _reduce,
-        "argmax": _arg_reduce, "argmin": _arg_reduce, "reshape": _reshape, "permute": _permute,
+        "reduce_prod": _reduce, "argmax": _arg_reduce, "argmin": _arg_reduce, "reshape": _reshape, "permute": _permute,
         "broadcast_to": _broadcast, "slice": _slice, "pad": _pad, "concat": _concat, "cast": _cast,
         "stop_gradient": _identity, "full": _full, "iota": _iota, "matmul": _matmul,
     })

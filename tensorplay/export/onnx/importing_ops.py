@@ -768,6 +768,7 @@ IMPORTERS: dict[str, Importer] = {
     "BitwiseAnd": _binary("bitwise_and"), "BitwiseOr": _binary("bitwise_or"), "BitwiseXor": _binary("bitwise_xor"),
     "Where": _where,
     "ReduceSum": _reduce("reduce_sum"), "ReduceMax": _reduce("reduce_max"), "ReduceMin": _reduce("reduce_min"),
+    "ReduceProd": _reduce("reduce_prod"),
     "ReduceMean": _reduce("reduce_sum", mean=True), "ArgMax": _arg("argmax"), "ArgMin": _arg("argmin"),
     "CumSum": _cumsum, "TopK": _topk, "GatherElements": _gather_elements,
     "Reshape": _reshape_op, "Transpose": _transpose, "Expand": _expand, "Squeeze": _squeeze,

@@ -479,6 +479,7 @@ LOWERINGS: dict[str, Lowering] = {
     "bitwise_and": _bitwise("BitwiseAnd", "And"), "bitwise_or": _bitwise("BitwiseOr", "Or"),
     "bitwise_xor": _bitwise("BitwiseXor", "Xor"), "where": _where,
     "reduce_sum": _reduce("ReduceSum"), "reduce_max": _reduce("ReduceMax"), "reduce_min": _reduce("ReduceMin"),
+    "reduce_prod": _reduce("ReduceProd"),
     "argmax": _arg("ArgMax"), "argmin": _arg("ArgMin"), "cumsum": _cumsum, "argsort": _argsort,
     "reshape": _reshape, "permute": _permute, "broadcast_to": _broadcast_to, "slice": _slice, "pad": _pad,
     "concat": _concat, "gather": _gather, "scatter_add": _scatter_add, "cast": _cast, "stop_gradient": _identity,
