@@ -112,11 +112,12 @@ def test_uncached_transforms_leave_no_trace_for_the_cycle_collector() -> None:
     calls = [lambda: grad(f)(x), lambda: vmap(grad(f))(xs), lambda: jvp(f, (x,), (x,)), lambda: jacrev(f)(x),
              lambda: jacfwd(f)(x), lambda: hessian(f)(x)]
     previous = set_caching(False)
+    gc.collect()
+    gc.freeze()  # once: the collections below look only at what the calls make, not the whole suite's heap
     try:
         for call in calls:
             call()  # warm up
             gc.collect()
-            gc.freeze()  # the collections below look only at what the call makes, not the whole suite's heap
             gc.disable()
             try:
                 result = call()
@@ -126,11 +127,11 @@ def test_uncached_transforms_leave_no_trace_for_the_cycle_collector() -> None:
             finally:
                 gc.set_debug(0)
                 gc.garbage.clear()
-                gc.unfreeze()
                 gc.enable()
             assert not left, f"{len(left)} graph objects left to the cycle collector"
             assert result is not None
     finally:
+        gc.unfreeze()
         set_caching(previous)
     np.testing.assert_allclose(hessian(f)(x).numpy(), torch.func.hessian(
         lambda v: (v.tanh() * v).sum())(torch.tensor(x.numpy())).numpy(), rtol=1e-5, atol=1e-6)
