@@ -143,6 +143,15 @@ def _array(value: Any, dtype: str) -> Array:
     return value
 
 
+def _sign(x: Array) -> Array:
+    """``sign(x)``: -1, 0 or 1 in ``x``'s dtype (NaN stays NaN); of a bool array ``x`` itself (a copy: ``True``
+    is 1 and ``False`` 0), as PyTorch, where numpy's ``sign`` has no bool loop."""
+    if x.dtype.kind == "b":
+        return x.copy()
+    out: Array = np.sign(x)
+    return out
+
+
 def _rsqrt(x: Array) -> Array:
     out = np.sqrt(x, out=np.empty_like(x))
     return np.divide(1, out, out=out)
@@ -335,7 +344,7 @@ _sigmoid_numpy = _quiet(_sigmoid_exact)
 _quiet_exp = _quiet(np.exp)
 
 UNARY_KERNELS: dict[str, Callable[..., Any]] = {
-    "neg": np.negative, "abs": np.abs, "sign": np.sign, "exp": _exp, "log": _quiet(np.log),
+    "neg": np.negative, "abs": np.abs, "sign": _sign, "exp": _exp, "log": _quiet(np.log),
     "log1p": _quiet(np.log1p), "expm1": _quiet(np.expm1), "sqrt": _quiet(np.sqrt), "rsqrt": _quiet(_rsqrt),
     "sin": np.sin, "cos": np.cos, "tan": _quiet(np.tan), "tanh": _tanh, "sigmoid": _sigmoid, "relu": _relu, "floor": np.floor,
     "ceil": np.ceil, "round": np.round, "logical_not": np.logical_not, "erf": erf, "gelu": _gelu, "bitwise_not": np.invert,
