@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from tensorplay.errors import GraphCaptureError, ShapeError
+from tensorplay.errors import GraphCaptureError
 from tensorplay.interpreters.eager import tape
 from tensorplay.nn._util import is_eager
 from tensorplay.tensor import Tensor, highest_interpreter
@@ -30,17 +30,27 @@ def _tensors(parameters: Any, where: str) -> list[AnyTensor]:
     return items
 
 
+_NORM_TYPES = "a float or an int (the order p of the p-norm, e.g. 2.0, 1, 0.5), or 'inf' / float('inf')"
+
+
 def _norm_type(norm_type: Any, where: str) -> float:
-    value = float(norm_type)
-    if math.isnan(value) or value < 0:
-        raise ShapeError(f"{where}: norm_type must be a non-negative number or inf, got {norm_type!r}")
-    return value
+    """``norm_type`` as a float, as PyTorch reads it (``float(norm_type)``: any real order, negative and
+    ``-inf`` included, or a string such as ``'inf'``); anything else is an error naming the argument."""
+    try:
+        return float(norm_type)
+    except ValueError:
+        raise ValueError(f"{where}: norm_type must be {_NORM_TYPES}; got {norm_type!r}, which is not a "
+                         "number (a matrix norm such as 'fro' does not apply: the gradients are one vector)") from None
+    except TypeError:
+        raise TypeError(f"{where}: norm_type must be {_NORM_TYPES}; got {norm_type!r} "
+                        f"({type(norm_type).__name__})") from None
 
 
 def get_total_norm(tensors: Parameters, norm_type: float = 2.0, error_if_nonfinite: bool = False,
                    foreach: bool | None = None) -> AnyTensor:
     """The ``norm_type``-norm of all the ``tensors`` together, as if concatenated into one vector (0-d,
-    in the promoted dtype; 0 when there are none). ``norm_type=inf`` is the largest absolute value."""
+    in the promoted dtype; 0 when there are none). ``norm_type=inf`` is the largest absolute value, ``-inf``
+    the smallest; a negative order is ``sum(|x|**p)**(1/p)``, as ``torch.linalg.vector_norm``."""
     items = _tensors(tensors, "get_total_norm")
     p = _norm_type(norm_type, "get_total_norm")
     if not items:
@@ -74,7 +84,8 @@ def _tensor_norm(ops: Any, t: AnyTensor, p: float) -> AnyTensor:
         return ops.full(shape=(), value=0.0, dtype=t.dtype.name)  # type: ignore[no-any-return]
     a = ops.abs(t)
     if math.isinf(p):
-        return ops.reduce_max(a, axes=axes, keepdims=False)  # type: ignore[no-any-return]
+        reduce = ops.reduce_max if p > 0 else ops.reduce_min
+        return reduce(a, axes=axes, keepdims=False)  # type: ignore[no-any-return]
     if p == 0:
         return ops.reduce_sum(ops.cast(ops.ne(t, 0.0), dtype=t.dtype.name), axes=axes,  # type: ignore[no-any-return]
                               keepdims=False)
@@ -96,8 +107,9 @@ def clip_grad_norm_(parameters: Parameters, max_norm: float, norm_type: float = 
     ``min(1, max_norm / (total + 1e-6))``. Returns the total norm before clipping (0-d). Parameters
     without a gradient are skipped; ``error_if_nonfinite`` raises when the norm is NaN or infinite.
     ``foreach`` is accepted for PyTorch compatibility."""
+    p = _norm_type(norm_type, "clip_grad_norm_")
     grads = _grads(parameters, "clip_grad_norm_")
-    total = get_total_norm(grads, norm_type, error_if_nonfinite)
+    total = get_total_norm(grads, p, error_if_nonfinite)
     if not grads:
         return total
     ops: Any = highest_interpreter(grads, total._ops)
