@@ -141,7 +141,7 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: An
     if isinstance(data, Tensor):
         data = np.asarray(data._ops.concrete(data))
     elif isinstance(data, np.ndarray):
-        data = _dt.plain_array(data, "tensor")
+        data = _dt.native_order(_dt.plain_array(data, "tensor"))  # big-endian: a native-order copy
     python = not isinstance(data, np.ndarray)
     target = None if dtype is None else _dt.to_dtype(dtype).numpy
     array = np.array(data, copy=True)
@@ -175,10 +175,16 @@ def from_numpy(array: np.ndarray[Any, Any]) -> Tensor[*tuple[Any, ...]]:
     """A tensor sharing memory with ``array`` (writes to either are seen by both), as PyTorch.
 
     A subclass (``np.matrix``, a memmap, ...) is viewed as a plain ndarray (same memory), so it
-    behaves like any tensor (a matrix's rows are not kept 2-d); a masked array is refused."""
+    behaves like any tensor (a matrix's rows are not kept 2-d); a masked array is refused, and so is an
+    array not in the machine's byte order (big-endian), which no tensor can share: ``tp.tensor(array)``
+    makes a native-order copy of it."""
     if not isinstance(array, np.ndarray):
         raise DTypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
     array = _dt.plain_array(array, "from_numpy")
+    if not array.dtype.isnative:
+        raise DTypeError(f"from_numpy: the array's dtype {array.dtype.str} ({array.dtype.name}) is not in the "
+                         "machine's byte order, so a tensor cannot share its memory; tp.tensor(array) makes a "
+                         "native-order copy (or convert with .astype(array.dtype.newbyteorder('=')))")
     _dt.from_numpy_dtype(array.dtype)
     return eager.wrap(array)
 

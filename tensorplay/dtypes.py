@@ -53,10 +53,24 @@ def plain_array(value: Any, where: str) -> np.ndarray[Any, Any]:
     return np.asarray(value)
 
 
+def native_order(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """``array`` itself when its dtype is in the machine's byte order (or has none: bool), else a converted
+    copy in that order holding the same values (a big-endian ``>f4`` array read from a file becomes
+    ``float32``); ``array`` is never changed. Every tensor holds native-order data: numpy's loops, the
+    kernels and the files written assume it."""
+    if array.dtype.isnative:
+        return array
+    return array.astype(array.dtype.newbyteorder("="))
+
+
 def from_numpy_dtype(dtype: np.dtype[Any]) -> DType:
     """The tensorplay dtype of a numpy dtype; unsupported ones raise ``DTypeError``."""
     found = _BY_NUMPY.get(dtype)
     if found is None:
+        if not dtype.isnative and dtype.newbyteorder("=") in _BY_NUMPY:
+            raise DTypeError(
+                f"numpy dtype {dtype.str} ({dtype.name}) is not in the machine's byte order; a tensor holds "
+                f"native-order data (convert with .astype(array.dtype.newbyteorder('=')) first)")
         raise DTypeError(
             f"numpy dtype {dtype} is not supported; expected one of "
             f"{', '.join(d.name for d in ALL)} (convert with .astype first)")

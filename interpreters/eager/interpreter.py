@@ -30,6 +30,7 @@ from tensorplay.interpreters.eager.special import erf
 from tensorplay.spec import SPECS
 from tensorplay.spec.table import PRIMITIVES
 from tensorplay.spec.aval import Aval
+from tensorplay.dtypes import native_order
 from tensorplay.spec.dtypes import result_type, weak_kind
 from tensorplay.spec.errors import DTypeError, ShapeError
 from tensorplay.formatting import format_array
@@ -427,7 +428,7 @@ class EagerInterpreter(BaseInterpreter):
         array = np.asarray(value)
         if array.dtype.name not in _NUMPY_DTYPES:
             raise DTypeError(f"unsupported dtype {array.dtype} for a tensor constant")
-        return Tensor(self, array)
+        return Tensor(self, native_order(array))  # a big-endian array: a native-order copy
 
     def format(self, x: Tensor[*tuple[Any, ...]]) -> str:
         """``tensor([...])`` in PyTorch's style."""

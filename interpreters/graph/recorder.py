@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from tensorplay.interpreters.eager.interpreter import dtype_name, eager, rule_key
+from tensorplay.dtypes import native_order
 from tensorplay.interpreters.graph.views import VIEW_PRIMITIVES, ViewTable, positions
 from tensorplay.interpreters.graph.ir import (
     NUMPY_DTYPES, PARAMS, Graph, Guard, Literal, Location, Node, Var, complete_params, has_symbolic,
@@ -427,7 +428,7 @@ class Recorder(BaseInterpreter):
         input of the graph (its data is stored with the graph)."""
         if isinstance(value, Tensor):
             return _tensor(self, self.lift(value))
-        array = np.asarray(value)
+        array = native_order(np.asarray(value))  # a big-endian array: a native-order copy
         if array.dtype.name not in NUMPY_DTYPES:
             raise DTypeError(f"unsupported dtype {array.dtype} for a tensor constant")
         var = self.graph.add_input("constant", Aval(tuple(array.shape), array.dtype.name), "constant", array)

@@ -7,7 +7,7 @@ from typing import Any, TypeVarTuple
 import numpy as np
 
 from tensorplay.interpreters.eager.interpreter import eager as _eager
-from tensorplay.dtypes import plain_array
+from tensorplay.dtypes import native_order, plain_array
 from tensorplay.errors import DTypeError
 from tensorplay.tensor import Tensor
 
@@ -21,7 +21,7 @@ def _owned_array(data: Any) -> np.ndarray[Any, Any]:
     """A writeable, C-contiguous numpy array holding ``data`` (shared when it already is one)."""
     if isinstance(data, Tensor):
         data = data._ops.concrete(data)
-    array = plain_array(data, "Parameter")
+    array = native_order(plain_array(data, "Parameter"))  # a big-endian array: a native-order copy
     if array.dtype.name not in _SUPPORTED:
         if array.dtype.kind == "f":
             array = array.astype(np.float32)
