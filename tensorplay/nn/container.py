@@ -62,15 +62,22 @@ class Sequential(Module):
         self.register_module(keys[index % n], module)
 
     def __delitem__(self, index: int | slice) -> None:
+        """Remove the child(ren) at ``index`` (an int, negative counting from the end, or a slice); the
+        children left are renamed ``"0"``, ``"1"``, ... in order, as PyTorch does (named children too)."""
         keys = list(self._modules)
-        targets = keys[index] if isinstance(index, slice) else [keys[index]]
+        if isinstance(index, slice):
+            targets = keys[index]
+        else:
+            n = len(keys)
+            if not -n <= index < n:
+                raise IndexError(f"Sequential: index {index} is out of range for {n} modules")
+            targets = [keys[index % n]]
         for key in targets:
             del self._modules[key]
-        if all(k.isdigit() for k in self._modules):
-            remaining = list(self._modules.values())
-            self._modules.clear()
-            for i, module in enumerate(remaining):
-                self._modules[str(i)] = module
+        remaining = list(self._modules.values())
+        self._modules.clear()
+        for i, module in enumerate(remaining):
+            self._modules[str(i)] = module
 
     def append(self, module: Module) -> Sequential:
         """Add ``module`` at the end."""
