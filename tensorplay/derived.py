@@ -43,11 +43,29 @@ def normalize_axis(axis: int, ndim: int, where: str) -> int:
     return int(axis) % ndim if ndim else 0
 
 
+def check_scalar_dim(dim: int, where: str) -> None:
+    """Check a ``dim`` given to a reduction-like operation of a 0-d tensor: as in PyTorch, ``0`` and ``-1``
+    name the tensor itself (the result is 0-d); anything else is an :class:`AxisError` naming ``where``."""
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        raise AxisError(f"{where}: axis must be an int, got {type(dim).__name__} {dim!r}")
+    if dim not in (0, -1):
+        raise AxisError(f"{where}: axis {dim} is out of range for a 0-d tensor (expected -1 or 0, which name "
+                        "the tensor itself)")
+
+
 def normalize_axes(axes: int | Sequence[int] | None, ndim: int, where: str) -> tuple[int, ...]:
-    """Normalise one axis, several, or ``None`` (all axes) to a sorted tuple without duplicates."""
+    """Normalise one axis, several, or ``None`` (all axes) of a reduction over a rank-``ndim`` tensor to a
+    sorted tuple without duplicates. Of a 0-d tensor, as in PyTorch, the axis ``0`` or ``-1`` (alone or
+    in a tuple) names the tensor itself and reduces nothing: ``()``."""
     if axes is None:
         return tuple(range(ndim))
     seq = tuple(axes) if isinstance(axes, (tuple, list)) else (axes,)  # one axis: normalize_axis checks it
+    if ndim == 0:
+        for a in seq:
+            check_scalar_dim(a, where)
+        if len(seq) > 1:
+            raise AxisError(f"{where}: duplicate axes {list(seq)} for a 0-d tensor (0 and -1 both name it)")
+        return ()
     out = tuple(normalize_axis(a, ndim, where) for a in seq)
     if len(set(out)) != len(out):
         raise AxisError(f"{where}: duplicate axes {list(seq)} for a tensor of rank {ndim}")
@@ -204,18 +222,32 @@ def all_true(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int] | None, ke
 def cumsum(ops: Interpreter, x: AnyTensor, dim: int) -> AnyTensor:
     """Running sums along ``dim`` (a 0-d tensor is its own running sum, as PyTorch)."""
     if x.ndim == 0:
-        normalize_axis(dim, 1, "cumsum")
+        check_scalar_dim(dim, "cumsum")
         return reshape(ops, ops.cumsum(reshape(ops, x, (1,)), axis=0), ())
     return ops.cumsum(x, axis=normalize_axis(dim, x.ndim, "cumsum"))
 
 
 def arg_reduce(ops: Interpreter, prim: str, x: AnyTensor, dim: int | None, keepdim: bool) -> AnyTensor:
-    """``argmax``/``argmin`` along ``dim``; ``None`` means over the flattened tensor."""
+    """``argmax``/``argmin`` along ``dim``; ``None`` means over the flattened tensor. Of a 0-d tensor
+    ``dim`` 0 or -1 gives the 0-d index 0 (with or without ``keepdim``, as PyTorch)."""
+    if dim is not None and x.ndim == 0:
+        check_scalar_dim(dim, prim)
+        return getattr(ops, prim)(reshape(ops, x, (1,)), axis=0, keepdims=False)
     if dim is None:
         flat = reshape(ops, x, (-1,))
         out = getattr(ops, prim)(flat, axis=0, keepdims=False)
         return reshape(ops, out, (1,) * x.ndim) if keepdim else out
     return getattr(ops, prim)(x, axis=normalize_axis(dim, x.ndim, prim), keepdims=keepdim)
+
+
+def softmax(ops: Interpreter, prim: str, x: AnyTensor, dim: int) -> AnyTensor:
+    """``softmax``/``log_softmax`` (``prim``) of ``x[*S]`` along ``dim``, shaped ``S``. A 0-d tensor takes
+    ``dim`` 0 or -1 and is normalised as a vector of one element (1 and 0 for a finite value, NaN for an
+    infinite one, as PyTorch)."""
+    if x.ndim == 0:
+        check_scalar_dim(dim, prim)
+        return reshape(ops, getattr(ops, prim)(reshape(ops, x, (1,)), axis=0), ())
+    return getattr(ops, prim)(x, axis=dim)
 
 
 def clamp(ops: Interpreter, x: AnyTensor, lo: Any, hi: Any) -> AnyTensor:

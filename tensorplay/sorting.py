@@ -41,7 +41,7 @@ def _as_vector(ops: Interpreter, x: AnyTensor, dim: int, where: str) -> tuple[An
     """``x`` with at least one axis (a 0-d tensor takes ``dim`` 0 or -1 and acts as ``[1]``), the
     normalised axis, and whether it was 0-d."""
     if x.ndim == 0:
-        _d.normalize_axis(dim, 1, where)
+        _d.check_scalar_dim(dim, where)
         return _d.reshape(ops, x, (1,)), 0, True
     return x, _d.normalize_axis(dim, x.ndim, where), False
 

@@ -821,12 +821,16 @@ class Tensor(Generic[*Shape]):
         return _p.cumsum(self._ops, self, dim)  # type: ignore[no-any-return]
 
     def softmax(self, dim: int) -> Tensor[*Shape]:
-        """Softmax along ``dim``."""
-        return self._ops.softmax(self, axis=dim)
+        """Softmax along ``dim``: ``x[*S]`` to ``[*S]`` (a 0-d tensor takes ``dim`` 0 or -1, as PyTorch)."""
+        if self.ndim:
+            return self._ops.softmax(self, axis=dim)
+        return _p.softmax(self._ops, "softmax", self, dim)  # type: ignore[no-any-return]
 
     def log_softmax(self, dim: int) -> Tensor[*Shape]:
-        """Log-softmax along ``dim``."""
-        return self._ops.log_softmax(self, axis=dim)
+        """Log-softmax along ``dim``: ``x[*S]`` to ``[*S]`` (a 0-d tensor takes ``dim`` 0 or -1, as PyTorch)."""
+        if self.ndim:
+            return self._ops.log_softmax(self, axis=dim)
+        return _p.softmax(self._ops, "log_softmax", self, dim)  # type: ignore[no-any-return]
 
     # ---- reductions ---------------------------------------------------------------------------
     @overload

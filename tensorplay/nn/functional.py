@@ -8,6 +8,7 @@ any leading shape of their input.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, TypeVarTuple, overload
 
@@ -80,23 +81,23 @@ def leaky_relu(input: Tensor[*S], negative_slope: float = 0.01) -> Tensor[*S]:
     return ops.where(ops.gt(input, 0.0), input, ops.mul(input, float(negative_slope)))  # type: ignore[no-any-return]
 
 
-def _axis(dim: int | None, ndim: int, where: str) -> int:
+def _softmax(prim: str, input: AnyTensor, dim: int | None) -> AnyTensor:
     if dim is None:
-        raise ValueError(f"{where}: pass dim= explicitly (the axis to normalise over)")
-    from tensorplay.derived import normalize_axis
-    return normalize_axis(dim, ndim, where)
+        raise ValueError(f"{prim}: pass dim= explicitly (the axis to normalise over)")
+    from tensorplay import derived
+    ops = ops_for(prim, input)
+    axis = dim if input.ndim == 0 else derived.normalize_axis(dim, input.ndim, prim)  # 0-d: dim 0 or -1
+    return derived.softmax(ops, prim, input, axis)  # type: ignore[no-any-return]
 
 
 def softmax(input: Tensor[*S], dim: int | None = None) -> Tensor[*S]:
-    """Softmax along ``dim``."""
-    ops = ops_for("softmax", input)
-    return ops.softmax(input, axis=_axis(dim, input.ndim, "softmax"))  # type: ignore[no-any-return]
+    """Softmax along ``dim``: ``input[*S]`` to ``[*S]`` (a 0-d tensor takes ``dim`` 0 or -1, as PyTorch)."""
+    return _softmax("softmax", input, dim)
 
 
 def log_softmax(input: Tensor[*S], dim: int | None = None) -> Tensor[*S]:
-    """Log-softmax along ``dim``."""
-    ops = ops_for("log_softmax", input)
-    return ops.log_softmax(input, axis=_axis(dim, input.ndim, "log_softmax"))  # type: ignore[no-any-return]
+    """Log-softmax along ``dim``: ``input[*S]`` to ``[*S]`` (a 0-d tensor takes ``dim`` 0 or -1, as PyTorch)."""
+    return _softmax("log_softmax", input, dim)
 
 
 # ---- linear, convolution, pooling ----------------------------------------------------------------
@@ -358,23 +359,83 @@ def dropout(input: Tensor[*S], p: float = 0.5, training: bool = True, inplace: b
     return prefix.dropout(ops, input, p, True, key=random_key(ops))  # type: ignore[no-any-return]
 
 
-def dropout2d(input: Tensor[*S], p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor[*S]:
-    """Channel-wise dropout of ``input[*lead, C, H, W]``: each channel's whole ``H x W`` map is zeroed with
-    probability ``p`` (one draw per ``[*lead, C]`` entry), the others scaled by ``1/(1-p)``, when
-    training. A 3-d input is ``[N, C, L]`` (one draw per ``[N, C]``, as PyTorch does today)."""
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout2d: probability has to be between 0 and 1, but got {p}")
-    if input.ndim < 3:
-        raise ShapeError(f"dropout2d: expected an input [*lead, C, H, W] (or [N, C, L]) with at least 3 axes, got "
-                         f"shape {list(shape_of(input))}; use dropout for element-wise dropout")
+_DROPOUT_RANKS = {"dropout2d": (3, 4), "dropout3d": (4, 5)}
+
+
+def _feature_dropout(input: Tensor[*S], p: float, training: bool, where: str, kept: int) -> Tensor[*S]:
+    """Zero whole slices of ``input``: one draw per entry of its first ``kept`` axes (1 or 2), each kept
+    slice scaled by ``1/(1-p)`` (PyTorch's feature dropout; ``kept=1`` is its run on ``input`` with a batch
+    axis added). Training needs ``kept`` axes at least."""
     if not training or p == 0.0:
         return input
-    ops = ops_for("dropout2d", input)
+    if input.ndim < kept:
+        raise ShapeError(f"{where}: Feature dropout requires at least 2 dimensions in the input, got shape "
+                         f"{list(shape_of(input))}")
+    ops = ops_for(where, input)
     shape = shape_of(input)
-    kept = 2 if input.ndim == 3 else input.ndim - 2
     ones = ops.full(shape=shape[:kept] + (1,) * (input.ndim - kept), value=1.0, dtype=input.dtype.name)
     mask = prefix.dropout(ops, ones, p, True, key=random_key(ops))
     return ops.mul(input, mask)  # type: ignore[no-any-return]
+
+
+def _warn_rank(where: str, ndim: int) -> None:
+    """PyTorch's deprecation warning for a ``dropout2d``/``dropout3d`` input of another rank (it still runs)."""
+    low, high = _DROPOUT_RANKS[where]
+    spatial = {"dropout2d": 2, "dropout3d": 3}[where]
+    if ndim not in (low, high):
+        warnings.warn(f"{where}: Received a {ndim}-D input to {where}, which is deprecated and will result in an "
+                      "error in a future release. To retain the behavior and silence this warning, please use "
+                      f"dropout instead. Note that {where} exists to provide channel-wise dropout on inputs with "
+                      f"{spatial} spatial dimensions, a channel dimension, and an optional batch dimension (i.e. "
+                      f"{low}D or {high}D inputs).", UserWarning, stacklevel=3)
+
+
+def dropout1d(input: Tensor[*S], p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor[*S]:
+    """Channel-wise dropout of ``input[N, C, L]`` or ``[C, L]``: each channel's ``L`` row is zeroed with
+    probability ``p`` (one draw per ``[N, C]``, or per ``C``), the others scaled by ``1/(1-p)``, when
+    training. Any other rank is a :class:`ShapeError`, as PyTorch raises."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout1d: dropout probability has to be between 0 and 1, but got {p}")
+    if input.ndim not in (2, 3):
+        raise ShapeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input (shape "
+                         f"{list(shape_of(input))}). Note that dropout1d exists to provide channel-wise dropout on "
+                         "inputs with 1 spatial dimension, a channel dimension, and an optional batch dimension "
+                         "(i.e. 2D or 3D inputs).")
+    return _feature_dropout(input, p, training, "dropout1d", 2 if input.ndim == 3 else 1)
+
+
+def dropout2d(input: Tensor[*S], p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor[*S]:
+    """Channel-wise dropout of ``input[N, C, H, W]``: each channel's whole ``H x W`` map is zeroed with
+    probability ``p`` (one draw per ``[N, C]``), the others scaled by ``1/(1-p)``, when training.
+
+    As PyTorch 2.x: every rank draws once per entry of the first two axes. A 3-d input is read as
+    ``[N, C, L]`` (with PyTorch's warning that this will change); a 2-d one (element-wise) or 5-d and
+    more (``[N, C, D, H, W]``: one draw per ``[N, C]``) warn that the rank is deprecated; fewer than 2
+    axes are a :class:`ShapeError` when training."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout2d: dropout probability has to be between 0 and 1, but got {p}")
+    _warn_rank("dropout2d", input.ndim)
+    if input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
+                      "This behavior will change in a future release to interpret the input as one without a "
+                      "batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, "
+                      "please switch to using dropout1d instead.", UserWarning, stacklevel=2)
+    return _feature_dropout(input, p, training, "dropout2d", 2)
+
+
+def dropout3d(input: Tensor[*S], p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor[*S]:
+    """Channel-wise dropout of ``input[N, C, D, H, W]`` or ``[C, D, H, W]``: each channel's ``D x H x W``
+    volume is zeroed with probability ``p`` (one draw per ``[N, C]``, or per ``C``), the others scaled by
+    ``1/(1-p)``, when training.
+
+    As PyTorch 2.x: an input that is not 5-d is read as unbatched, one draw per entry of its first axis;
+    ranks other than 4 and 5 warn that they are deprecated; a 0-d input is a :class:`ShapeError` when
+    training."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout3d: dropout probability has to be between 0 and 1, but got {p}")
+    _warn_rank("dropout3d", input.ndim)
+    return _feature_dropout(input, p, training, "dropout3d", 2 if input.ndim == 5 else 1)
 
 
 def _checked_indices(ops: Any, indices: AnyTensor, size: Any, where: str, what: str,
