@@ -124,7 +124,8 @@ def test_dropout2d_zeroes_whole_channels_and_scales_the_rest() -> None:
 
 
 def test_dropout2d_of_a_3d_input_drops_rows_as_pytorch() -> None:
-    y = F.dropout2d(tp.ones(8, 16, 5), 0.5).numpy()
+    with pytest.warns(UserWarning, match="Received a 3D input to dropout2d"):
+        y = F.dropout2d(tp.ones(8, 16, 5), 0.5).numpy()
     assert np.all(y == y[..., :1])  # [N, C, L]: one decision per (N, C), as torch.nn.functional.dropout2d
 
 
@@ -141,8 +142,11 @@ def test_dropout2d_under_every_way_of_running() -> None:
 
 
 def test_dropout2d_refuses_inputs_without_channels() -> None:
-    with pytest.raises(ShapeError, match="at least 3 axes"):
-        F.dropout2d(tp.randn(3, 4), 0.5)
+    with pytest.warns(UserWarning, match="Received a 1-D input"), \
+            pytest.raises(ShapeError, match="at least 2 dimensions"):
+        F.dropout2d(tp.randn(3), 0.5)
+    with pytest.warns(UserWarning, match="Received a 2-D input to dropout2d, which is deprecated"):
+        F.dropout2d(tp.randn(3, 4), 0.5)  # element-wise, as torch (tests/test_nn_dropout_ranks.py)
 
 
 # ---- GroupNorm and RMSNorm ------------------------------------------------------------------------------

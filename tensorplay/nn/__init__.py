@@ -12,7 +12,7 @@ from tensorplay.nn.attention import MultiheadAttention
 from tensorplay.nn.container import ModuleDict, ModuleList, Sequential
 from tensorplay.nn.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
 from tensorplay.nn.adaptive import AdaptiveAvgPool1d, AdaptiveAvgPool2d
-from tensorplay.nn.dropout import Dropout, Dropout2d
+from tensorplay.nn.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from tensorplay.nn.linear import Flatten, Identity, Linear
 from tensorplay.nn.loss import CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from tensorplay.nn.module import IncompatibleKeys, Module, StateDictError
@@ -28,6 +28,6 @@ __all__ = [
     "Linear", "Identity", "Flatten", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
     "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "Embedding",
     "Dropout", "MultiheadAttention", "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "LeakyReLU", "Softmax",
-    "LogSoftmax", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "Dropout2d", "GroupNorm", "RMSNorm",
-    "TransformerEncoderLayer", "TransformerEncoder", "Sequential", "ModuleList", "ModuleDict", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss",
+    "LogSoftmax", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "Dropout1d", "Dropout2d", "Dropout3d", "GroupNorm",
+    "RMSNorm", "TransformerEncoderLayer", "TransformerEncoder", "Sequential", "ModuleList", "ModuleDict", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss",
 ]

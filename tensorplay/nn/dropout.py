@@ -1,4 +1,4 @@
-"""``Dropout`` and ``Dropout2d``."""
+"""``Dropout``, ``Dropout1d``, ``Dropout2d`` and ``Dropout3d``."""
 
 from __future__ import annotations
 
@@ -38,15 +38,43 @@ class Dropout(_DropoutBase):
         __call__ = forward
 
 
+class Dropout1d(_DropoutBase):
+    """Channel-wise dropout of ``x[N, C, L]`` or ``[C, L]``: in training, zero each channel's ``L`` row
+    with probability ``p`` and scale the rest by ``1/(1-p)``; the identity in evaluation. Other ranks
+    are an error, as in PyTorch. See :func:`tensorplay.nn.functional.dropout1d`."""
+
+    def forward(self, x: Tensor[*S]) -> Tensor[*S]:
+        """``x`` with whole channels dropped when training."""
+        return F.dropout1d(x, self.p, self.training)
+
+    if TYPE_CHECKING:
+        __call__ = forward
+
+
 class Dropout2d(_DropoutBase):
-    """Channel-wise dropout: in training, zero whole channels (every ``H x W`` map of ``x[*lead, C, H, W]``)
-    with probability ``p`` and scale the rest by ``1/(1-p)``; the identity in evaluation. A 3-d input is
-    read as ``[N, C, L]`` (PyTorch's current behaviour: each ``L`` row is one channel). See
+    """Channel-wise dropout: in training, zero whole channels (every ``H x W`` map of ``x[N, C, H, W]``)
+    with probability ``p`` and scale the rest by ``1/(1-p)``; the identity in evaluation. As PyTorch,
+    every rank draws once per ``[N, C]`` entry of the first two axes: a 3-d input is read as ``[N, C, L]``,
+    and other ranks than 3 and 4 warn that they are deprecated. See
     :func:`tensorplay.nn.functional.dropout2d`."""
 
     def forward(self, x: Tensor[*S]) -> Tensor[*S]:
         """``x`` with whole channels dropped when training."""
         return F.dropout2d(x, self.p, self.training)
+
+    if TYPE_CHECKING:
+        __call__ = forward
+
+
+class Dropout3d(_DropoutBase):
+    """Channel-wise dropout of ``x[N, C, D, H, W]`` or ``[C, D, H, W]``: in training, zero each channel's
+    ``D x H x W`` volume with probability ``p`` and scale the rest by ``1/(1-p)``; the identity in
+    evaluation. As PyTorch, other ranks warn and are read as unbatched (one draw per entry of the first
+    axis). See :func:`tensorplay.nn.functional.dropout3d`."""
+
+    def forward(self, x: Tensor[*S]) -> Tensor[*S]:
+        """``x`` with whole channels dropped when training."""
+        return F.dropout3d(x, self.p, self.training)
 
     if TYPE_CHECKING:
         __call__ = forward
