@@ -50,6 +50,16 @@ def layer_size(value: Any, name: str, where: str, positive: bool = False) -> int
     return int(value)
 
 
+def check_window(values: tuple[int, ...], given: Any, name: str, where: str, minimum: int) -> None:
+    """A layer's per-axis ``kernel_size`` / ``stride`` / ``dilation`` (``minimum`` 1) or ``padding``
+    (``minimum`` 0), checked when the layer is built: a value below ``minimum`` on any spatial axis is a
+    :class:`ShapeError` (a ValueError) naming the layer, the argument and the value given. PyTorch takes
+    such a layer and fails on its first call."""
+    if any(v < minimum for v in values):
+        need = "positive" if minimum == 1 else "non-negative"
+        raise ShapeError(f"{where}: {name} must be {need} on every spatial axis, got {name}={given!r}")
+
+
 def check_padding_idx(padding_idx: Any, num_embeddings: int, where: str) -> int:
     """``padding_idx`` checked to lie in ``[-num_embeddings, num_embeddings)``, as a non-negative row."""
     if isinstance(padding_idx, bool) or not isinstance(padding_idx, (int, np.integer)):

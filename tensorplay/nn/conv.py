@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, TypeVarTuple, overload
 from tensorplay import prefix as _prefix_module
 from tensorplay.errors import ShapeError
 from tensorplay.nn import init
-from tensorplay.nn._util import IntOrTuple, layer_size, ops_for
+from tensorplay.nn._util import IntOrTuple, check_window, layer_size, ops_for
 from tensorplay.prefix import int_tuple
 from tensorplay.nn.linear import empty_parameter
 from tensorplay.nn.module import Module
@@ -72,6 +72,15 @@ class _ConvNd(Module):
         self.groups = groups
         self.padding_mode = padding_mode
         self.output_padding = int_tuple(output_padding, rank, "output_padding", where)
+        check_window(self.kernel_size, kernel_size, "kernel_size", where, 1)
+        check_window(self.stride, stride, "stride", where, 1)
+        check_window(self.dilation, dilation, "dilation", where, 1)
+        check_window(self.output_padding, output_padding, "output_padding", where, 0)
+        for axis, (op, s, d) in enumerate(zip(self.output_padding, self.stride, self.dilation)):
+            if op >= max(s, d):
+                raise ShapeError(f"{where}: output_padding must be smaller than stride or dilation on every "
+                                 f"spatial axis, got output_padding={output_padding!r} with stride={stride!r}, "
+                                 f"dilation={dilation!r} (axis {axis})")
         self.padding: tuple[int, ...] | str
         if isinstance(padding, str):
             if self.transposed or padding not in ("same", "valid"):
@@ -83,6 +92,7 @@ class _ConvNd(Module):
             self.padding = padding
         else:
             self.padding = int_tuple(padding, rank, "padding", where)
+            check_window(self.padding, padding, "padding", where, 0)
         if self.transposed:
             shape = (in_channels, out_channels // groups) + self.kernel_size
         else:

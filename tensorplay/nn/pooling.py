@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, TypeVarTuple, overload
 
 from tensorplay import prefix as _prefix_module
 from tensorplay.errors import ShapeError
-from tensorplay.nn._util import IntOrTuple, ops_for
+from tensorplay.nn._util import IntOrTuple, check_window, ops_for
 from tensorplay.prefix import int_tuple
 from tensorplay.nn.conv import check_out
 from tensorplay.nn.module import Module
@@ -34,6 +34,9 @@ class _PoolNd(Module):
         self.kernel_size = int_tuple(kernel_size, self.rank, "kernel_size", where)
         self.stride = self.kernel_size if stride is None else int_tuple(stride, self.rank, "stride", where)
         self.padding = int_tuple(padding, self.rank, "padding", where)
+        check_window(self.kernel_size, kernel_size, "kernel_size", where, 1)
+        check_window(self.stride, stride, "stride", where, 1)
+        check_window(self.padding, padding, "padding", where, 0)
         if int_tuple(dilation, self.rank, "dilation", where) != (1,) * self.rank:
             raise ShapeError(f"{where}: dilation other than 1 is not supported, got {dilation}")
         if ceil_mode:
