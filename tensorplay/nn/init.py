@@ -106,19 +106,111 @@ def normal_(tensor: T, mean: float = 0.0, std: float = 1.0) -> T:
     return _write(tensor, _normal01(tuple(tensor.shape), dtype) * std + mean)
 
 
+# Inverse of the standard normal CDF: P. J. Acklam's rational approximation (relative error below
+# 1.2e-9), a central rational in p - 1/2 and tail rationals in q = sqrt(-2 log p), here evaluated from
+# log p so that tails far below the smallest double are reached. Where x < -10, three Newton steps on
+# log Phi(x) = log(p) (the asymptotic series below, exact to rounding there) make it exact.
+_ICDF_A = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02, 1.383577518672690e+02,
+           -3.066479806614716e+01, 2.506628277459239e+00)
+_ICDF_B = (-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02, 6.680131188771972e+01,
+           -1.328068155288572e+01, 1.0)
+_ICDF_C = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00, -2.549732539343734e+00,
+           4.374664141464968e+00, 2.938163982698783e+00)
+_ICDF_D = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00, 1.0)
+_ICDF_LOW = 0.02425
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def _poly(coefficients: tuple[float, ...], x: Any) -> Any:
+    out = coefficients[0] * x + coefficients[1]
+    for c in coefficients[2:]:
+        out = out * x + c
+    return out
+
+
+def _mills_series(t: Any) -> Any:
+    """``sum_k (-1)^k (2k-1)!! / t^2k`` (k < 20): ``Phi(-t) = phi(t) / t`` times it, to a relative error
+    below 1e-16 for ``t >= 10`` (the asymptotic series of the normal tail)."""
+    inv = 1.0 / (t * t)
+    term = np.ones_like(t)
+    total = np.ones_like(t)
+    for k in range(1, 20):
+        term = term * (-(2 * k - 1) * inv)
+        total = total + term
+    return total
+
+
+def _log_ndtr_far(x: Any) -> Any:
+    """``log Phi(x)`` for ``x <= -10`` (scalar or array), from the tail series."""
+    t = -np.asarray(x, dtype=np.float64)
+    return -0.5 * t * t - _LOG_SQRT_2PI - np.log(t) + np.log(_mills_series(t))
+
+
+def _log_ndtr(x: float) -> float:
+    """``log Phi(x)`` of one float, accurate in both tails (``-inf`` at ``-inf``)."""
+    if x == -math.inf:
+        return -math.inf
+    if x <= -10.0:
+        return float(_log_ndtr_far(x))
+    if x < 0.0:
+        return math.log(0.5 * math.erfc(-x / math.sqrt(2.0)))
+    return math.log1p(-0.5 * math.erfc(x / math.sqrt(2.0)))
+
+
+def _normal_icdf_log(log_p: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The standard normal quantile of ``exp(log_p)`` (float64 array; ``log_p <= 0``)."""
+    log_p = np.asarray(log_p, dtype=np.float64)
+    x = np.empty_like(log_p)
+    low = log_p < math.log(_ICDF_LOW)
+    p = np.exp(log_p)
+    high = ~low & (p > 1.0 - _ICDF_LOW)
+    mid = ~low & ~high
+    if low.any():
+        q = np.sqrt(-2.0 * log_p[low])
+        x[low] = _poly(_ICDF_C, q) / _poly(_ICDF_D, q)
+    if mid.any():
+        q = p[mid] - 0.5
+        r = q * q
+        x[mid] = _poly(_ICDF_A, r) * q / _poly(_ICDF_B, r)
+    if high.any():
+        q = np.sqrt(-2.0 * np.log1p(-p[high]))
+        x[high] = -_poly(_ICDF_C, q) / _poly(_ICDF_D, q)
+    far = x < -10.0
+    if far.any():
+        xf, target = x[far], log_p[far]
+        for _ in range(3):  # Newton on log Phi(x) - log_p, whose slope phi/Phi is t / series(t) here
+            t = -xf
+            xf = np.minimum(xf - (_log_ndtr_far(xf) - target) * _mills_series(t) / t, -10.0)
+        x[far] = xf
+    return x
+
+
 def trunc_normal_(tensor: T, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0) -> T:
-    """Fill with ``N(mean, std^2)`` samples redrawn until they lie in ``[a, b]``."""
+    """Fill with samples of ``N(mean, std^2)`` truncated to ``[a, b]``, by the inverse CDF as PyTorch does:
+    ``Phi^-1`` of a uniform draw between ``Phi(alpha)`` and ``Phi(beta)`` (``alpha = (a - mean) / std``,
+    ``beta`` likewise). The CDFs are taken in log space on the side of the mean nearer the interval, so an
+    interval far in a tail (``a`` 40 std above the mean) is sampled with its true distribution; infinite
+    bounds are allowed. ``a > b`` or ``std == 0`` is a ValueError."""
     dtype = _float_dtype(tensor, "trunc_normal_")
-    shape = tuple(tensor.shape)
-    out = _normal01(shape, dtype) * std + mean
-    bad = (out < a) | (out > b)
-    for _ in range(100):
-        if not bad.any():
-            break
-        redraw = _normal01(shape, dtype) * std + mean
-        out = np.where(bad, redraw, out)
-        bad = (out < a) | (out > b)
-    return _write(tensor, np.clip(out, a, b))
+    mean, std, a, b = float(mean), float(std), float(a), float(b)
+    if not a <= b:
+        raise ValueError(f"trunc_normal_: expected a <= b, got a={a}, b={b}")
+    if std == 0.0 or not math.isfinite(std) or not math.isfinite(mean):
+        raise ValueError(f"trunc_normal_: std must be finite and nonzero, and mean finite; got mean={mean}, "
+                         f"std={std}")
+    std = abs(std)  # N(mean, std^2) is the same for -std
+    alpha, beta = (a - mean) / std, (b - mean) / std
+    flip = alpha + beta > 0  # sample the mirror image, so that the interval lies mostly below the mean
+    lo, hi = (-beta, -alpha) if flip else (alpha, beta)
+    log_lo, log_hi = _log_ndtr(lo), _log_ndtr(hi)
+    ratio = math.exp(log_lo - log_hi)  # Phi(lo) / Phi(hi), in [0, 1]
+    u = 1.0 - _uniform01(tuple(tensor.shape), "float64")  # in (0, 1]
+    z = _normal_icdf_log(log_hi + np.log(ratio + u * (1.0 - ratio)))
+    z = np.clip(z, lo, hi)
+    if flip:
+        z = -z
+    out = (mean + std * z).astype(dtype)
+    return _write(tensor, np.clip(out, np.asarray(a, dtype), np.asarray(b, dtype)))
 
 
 def constant_(tensor: T, val: float) -> T:
