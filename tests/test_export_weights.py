@@ -165,9 +165,9 @@ def _rewrite_metadata(data: bytes, **changes: str) -> bytes:
 
 def test_a_file_from_a_newer_tensorplay_is_refused_with_the_versions() -> None:
     data = _bytes({"w": tp.randn(2)})
-    with pytest.raises(FileFormatError, match=r"needs schema 1\.3; this tensorplay reads up to 1\.1"):
+    with pytest.raises(FileFormatError, match=r"needs schema 1\.3; this tensorplay reads up to 1\.2"):
         _load(_rewrite_metadata(data, **{SCHEMA_KEY: "1.3"}))
-    with pytest.raises(FileFormatError, match=r"needs schema 2\.0; this tensorplay reads up to 1\.1"):
+    with pytest.raises(FileFormatError, match=r"needs schema 2\.0; this tensorplay reads up to 1\.2"):
         _load(_rewrite_metadata(data, **{SCHEMA_KEY: "2.0"}))
 
 

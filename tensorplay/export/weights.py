@@ -7,8 +7,12 @@ dotted path (``fc1.weight``; a top-level dict of tensors keeps its keys, so othe
 the usual names), each with a checksum, and the nesting as JSON metadata (the tree: keys, containers,
 scalars, ``requires_grad`` and ``Parameter`` flags). Since schema 1.1 the header has a checksum too, so every
 byte that decides what :func:`load` returns (tree, names, dtypes, shapes, flags, data) is checked; files of
-schema 1.0 (written before) still load, with the checks they had (their tensors' bytes). Loading builds only
-tensors, arrays, dicts, lists, tuples and JSON scalars: nothing named in the file is imported or run::
+schema 1.0 (written before) still load, with the checks they had (their tensors' bytes). Schema 1.2 added
+entries for an ``OrderedDict`` (what ``state_dict()`` returns: it loads back as one, in its order) and for an
+:class:`~tensorplay.index.Index` tensor's bound (it loads back as an ``Index`` with that bound, its values
+checked against it); a file that holds neither is still written as 1.1, so older versions read it. Loading
+builds only tensors, arrays, dicts, ordered dicts, lists, tuples and JSON scalars: nothing named in the file
+is imported or run::
 
     tp.save(model.state_dict(), "model.safetensors")
     model.load_state_dict(tp.load("model.safetensors"))
@@ -18,20 +22,27 @@ from __future__ import annotations
 
 import json
 import math
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
 
 from tensorplay.export.errors import FileFormatError
+from tensorplay.errors import TensorplayError
 from tensorplay.export.tensorfile import (
-    check_json_depth, decode, decode_plain, dim_order, encode, parse_json, read_bytes, with_dim_order, write_bytes,
+    SCHEMA_KEY, check_json_depth, decode, decode_plain, dim_order, encode, parse_json, parse_version, read_bytes,
+    with_dim_order, write_bytes,
 )
 from tensorplay.tensor import Tensor
 
 KIND = "tensors"
-SCHEMA = (1, 1)
-"""The schema of saved tensors this tensorplay writes and reads up to (``major.minor``): 1.1 added the
-header's checksum, which 1.1 files must carry."""
+SCHEMA = (1, 2)
+"""The schema of saved tensors this tensorplay reads up to (``major.minor``): 1.1 added the header's checksum,
+which files from 1.1 on must carry; 1.2 the ``ordered_dict`` tree entry and the ``index_bound`` of a tensor
+entry. A file is written at the lowest schema that holds its tree (:data:`PLAIN_SCHEMA` without 1.2's
+entries), so a version that reads only 1.1 still reads it."""
+PLAIN_SCHEMA = (1, 1)
+"""The schema of a file whose tree uses no entry newer than 1.1."""
 SEALED_FROM = (1, 1)
 TREE_KEY = "tensorplay.tree"
 
@@ -57,10 +68,15 @@ def decode_scalar(value: Any, where: str) -> Any:
 
 
 class _Writer:
-    """Flattens an object into tensors (by dotted path) and a JSON tree."""
+    """Flattens an object into tensors (by dotted path) and a JSON tree, using the entries of schemas up to
+    ``newest`` (by default 1.1's: a saved program's example inputs, whose file schema has no newer entries,
+    record an ``OrderedDict`` as a dict and an ``Index`` as a tensor)."""
 
-    def __init__(self) -> None:
+    def __init__(self, newest: tuple[int, int] = PLAIN_SCHEMA) -> None:
         self.arrays: dict[str, np.ndarray[Any, Any]] = {}
+        self.newest = newest
+        self.schema = PLAIN_SCHEMA
+        """The lowest schema holding the entries written so far."""
 
     def name_for(self, path: list[str]) -> str:
         base = ".".join(path) if path else "tensor"
@@ -74,9 +90,13 @@ class _Writer:
         if isinstance(value, Tensor):
             name = self.name_for(path)
             array = self.arrays[name] = np.asarray(value._ops.concrete(value))
+            from tensorplay.index import Index
             from tensorplay.nn.parameter import Parameter
-            entry = {"tensor": name, "requires_grad": bool(value.requires_grad),
-                     "parameter": isinstance(value, Parameter)}
+            entry: dict[str, Any] = {"tensor": name, "requires_grad": bool(value.requires_grad),
+                                     "parameter": isinstance(value, Parameter)}
+            if isinstance(value, Index) and self.newest >= (1, 2):
+                entry["index_bound"] = int(value.bound)
+                self.schema = max(self.schema, (1, 2))
             order = dim_order(array)
             return entry if order is None else {**entry, "dim_order": order}
         if isinstance(value, np.ndarray):
@@ -90,6 +110,9 @@ class _Writer:
                 if isinstance(key, bool) or not isinstance(key, (str, int)):
                     raise TypeError(f"{where}: dict keys must be strings or ints, got {key!r}")
                 items.append([key, self.node(item, [*path, str(key)])])
+            if isinstance(value, OrderedDict) and self.newest >= (1, 2):
+                self.schema = max(self.schema, (1, 2))
+                return {"ordered_dict": items}
             return {"dict": items}
         if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
             kind = "list" if isinstance(value, list) else "tuple"
@@ -101,18 +124,26 @@ def save(obj: Any, f: Any) -> None:
     """Save ``obj`` (a tensor, numpy array, or nested dicts/lists/tuples of them and of JSON scalars) to ``f``,
     a path or a binary file object, as a safetensors file (see the module docstring). Tensors are saved
     with their values (a recorded tensor must have data); ``requires_grad`` and ``Parameter``-ness are kept."""
-    writer = _Writer()
+    writer = _Writer(SCHEMA)
     tree = writer.node(obj, [])
     text = json.dumps(tree)
     check_json_depth(text, "tp.save")
-    write_bytes(f, encode(writer.arrays, KIND, f"{SCHEMA[0]}.{SCHEMA[1]}", {TREE_KEY: text}, seal=True))
+    schema = f"{writer.schema[0]}.{writer.schema[1]}"
+    write_bytes(f, encode(writer.arrays, KIND, schema, {TREE_KEY: text}, seal=True))
+
+
+_TENSOR_FIELDS = frozenset({"tensor", "requires_grad", "parameter"})
+_TENSOR_OPTIONAL = {(1, 0): frozenset({"dim_order"}), (1, 2): frozenset({"dim_order", "index_bound"})}
 
 
 class _Reader:
-    def __init__(self, arrays: dict[str, np.ndarray[Any, Any]], where: str) -> None:
+    def __init__(self, arrays: dict[str, np.ndarray[Any, Any]], where: str,
+                 schema: tuple[int, int] = PLAIN_SCHEMA) -> None:
         self.arrays = arrays
         self.used: set[str] = set()
         self.where = where
+        self.schema = schema
+        self.optional = _TENSOR_OPTIONAL[(1, 2) if schema >= (1, 2) else (1, 0)]
 
     def array(self, name: Any, order: Any = None) -> np.ndarray[Any, Any]:
         if not isinstance(name, str) or name not in self.arrays or name in self.used:
@@ -130,10 +161,11 @@ class _Reader:
         if "ndarray" in node and set(node) <= {"ndarray", "dim_order"}:
             return self.array(node["ndarray"], node.get("dim_order"))
         if "tensor" in node:
-            if not {"tensor", "requires_grad", "parameter"} <= set(node) <= {"tensor", "requires_grad", "parameter",
-                                                                             "dim_order"}:
+            if not _TENSOR_FIELDS <= set(node) <= _TENSOR_FIELDS | self.optional:
                 raise FileFormatError(f"{self.where}: malformed tensor entry {node!r}")
             array = self.array(node["tensor"], node.get("dim_order"))
+            if "index_bound" in node:
+                return self.index(node, array)
             if node["parameter"] is True:
                 from tensorplay.nn.parameter import Parameter
                 return Parameter(array, requires_grad=node["requires_grad"] is True)
@@ -145,8 +177,8 @@ class _Reader:
         if len(node) != 1:
             raise FileFormatError(f"{self.where}: malformed tree entry {node!r}")
         (kind, body), = node.items()
-        if kind == "dict" and isinstance(body, list):
-            out = {}
+        if (kind == "dict" or kind == "ordered_dict" and self.schema >= (1, 2)) and isinstance(body, list):
+            out: dict[Any, Any] = {} if kind == "dict" else OrderedDict()
             for item in body:
                 if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], (str, int))
                         and not isinstance(item[0], bool)):
@@ -160,10 +192,24 @@ class _Reader:
             return decode_scalar(body, self.where)
         raise FileFormatError(f"{self.where}: unknown tree entry {kind!r}")
 
+    def index(self, node: dict[str, Any], array: np.ndarray[Any, Any]) -> Any:
+        """An ``Index`` tensor: int64 values checked against the bound (never a parameter, never grad)."""
+        bound = node["index_bound"]
+        if type(bound) is not int or bound < 0 or node["parameter"] is not False or node["requires_grad"] is not False:
+            raise FileFormatError(f"{self.where}: malformed index tensor entry {node!r}")
+        if array.dtype != np.int64:
+            raise FileFormatError(f"{self.where}: index tensor {node['tensor']!r} holds {array.dtype}, not int64")
+        from tensorplay.index import index
+        try:
+            return index(array, bound)
+        except TensorplayError as error:
+            raise FileFormatError(f"{self.where}: index tensor {node['tensor']!r}: {error}") from None
+
 
 def load(f: Any) -> Any:
     """Load what :func:`save` wrote to ``f`` (a path or a binary file object): tensors come back as eager
-    tensors (``Parameter`` where one was saved), numpy arrays as arrays. A safetensors file written by another
+    tensors (``Parameter`` or ``Index`` with its bound where one was saved), numpy arrays as arrays, an
+    ``OrderedDict`` as one (files of schema 1.1 and before recorded neither: a plain dict, a plain tensor). A safetensors file written by another
     tool (weights published for PyTorch, say) loads as a dict of tensors by name (its layout is checked; it
     has no checksums). A truncated, tampered, too-new or pickle-bearing file raises
     :class:`~tensorplay.export.errors.FileFormatError`."""
@@ -175,7 +221,7 @@ def load(f: Any) -> Any:
         return {name: from_numpy(np.array(array, copy=True)) for name, array in plain.items()}
     arrays, metadata = decode(data, KIND, SCHEMA, where, sealed_from=SEALED_FROM)
     tree = parse_json(metadata.get(TREE_KEY, ""), where, "the tree of the saved object")
-    reader = _Reader(arrays, where)
+    reader = _Reader(arrays, where, parse_version(metadata[SCHEMA_KEY], where))
     try:
         result = reader.node(tree)
     except RecursionError:
