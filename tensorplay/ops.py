@@ -640,7 +640,9 @@ class Ops(Protocol):
 
     def matmul(self, a: Any, b: Any, /) -> Any:
         """Batched matrix product: ``a[*B1, M, K] @ b[*B2, K, N] -> [*broadcast(B1, B2), M, N]``.
-        Both inputs have rank >= 2 (derived ``tensor @ tensor`` handles vectors)."""
+        Both inputs have rank >= 2, so a vector is refused (a :class:`~tensorplay.errors.ShapeError`) and
+        these overloads have no vector form; ``tp.matmul`` / ``Tensor.matmul`` / ``@`` take one on either side
+        (``Tensor[K] @ Tensor[*B, K, N] -> Tensor[*B, N]``, ``Tensor[*B, K] @ Tensor[K] -> Tensor[*B]``)."""
         ...
 
     # ---- convolution ---------------------------------------------------------------------------
