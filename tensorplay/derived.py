@@ -900,7 +900,9 @@ def symbolic_setitem_value(ops: Interpreter, old: AnyTensor, key: Any, value: An
 def _slice_bounds(it: builtins.slice, size: Any, axis: int) -> tuple[Any, Any, int, Any]:
     """``(start, stop, step, length)`` of ``it`` on ``axis``, of ``size``. For a symbolic size (graph
     capture with dynamic dims) the bounds are assumed to lie in range, as they would for a large
-    enough static size; negative bounds count from the end. A bound that is not an int (nor None)
+    enough static size, except one past the end by a constant (``x.shape[0]``, ``x.shape[0] + 1``), which is
+    clamped to the end (``size``, or ``size - 1`` with a negative step) as for a static size; negative
+    bounds count from the end. A bound that is not an int (nor None)
     raises :class:`DTypeError` naming the axis."""
     for what, value in (("start", it.start), ("stop", it.stop), ("step", it.step)):
         if value is not None and not isinstance(value, SymDim) and not hasattr(type(value), "__index__"):
@@ -915,16 +917,18 @@ def _slice_bounds(it: builtins.slice, size: Any, axis: int) -> tuple[Any, Any, i
     if step == 0:
         raise ValueError("slice step cannot be zero")
 
-    def bound(value: Any, default: Any) -> Any:
+    def bound(value: Any, default: Any, top: int) -> Any:
         if value is None:
             return default
         value = value if isinstance(value, SymDim) else operator.index(value)
-        return value + size if value < 0 else value
+        value = value + size if value < 0 else value
+        past = value - size  # an int when the bound is the axis's own size plus a constant (x[x.shape[0]::-1])
+        return size + top if type(past) is int and past > top else value  # clamped as slice.indices does
 
     if step > 0:
-        start, stop = bound(it.start, 0), bound(it.stop, size)
+        start, stop = bound(it.start, 0, 0), bound(it.stop, size, 0)
         return start, stop, step, (stop - start) if step == 1 else (stop - start + step - 1) // step
-    start, stop = bound(it.start, size - 1), bound(it.stop, -1)
+    start, stop = bound(it.start, size - 1, -1), bound(it.stop, -1, -1)
     return start, stop, step, (start - stop + (-step - 1)) // (-step)
 
 
