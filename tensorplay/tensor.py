@@ -501,6 +501,8 @@ class Tensor(Generic[*Shape]):
         return self._ops.neg(self)
 
     def __pos__(self) -> Tensor[*Shape]:
+        if self.dtype.name == "bool":  # as PyTorch: unary + is arithmetic
+            raise DTypeError(f"+x (positive): x must be an int or float tensor, got bool (x: bool{[*self.shape]})")
         return self
 
     def __abs__(self) -> Tensor[*Shape]:
@@ -725,8 +727,9 @@ class Tensor(Generic[*Shape]):
         return _p.round_half_even(self._ops, self, decimals)  # type: ignore[no-any-return]
 
     def square(self) -> Tensor[*Shape]:
-        """``x * x``."""
-        return self._ops.mul(self, self)
+        """``x * x``; a bool tensor squares to int64, as PyTorch (``pow(x, 2)``)."""
+        x = self._ops.cast(self, dtype="int64") if self.dtype.name == "bool" else self
+        return self._ops.mul(x, x)
 
     def pow(self, exponent: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]:
         """``x ** exponent``."""

@@ -1,7 +1,8 @@
 """Unary elementwise operations of bool and integer tensors against PyTorch: where torch gives a result,
 tensorplay gives the same dtype and values (eagerly, recorded by the graph recorder, under ``tp.compile``
 and ``vmap``); where torch refuses the dtype, tensorplay raises its own error naming the operation and the
-dtype, never numpy's. ``sign`` of a bool tensor is the tensor itself (bool), as in PyTorch."""
+dtype, never numpy's. ``sign`` of a bool tensor is the tensor itself (bool) and ``square`` of one int64, as in
+PyTorch; ``+x`` of a bool tensor and ``F.silu`` / ``F.leaky_relu`` of a non-float one are refused, as there."""
 
 from __future__ import annotations
 
@@ -47,6 +48,9 @@ CASES: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
     "logical_not": (lambda x: _OPS.logical_not(x), torch.logical_not),
     "~x": (lambda x: ~x, torch.bitwise_not),
     "bitwise_not": (lambda x: _OPS.bitwise_not(x), torch.bitwise_not),
+    "square": (tp.square, torch.square),
+    "x.square()": (lambda x: x.square(), lambda x: x.square()),
+    "+x": (lambda x: +x, lambda x: +x),
     "isnan": (tp.isnan, torch.isnan),
     "isfinite": (tp.isfinite, torch.isfinite),
     "isinf": (tp.isinf, torch.isinf),
@@ -54,6 +58,8 @@ CASES: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
     "F.gelu": (F.gelu, TF.gelu),
     "F.tanh": (F.tanh, torch.tanh),
     "F.sigmoid": (F.sigmoid, torch.sigmoid),
+    "F.silu": (F.silu, TF.silu),
+    "F.leaky_relu": (F.leaky_relu, TF.leaky_relu),
 }
 
 DTYPES = ["bool", "int32", "int64"]

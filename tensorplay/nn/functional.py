@@ -69,15 +69,24 @@ def sigmoid(input: Tensor[*S]) -> Tensor[*S]:
     return ops_for("sigmoid", input).sigmoid(input)  # type: ignore[no-any-return]
 
 
+def _float_input(where: str, input: AnyTensor) -> None:
+    """A :class:`DTypeError` unless ``input`` is a float tensor (PyTorch has no integer or bool kernel)."""
+    if not input.dtype.is_floating_point:
+        raise DTypeError(f"{where}: input must be a float tensor, got {input.dtype.name} "
+                         f"(input: {input.dtype.name}{list(input.shape)})")
+
+
 def silu(input: Tensor[*S]) -> Tensor[*S]:
-    """``x * sigmoid(x)``."""
+    """``x * sigmoid(x)``; float tensors only, as PyTorch."""
     ops = ops_for("silu", input)
+    _float_input("silu", input)
     return ops.mul(input, ops.sigmoid(input))  # type: ignore[no-any-return]
 
 
 def leaky_relu(input: Tensor[*S], negative_slope: float = 0.01) -> Tensor[*S]:
-    """``x`` where positive, else ``negative_slope * x``."""
+    """``x`` where positive, else ``negative_slope * x``; float tensors only, as PyTorch."""
     ops = ops_for("leaky_relu", input)
+    _float_input("leaky_relu", input)
     return ops.where(ops.gt(input, 0.0), input, ops.mul(input, float(negative_slope)))  # type: ignore[no-any-return]
 
 
