@@ -148,10 +148,13 @@ def test_the_fixture_matches_the_eager_model_with_its_weights() -> None:
         got = module(x)
         tp.manual_seed(5)
         want = model(x)
+        # the file records the batch-norm statistics of the version that wrote it; eager now takes them from
+        # shifted values (more exact in float32), so the two agree to float32 rounding, not bit for bit
         for a, b in zip(got, want):
-            assert_same_bits(a, b)
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
         for name, buffer in model.named_buffers():
-            assert_same_bits(dict(module.named_buffers())[name], buffer)
+            np.testing.assert_allclose(np.asarray(dict(module.named_buffers())[name]), np.asarray(buffer),
+                                       rtol=1e-5, atol=1e-6)
 
 
 # ---- refusals -----------------------------------------------------------------------------------------------
