@@ -397,8 +397,11 @@ def reshape(ops: Interpreter, x: AnyTensor, shape: Sequence[Any]) -> AnyTensor:
 
 
 def flatten(ops: Interpreter, x: AnyTensor, start_dim: int, end_dim: int) -> AnyTensor:
-    """Merge axes ``start_dim..end_dim`` (inclusive) into one; a 0-d tensor becomes shape ``[1]``."""
+    """Merge axes ``start_dim..end_dim`` (inclusive) into one; a 0-d tensor becomes shape ``[1]``, and takes
+    only the dims ``0`` and ``-1`` (naming the tensor itself, as PyTorch): another is an :class:`AxisError`."""
     if x.ndim == 0:
+        check_scalar_dim(start_dim, "flatten (start_dim)")
+        check_scalar_dim(end_dim, "flatten (end_dim)")
         return reshape(ops, x, (1,))
     start = normalize_axis(start_dim, x.ndim, "flatten")
     end = normalize_axis(end_dim, x.ndim, "flatten")

@@ -1,0 +1,104 @@
+"""Small places where tensorplay followed its own rule instead of PyTorch's, each checked against torch:
+eagerly and, where the operation is traceable, recorded by the graph recorder, under ``tp.compile`` and
+under ``vmap`` (over a batch of the same input, against torch's per-example results stacked). Where torch
+refuses, tensorplay raises its own error class naming the operation.
+
+- ``flatten(start_dim, end_dim)`` of a 0-d tensor takes only the dims ``0`` and ``-1`` (``AxisError``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import tensorplay as tp
+from tensorplay.errors import AxisError, TensorplayError
+
+Array = np.ndarray[Any, Any]
+
+
+def _torch(g: Callable[[Any], Any], a: Array) -> Any:
+    """torch's result for ``a``, or the exception it raises."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return g(torch.tensor(a))
+    except (RuntimeError, NotImplementedError, TypeError, IndexError, ValueError) as e:
+        return e
+
+
+def _parts(r: Any) -> list[Any]:
+    return list(r) if isinstance(r, tuple) else [r]
+
+
+def _same(got: Any, want: Any, what: str) -> None:
+    """Same dtype, shape and values (``(values, indices)`` pairs part by part)."""
+    got_parts, want_parts = _parts(got), _parts(want)
+    assert len(got_parts) == len(want_parts), what
+    for g, w in zip(got_parts, want_parts):
+        assert g.dtype.name == str(w.dtype).removeprefix("torch."), f"{what}: {g.dtype} vs torch {w.dtype}"
+        assert tuple(g.shape) == tuple(w.shape), f"{what}: shape {tuple(g.shape)} vs torch {tuple(w.shape)}"
+        np.testing.assert_allclose(g.numpy().astype(np.float64), w.numpy().astype(np.float64), rtol=1e-6,
+                                   err_msg=what)
+
+
+def _stack(results: list[Any]) -> Any:
+    """torch's per-example results stacked on a new leading axis (part by part for pairs)."""
+    if isinstance(results[0], tuple):
+        return tuple(torch.stack([r[i] for r in results]) for i in range(len(results[0])))
+    return torch.stack(results)
+
+
+def check(f: Callable[[Any], Any], g: Callable[[Any], Any], a: Array, error: type[TensorplayError],
+          what: str, *, transforms: bool = True) -> None:
+    """``f`` (tensorplay) against ``g`` (torch) on ``a``: eagerly and, with ``transforms``, traced, compiled
+    and mapped over a batch of two copies of ``a``. Where torch raises, tensorplay must raise ``error``."""
+    want = _torch(g, a)
+    runs: dict[str, Callable[[], Any]] = {"eager": lambda: f(tp.tensor(a))}
+    if transforms:
+        runs["trace"] = lambda: tp.graph.trace(f, tp.tensor(a))(tp.tensor(a))
+        runs["compile"] = lambda: tp.compile(f)(tp.tensor(a))
+        runs["vmap"] = lambda: tp.func.vmap(f)(tp.tensor(np.stack([a, a])))
+    for how, run in runs.items():
+        if isinstance(want, Exception):
+            with pytest.raises(error) as info:
+                run()
+            assert isinstance(info.value, TensorplayError)
+            check_message(str(info.value), what, how)
+        elif how == "vmap":
+            _same(run(), _stack([want, want]), f"{what} ({how})")
+        else:
+            _same(run(), want, f"{what} ({how})")
+
+
+def check_message(message: str, what: str, how: str) -> None:
+    """The error names the operation (the part of ``what`` before the first ``(`` or space)."""
+    name = what.split("(")[0].split(" ")[0].removeprefix("x.").removeprefix("tp.")
+    assert name in message, f"{what} ({how}): {message}"
+
+
+# ---- flatten of a 0-d tensor -------------------------------------------------------------------
+
+FLATTEN_DIMS = [(), (0,), (-1,), (1,), (-2,), (0, -1), (0, 0), (-1, -1), (1, 1), (0, 1), (-2, -1), (2, 0)]
+
+
+@pytest.mark.parametrize("dims", FLATTEN_DIMS, ids=str)
+@pytest.mark.parametrize("spelling", ["method", "function"])
+def test_flatten_of_a_0d_tensor(dims: tuple[int, ...], spelling: str) -> None:
+    a = np.array(2.5, dtype=np.float32)
+    f = (lambda x: x.flatten(*dims)) if spelling == "method" else (lambda x: tp.flatten(x, *dims))
+    check(f, lambda x: x.flatten(*dims), a, AxisError, f"flatten{dims}")
+
+
+def test_flatten_of_a_0d_tensor_names_the_dim_and_rank() -> None:
+    with pytest.raises(AxisError) as info:
+        tp.tensor(np.float32(1.0)).flatten(1)
+    message = str(info.value)
+    assert "flatten" in message and "1" in message and "0-d" in message, message
+    with pytest.raises(AxisError, match="end_dim"):
+        tp.tensor(np.float32(1.0)).flatten(0, 2)
