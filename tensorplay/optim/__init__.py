@@ -3,9 +3,23 @@ PyTorch's update rules and interface (parameter groups, ``zero_grad``, state dic
 
 from tensorplay.optim import lr_scheduler
 from tensorplay.optim.adam import Adam, AdamW
-from tensorplay.optim.lr_scheduler import CosineAnnealingLR, LRScheduler, StepLR
+from tensorplay.optim.lr_scheduler import (
+    ConstantLR,
+    CosineAnnealingLR,
+    ExponentialLR,
+    LambdaLR,
+    LinearLR,
+    LRScheduler,
+    MultiplicativeLR,
+    MultiStepLR,
+    OneCycleLR,
+    ReduceLROnPlateau,
+    SchedulerTypeError,
+    StepLR,
+)
 from tensorplay.optim.optimizer import Optimizer, OptimizerError
 from tensorplay.optim.sgd import SGD
 
 __all__ = ["Optimizer", "OptimizerError", "SGD", "Adam", "AdamW", "lr_scheduler", "LRScheduler", "StepLR",
-           "CosineAnnealingLR"]
+           "CosineAnnealingLR", "MultiStepLR", "ExponentialLR", "LambdaLR", "MultiplicativeLR", "LinearLR",
+           "ConstantLR", "OneCycleLR", "ReduceLROnPlateau", "SchedulerTypeError"]
