@@ -439,20 +439,17 @@ def unsqueeze(ops: Interpreter, x: AnyTensor, dim: int) -> AnyTensor:
     return ops.reshape(x, shape=shape[:axis] + (1,) + shape[axis:])
 
 
-def squeeze(ops: Interpreter, x: AnyTensor, dim: int | None) -> AnyTensor:
-    """Remove size-1 axes; with ``dim`` only that one (left alone when its size is not 1)."""
+def squeeze(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int] | None) -> AnyTensor:
+    """Remove size-1 axes: all of them (``dim=None``), or those of ``dim`` (one axis, or a tuple or list of
+    axes, as PyTorch) whose size is 1; a named axis of another size is left alone, and ``()`` removes
+    nothing. Of a 0-d tensor ``dim`` may be ``0`` or ``-1``, alone or in a tuple (the tensor is returned as
+    it is). An axis out of range, or named twice, is an :class:`AxisError`."""
     shape = tuple(x.shape)
     if dim is None:
         target = tuple(d for d in shape if not (isinstance(d, int) and d == 1))
     else:
-        if x.ndim == 0:  # as PyTorch, a 0-d tensor takes dim -1 or 0 (and stays as it is)
-            if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim not in (-1, 0):
-                raise AxisError(f"squeeze: dim {dim!r} is out of range for a 0-d tensor (expected -1 or 0)")
-            return x
-        axis = normalize_axis(dim, x.ndim, "squeeze")
-        if shape[axis] != 1:
-            return x
-        target = shape[:axis] + shape[axis + 1:]
+        axes = normalize_axes(dim, x.ndim, "squeeze")  # a 0-d tensor: () after checking the dims
+        target = tuple(d for i, d in enumerate(shape) if i not in axes or d != 1)
     return x if target == shape else ops.reshape(x, shape=target)
 
 

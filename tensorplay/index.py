@@ -128,7 +128,7 @@ class Index(Tensor[*S], Generic[V, *S]):
         """A size-1 axis inserted at ``dim``; an ``Index`` with the same bound."""
         return _rewrap(super().unsqueeze(dim), self._bound)
 
-    def squeeze(self, dim: int | None = None) -> Index[V, *AnyShape]:
+    def squeeze(self, dim: int | tuple[int, ...] | list[int] | None = None) -> Index[V, *AnyShape]:
         """Size-1 axes removed (see :meth:`Tensor.squeeze`); an ``Index`` with the same bound."""
         return _rewrap(super().squeeze(dim), self._bound)  # type: ignore[no-any-return]
 

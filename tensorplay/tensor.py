@@ -1410,10 +1410,11 @@ class Tensor(Generic[*Shape]):
     def squeeze(self: Tensor[*Lead, One], dim: Literal[-1]) -> Tensor[*Lead]: ...
 
     @overload
-    def squeeze(self, dim: int | None = None) -> Tensor[*AnyShape]: ...
+    def squeeze(self, dim: int | tuple[int, ...] | list[int] | None = None) -> Tensor[*AnyShape]: ...
 
-    def squeeze(self, dim: int | None = None) -> Any:
-        """Remove size-1 axes (only ``dim`` when given; a non-1 ``dim`` is left as is, as PyTorch)."""
+    def squeeze(self, dim: int | tuple[int, ...] | list[int] | None = None) -> Any:
+        """Remove size-1 axes (only those of ``dim`` when given: one axis or a tuple of axes; a named axis
+        whose size is not 1 is left as is, as PyTorch)."""
         return _p.squeeze(self._ops, self, dim)
 
     def expand(self, *shape: Any) -> Tensor[*tuple[Any, ...]]:

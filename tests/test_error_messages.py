@@ -58,7 +58,7 @@ MESSAGES: dict[str, tuple[Callable[[], Any], type, str]] = {
                            r"reshape: size 0 must be an int, got float 2.0 in shape \[2.0, 3\]"),
     "expand float size": (lambda: tp.ones(3).expand(2.0, 3), ShapeError, "expand: size 0 must be an int"),
     "squeeze on a 0-d tensor": (lambda: tp.ones(()).squeeze(3), AxisError,
-                                r"squeeze: dim 3 is out of range for a 0-d tensor \(expected -1 or 0\)"),
+                                r"squeeze: axis 3 is out of range for a 0-d tensor \(expected -1 or 0"),
     "sum over a float dim": (lambda: tp.ones(2, 3).sum(dim=1.0), AxisError, "sum: axis must be an int, got float 1.0"),
     "mean over a float dim": (lambda: tp.ones(2, 3).mean(dim=1.0), AxisError, "axis must be an int, got float 1.0"),
     "slice with a float step": (lambda: tp.ones(2, 3)[:, ::2.0], DTypeError,

@@ -102,3 +102,34 @@ def test_flatten_of_a_0d_tensor_names_the_dim_and_rank() -> None:
     assert "flatten" in message and "1" in message and "0-d" in message, message
     with pytest.raises(AxisError, match="end_dim"):
         tp.tensor(np.float32(1.0)).flatten(0, 2)
+
+
+# ---- squeeze with a tuple of dims, and of a 0-d tensor ----------------------------------------
+
+SQUEEZE_CASES: list[tuple[tuple[int, ...], Any]] = [
+    ((), 0), ((), -1), ((), (0,)), ((), (-1,)), ((), ()), ((), [0]), ((), 1), ((), (1,)), ((), (0, -1)),
+    ((1, 3, 1), (0, 2)), ((1, 3, 1), (2, 0)), ((1, 3, 1), (0, 1)), ((1, 3, 1), (1,)), ((1, 3, 1), (-1, 0)),
+    ((1, 3, 1), ()), ((1, 3, 1), [0, 2]), ((1, 3, 1), (0, -3)), ((1, 3, 1), (3,)), ((1, 3, 1), (0, 0)),
+    ((2, 1, 1, 4), (1, 2)), ((2, 1, 1, 4), (-2, -3, 0)), ((2, 1, 1, 4), None), ((2, 1, 1, 4), 2),
+]
+
+
+@pytest.mark.parametrize("shape,dim", SQUEEZE_CASES, ids=str)
+@pytest.mark.parametrize("spelling", ["method", "function"])
+def test_squeeze_matches_torch(shape: tuple[int, ...], dim: Any, spelling: str) -> None:
+    a = np.arange(1.0, 1.0 + int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    if dim is None:
+        f = (lambda x: x.squeeze()) if spelling == "method" else (lambda x: tp.squeeze(x))
+        g: Callable[[Any], Any] = lambda x: x.squeeze()
+    else:
+        f = (lambda x: x.squeeze(dim)) if spelling == "method" else (lambda x: tp.squeeze(x, dim))
+        g = lambda x: x.squeeze(dim)
+    check(f, g, a, AxisError, f"squeeze({dim})")
+
+
+def test_squeeze_with_a_tuple_is_differentiable() -> None:
+    a = np.arange(3.0, dtype=np.float32).reshape(1, 3, 1)
+    t = torch.tensor(a, requires_grad=True)
+    (want,) = torch.autograd.grad((t.squeeze((0, 2)) * torch.arange(3.0)).sum(), t)
+    got = tp.func.grad(lambda x: (x.squeeze((0, 2)) * tp.arange(3.0)).sum())(tp.tensor(a))
+    _same(got, want, "grad of squeeze((0, 2))")
