@@ -6,23 +6,53 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, overload
 
+from tensorplay.errors import IndexRangeError, TensorplayError
 from tensorplay.nn.module import Module, _indent
+
+
+class ContainerTypeError(TensorplayError, TypeError):
+    """A container was given something that is not a Module."""
+
+
+def _check_module(where: str, module: Any) -> Module:
+    """``module`` itself, or a :class:`ContainerTypeError` naming ``where`` and the type given."""
+    if not isinstance(module, Module):
+        raise ContainerTypeError(f"{where}: expected a Module, got {type(module).__name__}")
+    return module
+
+
+def _position(where: str, index: int, n: int, end_ok: bool = False) -> int:
+    """``index`` into ``n`` children (negative counts from the end) as ``0 .. n - 1`` (``0 .. n`` with
+    ``end_ok``, for an insertion), or an :class:`IndexRangeError` naming the index and the length."""
+    high = n if end_ok else n - 1
+    if not -n <= index <= high:
+        raise IndexRangeError(f"{where}: index {index} is out of range for {n} modules")
+    return index + n if index < 0 else index
+
+
+def _renumber(container: Module, modules: Iterable[Module | None]) -> None:
+    """Make ``modules`` the container's children, named ``"0"``, ``"1"``, ... in order."""
+    items = list(modules)
+    container._modules.clear()
+    for i, module in enumerate(items):
+        container._modules[str(i)] = module
 
 
 class Sequential(Module):
     """Modules run one after the other: ``Sequential(a, b, c)(x) == c(b(a(x)))``. Children are named
-    ``"0"``, ``"1"``, ... (or by the keys of an ``OrderedDict`` argument)."""
+    ``"0"``, ``"1"``, ... (or by the keys of an ``OrderedDict`` argument). Removing or inserting children
+    (``del``, :meth:`pop`, :meth:`insert`) renames them all ``"0"`` .. ``"n-1"`` in order, as PyTorch does,
+    so state-dict keys follow the new positions."""
 
     def __init__(self, *args: Module | Mapping[str, Module]) -> None:
         super().__init__()
         if len(args) == 1 and isinstance(args[0], Mapping):
             for name, module in args[0].items():
-                self.register_module(name, module)
+                self.register_module(name, None if module is None else
+                                     _check_module(f"Sequential: module {name!r}", module))
         else:
             for i, item in enumerate(args):
-                if not isinstance(item, Module):
-                    raise TypeError(f"Sequential: argument {i} is a {type(item).__name__}, expected a Module")
-                self.register_module(str(i), item)
+                self.register_module(str(i), _check_module(f"Sequential: argument {i}", item))
 
     def forward(self, x: Any) -> Any:
         """Run every child in order."""
@@ -47,41 +77,61 @@ class Sequential(Module):
         items = list(self._modules.items())
         if isinstance(index, slice):
             return Sequential(OrderedDict((k, m) for k, m in items[index] if m is not None))
-        n = len(items)
-        if not -n <= index < n:
-            raise IndexError(f"Sequential: index {index} is out of range for {n} modules")
-        module = items[index % n][1]
+        module = items[_position("Sequential", index, len(items))][1]
         assert module is not None
         return module
 
     def __setitem__(self, index: int, module: Module) -> None:
         keys = list(self._modules)
-        n = len(keys)
-        if not -n <= index < n:
-            raise IndexError(f"Sequential: index {index} is out of range for {n} modules")
-        self.register_module(keys[index % n], module)
+        self.register_module(keys[_position("Sequential", index, len(keys))],
+                             _check_module(f"Sequential[{index}] = ...", module))
 
     def __delitem__(self, index: int | slice) -> None:
         """Remove the child(ren) at ``index`` (an int, negative counting from the end, or a slice); the
         children left are renamed ``"0"``, ``"1"``, ... in order, as PyTorch does (named children too)."""
         keys = list(self._modules)
-        if isinstance(index, slice):
-            targets = keys[index]
-        else:
-            n = len(keys)
-            if not -n <= index < n:
-                raise IndexError(f"Sequential: index {index} is out of range for {n} modules")
-            targets = [keys[index % n]]
+        targets = keys[index] if isinstance(index, slice) else [keys[_position("Sequential", index, len(keys))]]
         for key in targets:
             del self._modules[key]
-        remaining = list(self._modules.values())
-        self._modules.clear()
-        for i, module in enumerate(remaining):
-            self._modules[str(i)] = module
+        _renumber(self, self._modules.values())
+
+    @overload
+    def pop(self, index: int) -> Module: ...
+
+    @overload
+    def pop(self, index: slice) -> Sequential: ...
+
+    def pop(self, index: int | slice) -> Module | Sequential:
+        """Remove and return the child at ``index`` (negative counts from the end; a slice returns a
+        ``Sequential`` of those children); the rest are renamed ``"0"`` .. ``"n-2"``."""
+        if not isinstance(index, slice):
+            _position("Sequential.pop", index, len(self))
+        taken = self[index]
+        del self[index]
+        return taken
+
+    def insert(self, index: int, module: Module) -> Sequential:
+        """Insert ``module`` before position ``index`` (``-n <= index <= n``; ``n`` appends, negative counts
+        from the end, as ``list.insert`` within range); children are renamed ``"0"`` .. ``"n"``. Returns self."""
+        _check_module("Sequential.insert", module)
+        items = list(self._modules.values())
+        items.insert(_position("Sequential.insert", index, len(items), end_ok=True), module)
+        _renumber(self, items)
+        return self
 
     def append(self, module: Module) -> Sequential:
-        """Add ``module`` at the end."""
-        self.register_module(str(len(self)), module)
+        """Add ``module`` at the end (named ``str(len(self))``). Returns self."""
+        self.register_module(str(len(self)), _check_module("Sequential.append", module))
+        return self
+
+    def extend(self, sequential: Iterable[Module]) -> Sequential:
+        """Append each module of ``sequential`` (any iterable of modules) in order; nothing is added unless
+        all of them are modules. Returns self."""
+        modules = list(sequential)
+        for i, module in enumerate(modules):
+            _check_module(f"Sequential.extend: item {i}", module)
+        for module in modules:
+            self.append(module)
         return self
 
 
@@ -94,10 +144,7 @@ class ModuleList(Module):
             self.extend(modules)
 
     def _key(self, index: int) -> str:
-        n = len(self._modules)
-        if not -n <= index < n:
-            raise IndexError(f"ModuleList: index {index} is out of range for {n} modules")
-        return str(index % n)
+        return str(_position("ModuleList", index, len(self._modules)))
 
     @overload
     def __getitem__(self, index: int) -> Module: ...
@@ -118,9 +165,7 @@ class ModuleList(Module):
     def __delitem__(self, index: int | slice) -> None:
         remaining = list(self)
         del remaining[index]
-        self._modules.clear()
-        for i, module in enumerate(remaining):
-            self._modules[str(i)] = module
+        _renumber(self, remaining)
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -145,10 +190,8 @@ class ModuleList(Module):
     def insert(self, index: int, module: Module) -> None:
         """Insert ``module`` before position ``index``."""
         items = list(self)
-        items.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self.register_module(str(i), m)
+        items.insert(index, _check_module("ModuleList.insert", module))
+        _renumber(self, items)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("ModuleList has no forward; iterate over it and call the modules")
