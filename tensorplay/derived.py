@@ -43,6 +43,14 @@ def normalize_axis(axis: int, ndim: int, where: str) -> int:
     return int(axis) % ndim if ndim else 0
 
 
+def refuse_bool(x: AnyTensor, where: str) -> None:
+    """A :class:`DTypeError` naming ``where`` when ``x`` is a bool tensor: for the orderings PyTorch has no
+    bool kernel (``argmax``, ``argmin``, ``topk``), though it sorts and takes the max of one."""
+    if x.dtype.name == "bool":
+        raise DTypeError(f"{where}: input must be an int or float tensor, got bool (input: bool{list(x.shape)}); "
+                         "cast it first, e.g. x.int()")
+
+
 def check_scalar_dim(dim: int, where: str) -> None:
     """Check a ``dim`` given to a reduction-like operation of a 0-d tensor: as in PyTorch, ``0`` and ``-1``
     name the tensor itself (the result is 0-d); anything else is an :class:`AxisError` naming ``where``."""

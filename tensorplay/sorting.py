@@ -66,7 +66,9 @@ def argsort(ops: Interpreter, x: AnyTensor, dim: int, descending: bool) -> AnyTe
 
 def topk(ops: Interpreter, x: AnyTensor, k: int, dim: int, largest: bool) -> tuple[AnyTensor, AnyTensor]:
     """The ``k`` largest (or smallest) entries along ``dim`` and their positions, in sorted order; NaN
-    counts as the largest; of equal values the first positions are taken."""
+    counts as the largest; of equal values the first positions are taken. A bool tensor is refused
+    (``DTypeError``), as PyTorch."""
+    _d.refuse_bool(x, "topk")
     v, axis, scalar = _as_vector(ops, x, dim, "topk")
     n = v.shape[axis]
     if isinstance(k, bool) or not isinstance(k, int) or k < 0 or (isinstance(n, int) and k > n):

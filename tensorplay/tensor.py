@@ -1297,7 +1297,9 @@ class Tensor(Generic[*Shape]):
     def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor[*AnyShape]: ...
 
     def argmax(self, dim: int | None = None, keepdim: bool = False) -> Any:
-        """Index of the first maximum along ``dim`` (of the flattened tensor when ``None``)."""
+        """Index of the first maximum along ``dim`` (of the flattened tensor when ``None``); a bool tensor is
+        refused (``DTypeError``), as PyTorch."""
+        _p.refuse_bool(self, "argmax")
         return self._ops.tensor_arg_reduce("argmax", self, dim, keepdim)
 
     @overload
@@ -1319,7 +1321,9 @@ class Tensor(Generic[*Shape]):
     def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor[*AnyShape]: ...
 
     def argmin(self, dim: int | None = None, keepdim: bool = False) -> Any:
-        """Index of the first minimum along ``dim`` (of the flattened tensor when ``None``)."""
+        """Index of the first minimum along ``dim`` (of the flattened tensor when ``None``); a bool tensor is
+        refused (``DTypeError``), as PyTorch."""
+        _p.refuse_bool(self, "argmin")
         return self._ops.tensor_arg_reduce("argmin", self, dim, keepdim)
 
     # ---- structure ---------------------------------------------------------------------------

@@ -4,6 +4,9 @@ under ``vmap`` (over a batch of the same input, against torch's per-example resu
 refuses, tensorplay raises its own error class naming the operation.
 
 - ``flatten(start_dim, end_dim)`` of a 0-d tensor takes only the dims ``0`` and ``-1`` (``AxisError``).
+- ``squeeze`` takes a tuple of dims, and of a 0-d tensor ``0``/``-1`` alone or in a tuple.
+- ``argmax``, ``argmin`` and ``topk`` of a bool tensor are refused (``DTypeError``); ``max``/``min`` (with
+  and without ``dim``), ``amax``/``amin``, ``sort`` and ``argsort`` of one are not.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import pytest
 import torch
 
 import tensorplay as tp
-from tensorplay.errors import AxisError, TensorplayError
+from tensorplay.errors import AxisError, DTypeError, TensorplayError
 
 Array = np.ndarray[Any, Any]
 
@@ -133,3 +136,47 @@ def test_squeeze_with_a_tuple_is_differentiable() -> None:
     (want,) = torch.autograd.grad((t.squeeze((0, 2)) * torch.arange(3.0)).sum(), t)
     got = tp.func.grad(lambda x: (x.squeeze((0, 2)) * tp.arange(3.0)).sum())(tp.tensor(a))
     _same(got, want, "grad of squeeze((0, 2))")
+
+
+# ---- orderings of bool tensors -----------------------------------------------------------------
+
+ORDERINGS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
+    "argmax()": (lambda x: x.argmax(), lambda x: x.argmax()),
+    "argmax(1)": (lambda x: x.argmax(1), lambda x: x.argmax(1)),
+    "tp.argmax(x, 0, keepdim)": (lambda x: tp.argmax(x, 0, keepdim=True), lambda x: torch.argmax(x, 0, keepdim=True)),
+    "argmin()": (lambda x: x.argmin(), lambda x: x.argmin()),
+    "argmin(-1)": (lambda x: x.argmin(-1), lambda x: x.argmin(-1)),
+    "tp.argmin(x, 1)": (lambda x: tp.argmin(x, 1), lambda x: torch.argmin(x, 1)),
+    "topk(2)": (lambda x: tuple(x.topk(2)), lambda x: tuple(x.topk(2))),
+    "tp.topk(x, 1, 0, largest=False)": (lambda x: tuple(tp.topk(x, 1, 0, largest=False)),
+                                        lambda x: tuple(torch.topk(x, 1, 0, largest=False))),
+    "max()": (lambda x: x.max(), lambda x: x.max()),
+    "min()": (lambda x: x.min(), lambda x: x.min()),
+    "max(1)": (lambda x: tuple(x.max(1)), lambda x: tuple(x.max(1))),
+    "min(0)": (lambda x: tuple(x.min(0)), lambda x: tuple(x.min(0))),
+    "tp.max(x, 1, keepdim)": (lambda x: tuple(tp.max(x, 1, keepdim=True)),
+                              lambda x: tuple(torch.max(x, 1, keepdim=True))),
+    "amax(1)": (lambda x: x.amax(1), lambda x: x.amax(1)),
+    "amin(0)": (lambda x: x.amin(0), lambda x: x.amin(0)),
+    "sort(1)": (lambda x: tuple(x.sort(1)), lambda x: tuple(x.sort(dim=1, stable=True))),
+    "sort(0, descending)": (lambda x: tuple(x.sort(0, descending=True)),
+                            lambda x: tuple(x.sort(dim=0, descending=True, stable=True))),
+    "argsort(1)": (lambda x: x.argsort(1), lambda x: x.argsort(dim=1, stable=True)),
+}
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int32", "float32"])
+@pytest.mark.parametrize("name", ORDERINGS)
+def test_orderings_of_bool_match_torch(name: str, dtype: str) -> None:
+    f, g = ORDERINGS[name]
+    a = np.array([[True, False, True, False], [False, False, True, True], [True, True, True, True]]).astype(dtype)
+    if "topk" in name and dtype != "bool":  # torch leaves the order of tied values unspecified
+        a = np.array([[3, 0, 7, 1], [5, 2, 9, 4], [8, 6, 10, 11]]).astype(dtype)
+    check(f, g, a, DTypeError, f"{name} of {dtype}")
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin", "topk"])
+def test_refused_bool_ordering_names_the_dtype(name: str) -> None:
+    x = tp.tensor(np.array([True, False]))
+    with pytest.raises(DTypeError, match=rf"{name}: .*got bool \(input: bool\[2\]\)"):
+        x.topk(1) if name == "topk" else getattr(x, name)()
