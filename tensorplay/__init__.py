@@ -29,10 +29,10 @@ from tensorplay.errors import (
 )
 from tensorplay.functions import (
     abs, all, allclose, amax, amin, any, argmax, argmin, argsort, broadcast_to, ceil, chunk, clamp, clip, cos, cumsum,
-    einsum, erf, exp, expm1, flatten, floor, isclose, isfinite, isinf, isnan, log, log1p, log_softmax, masked_fill,
-    matmul, max, maximum, mean, min, minimum, nan_to_num, neg, norm, outer, permute, pow, prod, relu, reshape, round,
-    rsqrt, sigmoid, sign, sin, softmax, sort, split, sqrt, square, squeeze, std, sum, tanh, topk, transpose, tril,
-    triu, unsqueeze, var,
+    einsum, erf, exp, expm1, flatten, floor, isclose, isfinite, isinf, isnan, log, log1p, log_softmax, logsumexp,
+    masked_fill, matmul, max, maximum, mean, min, minimum, nan_to_num, neg, norm, outer, permute, pow, prod, relu,
+    reshape, round, rsqrt, sigmoid, sign, sin, softmax, sort, split, sqrt, square, squeeze, std, sum, tanh, topk,
+    transpose, tril, triu, unsqueeze, var,
 )
 from tensorplay.generator import Generator
 from tensorplay.dimexpr import DimExpr, dim, relate
@@ -113,8 +113,8 @@ __all__ = [
     # PyTorch's top-level function forms (tensorplay.functions)
     "abs", "all", "allclose", "amax", "amin", "any", "argmax", "argmin", "argsort", "broadcast_to", "ceil", "chunk",
     "clamp", "clip", "cos", "cumsum", "einsum", "erf", "exp", "expm1", "flatten", "floor", "isclose", "isfinite",
-    "isinf", "isnan", "log", "log1p", "log_softmax", "masked_fill", "matmul", "max", "maximum", "mean", "min",
-    "minimum", "nan_to_num", "neg", "norm", "outer", "permute", "pow", "prod", "relu", "reshape", "round", "rsqrt",
-    "sigmoid", "sign", "sin", "softmax", "sort", "split", "sqrt", "square", "squeeze", "std", "sum", "tanh", "topk",
-    "transpose", "tril", "triu", "unsqueeze", "var",
+    "isinf", "isnan", "log", "log1p", "log_softmax", "logsumexp", "masked_fill", "matmul", "max", "maximum", "mean",
+    "min", "minimum", "nan_to_num", "neg", "norm", "outer", "permute", "pow", "prod", "relu", "reshape", "round",
+    "rsqrt", "sigmoid", "sign", "sin", "softmax", "sort", "split", "sqrt", "square", "squeeze", "std", "sum", "tanh",
+    "topk", "transpose", "tril", "triu", "unsqueeze", "var",
 ]

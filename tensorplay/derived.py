@@ -132,6 +132,39 @@ def prod(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int] | None, keepdi
     return ops.reduce_prod(x, axes=axes, keepdims=keepdim)
 
 
+def logsumexp(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int], keepdim: bool) -> AnyTensor:
+    """``log(sum(exp(x)))`` over ``dim`` (one axis or a tuple; required), as ``torch.logsumexp``: ``x[*S]``
+    to ``S`` without the reduced axes (size 1 there with ``keepdim``). An empty ``dim`` (``()``, ``[]``)
+    reduces every axis (PyTorch gives that with ``keepdim=True`` and fails without it); a 0-d tensor takes
+    ``0`` or ``-1`` and is its own result. bool and integer inputs become float32, floats keep their dtype.
+
+    Computed as ``m + log(sum(exp(x - m)))`` with ``m`` the largest value other than ``+inf`` of each group,
+    a constant to every derivative (``0`` where it is not finite), so ``1e4`` does not overflow. Over no
+    elements the result is ``-inf``; a group of ``-inf`` gives ``-inf``, one with a ``+inf`` gives ``+inf``,
+    NaN propagates. The gradient is ``softmax`` over the group (``exp(x - result)``), as PyTorch's also at
+    the edges: NaN for a group of ``-inf``, and for one with a ``+inf`` NaN at the ``+inf`` and 0 elsewhere."""
+    if dim is None or isinstance(dim, str):
+        raise AxisError(f"logsumexp: dim is required (an int or a tuple of ints), got {dim!r}")
+    empty_dim = isinstance(dim, (tuple, list)) and builtins.len(dim) == 0
+    axes = normalize_axes(None if empty_dim else dim, x.ndim, "logsumexp")
+    if x.dtype.numpy.kind != "f":
+        x = ops.cast(x, dtype="float32")
+    if builtins.any(isinstance(x.shape[a], int) and x.shape[a] == 0 for a in axes):  # nothing to shift by
+        return ops.log(ops.reduce_sum(ops.exp(x), axes=axes, keepdims=keepdim))
+    inf = float("inf")
+    held = ops.stop_gradient(x)
+    held = ops.where(ops.eq(held, inf), -inf, held)
+    symbolic = [a for a in axes if not isinstance(x.shape[a], int)]
+    if symbolic:  # a size that may be 0 when the program runs: one -inf more keeps the max defined
+        held = ops.pad(held, pads=tuple((0, 1 if a in symbolic else 0) for a in range(x.ndim)), value=-inf)
+    peak = ops.reduce_max(held, axes=axes, keepdims=True)
+    shift = ops.where(isfinite(ops, peak), peak, 0.0)
+    total = ops.reduce_sum(ops.exp(ops.sub(x, shift)), axes=axes, keepdims=keepdim)
+    if not keepdim:
+        shift = reshape(ops, shift, tuple(total.shape))
+    return ops.add(ops.log(total), shift)
+
+
 def mean(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int] | None, keepdim: bool) -> AnyTensor:
     """Mean over ``dim``; the mean over zero elements is NaN (as PyTorch). Integer input is refused."""
     if x.dtype.numpy.kind != "f":

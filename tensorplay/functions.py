@@ -57,6 +57,7 @@ log_softmax = Tensor.log_softmax
 sum = Tensor.sum  # noqa: A001
 mean = Tensor.mean
 prod = Tensor.prod
+logsumexp = Tensor.logsumexp
 var = Tensor.var
 std = Tensor.std
 norm = Tensor.norm

@@ -1245,6 +1245,41 @@ class Tensor(Generic[*Shape]):
         return _p.prod(self._ops, self, dim, keepdim, dtype)
 
     @overload
+    def logsumexp(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[False] = False) -> Tensor[*Lead]: ...
+
+    @overload
+    def logsumexp(self: Tensor[*Lead, D], dim: Literal[-1], keepdim: Literal[True]) -> Tensor[*Lead, One]: ...
+
+    @overload
+    def logsumexp(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[False] = False) -> Tensor[*Lead, D]: ...
+
+    @overload
+    def logsumexp(self: Tensor[*Lead, A0, D], dim: Literal[-2], keepdim: Literal[True]) -> Tensor[*Lead, One, D]: ...
+
+    @overload
+    def logsumexp(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[False] = False) -> Tensor[*Rest]: ...
+
+    @overload
+    def logsumexp(self: Tensor[A0, *Rest], dim: Literal[0], keepdim: Literal[True]) -> Tensor[One, *Rest]: ...
+
+    @overload
+    def logsumexp(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[False] = False) -> Tensor[A0, *Rest]: ...
+
+    @overload
+    def logsumexp(self: Tensor[A0, A1, *Rest], dim: Literal[1], keepdim: Literal[True]) -> Tensor[A0, One, *Rest]: ...
+
+    @overload
+    def logsumexp(self, dim: int | tuple[int, ...] | list[int], keepdim: bool = False) -> Tensor[*AnyShape]: ...
+
+    def logsumexp(self, dim: int | tuple[int, ...] | list[int], keepdim: bool = False) -> Any:
+        """``log(sum(exp(x)))`` over ``dim`` (one axis or a tuple, required; ``()`` reduces every axis), as
+        ``torch.logsumexp``: ``x[*S]`` to ``S`` without the reduced axes (size 1 there with ``keepdim``),
+        computed with the max-shift, so large values do not overflow. Integer and bool inputs give float32.
+        Over no elements ``-inf``; the gradient is the softmax over the reduced axes. See
+        :func:`tensorplay.derived.logsumexp` for the non-finite cases."""
+        return _p.logsumexp(self._ops, self, dim, keepdim)
+
+    @overload
     def amin(self, dim: None = None, keepdim: Literal[False] = False) -> Tensor[()]: ...
 
     @overload
