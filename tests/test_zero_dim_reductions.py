@@ -35,6 +35,8 @@ CASES: dict[str, Fn] = {
     "amax": lambda t, d: t.amax(d),
     "amin": lambda t, d: t.amin(d, keepdim=True),
     "prod": lambda t, d: t.prod(d) if isinstance(d, int) else t.prod(d[0]),  # torch.prod takes one int
+    "logsumexp": lambda t, d: t.logsumexp(d),
+    "logsumexp-keepdim": lambda t, d: t.logsumexp(d, keepdim=True),
     "var": lambda t, d: t.var(d),
     "var-correction0": lambda t, d: t.var(d, correction=0),
     "std": lambda t, d: t.std(d),
@@ -66,9 +68,9 @@ ONE_DIM: dict[str, Fn] = {
 }
 """Operations that take one dim."""
 
-SMOOTH = {"sum", "sum-keepdim", "mean", "mean-keepdim", "amax", "amin", "prod", "var-correction0", "norm2",
-          "norm1", "norm-fro", "norm-inf", "softmax", "log_softmax", "F.softmax", "F.log_softmax", "max",
-          "min-keepdim", "cumsum", "sort", "topk"}
+SMOOTH = {"sum", "sum-keepdim", "mean", "mean-keepdim", "amax", "amin", "prod", "logsumexp", "logsumexp-keepdim",
+          "var-correction0", "norm2", "norm1", "norm-fro", "norm-inf", "softmax", "log_softmax", "F.softmax",
+          "F.log_softmax", "max", "min-keepdim", "cumsum", "sort", "topk"}
 """The cases with a gradient at the samples (std's gradient at a single sample is 0 in both)."""
 
 ALL = {**CASES, **ONE_DIM}
@@ -98,7 +100,7 @@ def test_values_match_pytorch(name: str, dim: Any, value: float) -> None:
     _assert_same(got, _torch(fn, value, dim))
 
 
-@pytest.mark.parametrize("name", ["sum", "prod", "amax", "all", "any", "argmax", "cumsum", "sort"])
+@pytest.mark.parametrize("name", ["sum", "prod", "logsumexp", "amax", "all", "any", "argmax", "cumsum", "sort"])
 @pytest.mark.parametrize("dtype", ["int32", "int64", "bool"])
 def test_int_and_bool_values_match_pytorch(name: str, dtype: str) -> None:
     if dtype == "bool" and name == "argmax":
