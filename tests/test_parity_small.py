@@ -7,6 +7,8 @@ refuses, tensorplay raises its own error class naming the operation.
 - ``squeeze`` takes a tuple of dims, and of a 0-d tensor ``0``/``-1`` alone or in a tuple.
 - ``argmax``, ``argmin`` and ``topk`` of a bool tensor are refused (``DTypeError``); ``max``/``min`` (with
   and without ``dim``), ``amax``/``amin``, ``sort`` and ``argsort`` of one are not.
+- ``F.mse_loss`` of two integer tensors is refused whatever the reduction, ``F.l1_loss`` with
+  ``reduction="mean"`` (``DTypeError``); ``l1_loss`` sums integers to an integer.
 """
 
 from __future__ import annotations
@@ -18,19 +20,21 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as TF
 
 import tensorplay as tp
+import tensorplay.nn.functional as F
 from tensorplay.errors import AxisError, DTypeError, TensorplayError
 
 Array = np.ndarray[Any, Any]
 
 
-def _torch(g: Callable[[Any], Any], a: Array) -> Any:
-    """torch's result for ``a``, or the exception it raises."""
+def _torch(g: Callable[..., Any], args: tuple[Array, ...]) -> Any:
+    """torch's result for the arrays ``args``, or the exception it raises."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return g(torch.tensor(a))
+            return g(*(torch.tensor(a) for a in args))
     except (RuntimeError, NotImplementedError, TypeError, IndexError, ValueError) as e:
         return e
 
@@ -57,16 +61,22 @@ def _stack(results: list[Any]) -> Any:
     return torch.stack(results)
 
 
-def check(f: Callable[[Any], Any], g: Callable[[Any], Any], a: Array, error: type[TensorplayError],
-          what: str, *, transforms: bool = True) -> None:
-    """``f`` (tensorplay) against ``g`` (torch) on ``a``: eagerly and, with ``transforms``, traced, compiled
-    and mapped over a batch of two copies of ``a``. Where torch raises, tensorplay must raise ``error``."""
-    want = _torch(g, a)
-    runs: dict[str, Callable[[], Any]] = {"eager": lambda: f(tp.tensor(a))}
+def check(f: Callable[..., Any], g: Callable[..., Any], a: Array | tuple[Array, ...],
+          error: type[TensorplayError], what: str, *, transforms: bool = True) -> None:
+    """``f`` (tensorplay) against ``g`` (torch) on ``a`` (one array, or a tuple of the arguments): eagerly
+    and, with ``transforms``, traced, compiled and mapped over a batch of two copies of ``a``. Where torch
+    raises, tensorplay must raise ``error``."""
+    args = a if isinstance(a, tuple) else (a,)
+    want = _torch(g, args)
+
+    def ts(batched: bool = False) -> list[Any]:
+        return [tp.tensor(np.stack([x, x]) if batched else x) for x in args]
+
+    runs: dict[str, Callable[[], Any]] = {"eager": lambda: f(*ts())}
     if transforms:
-        runs["trace"] = lambda: tp.graph.trace(f, tp.tensor(a))(tp.tensor(a))
-        runs["compile"] = lambda: tp.compile(f)(tp.tensor(a))
-        runs["vmap"] = lambda: tp.func.vmap(f)(tp.tensor(np.stack([a, a])))
+        runs["trace"] = lambda: tp.graph.trace(f, *ts())(*ts())
+        runs["compile"] = lambda: tp.compile(f)(*ts())
+        runs["vmap"] = lambda: tp.func.vmap(f)(*ts(batched=True))
     for how, run in runs.items():
         if isinstance(want, Exception):
             with pytest.raises(error) as info:
@@ -180,3 +190,30 @@ def test_refused_bool_ordering_names_the_dtype(name: str) -> None:
     x = tp.tensor(np.array([True, False]))
     with pytest.raises(DTypeError, match=rf"{name}: .*got bool \(input: bool\[2\]\)"):
         x.topk(1) if name == "topk" else getattr(x, name)()
+
+
+# ---- regression losses of integer tensors ------------------------------------------------------
+
+LOSS_DTYPES = [("int64", "int64"), ("int32", "int32"), ("int32", "int64"), ("int64", "float32"),
+               ("float32", "int32"), ("float32", "float32"), ("float32", "float64")]
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("dtypes", LOSS_DTYPES, ids=str)
+@pytest.mark.parametrize("loss", ["mse_loss", "l1_loss"])
+def test_regression_loss_of_integers_matches_torch(loss: str, dtypes: tuple[str, str], reduction: str) -> None:
+    a = np.array([[1, -2, 4], [0, 3, 5]]).astype(dtypes[0])
+    b = np.array([[2, 2, -1], [0, 1, 7]]).astype(dtypes[1])
+    mine, theirs = getattr(F, loss), getattr(TF, loss)
+    check(lambda x, y: mine(x, y, reduction=reduction), lambda x, y: theirs(x, y, reduction=reduction),
+          (a, b), DTypeError, f"{loss} of {dtypes[0]} and {dtypes[1]}")
+
+
+@pytest.mark.parametrize("module,loss", [(tp.nn.MSELoss, "mse_loss"), (tp.nn.L1Loss, "l1_loss")])
+def test_regression_loss_refusal_names_the_loss_and_arguments(module: Any, loss: str) -> None:
+    x, y = tp.tensor(np.array([1, 2])), tp.tensor(np.array([3, 4], dtype=np.int32))
+    calls: list[Callable[[], Any]] = [lambda: getattr(F, loss)(x, y), lambda: module()(x, y)]
+    for call in calls:
+        with pytest.raises(DTypeError, match=rf"{loss}: input or target must be a float tensor .*"
+                                             r"got input int64\[2\] and target int32\[2\]"):
+            call()

@@ -583,24 +583,40 @@ def _check_target(target: Any, where: str) -> None:
                          "(convert with tp.tensor(...))")
 
 
+def _float_operand(where: str, input: AnyTensor, target: AnyTensor, why: str) -> None:
+    """A :class:`DTypeError` unless ``input`` or ``target`` is a float tensor (so that the promoted dtype the
+    loss is computed in is a float), as PyTorch; ``why`` says what has no integer form."""
+    if not (input.dtype.is_floating_point or target.dtype.is_floating_point):
+        raise DTypeError(f"{where}: input or target must be a float tensor ({why}), got input "
+                         f"{input.dtype.name}{list(input.shape)} and target {target.dtype.name}{list(target.shape)}; "
+                         "cast one of them first, e.g. input.float()")
+
+
 def mse_loss(input: AnyTensor, target: AnyTensor, reduction: str = "mean") -> AnyTensor:
-    """Mean squared error (``reduction``: ``"mean"``, ``"sum"`` or ``"none"``)."""
+    """Mean squared error (``reduction``: ``"mean"``, ``"sum"`` or ``"none"``) of ``input`` and ``target`` of
+    the same shape. As PyTorch, one of them must be a float tensor (there is no integer form, whatever the
+    ``reduction``)."""
     _check_reduction(reduction, "mse_loss")
     _check_target(target, "mse_loss")
     ops = ops_for("mse_loss", input, target)
     if tuple(input.shape) != tuple(target.shape):
         raise ShapeError(f"mse_loss: input shape {list(input.shape)} and target shape {list(target.shape)} differ")
+    _float_operand("mse_loss", input, target, "PyTorch has no integer mse_loss")
     diff = ops.sub(input, target)
     return _reduce(ops, ops.mul(diff, diff), reduction, "mse_loss")
 
 
 def l1_loss(input: AnyTensor, target: AnyTensor, reduction: str = "mean") -> AnyTensor:
-    """Mean absolute error."""
+    """Mean absolute error of ``input`` and ``target`` of the same shape. Integer tensors are taken with
+    ``reduction="sum"`` or ``"none"`` (an integer result, as PyTorch), not with ``"mean"``: as PyTorch, the
+    mean needs one of them to be a float tensor."""
     _check_reduction(reduction, "l1_loss")
     _check_target(target, "l1_loss")
     ops = ops_for("l1_loss", input, target)
     if tuple(input.shape) != tuple(target.shape):
         raise ShapeError(f"l1_loss: input shape {list(input.shape)} and target shape {list(target.shape)} differ")
+    if reduction == "mean":
+        _float_operand("l1_loss", input, target, "reduction='mean' of integers; 'sum' and 'none' take them")
     return _reduce(ops, ops.abs(ops.sub(input, target)), reduction, "l1_loss")
 
 
