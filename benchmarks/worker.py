@@ -70,8 +70,8 @@ def library_info(library: str) -> dict[str, Any]:
         try:
             from threadpoolctl import threadpool_info  # type: ignore[import-untyped]
 
-            blas = [f"{p.get('internal_api')} threads={p.get('num_threads')}" for p in threadpool_info()
-                    if p.get("user_api") == "blas"]
+            blas = [f"{p.get('internal_api')} threads={p.get('num_threads')} kernels={p.get('architecture')}"
+                    for p in threadpool_info() if p.get("user_api") == "blas"]
             if blas:
                 info["blas"] = "; ".join(blas)
         except ImportError:
