@@ -12,7 +12,7 @@ from __future__ import annotations
 import builtins
 import operator
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -61,12 +61,29 @@ def check_scalar_dim(dim: int, where: str) -> None:
                         "the tensor itself)")
 
 
-def normalize_axes(axes: int | Sequence[int] | None, ndim: int, where: str) -> tuple[int, ...]:
+EmptyDim = Literal["all", "none", "error"]
+"""What an empty ``dim`` (``()`` or ``[]``) means to :func:`normalize_axes`: every axis (PyTorch's reductions
+``sum``, ``mean``, ``amax``, ``var``, ``norm``, ...), no axis (``any``, ``all``, ``squeeze``), or an error
+(``prod``, whose PyTorch form takes one int)."""
+
+
+def is_empty_dim(dim: object) -> bool:
+    """Whether ``dim`` is an empty tuple or list of axes (``()``, ``[]``)."""
+    return isinstance(dim, (tuple, list)) and builtins.len(dim) == 0
+
+
+def normalize_axes(axes: int | Sequence[int] | None, ndim: int, where: str, *,
+                   empty: EmptyDim = "none") -> tuple[int, ...]:
     """Normalise one axis, several, or ``None`` (all axes) of a reduction over a rank-``ndim`` tensor to a
-    sorted tuple without duplicates. Of a 0-d tensor, as in PyTorch, the axis ``0`` or ``-1`` (alone or
-    in a tuple) names the tensor itself and reduces nothing: ``()``."""
-    if axes is None:
+    sorted tuple without duplicates. An empty tuple or list means what ``empty`` says: no axis (``"none"``,
+    the default: ``()``), every axis (``"all"``, as ``torch.sum(x, ())`` reduces every axis), or an
+    :class:`AxisError` naming ``where`` (``"error"``). Of a 0-d tensor, as in PyTorch, the axis ``0`` or
+    ``-1`` (alone or in a tuple) names the tensor itself and reduces nothing: ``()``."""
+    if axes is None or (empty == "all" and is_empty_dim(axes)):
         return tuple(range(ndim))
+    if empty == "error" and is_empty_dim(axes):
+        raise AxisError(f"{where}: dim must be an int or a non-empty tuple of ints, got {axes!r} (as in PyTorch, "
+                        f"where {where} takes one int); leave dim out (None) to reduce every axis")
     seq = tuple(axes) if isinstance(axes, (tuple, list)) else (axes,)  # one axis: normalize_axis checks it
     if ndim == 0:
         for a in seq:
@@ -112,8 +129,9 @@ def numel_of(shape: Sequence[Any]) -> Any:
 
 def reduce(ops: Interpreter, prim: str, x: AnyTensor, dim: int | Sequence[int] | None,
            keepdim: bool) -> AnyTensor:
-    """``reduce_sum``/``reduce_max``/``reduce_min`` over ``dim`` (``None``: every axis)."""
-    axes = normalize_axes(dim, x.ndim, prim)
+    """``reduce_sum``/``reduce_max``/``reduce_min`` over ``dim`` (``None`` or an empty ``()``/``[]``: every
+    axis, as ``torch.sum(x, ())``)."""
+    axes = normalize_axes(dim, x.ndim, prim, empty="all")
     return getattr(ops, prim)(x, axes=axes, keepdims=keepdim)
 
 
@@ -122,8 +140,8 @@ def prod(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int] | None, keepdi
     """Product over ``dim`` (``None``: every axis, a 0-d result), as ``torch.prod``: ``x[*S]`` to ``S``
     without the reduced axes (size 1 there with ``keepdim``). bool and integer inputs give int64, floats
     keep their dtype; ``dtype`` converts ``x`` first (the result then has that dtype). The product of
-    no elements is 1."""
-    axes = normalize_axes(dim, x.ndim, "prod")
+    no elements is 1. An empty ``dim`` (``()``, ``[]``) is an :class:`AxisError`, as PyTorch refuses it."""
+    axes = normalize_axes(dim, x.ndim, "prod", empty="error")
     if dtype is not None:
         target = _dtypes.to_dtype(dtype)
         x = x.astype(target)
@@ -145,8 +163,7 @@ def logsumexp(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int], keepdim:
     the edges: NaN for a group of ``-inf``, and for one with a ``+inf`` NaN at the ``+inf`` and 0 elsewhere."""
     if dim is None or isinstance(dim, str):
         raise AxisError(f"logsumexp: dim is required (an int or a tuple of ints), got {dim!r}")
-    empty_dim = isinstance(dim, (tuple, list)) and builtins.len(dim) == 0
-    axes = normalize_axes(None if empty_dim else dim, x.ndim, "logsumexp")
+    axes = normalize_axes(dim, x.ndim, "logsumexp", empty="all")
     if x.dtype.numpy.kind != "f":
         x = ops.cast(x, dtype="float32")
     if builtins.any(isinstance(x.shape[a], int) and x.shape[a] == 0 for a in axes):  # nothing to shift by
@@ -166,10 +183,11 @@ def logsumexp(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int], keepdim:
 
 
 def mean(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int] | None, keepdim: bool) -> AnyTensor:
-    """Mean over ``dim``; the mean over zero elements is NaN (as PyTorch). Integer input is refused."""
+    """Mean over ``dim`` (``None`` or an empty ``()``/``[]``: every axis); the mean over zero elements is NaN
+    (as PyTorch). Integer input is refused."""
     if x.dtype.numpy.kind != "f":
         raise DTypeError(f"mean: expected a float tensor, got {x.dtype}; convert with .float() first")
-    axes = normalize_axes(dim, x.ndim, "mean")
+    axes = normalize_axes(dim, x.ndim, "mean", empty="all")
     count = numel_of([x.shape[a] for a in axes])
     total = ops.reduce_sum(x, axes=axes, keepdims=keepdim)
     return ops.div(total, count)
@@ -177,8 +195,9 @@ def mean(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int] | None, keepdi
 
 def var(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int] | None, keepdim: bool,
         correction: int) -> AnyTensor:
-    """Variance over ``dim`` with ``correction`` subtracted from the count (Bessel's correction is 1)."""
-    axes = normalize_axes(dim, x.ndim, "var")
+    """Variance over ``dim`` (``None`` or an empty ``()``/``[]``: every axis) with ``correction`` subtracted
+    from the count (Bessel's correction is 1)."""
+    axes = normalize_axes(dim, x.ndim, "var", empty="all")
     count = numel_of([x.shape[a] for a in axes])
     centred = ops.sub(x, mean(ops, x, axes, True))
     total = ops.reduce_sum(ops.mul(centred, centred), axes=axes, keepdims=keepdim)
@@ -207,17 +226,18 @@ def std(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int] | None, keepdim
 
 def norm(ops: Interpreter, x: AnyTensor, p: float | str, dim: int | Sequence[int] | None,
          keepdim: bool) -> AnyTensor:
-    """The vector ``p``-norm over ``dim`` (all axes when ``None``), as ``torch.norm``: ``"fro"`` (over at
-    most two axes) and ``2`` are ``sqrt(sum(x^2))``, ``1`` is ``sum(|x|)``, ``inf``/``-inf`` the largest
-    and smallest ``|x|``, ``0`` the number of non-zeros, any other ``p`` ``sum(|x|^p)^(1/p)``. The
-    gradient at a zero vector is 0 (PyTorch's convention), ties of ``inf`` split."""
+    """The vector ``p``-norm over ``dim`` (all axes when ``None`` or empty: ``()``, ``[]``), as ``torch.norm``:
+    ``"fro"`` (over at most two axes, or all of them with no ``dim``) and ``2`` are ``sqrt(sum(x^2))``, ``1``
+    is ``sum(|x|)``, ``inf``/``-inf`` the largest and smallest ``|x|``, ``0`` the number of non-zeros, any
+    other ``p`` ``sum(|x|^p)^(1/p)``. The gradient at a zero vector is 0 (PyTorch's convention), ties of
+    ``inf`` split."""
     if x.dtype.numpy.kind != "f":
         raise DTypeError(f"norm: expected a float tensor, got {x.dtype}; convert with .float() first")
-    axes = normalize_axes(dim, x.ndim, "norm")
+    axes = normalize_axes(dim, x.ndim, "norm", empty="all")
     if isinstance(p, str):
         if p != "fro":
             raise ValueError(f"norm: p must be a number or 'fro', got {p!r} (the nuclear norm is not supported)")
-        if dim is not None and builtins.len(axes) > 2:
+        if dim is not None and not is_empty_dim(dim) and builtins.len(axes) > 2:
             raise AxisError(f"norm: p='fro' takes at most 2 dims, got {list(axes)}; use p=2 for a vector norm")
         p = 2.0
     if isinstance(p, bool) or not isinstance(p, (int, float)):
@@ -247,14 +267,16 @@ def _truth(ops: Interpreter, x: AnyTensor) -> AnyTensor:
 
 
 def any_true(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int] | None, keepdim: bool) -> AnyTensor:
-    """Whether any element over ``dim`` is non-zero (bool; ``False`` over no elements)."""
+    """Whether any element over ``dim`` is non-zero (bool; ``False`` over no elements). An empty ``dim``
+    (``()``, ``[]``) reduces no axis, as ``torch.any``: the result is ``x != 0`` itself."""
     axes = normalize_axes(dim, x.ndim, "any")
     truth = _truth(ops, x)
     return ops.gt(ops.reduce_sum(truth, axes=axes, keepdims=keepdim), 0) if axes else truth
 
 
 def all_true(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int] | None, keepdim: bool) -> AnyTensor:
-    """Whether every element over ``dim`` is non-zero (bool; ``True`` over no elements)."""
+    """Whether every element over ``dim`` is non-zero (bool; ``True`` over no elements). An empty ``dim``
+    (``()``, ``[]``) reduces no axis, as ``torch.all``: the result is ``x != 0`` itself."""
     axes = normalize_axes(dim, x.ndim, "all")
     truth = _truth(ops, x)
     return ops.eq(ops.reduce_sum(ops.logical_not(truth), axes=axes, keepdims=keepdim), 0) if axes else truth

@@ -867,7 +867,7 @@ class Tensor(Generic[*Shape]):
     def sum(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*AnyShape]: ...
 
     def sum(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Any:
-        """Sum over ``dim`` (all axes when ``None``)."""
+        """Sum over ``dim`` (all axes when ``None`` or empty, ``()``/``[]``, as ``torch.sum``)."""
         return self._ops.tensor_reduce("reduce_sum", self, dim, keepdim)
 
     @overload
@@ -901,7 +901,7 @@ class Tensor(Generic[*Shape]):
     def mean(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*AnyShape]: ...
 
     def mean(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Any:
-        """Mean over ``dim`` (all axes when ``None``); integer tensors are refused."""
+        """Mean over ``dim`` (all axes when ``None`` or empty: ``()``, ``[]``); integer tensors are refused."""
         return self._ops.tensor_mean(self, dim, keepdim)
 
     @overload
@@ -936,7 +936,8 @@ class Tensor(Generic[*Shape]):
 
     def var(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False,
             correction: int = 1) -> Any:
-        """Variance over ``dim`` with Bessel's ``correction`` (1 by default, as PyTorch)."""
+        """Variance over ``dim`` (all axes when ``None`` or empty: ``()``, ``[]``) with Bessel's ``correction``
+        (1 by default, as PyTorch)."""
         return _p.var(self._ops, self, dim, keepdim, correction)
 
     @overload
@@ -971,8 +972,9 @@ class Tensor(Generic[*Shape]):
 
     def std(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False,
             correction: int = 1) -> Any:
-        """Standard deviation over ``dim`` with Bessel's ``correction`` (1 by default, as PyTorch); the
-        gradient of a constant sample is 0 (PyTorch's convention), not NaN."""
+        """Standard deviation over ``dim`` (all axes when ``None``, ``()`` or ``[]``) with Bessel's
+        ``correction`` (1 by default, as PyTorch); the gradient of a constant sample is 0 (PyTorch's
+        convention), not NaN."""
         return _p.std(self._ops, self, dim, keepdim, correction)
 
     @overload
@@ -989,9 +991,9 @@ class Tensor(Generic[*Shape]):
              keepdim: bool = False) -> Tensor[*AnyShape]: ...
 
     def norm(self, p: float | str = "fro", dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Any:
-        """The vector ``p``-norm over ``dim`` (all axes when ``None``), as ``torch.norm``: ``"fro"`` and 2
-        (``sqrt(sum(x^2))``), 1, ``inf``, ``-inf``, 0 (non-zeros) or any other number; the gradient at a
-        zero vector is 0, as PyTorch."""
+        """The vector ``p``-norm over ``dim`` (all axes when ``None``, ``()`` or ``[]``), as ``torch.norm``:
+        ``"fro"`` and 2 (``sqrt(sum(x^2))``), 1, ``inf``, ``-inf``, 0 (non-zeros) or any other number; the
+        gradient at a zero vector is 0, as PyTorch."""
         return _p.norm(self._ops, self, p, dim, keepdim)
 
     @overload
@@ -1004,7 +1006,8 @@ class Tensor(Generic[*Shape]):
     def all(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*AnyShape]: ...
 
     def all(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Any:
-        """Whether every element over ``dim`` (all axes when ``None``) is non-zero, as a bool tensor."""
+        """Whether every element over ``dim`` (all axes when ``None``; none when ``()``, as ``torch.all``) is
+        non-zero, as a bool tensor."""
         return _p.all_true(self._ops, self, dim, keepdim)
 
     @overload
@@ -1017,7 +1020,8 @@ class Tensor(Generic[*Shape]):
     def any(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*AnyShape]: ...
 
     def any(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Any:
-        """Whether any element over ``dim`` (all axes when ``None``) is non-zero, as a bool tensor."""
+        """Whether any element over ``dim`` (all axes when ``None``; none when ``()``, as ``torch.any``) is
+        non-zero, as a bool tensor."""
         return _p.any_true(self._ops, self, dim, keepdim)
 
     def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> ValuesIndices[*Shape]:
@@ -1194,7 +1198,8 @@ class Tensor(Generic[*Shape]):
     def amax(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*AnyShape]: ...
 
     def amax(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Any:
-        """Max over ``dim`` (one axis, several, or all when ``None``); tied maxima share the gradient."""
+        """Max over ``dim`` (one axis, several, or all when ``None`` or empty: ``()``, ``[]``); tied maxima share
+        the gradient."""
         return self._ops.tensor_reduce("reduce_max", self, dim, keepdim)
 
     @overload
@@ -1241,7 +1246,8 @@ class Tensor(Generic[*Shape]):
         """Product over ``dim`` (one axis, several, or all when ``None``: a 0-d result), as ``torch.prod``:
         ``x[*S]`` to ``S`` without the reduced axes (size 1 there with ``keepdim``). bool and integer
         inputs give int64, floats keep their dtype; ``dtype`` converts ``x`` first. The product of no
-        elements is 1; the gradient is exact at zeros (the product of the other elements)."""
+        elements is 1; the gradient is exact at zeros (the product of the other elements). An empty ``dim``
+        (``()``, ``[]``) is an AxisError, as PyTorch refuses it."""
         return _p.prod(self._ops, self, dim, keepdim, dtype)
 
     @overload
@@ -1310,7 +1316,8 @@ class Tensor(Generic[*Shape]):
     def amin(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*AnyShape]: ...
 
     def amin(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Any:
-        """Min over ``dim`` (one axis, several, or all when ``None``); tied minima share the gradient."""
+        """Min over ``dim`` (one axis, several, or all when ``None`` or empty: ``()``, ``[]``); tied minima share
+        the gradient."""
         return self._ops.tensor_reduce("reduce_min", self, dim, keepdim)
 
     @overload
