@@ -41,3 +41,22 @@ class MissingRuleError(TensorplayError, NotImplementedError):
 
 class DeviceError(TensorplayError, RuntimeError):
     """A device other than the CPU was asked for (tensorplay runs on the CPU only)."""
+
+
+class ArgumentError(TensorplayError, ValueError):
+    """An argument's value is outside what the function accepts (an unknown mode or reduction name, a
+    probability outside ``[0, 1]``, a zero slice step): the message names the function, the argument,
+    what it accepts and what it got."""
+
+
+class ArgumentTypeError(TensorplayError, TypeError):
+    """An argument has a Python type the function does not take (a float seed): the message names the
+    function, the argument, the expected type and the type and value given."""
+
+
+class KeyLookupError(TensorplayError, KeyError):
+    """A name or key is missing or not allowed (a KeyError, so ``except KeyError`` catches it); unlike a
+    bare KeyError, ``str()`` is the plain message, without quotes around it."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""

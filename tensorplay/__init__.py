@@ -24,8 +24,8 @@ from tensorplay.devices import device
 from tensorplay.dtypes import DType, bool_, float32, float64, int32, int64
 from tensorplay.export.weights import load, save
 from tensorplay.errors import (
-    AutogradError, AxisError, DeviceError, DTypeError, GraphCaptureError, IndexRangeError, MissingRuleError, ShapeError,
-    TensorplayError,
+    ArgumentError, ArgumentTypeError, AutogradError, AxisError, DeviceError, DTypeError, GraphCaptureError,
+    IndexRangeError, KeyLookupError, MissingRuleError, ShapeError, TensorplayError,
 )
 from tensorplay.functions import (
     abs, all, allclose, amax, amin, any, argmax, argmin, argsort, broadcast_to, ceil, chunk, clamp, clip, cos, cumsum,
@@ -101,6 +101,7 @@ def __getattr__(name: str) -> object:
 # The public names. mypy --strict (no implicit re-export) only lets users write ``tp.zeros`` for
 # names listed here: add every new public name.
 __all__ = [
+    "ArgumentError", "ArgumentTypeError", "KeyLookupError",
     "AutogradError", "AxisError", "DeviceError", "DType", "DTypeError", "Generator", "GraphCaptureError", "Index", "IndexRangeError",
     "Interpreter", "MissingRuleError", "Ops", "Program", "ShapeError", "Size", "Tensor", "TensorplayError",
     "DimExpr", "arange", "autograd", "bool", "bool_", "cat", "compile", "compiler", "cuda", "device", "dim", "dims", "eager",

@@ -18,7 +18,7 @@ import numpy as np
 
 from tensorplay import dtypes as _dtypes
 from tensorplay.dtypes import plain_array
-from tensorplay.errors import AxisError, DTypeError, ShapeError
+from tensorplay.errors import ArgumentError, ArgumentTypeError, AxisError, DTypeError, ShapeError
 from tensorplay.pydata import check_scalar_fits
 from tensorplay import compile_hooks
 from tensorplay import tensor as _tensor_module
@@ -236,12 +236,12 @@ def norm(ops: Interpreter, x: AnyTensor, p: float | str, dim: int | Sequence[int
     axes = normalize_axes(dim, x.ndim, "norm", empty="all")
     if isinstance(p, str):
         if p != "fro":
-            raise ValueError(f"norm: p must be a number or 'fro', got {p!r} (the nuclear norm is not supported)")
+            raise ArgumentError(f"norm: p must be a number or 'fro', got {p!r} (the nuclear norm is not supported)")
         if dim is not None and not is_empty_dim(dim) and builtins.len(axes) > 2:
             raise AxisError(f"norm: p='fro' takes at most 2 dims, got {list(axes)}; use p=2 for a vector norm")
         p = 2.0
     if isinstance(p, bool) or not isinstance(p, (int, float)):
-        raise ValueError(f"norm: p must be a number or 'fro', got {type(p).__name__} {p!r}")
+        raise ArgumentTypeError(f"norm: p must be a number or 'fro', got {type(p).__name__} {p!r}")
 
     def total(t: AnyTensor) -> AnyTensor:
         return ops.reduce_sum(t, axes=axes, keepdims=keepdim)
@@ -971,14 +971,15 @@ def _slice_bounds(it: builtins.slice, size: Any, axis: int) -> tuple[Any, Any, i
         if value is not None and not isinstance(value, SymDim) and not hasattr(type(value), "__index__"):
             raise DTypeError(f"indexing: axis {axis} got a slice {what} of type {type(value).__name__} "
                              f"({value!r}); expected an int or None")
+    if it.step is not None and not isinstance(it.step, SymDim) and operator.index(it.step) == 0:
+        raise ArgumentError(f"indexing: axis {axis} got {it!r}; slice step cannot be zero (expected a non-zero "
+                            "int or None)")
     if isinstance(size, (int, np.integer)):
         if isinstance(it.start, SymDim) or isinstance(it.stop, SymDim):
             return _symbolic_slice_bounds(it, int(size))
         start, stop, step = it.indices(int(size))
         return start, stop, step, builtins.len(range(start, stop, step))
-    step = 1 if it.step is None else operator.index(it.step)
-    if step == 0:
-        raise ValueError("slice step cannot be zero")
+    step = 1 if it.step is None else operator.index(it.step)  # not 0: checked above
 
     def bound(value: Any, default: Any, top: int) -> Any:
         if value is None:
@@ -999,9 +1000,7 @@ def _symbolic_slice_bounds(it: builtins.slice, size: int) -> tuple[Any, Any, int
     """``slice.indices`` for an axis of static ``size`` and bounds that are symbolic sizes (``weight[:T]``,
     ``T = x.shape[1]``): the same clamping, each comparison decided on the sizes (a guard under
     ``tp.compile``; under export the declared ranges decide it, or it becomes a requirement on the dim)."""
-    step = 1 if it.step is None else operator.index(it.step)
-    if step == 0:
-        raise ValueError("slice step cannot be zero")
+    step = 1 if it.step is None else operator.index(it.step)  # not 0: _slice_bounds checked it
     low, high = (0, size) if step > 0 else (-1, size - 1)
 
     def bound(value: Any, default: int) -> Any:

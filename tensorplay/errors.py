@@ -1,12 +1,15 @@
 """The public error hierarchy (defined in :mod:`tensorplay.spec.errors`, the bottom layer, and re-exported)."""
 
 from tensorplay.spec.errors import (
+    ArgumentError,
+    ArgumentTypeError,
     AutogradError,
     AxisError,
     DeviceError,
     DTypeError,
     GraphCaptureError,
     IndexRangeError,
+    KeyLookupError,
     MissingRuleError,
     ShapeError,
     TensorplayError,
@@ -14,12 +17,15 @@ from tensorplay.spec.errors import (
 
 
 __all__ = [
+    "ArgumentError",
+    "ArgumentTypeError",
     "AutogradError",
     "AxisError",
     "DeviceError",
     "DTypeError",
     "GraphCaptureError",
     "IndexRangeError",
+    "KeyLookupError",
     "MissingRuleError",
     "ShapeError",
     "TensorplayError",

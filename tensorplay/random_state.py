@@ -14,6 +14,7 @@ import threading
 import numpy as np
 
 from tensorplay import compile_hooks
+from tensorplay.errors import ArgumentTypeError
 
 _state = [0, 0]  # seed, counter; read and written only under _lock
 _lock = threading.Lock()
@@ -22,7 +23,7 @@ _lock = threading.Lock()
 def manual_seed(seed: int) -> None:
     """Seed the global generator; later draws are reproducible."""
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
-        raise TypeError(f"manual_seed: expected an int seed, got {type(seed).__name__}")
+        raise ArgumentTypeError(f"manual_seed: expected an int seed, got {type(seed).__name__} {seed!r}")
     with _lock:
         _state[0] = int(seed) & 0x7FFF_FFFF_FFFF_FFFF
         _state[1] = 0

@@ -15,7 +15,9 @@ from tensorplay.nn.adaptive import AdaptiveAvgPool1d, AdaptiveAvgPool2d
 from tensorplay.nn.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from tensorplay.nn.linear import Flatten, Identity, Linear
 from tensorplay.nn.loss import CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
-from tensorplay.nn.module import IncompatibleKeys, Module, StateDictError
+from tensorplay.nn.module import (
+    IncompatibleKeys, Module, ModuleAttributeError, ModuleKeyError, ModuleTypeError, StateDictError,
+)
 from tensorplay.nn.norms import GroupNorm, RMSNorm
 from tensorplay.nn.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
 from tensorplay.nn.parameter import Parameter
@@ -25,6 +27,7 @@ from tensorplay.nn.transformer import TransformerEncoder, TransformerEncoderLaye
 
 __all__ = [
     "functional", "init", "utils", "Module", "Parameter", "StateDictError", "IncompatibleKeys",
+    "ModuleAttributeError", "ModuleKeyError", "ModuleTypeError",
     "Linear", "Identity", "Flatten", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
     "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "Embedding",
     "Dropout", "MultiheadAttention", "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "LeakyReLU", "Softmax",

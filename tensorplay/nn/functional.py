@@ -16,7 +16,9 @@ import numpy as np
 
 from tensorplay import prefix as _prefix_module
 from tensorplay.interpreters.eager import losses as _eager_losses
-from tensorplay.errors import DTypeError, GraphCaptureError, IndexRangeError, ShapeError
+from tensorplay.errors import (
+    ArgumentError, DTypeError, GraphCaptureError, IndexRangeError, ShapeError,
+)
 from tensorplay.nn._util import IntOrTuple, check_padding_idx, is_eager, masked_softmax, numel, ops_for, random_key, shape_of
 from tensorplay.prefix import attention_scale, int_tuple
 from tensorplay.derived import causal_mask, transpose
@@ -55,7 +57,7 @@ def relu(input: Tensor[*S], inplace: bool = False) -> Tensor[*S]:
 def gelu(input: Tensor[*S], approximate: str = "none") -> Tensor[*S]:
     """GELU, exact (erf) or ``approximate="tanh"``."""
     if approximate not in ("none", "tanh"):
-        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+        raise ArgumentError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     return ops_for("gelu", input).gelu(input, approximate=approximate)  # type: ignore[no-any-return]
 
 
@@ -91,10 +93,11 @@ def leaky_relu(input: Tensor[*S], negative_slope: float = 0.01) -> Tensor[*S]:
 
 
 def _softmax(prim: str, input: AnyTensor, dim: int | None) -> AnyTensor:
-    if dim is None:
-        raise ValueError(f"{prim}: pass dim= explicitly (the axis to normalise over)")
-    from tensorplay import derived
     ops = ops_for(prim, input)
+    if dim is None:
+        raise ArgumentError(f"{prim}: pass dim= explicitly (the axis to normalise over), got dim=None for an input "
+                            f"of shape {list(shape_of(input))}")
+    from tensorplay import derived
     axis = dim if input.ndim == 0 else derived.normalize_axis(dim, input.ndim, prim)  # 0-d: dim 0 or -1
     return derived.softmax(ops, prim, input, axis)  # type: ignore[no-any-return]
 
@@ -378,7 +381,7 @@ def dropout(input: Tensor[*S], p: float = 0.5, training: bool = True, inplace: b
     interpreter's own key source when it has one (a compiled graph takes its key as an input).
     """
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout: probability has to be between 0 and 1, but got {p}")
+        raise ArgumentError(f"dropout: dropout probability p has to be between 0 and 1, but got {p!r}")
     if not training or p == 0.0:
         return input
     ops = ops_for("dropout", input)
@@ -421,7 +424,7 @@ def dropout1d(input: Tensor[*S], p: float = 0.5, training: bool = True, inplace:
     probability ``p`` (one draw per ``[N, C]``, or per ``C``), the others scaled by ``1/(1-p)``, when
     training. Any other rank is a :class:`ShapeError`, as PyTorch raises."""
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout1d: dropout probability has to be between 0 and 1, but got {p}")
+        raise ArgumentError(f"dropout1d: dropout probability p has to be between 0 and 1, but got {p!r}")
     if input.ndim not in (2, 3):
         raise ShapeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input (shape "
                          f"{list(shape_of(input))}). Note that dropout1d exists to provide channel-wise dropout on "
@@ -439,7 +442,7 @@ def dropout2d(input: Tensor[*S], p: float = 0.5, training: bool = True, inplace:
     more (``[N, C, D, H, W]``: one draw per ``[N, C]``) warn that the rank is deprecated; fewer than 2
     axes are a :class:`ShapeError` when training."""
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout2d: dropout probability has to be between 0 and 1, but got {p}")
+        raise ArgumentError(f"dropout2d: dropout probability p has to be between 0 and 1, but got {p!r}")
     _warn_rank("dropout2d", input.ndim)
     if input.ndim == 3:
         warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
@@ -459,7 +462,7 @@ def dropout3d(input: Tensor[*S], p: float = 0.5, training: bool = True, inplace:
     ranks other than 4 and 5 warn that they are deprecated; a 0-d input is a :class:`ShapeError` when
     training."""
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout3d: dropout probability has to be between 0 and 1, but got {p}")
+        raise ArgumentError(f"dropout3d: dropout probability p has to be between 0 and 1, but got {p!r}")
     _warn_rank("dropout3d", input.ndim)
     return _feature_dropout(input, p, training, "dropout3d", 2 if input.ndim == 5 else 1)
 
@@ -561,19 +564,18 @@ def scaled_dot_product_attention(query: AnyTensor, key: AnyTensor, value: AnyTen
 # ---- losses -----------------------------------------------------------------------------------
 
 def _reduce(ops: Any, loss: AnyTensor, reduction: str, where: str) -> AnyTensor:
+    _check_reduction(reduction, where)
     if reduction == "none":
         return loss
     total = ops.reduce_sum(loss, axes=tuple(range(loss.ndim)), keepdims=False)
     if reduction == "sum":
         return total  # type: ignore[no-any-return]
-    if reduction == "mean":
-        return ops.div(total, numel(loss.shape))  # type: ignore[no-any-return]
-    raise ValueError(f"{where}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+    return ops.div(total, numel(loss.shape))  # type: ignore[no-any-return]
 
 
 def _check_reduction(reduction: str, where: str) -> None:
     if reduction not in _REDUCTIONS:
-        raise ValueError(f"{where}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+        raise ArgumentError(f"{where}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
 
 
 def _check_target(target: Any, where: str) -> None:
@@ -772,7 +774,7 @@ def cross_entropy(input: AnyTensor, target: AnyTensor, weight: AnyTensor | None 
     _check_reduction(reduction, "cross_entropy")
     _check_target(target, "cross_entropy")
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
+        raise ArgumentError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing!r}")
     ops = ops_for("cross_entropy", input, target, weight)
     if input.dtype.name not in ("float32", "float64"):
         raise DTypeError(f"cross_entropy: input must be float logits, got {input.dtype}")

@@ -14,7 +14,7 @@ import numpy as np
 
 from tensorplay.interpreters.eager.interpreter import eager as _eager
 from tensorplay import random_state, recording
-from tensorplay.errors import ShapeError
+from tensorplay.errors import ArgumentError, DTypeError, ShapeError
 from tensorplay.tensor import Tensor
 
 eager: Any = _eager
@@ -26,7 +26,8 @@ _LINEAR_LIKE = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "con
 
 def _write(tensor: T, values: np.ndarray[Any, Any]) -> T:
     if not isinstance(tensor, Tensor) or not isinstance(tensor._ops, type(eager)):
-        raise TypeError(f"init: expected an eager tensor (e.g. a Parameter), got {type(tensor).__name__}")
+        raise DTypeError(f"init: expected an eager tensor (e.g. a Parameter) to fill in place, got "
+                         f"{type(tensor).__name__}")
     recording.refuse_outside_write(tensor, "an nn.init function")
     tensor._data[...] = values
     box = tensor._version
@@ -50,7 +51,7 @@ def _normal01(shape: tuple[int, ...], dtype: str) -> np.ndarray[Any, Any]:
 def _float_dtype(tensor: Tensor[*tuple[Any, ...]], where: str) -> str:
     name = str(tensor._data.dtype)
     if name not in ("float32", "float64"):
-        raise TypeError(f"{where}: expected a float tensor, got {name}")
+        raise DTypeError(f"{where}: expected a float tensor (float32 or float64), got {name}")
     return name
 
 
@@ -65,11 +66,13 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
     if nonlinearity == "leaky_relu":
         slope = 0.01 if param is None else param
         if isinstance(slope, bool) or not isinstance(slope, (int, float)):
-            raise ValueError(f"calculate_gain: negative_slope {slope} is not a valid number")
+            raise ArgumentError(f"calculate_gain('leaky_relu', param): negative_slope {slope!r} is not a valid number "
+                                f"(expected an int or float, got {type(slope).__name__})")
         return math.sqrt(2.0 / (1 + slope ** 2))
     if nonlinearity == "selu":
         return 3.0 / 4
-    raise ValueError(f"calculate_gain: unsupported nonlinearity {nonlinearity!r}")
+    known = ", ".join(_LINEAR_LIKE + ("tanh", "relu", "leaky_relu", "selu"))
+    raise ArgumentError(f"calculate_gain: unsupported nonlinearity {nonlinearity!r} (expected one of {known})")
 
 
 def _calculate_fan_in_and_fan_out(tensor: Tensor[*tuple[Any, ...]]) -> tuple[int, int]:
@@ -86,9 +89,9 @@ def _calculate_fan_in_and_fan_out(tensor: Tensor[*tuple[Any, ...]]) -> tuple[int
 calculate_fan_in_and_fan_out = _calculate_fan_in_and_fan_out
 
 
-def _fan(tensor: Tensor[*tuple[Any, ...]], mode: str) -> int:
+def _fan(tensor: Tensor[*tuple[Any, ...]], mode: str, where: str) -> int:
     if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"init: mode must be 'fan_in' or 'fan_out', got {mode!r}")
+        raise ArgumentError(f"{where}: mode must be 'fan_in' or 'fan_out', got {mode!r}")
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return fan_in if mode == "fan_in" else fan_out
 
@@ -194,9 +197,9 @@ def trunc_normal_(tensor: T, mean: float = 0.0, std: float = 1.0, a: float = -2.
     dtype = _float_dtype(tensor, "trunc_normal_")
     mean, std, a, b = float(mean), float(std), float(a), float(b)
     if not a <= b:
-        raise ValueError(f"trunc_normal_: expected a <= b, got a={a}, b={b}")
+        raise ArgumentError(f"trunc_normal_: expected a <= b, got a={a}, b={b}")
     if std == 0.0 or not math.isfinite(std) or not math.isfinite(mean):
-        raise ValueError(f"trunc_normal_: std must be finite and nonzero, and mean finite; got mean={mean}, "
+        raise ArgumentError(f"trunc_normal_: std must be finite and nonzero, and mean finite; got mean={mean}, "
                          f"std={std}")
     std = abs(std)  # N(mean, std^2) is the same for -std
     alpha, beta = (a - mean) / std, (b - mean) / std
@@ -253,7 +256,7 @@ def kaiming_uniform_(tensor: T, a: float = 0.0, mode: str = "fan_in", nonlineari
     nonlinearity is PyTorch's default for ``Linear`` and conv weights."""
     if 0 in tuple(tensor.shape):
         return tensor
-    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode, "kaiming_uniform_"))
     bound = math.sqrt(3.0) * std
     return uniform_(tensor, -bound, bound)
 
@@ -262,7 +265,8 @@ def kaiming_normal_(tensor: T, a: float = 0.0, mode: str = "fan_in", nonlinearit
     """He normal: ``N(0, std^2)`` with ``std = gain / sqrt(fan)``."""
     if 0 in tuple(tensor.shape):
         return tensor
-    return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode)))
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode, "kaiming_normal_"))
+    return normal_(tensor, 0.0, std)
 
 
 def fan_in_uniform_(tensor: T, weight: Tensor[*tuple[Any, ...]]) -> T:

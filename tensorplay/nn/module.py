@@ -23,7 +23,7 @@ from tensorplay import devices as _device
 from tensorplay import dtypes as _dt
 from tensorplay import recording as _recording
 from tensorplay import swaps as _swaps
-from tensorplay.errors import DTypeError, TensorplayError
+from tensorplay.errors import ArgumentError, DTypeError, KeyLookupError, TensorplayError
 from tensorplay.interpreters.eager.tape import reset_grads
 from tensorplay.nn.parameter import Parameter
 from tensorplay.tensor import Tensor
@@ -35,6 +35,21 @@ _SWAPS_ACTIVE = _swaps.active
 
 class StateDictError(TensorplayError, RuntimeError):
     """``load_state_dict`` found missing or unexpected keys, or a shape that does not fit."""
+
+
+class ModuleAttributeError(TensorplayError, AttributeError):
+    """A module has no such attribute, submodule or parameter, or registers one before ``__init__``; an
+    AttributeError, so ``hasattr`` and ``getattr(module, name, default)`` keep working."""
+
+
+class ModuleTypeError(TensorplayError, TypeError):
+    """A value of the wrong type was assigned or registered as a parameter, buffer or submodule, or passed
+    where a module needs a mapping; a TypeError, as in PyTorch."""
+
+
+class ModuleKeyError(KeyLookupError):
+    """A parameter, buffer or submodule name is not allowed (empty, dotted, or an existing attribute); a
+    KeyError, as in PyTorch, whose ``str()`` is the plain message."""
 
 
 class IncompatibleKeys(NamedTuple):
@@ -125,8 +140,8 @@ class Module:
     def _registries(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         d = self.__dict__
         if "_parameters" not in d:
-            raise AttributeError(f"cannot assign parameters, buffers or modules to {type(self).__name__} before "
-                                 "Module.__init__() was called (call super().__init__() first)")
+            raise ModuleAttributeError(f"cannot assign parameters, buffers or modules to {type(self).__name__} "
+                                       "before Module.__init__() was called (call super().__init__() first)")
         return d["_parameters"], d["_buffers"], d["_modules"]
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -148,18 +163,18 @@ class Module:
             modules[name] = value
         elif params is not None and name in params:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
-                                "(tp.nn.Parameter or None expected)")
+                raise ModuleTypeError(f"{type(self).__name__}.{name}: cannot assign '{type(value).__name__}' as "
+                                      f"parameter '{name}' (tp.nn.Parameter or None expected)")
             params[name] = None
         elif params is not None and name in d["_modules"]:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
-                                "(tp.nn.Module or None expected)")
+                raise ModuleTypeError(f"{type(self).__name__}.{name}: cannot assign '{type(value).__name__}' as "
+                                      f"child module '{name}' (tp.nn.Module or None expected)")
             d["_modules"][name] = None
         elif params is not None and name in d["_buffers"]:
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
-                                "(tp.Tensor or None expected)")
+                raise ModuleTypeError(f"{type(self).__name__}.{name}: cannot assign '{type(value).__name__}' as "
+                                      f"buffer '{name}' (tp.Tensor or None expected)")
             d["_buffers"][name] = value
         else:
             object.__setattr__(self, name, value)
@@ -174,7 +189,7 @@ class Module:
             table = d.get(registry)
             if table is not None and name in table:
                 return table[name]
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        raise ModuleAttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name: str) -> None:
         for registry in (self._parameters, self._buffers, self._modules):
@@ -191,8 +206,8 @@ class Module:
         """Register ``param`` (or a ``None`` placeholder, as for an absent bias) under ``name``."""
         self._check_name(name, "parameter")
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
-                            "(tp.nn.Parameter or None required)")
+            raise ModuleTypeError(f"register_parameter: cannot assign '{type(param).__name__}' object to parameter "
+                                  f"'{name}' (tp.nn.Parameter or None required)")
         self.__dict__.pop(name, None)
         self._buffers.pop(name, None)
         self._modules.pop(name, None)
@@ -203,8 +218,8 @@ class Module:
         of ``state_dict``."""
         self._check_name(name, "buffer")
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
-                            "(tp.Tensor or None required)")
+            raise ModuleTypeError(f"register_buffer: cannot assign '{type(tensor).__name__}' object to buffer "
+                                  f"'{name}' (tp.Tensor or None required)")
         self.__dict__.pop(name, None)
         self._parameters.pop(name, None)
         self._modules.pop(name, None)
@@ -218,7 +233,8 @@ class Module:
         """Register a child module under ``name``."""
         self._check_name(name, "module")
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+            raise ModuleTypeError(f"register_module: {type(module).__name__} is not a Module subclass (module "
+                                  f"'{name}' must be a tp.nn.Module or None)")
         self.__dict__.pop(name, None)
         self._parameters.pop(name, None)
         self._buffers.pop(name, None)
@@ -229,12 +245,14 @@ class Module:
     def _check_name(self, name: str, kind: str) -> None:
         self._registries()
         if not isinstance(name, str):
-            raise TypeError(f"{kind} name should be a string, got {type(name).__name__}")
+            raise ModuleTypeError(f"register_{kind}: {kind} name should be a string, got {type(name).__name__} "
+                                  f"{name!r}")
         if name == "" or "." in name:
-            raise KeyError(f"{kind} name can't be empty or contain '.', got {name!r}")
+            raise ModuleKeyError(f"register_{kind}: {kind} name can't be empty or contain '.', got {name!r}")
         registries = (self._parameters, self._buffers, self._modules)
         if hasattr(self, name) and not any(name in r for r in registries):
-            raise KeyError(f"attribute '{name}' already exists")
+            raise ModuleKeyError(f"register_{kind}: attribute '{name}' already exists on {type(self).__name__} "
+                                 f"(as a {type(getattr(self, name)).__name__}); pick another {kind} name")
 
     def get_submodule(self, target: str) -> Module:
         """The submodule at dotted path ``target`` (``""`` is ``self``)."""
@@ -244,7 +262,8 @@ class Module:
         for item in target.split("."):
             child = module._modules.get(item)
             if child is None:
-                raise AttributeError(f"{module._get_name()} has no submodule `{item}` (looking up '{target}')")
+                raise ModuleAttributeError(f"get_submodule: {module._get_name()} has no submodule `{item}` (looking up "
+                                           f"'{target}'; its submodules are {sorted(module._modules)})")
             module = child
         return module
 
@@ -254,7 +273,8 @@ class Module:
         module = self.get_submodule(path)
         param = module._parameters.get(name)
         if param is None:
-            raise AttributeError(f"{module._get_name()} has no parameter `{name}` (looking up '{target}')")
+            raise ModuleAttributeError(f"get_parameter: {module._get_name()} has no parameter `{name}` (looking up "
+                                       f"'{target}'; its parameters are {sorted(module._parameters)})")
         return param
 
     # ---- iteration -----------------------------------------------------------------------------------
@@ -334,7 +354,8 @@ class Module:
     def train(self: M, mode: bool = True) -> M:
         """Set training mode (dropout active, batch norm uses batch statistics) on every module."""
         if not isinstance(mode, bool):
-            raise ValueError("training mode is expected to be boolean")
+            raise ArgumentError(f"{type(self).__name__}.train(mode): training mode is expected to be boolean, got "
+                                f"{type(mode).__name__} {mode!r}")
         for module in self.modules():
             object.__setattr__(module, "training", mode)
         return self
@@ -428,8 +449,8 @@ class Module:
         dtype and is contiguous) instead of copying into the existing payload.
         """
         if not isinstance(state_dict, Mapping):
-            raise TypeError(f"load_state_dict: expected a mapping of names to tensors, got "
-                            f"{type(state_dict).__name__}")
+            raise ModuleTypeError(f"{type(self).__name__}.load_state_dict: expected a mapping of names to tensors, "
+                                  f"got {type(state_dict).__name__}")
         own = self.state_dict(keep_vars=True)
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]

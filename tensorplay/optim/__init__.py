@@ -17,9 +17,9 @@ from tensorplay.optim.lr_scheduler import (
     SchedulerTypeError,
     StepLR,
 )
-from tensorplay.optim.optimizer import Optimizer, OptimizerError
+from tensorplay.optim.optimizer import Optimizer, OptimizerError, OptimizerKeyError, OptimizerTypeError
 from tensorplay.optim.sgd import SGD
 
-__all__ = ["Optimizer", "OptimizerError", "SGD", "Adam", "AdamW", "lr_scheduler", "LRScheduler", "StepLR",
-           "CosineAnnealingLR", "MultiStepLR", "ExponentialLR", "LambdaLR", "MultiplicativeLR", "LinearLR",
-           "ConstantLR", "OneCycleLR", "ReduceLROnPlateau", "SchedulerTypeError"]
+__all__ = ["Optimizer", "OptimizerError", "OptimizerKeyError", "OptimizerTypeError", "SGD", "Adam", "AdamW",
+           "lr_scheduler", "LRScheduler", "StepLR", "CosineAnnealingLR", "MultiStepLR", "ExponentialLR", "LambdaLR",
+           "MultiplicativeLR", "LinearLR", "ConstantLR", "OneCycleLR", "ReduceLROnPlateau", "SchedulerTypeError"]

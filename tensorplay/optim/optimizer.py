@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from tensorplay import compile_hooks, recording
-from tensorplay.errors import TensorplayError
+from tensorplay.errors import KeyLookupError, TensorplayError
 from tensorplay.interpreters.eager.tape import reset_grads
 from tensorplay.tensor import Tensor
 
@@ -24,6 +24,16 @@ Array = np.ndarray[Any, Any]
 
 class OptimizerError(TensorplayError, ValueError):
     """An optimizer was configured or loaded inconsistently."""
+
+
+class OptimizerTypeError(TensorplayError, TypeError):
+    """An optimizer got an argument of the wrong type (a Tensor or a non-iterable as ``params``, a
+    parameter group that is not a dict, a parameter that is not a tensor); a TypeError, as in PyTorch."""
+
+
+class OptimizerKeyError(KeyLookupError):
+    """A lookup in an optimizer found nothing (a parameter without state, a parameter group without
+    ``"params"``); a KeyError, as in PyTorch, whose ``str()`` is the plain message."""
 
 
 class ParamState(MutableMapping[AnyTensor, dict[str, Any]]):
@@ -36,7 +46,9 @@ class ParamState(MutableMapping[AnyTensor, dict[str, Any]]):
         try:
             return self._items[id(param)][1]
         except KeyError:
-            raise KeyError("no optimizer state for this parameter") from None
+            what = f"a Tensor of shape {list(param.shape)}" if isinstance(param, Tensor) else type(param).__name__
+            raise OptimizerKeyError(f"optimizer.state[param]: no optimizer state for this parameter (given {what}); "
+                                    "a parameter gets state at its first update") from None
 
     def __setitem__(self, param: AnyTensor, value: dict[str, Any]) -> None:
         self._items[id(param)] = (param, value)
@@ -59,6 +71,12 @@ class ParamState(MutableMapping[AnyTensor, dict[str, Any]]):
         if entry is None:
             entry = self._items[id(param)] = (param, {})
         return entry[1]
+
+
+def _short_repr(value: Any, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters (a message names the value without dumping it)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def check_number(where: str, name: str, value: Any, low: float = 0.0, high: float | None = None,
@@ -98,10 +116,16 @@ class Optimizer:
         self.defaults = dict(defaults)
         self.param_groups: list[dict[str, Any]] = []
         self.state = ParamState()
+        where = f"{type(self).__name__}(params)"
         if isinstance(params, Tensor):
-            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
-                            "but got a Tensor")
-        items: list[Any] = list(params)
+            raise OptimizerTypeError(f"{where}: params argument given to the optimizer should be an iterable of "
+                                     f"Tensors or dicts, but got a Tensor of shape {list(params.shape)} (wrap it "
+                                     "in a list)")
+        try:
+            items: list[Any] = list(params)
+        except TypeError:
+            raise OptimizerTypeError(f"{where}: params argument given to the optimizer should be an iterable of "
+                                     f"Tensors or dicts, but got {type(params).__name__} {params!r}") from None
         if not items:
             raise OptimizerError("optimizer got an empty parameter list")
         groups: list[dict[str, Any]] = [{"params": items}] if not isinstance(items[0], dict) else items
@@ -120,12 +144,24 @@ class Optimizer:
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group of parameters with its own hyperparameters (defaults fill the rest)."""
         if not isinstance(param_group, dict):
-            raise TypeError(f"param_group must be a dict, got {type(param_group).__name__}")
+            raise OptimizerTypeError(f"add_param_group: param_group must be a dict, got "
+                                     f"{type(param_group).__name__} {param_group!r}")
+        if "params" not in param_group:
+            raise OptimizerKeyError(f"add_param_group: param_group must have a 'params' entry (the tensors it "
+                                    f"holds), got a dict with keys {sorted(map(str, param_group))}")
         params = param_group["params"]
-        params = [params] if isinstance(params, Tensor) else list(params)
-        for p in params:
+        if isinstance(params, Tensor):
+            params = [params]
+        else:
+            try:
+                params = list(params)
+            except TypeError:
+                raise OptimizerTypeError(f"add_param_group: param_group['params'] must be a Tensor or an iterable "
+                                         f"of Tensors, got {type(params).__name__} {params!r}") from None
+        for i, p in enumerate(params):
             if not isinstance(p, Tensor):
-                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}")
+                raise OptimizerTypeError(f"add_param_group: optimizer can only optimize Tensors, but param {i} of "
+                                         f"the group is {type(p).__name__} {_short_repr(p)}")
             if p._node is not None:
                 raise OptimizerError("can't optimize a non-leaf Tensor (one produced by an operation); "
                                      "optimize the leaf it was computed from")
