@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeVarTuple
 
+from tensorplay.errors import ArgumentError
 from tensorplay.nn import functional as F
 from tensorplay.nn.module import Module
 from tensorplay.tensor import Tensor
@@ -18,7 +19,8 @@ class _DropoutBase(Module):
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
         if not 0.0 <= p <= 1.0:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+            raise ArgumentError(f"{type(self).__name__}: dropout probability p has to be between 0 and 1, but got "
+                                f"{p!r}")
         self.p = p
         self.inplace = inplace
 
