@@ -34,6 +34,11 @@ from tensorplay.functions import (
     reshape, round, rsqrt, sigmoid, sign, sin, softmax, sort, split, sqrt, square, squeeze, std, sum, tanh, topk,
     transpose, tril, triu, unsqueeze, var,
 )
+from tensorplay.functions import (  # rearrangements, selections, products, more elementwise functions
+    arctan2, atan2, bmm, cosh, diag, diagonal, dot, flip, gather, index_select, log10, log2, logical_and,
+    logical_not, logical_or, logical_xor, moveaxis, movedim, reciprocal, repeat_interleave, roll, sinh, swapaxes,
+    swapdims, tile, trace, unflatten,
+)
 from tensorplay.generator import Generator
 from tensorplay.dimexpr import DimExpr, dim, relate
 from tensorplay.index import Index, index
@@ -118,4 +123,8 @@ __all__ = [
     "min", "minimum", "nan_to_num", "neg", "norm", "outer", "permute", "pow", "prod", "relu", "reshape", "round",
     "rsqrt", "sigmoid", "sign", "sin", "softmax", "sort", "split", "sqrt", "square", "squeeze", "std", "sum", "tanh",
     "topk", "transpose", "tril", "triu", "unsqueeze", "var",
+    # tensorplay.shape_ops and tensorplay.math_ops, through tensorplay.functions
+    "arctan2", "atan2", "bmm", "cosh", "diag", "diagonal", "dot", "flip", "gather", "index_select", "log10", "log2",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "moveaxis", "movedim", "reciprocal",
+    "repeat_interleave", "roll", "sinh", "swapaxes", "swapdims", "tile", "trace", "unflatten",
 ]

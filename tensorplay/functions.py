@@ -89,6 +89,35 @@ broadcast_to = Tensor.broadcast_to
 split = Tensor.split
 chunk = Tensor.chunk
 
+# ---- rearrangements, selections, products and more elementwise functions (shape_ops, math_ops) --------
+arctan2 = Tensor.atan2
+atan2 = Tensor.atan2
+bmm = Tensor.bmm
+cosh = Tensor.cosh
+diag = Tensor.diag
+diagonal = Tensor.diagonal
+dot = Tensor.dot
+flip = Tensor.flip
+gather = Tensor.gather
+index_select = Tensor.index_select
+log10 = Tensor.log10
+log2 = Tensor.log2
+logical_and = Tensor.logical_and
+logical_not = Tensor.logical_not
+logical_or = Tensor.logical_or
+logical_xor = Tensor.logical_xor
+moveaxis = Tensor.movedim
+movedim = Tensor.movedim
+reciprocal = Tensor.reciprocal
+repeat_interleave = Tensor.repeat_interleave
+roll = Tensor.roll
+sinh = Tensor.sinh
+swapaxes = Tensor.transpose
+swapdims = Tensor.transpose
+tile = Tensor.tile
+trace = Tensor.trace
+unflatten = Tensor.unflatten
+
 
 def einsum(equation: str, *operands: AnyTensor | Sequence[AnyTensor]) -> AnyTensor:
     """Einstein summation, as ``torch.einsum``: ``einsum("bij,bjk->bik", a, b)`` (or the operands as one

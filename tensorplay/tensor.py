@@ -18,6 +18,8 @@ from tensorplay import devices as _device
 from tensorplay import dtypes as _dt
 from tensorplay import derived as _p
 from tensorplay import sorting as _sorting
+from tensorplay import math_ops as _math
+from tensorplay import shape_ops as _shape
 from tensorplay import recording as _recording
 from tensorplay.errors import AxisError, DTypeError, ShapeError
 from tensorplay.pydata import check_scalar_fits
@@ -1493,6 +1495,109 @@ class Tensor(Generic[*Shape]):
         end), as ``torch.Tensor.narrow``. Same rank; axis ``dim`` has size ``length`` (so the result is typed
         loosely, like a slice)."""
         return _p.narrow(self._ops, self, dim, start, length)  # type: ignore[no-any-return]
+
+    # ---- rearrangements, selections and more elementwise functions (tensorplay.shape_ops, math_ops) -----
+    def flip(self, *dims: Any) -> Tensor[*Shape]:
+        """Reversed along the axes ``dims`` (``x.flip(0, 1)`` or ``x.flip((0, 1))``), as ``torch.flip``."""
+        return _shape.flip(self._ops, self, _p.shape_args(dims))  # type: ignore[no-any-return]
+
+    def roll(self, shifts: int | tuple[int, ...], dims: int | tuple[int, ...] | None = None) -> Tensor[*Shape]:
+        """Entries moved ``shifts`` places (cyclically) along ``dims``; ``dims=None`` rolls the flattened tensor."""
+        return _shape.roll(self._ops, self, shifts, dims)  # type: ignore[no-any-return]
+
+    def tile(self, *dims: Any) -> Tensor[*AnyShape]:
+        """``torch.tile``: repeated ``dims[i]`` times along axis ``i`` (``dims`` padded with leading 1s)."""
+        return _shape.tile(self._ops, self, dims)  # type: ignore[no-any-return]
+
+    def repeat(self, *sizes: Any) -> Tensor[*AnyShape]:
+        """``torch.Tensor.repeat``: tiled ``sizes[i]`` times along axis ``i`` (at least one size per axis)."""
+        return _shape.repeat(self._ops, self, sizes)  # type: ignore[no-any-return]
+
+    def repeat_interleave(self, repeats: int, dim: int | None = None) -> Tensor[*AnyShape]:
+        """Each entry repeated ``repeats`` times in a row along ``dim`` (the flattened tensor when ``None``)."""
+        return _shape.repeat_interleave(self._ops, self, repeats, dim)  # type: ignore[no-any-return]
+
+    def movedim(self, source: int | tuple[int, ...], destination: int | tuple[int, ...]) -> Tensor[*AnyShape]:
+        """The axes ``source`` moved to positions ``destination``; the others keep their order."""
+        return _shape.movedim(self._ops, self, source, destination)  # type: ignore[no-any-return]
+
+    moveaxis = movedim
+    swapaxes = transpose
+    swapdims = transpose
+
+    def unflatten(self, dim: int, sizes: tuple[int, ...] | list[int]) -> Tensor[*AnyShape]:
+        """Axis ``dim`` split into axes of ``sizes`` (one may be -1)."""
+        return _shape.unflatten(self._ops, self, dim, sizes)  # type: ignore[no-any-return]
+
+    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor[*AnyShape]:
+        """The diagonal ``offset`` of axes ``dim1``, ``dim2``, as the last axis (``torch.diagonal``)."""
+        return _shape.diagonal(self._ops, self, offset, dim1, dim2)  # type: ignore[no-any-return]
+
+    def diag(self, diagonal: int = 0) -> Tensor[*AnyShape]:
+        """A vector ``[n]`` placed on diagonal ``diagonal`` of a square matrix; of a matrix, that diagonal."""
+        return _shape.diag(self._ops, self, diagonal)  # type: ignore[no-any-return]
+
+    def trace(self: Tensor[M, N]) -> Tensor[()]:
+        """The sum of the main diagonal of a matrix (0-d; integers sum to int64)."""
+        return _math.trace(self._ops, self)  # type: ignore[no-any-return]
+
+    def index_select(self, dim: int, index: Tensor[*tuple[Any, ...]]) -> Tensor[*AnyShape]:
+        """The entries at ``index`` (1-d int, values in ``[0, n)``) along ``dim``."""
+        return _shape.index_select(self._pick(index), self, dim, index)  # type: ignore[no-any-return]
+
+    def gather(self, dim: int, index: Tensor[*S2]) -> Tensor[*S2]:
+        """``torch.gather``: ``out[i][j] = x[index[i][j]][j]`` for ``dim=0``; ``index`` has this rank."""
+        return _shape.gather(self._pick(index), self, dim, index)  # type: ignore[no-any-return]
+
+    def bmm(self: Tensor[A0, M, K], mat2: Tensor[A0, K, N]) -> Tensor[A0, M, N]:
+        """Batched matrix products ``[B, M, K] @ [B, K, N]`` (no broadcasting, one dtype)."""
+        return _math.bmm(self._pick(mat2), self, mat2)  # type: ignore[no-any-return]
+
+    def dot(self: Tensor[N], other: Tensor[N]) -> Tensor[()]:
+        """The inner product of two vectors of one length and dtype (0-d)."""
+        return _math.dot(self._pick(other), self, other)  # type: ignore[no-any-return]
+
+    def reciprocal(self) -> Tensor[*Shape]:
+        """``1 / x`` (integers give float32)."""
+        return _math.reciprocal(self._ops, self)  # type: ignore[no-any-return]
+
+    def log2(self) -> Tensor[*Shape]:
+        """Base-2 logarithm."""
+        return _math.log2(self._ops, self)  # type: ignore[no-any-return]
+
+    def log10(self) -> Tensor[*Shape]:
+        """Base-10 logarithm."""
+        return _math.log10(self._ops, self)  # type: ignore[no-any-return]
+
+    def sinh(self) -> Tensor[*Shape]:
+        """Hyperbolic sine."""
+        return _math.sinh(self._ops, self)  # type: ignore[no-any-return]
+
+    def cosh(self) -> Tensor[*Shape]:
+        """Hyperbolic cosine."""
+        return _math.cosh(self._ops, self)  # type: ignore[no-any-return]
+
+    def atan2(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]:
+        """The angle of the point ``(other, self)``: ``atan2(y=self, x=other)`` in ``[-pi, pi]``."""
+        return self._pick(other).atan2(self, other)
+
+    arctan2 = atan2
+
+    def logical_not(self) -> Tensor[*Shape]:
+        """True where the value is zero (a bool tensor)."""
+        return self._ops.logical_not(self)
+
+    def logical_and(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]:
+        """True where both are non-zero (a bool tensor; numpy broadcasting)."""
+        return self._pick(other).logical_and(self, other)
+
+    def logical_or(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]:
+        """True where either is non-zero (a bool tensor; numpy broadcasting)."""
+        return self._pick(other).logical_or(self, other)
+
+    def logical_xor(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]:
+        """True where exactly one is non-zero (a bool tensor; numpy broadcasting)."""
+        return _math.logical_xor(self._pick(other), self, other)  # type: ignore[no-any-return]
 
     def contiguous(self) -> Tensor[*Shape]:
         """The same values in a row-major buffer (a no-op for values that already are)."""
