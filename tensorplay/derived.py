@@ -851,7 +851,7 @@ def check_setitem_value(value_shape: tuple[Any, ...], region: tuple[Any, ...]) -
 def check_setitem_key(key: Any) -> None:
     """A :class:`DTypeError` naming the item of ``x[key] = value``'s key that no index can be: a float,
     complex or string item, or a slice whose start, stop or step is not an int or None (numpy would raise
-    a bare TypeError or IndexError)."""
+    a bare TypeError or IndexError); an :class:`ArgumentError` for a slice whose step is 0."""
     for position, item in enumerate(key if isinstance(key, tuple) else (key,)):
         if isinstance(item, slice):
             for what in ("start", "stop", "step"):
@@ -859,6 +859,9 @@ def check_setitem_key(key: Any) -> None:
                 if bound is not None and not isinstance(bound, SymDim) and not hasattr(type(bound), "__index__"):
                     raise DTypeError(f"setitem: key item {position} is a slice whose {what} is "
                                      f"{type(bound).__name__} {bound!r}; expected an int or None")
+            if item.step is not None and not isinstance(item.step, SymDim) and operator.index(item.step) == 0:
+                raise ArgumentError(f"setitem: key item {position} is {item!r}; slice step cannot be zero (expected "
+                                    "a non-zero int or None)")
         elif isinstance(item, (float, complex, str, bytes, np.floating, np.complexfloating)):
             raise DTypeError(f"setitem: key item {position} is {type(item).__name__} {item!r}; expected an int, a "
                              "slice, ..., None, or an integer or bool tensor")

@@ -71,6 +71,16 @@ def _torch_seq_child() -> None:
     setattr(torch.nn.Sequential(torch.nn.Linear(1, 1)), "0", 3)
 
 
+def _setitem(x: Any, key: Any) -> None:
+    x[key] = 1.0
+
+
+def _setitem_copy(x: Any) -> Any:
+    y = x * 1.0
+    y[:, ::0] = 0.0
+    return y
+
+
 X = np.ones((2, 3), dtype=np.float32)
 LABELS = np.array([0, 1])
 
@@ -211,6 +221,14 @@ CASES: list[tuple[str, Callable[[], Any], Callable[[], Any] | None, type[Excepti
      tp.ArgumentError, ["indexing", "axis 1", "slice(None, None, 0)"]),
     ("slice-step-zero-compiled", lambda: tp.compile(lambda t: t[:, 1::0])(tp.tensor(X)),
      lambda: torch.tensor(X)[:, 1::0], ValueError, tp.ArgumentError, ["indexing", "axis 1", "slice(1, None, 0)"]),
+    ("setitem-step-zero", lambda: _setitem(tp.tensor(X), (1, slice(None, None, 0))),
+     lambda: _setitem(torch.tensor(X), (1, slice(None, None, 0))), ValueError, tp.ArgumentError,
+     ["setitem", "key item 1", "slice(None, None, 0)", "step cannot be zero"]),
+    ("setitem-step-zero-grad", lambda: _setitem(nn.Parameter(tp.tensor(X)) * 1.0, slice(2, None, 0)),
+     lambda: _setitem(torch.tensor(X, requires_grad=True) * 1.0, slice(2, None, 0)), ValueError,
+     tp.ArgumentError, ["setitem", "key item 0", "slice(2, None, 0)"]),
+    ("setitem-step-zero-compiled", lambda: tp.compile(_setitem_copy)(tp.tensor(X)), None, ValueError,
+     tp.ArgumentError, ["setitem", "key item 1", "slice(None, None, 0)"]),
     ("manual-seed-none", lambda: _u(tp.manual_seed)(None), lambda: _u(torch.manual_seed)(None),
      TypeError, tp.ArgumentTypeError, ["manual_seed", "int seed", "NoneType None"]),
 ]
