@@ -194,10 +194,13 @@ def mean(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int] | None, keepdi
 
 
 def var(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int] | None, keepdim: bool,
-        correction: int) -> AnyTensor:
+        correction: int, where: str = "var") -> AnyTensor:
     """Variance over ``dim`` (``None`` or an empty ``()``/``[]``: every axis) with ``correction`` subtracted
-    from the count (Bessel's correction is 1)."""
-    axes = normalize_axes(dim, x.ndim, "var", empty="all")
+    from the count (Bessel's correction is 1). Integer and bool input is refused, naming ``where``."""
+    if x.dtype.numpy.kind != "f":
+        raise DTypeError(f"{where}: expected a float tensor, got {x.dtype} of shape {tuple(x.shape)}; std and var "
+                         "only take floating-point tensors (convert with .float() first)")
+    axes = normalize_axes(dim, x.ndim, where, empty="all")
     count = numel_of([x.shape[a] for a in axes])
     centred = ops.sub(x, mean(ops, x, axes, True))
     total = ops.reduce_sum(ops.mul(centred, centred), axes=axes, keepdims=keepdim)
@@ -221,7 +224,7 @@ def std(ops: Interpreter, x: AnyTensor, dim: int | Sequence[int] | None, keepdim
         correction: int) -> AnyTensor:
     """Standard deviation: ``sqrt(var)`` with ``correction`` (see :func:`var`); the gradient of a
     constant sample (``std == 0``) is 0, as PyTorch."""
-    return safe_sqrt(ops, var(ops, x, dim, keepdim, correction))
+    return safe_sqrt(ops, var(ops, x, dim, keepdim, correction, "std"))
 
 
 def norm(ops: Interpreter, x: AnyTensor, p: float | str, dim: int | Sequence[int] | None,

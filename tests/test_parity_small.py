@@ -217,3 +217,17 @@ def test_regression_loss_refusal_names_the_loss_and_arguments(module: Any, loss:
         with pytest.raises(DTypeError, match=rf"{loss}: input or target must be a float tensor .*"
                                              r"got input int64\[2\] and target int32\[2\]"):
             call()
+
+
+@pytest.mark.parametrize("name", ["var", "std"])
+@pytest.mark.parametrize("dtype", ["int32", "int64", "bool"])
+def test_var_and_std_of_non_floats_are_refused_under_their_own_name(name: str, dtype: str) -> None:
+    """torch refuses var/std of integer and bool tensors; tensorplay's DTypeError names the operation itself
+    (it named ``mean``, which var and std are built on), the dtype and the shape; floats still match torch."""
+    values = np.array([1, 0, 3, 2]).astype(dtype)
+    assert isinstance(_torch(getattr(torch, name), (values,)), RuntimeError)
+    for call in (lambda t: getattr(t, name)(), lambda t: getattr(tp, name)(t), lambda t: getattr(t, name)(0)):
+        with pytest.raises(DTypeError, match=rf"^{name}: expected a float tensor, got tensorplay\.{dtype} of shape \(4,\)"):
+            call(tp.tensor(values))
+    floats = values.astype(np.float64)
+    np.testing.assert_allclose(getattr(tp.tensor(floats), name)().numpy(), getattr(torch.tensor(floats), name)().numpy())
