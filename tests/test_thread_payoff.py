@@ -139,7 +139,7 @@ def test_gemm_results_are_the_same_either_way(dtype: type, held_to_one: object) 
     """Whether a large GEMM runs with threads or on one, the policy's matmul gives the right result, for C- and
     Fortran-ordered operands: in float64 the same bits; in float32 the same to rounding (OpenBLAS never splits
     the inner sum, but some of its releases pick float32 kernels by the rows of a block, so a row's last bit
-    can depend on how the rows were split: 1.5e-5 on products of size 16 was seen)."""
+    can depend on how the rows were split: 1.5e-5 on results of about 16 was seen here)."""
     rng = np.random.default_rng(0)
     a = rng.standard_normal((512, 96)).astype(dtype)
     b = np.asfortranarray(rng.standard_normal((96, 256)).astype(dtype))
