@@ -313,3 +313,14 @@ def test_onnx_export_runs_in_onnxruntime() -> None:
         want = f(torch, torch.tensor(xs), torch.tensor(i)).numpy()
         got = run_ort(model, {model.graph.input[0].name: xs, model.graph.input[1].name: i})
         assert_matches(got[0], want, "ONNX Runtime")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_log2_log10_within_one_ulp_of_torch(dtype: str) -> None:
+    """At powers of two and ten, and over a wide range, ``log2``/``log10`` are at most 1 ulp from torch's."""
+    values = np.concatenate([2.0 ** np.arange(-60, 60), 10.0 ** np.arange(-30, 30),
+                             RNG.uniform(1e-3, 1e6, 2000)]).astype(dtype)
+    for name in ("log2", "log10"):
+        got = getattr(tp, name)(tp.tensor(values)).numpy()
+        want = getattr(torch, name)(torch.tensor(values)).numpy()
+        np.testing.assert_array_max_ulp(got, want, maxulp=1)
