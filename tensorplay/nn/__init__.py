@@ -34,3 +34,17 @@ __all__ = [
     "LogSoftmax", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "Dropout1d", "Dropout2d", "Dropout3d", "GroupNorm",
     "RMSNorm", "TransformerEncoderLayer", "TransformerEncoder", "Sequential", "ModuleList", "ModuleDict", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss",
 ]
+
+from tensorplay.nn.activation import (  # noqa: E402
+    CELU, ELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LogSigmoid, Mish, PReLU, ReLU6, Softplus,
+    Softshrink, Softsign, Tanhshrink, Threshold,
+)
+from tensorplay.nn.loss import (  # noqa: E402
+    BCELoss, BCEWithLogitsLoss, CosineSimilarity, HuberLoss, KLDivLoss, PairwiseDistance, SmoothL1Loss,
+)
+
+__all__ += [
+    "Softplus", "ELU", "SELU", "CELU", "ReLU6", "Hardtanh", "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid",
+    "Softsign", "GLU", "Tanhshrink", "Softshrink", "Hardshrink", "Threshold", "PReLU",
+    "BCEWithLogitsLoss", "BCELoss", "SmoothL1Loss", "HuberLoss", "KLDivLoss", "CosineSimilarity", "PairwiseDistance",
+]

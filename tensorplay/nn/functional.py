@@ -817,3 +817,18 @@ __all__ = [
 from tensorplay.nn.padding import pad  # noqa: E402
 from tensorplay.nn.adaptive import adaptive_avg_pool1d, adaptive_avg_pool2d  # noqa: E402
 from tensorplay.nn.norms import group_norm, rms_norm  # noqa: E402
+from tensorplay.nn.activation_functions import (  # noqa: E402
+    celu, elu, glu, hardshrink, hardsigmoid, hardswish, hardtanh, logsigmoid, mish, prelu, relu6, selu, softplus,
+    softshrink, softsign, tanhshrink, threshold,
+)
+from tensorplay.nn.loss_functions import (  # noqa: E402
+    binary_cross_entropy, binary_cross_entropy_with_logits, cosine_similarity, huber_loss, kl_div, normalize,
+    pairwise_distance, smooth_l1_loss,
+)
+
+__all__ += [
+    "softplus", "elu", "selu", "celu", "relu6", "hardtanh", "hardsigmoid", "hardswish", "mish", "logsigmoid",
+    "softsign", "glu", "tanhshrink", "softshrink", "hardshrink", "threshold", "prelu",
+    "binary_cross_entropy_with_logits", "binary_cross_entropy", "smooth_l1_loss", "huber_loss", "kl_div",
+    "cosine_similarity", "pairwise_distance", "normalize",
+]
