@@ -2,18 +2,21 @@
 
 The eager optimizers update numpy payloads in place; under capture the parameters are graph
 values, so :func:`record_step` records the same update rule with graph operations instead:
-SGD (momentum, dampening, Nesterov, weight decay, maximize) and Adam/AdamW (AMSGrad, maximize).
+SGD (momentum, dampening, Nesterov, weight decay, maximize), Adam/AdamW (AMSGrad, maximize), RMSprop
+(momentum, centered, weight decay, maximize) and Adagrad (learning-rate decay, weight decay, maximize).
 
 What changes between calls is read at every call, never baked in: the learning rate and every
 other float hyperparameter are scalar inputs read from ``param_groups`` (a scheduler needs no
 recompilation), Adam's bias corrections are computed in Python from the step count at each call
-(as the eager optimizer does, in float64), and state arrays (momentum buffers, moments) are state
+(as the eager optimizer does, in float64), and so is Adagrad's decayed learning rate, and state arrays (momentum buffers, moments) are state
 inputs whose new values are written back in place. What decides the graph's structure is
 guarded by value: the boolean flags, whether a hyperparameter is zero and whether a parameter has a
 gradient. State the eager optimizer starts at zeros (Adam's moments; SGD's momentum buffer when there
 is no dampening, since ``momentum * 0 + g`` is the first step's ``g``) is an input the first call
 creates as zeros, so the first step and the later ones share one specialization; with dampening, the
-first step (buffer ``g``) compiles separately, guarded on the buffer's existence.
+first step (buffer ``g``) compiles separately, guarded on the buffer's existence. RMSprop's state starts at
+zeros too; Adagrad's sums exist from the optimizer's construction (a parameter group added later gets them at
+its first step, guarded).
 """
 
 from __future__ import annotations
@@ -229,6 +232,91 @@ def _adam(step: _Step, group: dict[str, Any]) -> None:
         step.handler.optimizer_effects.append((None, _step_effect(optimizer, p)))
 
 
+def _rmsprop(step: _Step, group: dict[str, Any]) -> None:
+    r = step.recorder
+    guard = step.guard
+    decay_on = guard("weight_decay != 0", lambda: group["weight_decay"] != 0)
+    momentum_on = guard("momentum > 0", lambda: group["momentum"] > 0)
+    centered = guard("centered", lambda: bool(group["centered"]))
+    maximize = guard("maximize", lambda: bool(group["maximize"]))
+    for index, p in enumerate(group["params"]):
+        g = step.grad(p)
+        if g is None:
+            continue
+        dtype = p.dtype.name
+        pv = step.param(p, str(index))
+        d = r.neg(g) if maximize else g
+        if decay_on:
+            d = r.add(d, r.mul(step.scalar("weight_decay", lambda: float(group["weight_decay"]), dtype, group), pv))
+        alpha = step.scalar("alpha", lambda: float(group["alpha"]), dtype, group)
+        c = step.scalar("one_minus_alpha", lambda: 1.0 - float(group["alpha"]), dtype, group)
+        # every state entry starts at zeros in the eager optimizer: the first step is the later steps' graph
+        square_avg = step.state(p, "square_avg", pv, zeros=True)
+        assert square_avg is not None
+        square_avg_new = r.add(r.mul(alpha, square_avg), r.mul(r.mul(c, d), d))  # addcmul's order
+        step.write_state(p, "square_avg", square_avg, square_avg_new)
+        if centered:
+            grad_avg = step.state(p, "grad_avg", pv, zeros=True)
+            assert grad_avg is not None
+            grad_avg_new = r.add(grad_avg, r.mul(r.sub(d, grad_avg), c))  # lerp
+            step.write_state(p, "grad_avg", grad_avg, grad_avg_new)
+            variance = r.sub(square_avg_new, r.mul(grad_avg_new, grad_avg_new))
+        else:
+            variance = square_avg_new
+        avg = r.add(r.sqrt(variance), step.scalar("eps", lambda: float(group["eps"]), dtype, group))
+        lr = step.scalar("lr", lambda: float(group["lr"]), dtype, group)
+        if momentum_on:
+            buf = step.state(p, "momentum_buffer", pv, zeros=True)
+            assert buf is not None
+            momentum = step.scalar("momentum", lambda: float(group["momentum"]), dtype, group)
+            buf_new = r.add(r.mul(buf, momentum), r.div(d, avg))
+            step.write_state(p, "momentum_buffer", buf, buf_new)
+            new_p = r.sub(pv, r.mul(lr, buf_new))
+        else:
+            new_p = r.sub(pv, r.div(r.mul(lr, d), avg))  # addcdiv's order
+        step.write_param(p, new_p)
+        step.handler.optimizer_effects.append((None, _step_effect(step.optimizer, p)))
+
+
+def _adagrad(step: _Step, group: dict[str, Any]) -> None:
+    r = step.recorder
+    guard = step.guard
+    optimizer = step.optimizer
+    decay_on = guard("weight_decay != 0", lambda: group["weight_decay"] != 0)
+    maximize = guard("maximize", lambda: bool(group["maximize"]))
+    updated = [p for p in group["params"] if step.grad(p) is not None]
+    # one step count for the group (guarded), so that the decayed learning rate is one input for the group
+    shared = len(updated) > 1 and guard("parameters' step counts are equal", lambda: _equal_steps(optimizer, updated))
+    for index, p in enumerate(group["params"]):
+        g = step.grad(p)
+        if g is None:
+            continue
+        dtype = p.dtype.name
+        pv = step.param(p, str(index))
+        d = r.neg(g) if maximize else g
+        counted = updated[0] if shared else p
+
+        def clr(p: Any = counted) -> float:
+            done = int(_state_of(optimizer, p).get("step", 0))  # the step about to be taken is done + 1
+            return float(group["lr"]) / (1.0 + done * float(group["lr_decay"]))
+
+        if decay_on:
+            d = r.add(d, r.mul(step.scalar("weight_decay", lambda: float(group["weight_decay"]), dtype, group), pv))
+        total = step.state(p, "sum", pv)  # created with the optimizer: guarded, not created as zeros
+        square = r.mul(d, d)
+        if total is None:  # a parameter group added after construction: its sums start at the initial value
+            initial = step.scalar("initial_accumulator_value",
+                                  lambda: float(optimizer.defaults["initial_accumulator_value"]), dtype, group)
+            total_new = r.add(square, initial)
+        else:
+            total_new = r.add(total, square)
+        step.write_state(p, "sum", total, total_new)
+        std = r.add(r.sqrt(total_new), step.scalar("eps", lambda: float(group["eps"]), dtype, group))
+        rate = step.scalar("clr", clr, dtype, group if shared else None)
+        step.write_param(p, r.sub(pv, r.div(r.mul(rate, d), std)))  # addcdiv's order
+        step.handler.optimizer_effects.append((None, _step_effect(optimizer, p)))
+
+
 def _equal_steps(optimizer: Any, params: list[Any]) -> bool:
     """Whether every parameter of ``params`` has taken as many steps of ``optimizer`` (none yet counts 0)."""
     return len({int(_state_of(optimizer, p).get("step", 0)) for p in params}) <= 1
@@ -241,7 +329,9 @@ def _step_effect(optimizer: Any, p: Any) -> Any:
 
 def record_step(handler: CaptureHandler, optimizer: Any) -> None:
     """Record ``optimizer.step()`` into the capture (see the module docstring)."""
+    from tensorplay.optim.adagrad import Adagrad
     from tensorplay.optim.adam import Adam
+    from tensorplay.optim.rmsprop import RMSprop
     from tensorplay.optim.sgd import SGD
     step = _Step(handler, optimizer)
     rule: Callable[[_Step, dict[str, Any]], None]
@@ -249,12 +339,16 @@ def record_step(handler: CaptureHandler, optimizer: Any) -> None:
         rule = _adam
     elif isinstance(optimizer, SGD):
         rule = _sgd
+    elif isinstance(optimizer, RMSprop):
+        rule = _rmsprop
+    elif isinstance(optimizer, Adagrad):
+        rule = _adagrad
     else:
         from tensorplay.interpreters.graph.recorder import user_location
         where = user_location(3)
         raise GraphCaptureError(
             f"{type(optimizer).__name__}.step() inside a compiled function is not supported"
-            f"{f' (at {where})' if where else ''}: tp.compile records SGD, Adam and AdamW updates. Call "
+            f"{f' (at {where})' if where else ''}: tp.compile records SGD, Adam, AdamW, RMSprop and Adagrad updates. Call "
             "step() outside the compiled function (compile the forward and backward only)")
     handler.value_guards.append(ValueSource(f"{step.label} parameter groups",
                                             lambda: tuple(len(g["params"]) for g in optimizer.param_groups),

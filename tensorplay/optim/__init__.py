@@ -1,7 +1,8 @@
-"""``tensorplay.optim``: optimizers (``SGD``, ``Adam``, ``AdamW``) and learning-rate schedulers, with
-PyTorch's update rules and interface (parameter groups, ``zero_grad``, state dicts)."""
+"""``tensorplay.optim``: optimizers (``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``) and
+learning-rate schedulers, with PyTorch's update rules and interface (parameter groups, ``zero_grad``, state dicts)."""
 
 from tensorplay.optim import lr_scheduler
+from tensorplay.optim.adagrad import Adagrad
 from tensorplay.optim.adam import Adam, AdamW
 from tensorplay.optim.lr_scheduler import (
     ConstantLR,
@@ -18,8 +19,10 @@ from tensorplay.optim.lr_scheduler import (
     StepLR,
 )
 from tensorplay.optim.optimizer import Optimizer, OptimizerError, OptimizerKeyError, OptimizerTypeError
+from tensorplay.optim.rmsprop import RMSprop
 from tensorplay.optim.sgd import SGD
 
 __all__ = ["Optimizer", "OptimizerError", "OptimizerKeyError", "OptimizerTypeError", "SGD", "Adam", "AdamW",
            "lr_scheduler", "LRScheduler", "StepLR", "CosineAnnealingLR", "MultiStepLR", "ExponentialLR", "LambdaLR",
            "MultiplicativeLR", "LinearLR", "ConstantLR", "OneCycleLR", "ReduceLROnPlateau", "SchedulerTypeError"]
+__all__ += ["RMSprop", "Adagrad"]
