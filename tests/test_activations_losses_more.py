@@ -96,6 +96,13 @@ def test_unary_values_and_gradients_match_torch(name: str, dtype: str) -> None:
     (ty * torch.tensor(w)).sum().backward()
     # PyTorch's hardsigmoid backward multiplies by a float32 1/6 even in float64
     _close(x.grad, tx.grad, dtype, f"{name} gradient", 1e5 if name == "hardsigmoid" and dtype == "float64" else 1.0)
+    # gradients at inf, -inf and NaN (which side NaN takes; no 0 * inf from a branch not taken)
+    odd = np.array([float("inf"), float("-inf"), float("nan"), 1.0], dtype=dtype)
+    x, tx = _tp(odd, grad=True), torch.tensor(odd, requires_grad=True)
+    f(x).sum().backward()
+    g(tx).sum().backward()
+    _close(x.grad, tx.grad, dtype, f"{name} gradient at inf, -inf, nan",
+           1e5 if name == "hardsigmoid" and dtype == "float64" else 1.0)
 
 
 @pytest.mark.parametrize("name", list(UNARY))

@@ -66,10 +66,10 @@ def softplus(input: Tensor[*S], beta: float = 1.0, threshold: float = 20.0) -> T
 
 def _elu(ops: Any, x: AnyTensor, alpha: float, scale: float, input_scale: float) -> AnyTensor:
     """``scale * x`` where ``x > 0``, else ``scale * alpha * (exp(input_scale * x) - 1)`` (the gradient at 0 is
-    the negative side's, as PyTorch)."""
-    pos = ops.gt(x, 0.0)
-    neg = ops.mul(ops.expm1(ops.mul(ops.where(pos, 0.0, x), input_scale)), alpha)
-    out = ops.where(pos, x, neg)
+    the negative side's; NaN takes the positive side's, as PyTorch)."""
+    neg_side = ops.le(x, 0.0)
+    neg = ops.mul(ops.expm1(ops.mul(ops.where(neg_side, x, 0.0), input_scale)), alpha)
+    out = ops.where(neg_side, neg, x)
     return out if scale == 1.0 else ops.mul(out, scale)  # type: ignore[no-any-return]
 
 
@@ -123,17 +123,19 @@ def relu6(input: Tensor[*S], inplace: bool = False) -> Tensor[*S]:
 
 def hardsigmoid(input: Tensor[*S], inplace: bool = False) -> Tensor[*S]:
     """``relu6(x + 3) / 6``: 0 at and below -3, 1 at and above 3, ``x / 6 + 1/2`` between (gradient 1/6
-    strictly inside, 0 at the bounds). Float tensors only."""
+    strictly inside, 0 at the bounds and at NaN, as PyTorch). Float tensors only."""
     ops = _float_ops("hardsigmoid", input)
-    inner = ops.add(ops.div(input, 6.0), 0.5)
+    inside = ops.logical_and(ops.gt(input, -3.0), ops.lt(input, 3.0))
+    inner = ops.where(inside, ops.add(ops.div(input, 6.0), 0.5), ops.stop_gradient(input))  # NaN stays NaN
     return ops.where(ops.le(input, -3.0), 0.0, ops.where(ops.ge(input, 3.0), 1.0, inner))  # type: ignore[no-any-return]
 
 
 def hardswish(input: Tensor[*S], inplace: bool = False) -> Tensor[*S]:
     """``x * relu6(x + 3) / 6``: 0 at and below -3, ``x`` at and above 3, ``x (x + 3) / 6`` between (so the
-    gradient is 0 at -3 and 1 at 3, as PyTorch). Float tensors only."""
+    gradient is 0 at -3 and 1 at 3, and 1 at NaN, as PyTorch). Float tensors only."""
     ops = _float_ops("hardswish", input)
-    inner = ops.div(ops.mul(input, ops.add(input, 3.0)), 6.0)
+    x = ops.where(ops.logical_and(ops.gt(input, -3.0), ops.lt(input, 3.0)), input, 0.0)  # finite where unused
+    inner = ops.div(ops.mul(x, ops.add(x, 3.0)), 6.0)
     return ops.where(ops.le(input, -3.0), 0.0, ops.where(ops.lt(input, 3.0), inner, input))  # type: ignore[no-any-return]
 
 
