@@ -304,6 +304,33 @@ def test_loss_dtypes_follow_torch(name: str) -> None:
             np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6, err_msg=f"{name} {da} {db}")
 
 
+def test_losses_at_infinities_and_nan_match_torch() -> None:
+    x = np.array([np.inf, -np.inf, np.nan, 0.0, 2.0, -1e4])
+    t = np.array([0.3, 0.3, 0.5, 0.0, 1.0, 0.2])
+    for name in ("binary_cross_entropy_with_logits", "smooth_l1_loss", "huber_loss", "kl_div"):
+        _loss_check(lambda a, b: getattr(F, name)(a, b, reduction="none"),
+                    lambda a, b: getattr(TF, name)(a, b, reduction="none"), [x, t], "float64", name,
+                    grads=(0,) if name == "kl_div" else (0, 1))
+
+
+def test_bce_refuses_probabilities_outside_0_1_eagerly() -> None:
+    for bad in (1.5, -0.1, float("nan")):
+        with pytest.raises(ArgumentError, match="binary_cross_entropy: all elements of input should be between 0 and 1"):
+            F.binary_cross_entropy(tp.tensor([0.5, bad]), tp.tensor([0.0, 1.0]))
+        with pytest.raises(RuntimeError, match="between 0 and 1"):
+            TF.binary_cross_entropy(torch.tensor([0.5, bad]), torch.tensor([0.0, 1.0]))
+
+
+def test_integer_bounds_of_hardtanh_and_threshold_truncate_as_torch() -> None:
+    a = np.arange(-3, 4)
+    for lo, hi in ((-1.5, 2.5), (-0.5, 0.5), (-2.7, 1.7)):
+        got, want = F.hardtanh(_tp(a), lo, hi), TF.hardtanh(torch.tensor(a), lo, hi)
+        assert got.dtype.name == "int64" and got.tolist() == want.tolist(), (lo, hi)
+    for th, val in ((-0.5, 2.7), (0.5, -1.5), (1.9, 7.9)):
+        got, want = F.threshold(_tp(a), th, val), TF.threshold(torch.tensor(a), th, val)
+        assert got.dtype.name == "int64" and got.tolist() == want.tolist(), (th, val)
+
+
 def test_loss_shapes_are_checked() -> None:
     with pytest.raises(ShapeError, match="binary_cross_entropy_with_logits.*target shape"):
         F.binary_cross_entropy_with_logits(tp.randn(3, 2), tp.rand(3))

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from tensorplay import derived
 from tensorplay.errors import ArgumentError, DTypeError, ShapeError
-from tensorplay.nn._util import ops_for
+from tensorplay.nn._util import is_eager, ops_for
 from tensorplay.nn.activation_functions import stable_softplus
 from tensorplay.nn.functional import _check_reduction, _check_target, _float_operand, _reduce
 from tensorplay.tensor import Tensor
@@ -88,11 +90,23 @@ def _clamped_log(ops: Any, p: AnyTensor) -> AnyTensor:
     return ops.where(small, -100.0, derived.clamp(ops, logp, -100.0, None))  # type: ignore[no-any-return]
 
 
+def _check_probabilities(where: str, input: AnyTensor) -> None:
+    """An :class:`ArgumentError` unless every element of the eager ``input`` is in ``[0, 1]`` (NaN is not), as
+    PyTorch checks (a recorded graph cannot check its data)."""
+    data = np.asarray(input._data)
+    bad = ~((data >= 0) & (data <= 1))
+    if bad.any():
+        first = data[bad].flat[0]
+        raise ArgumentError(f"{where}: all elements of input should be between 0 and 1, got {first} "
+                            f"({int(bad.sum())} of {data.size} outside; input: {input.dtype.name}{list(input.shape)})")
+
+
 def binary_cross_entropy(input: AnyTensor, target: AnyTensor, weight: AnyTensor | None = None,
                          reduction: str = "mean") -> AnyTensor:
     """Binary cross entropy of probabilities ``input`` (in ``[0, 1]``) and ``target`` of the same shape:
     ``-w [t log(x) + (1 - t) log(1 - x)]`` with each log clamped at -100, as PyTorch. ``weight`` broadcasts
-    to the input's shape. Float tensors of one dtype only (PyTorch promotes none of them)."""
+    to the input's shape. Float tensors of one dtype only (PyTorch promotes none of them). Eagerly, an input
+    outside ``[0, 1]`` (or NaN) is an :class:`ArgumentError`, as PyTorch."""
     where = "binary_cross_entropy"
     _check_reduction(reduction, where)
     _check_target(target, where)
@@ -103,6 +117,8 @@ def binary_cross_entropy(input: AnyTensor, target: AnyTensor, weight: AnyTensor 
                          f"{target.dtype.name}{list(target.shape)}")
     _same_shape(where, input, target)
     _optional_weight(where, "weight", weight, input)
+    if is_eager(ops):
+        _check_probabilities(where, input)
     pos = ops.mul(target, _clamped_log(ops, input))
     neg = ops.mul(ops.sub(1.0, target), _clamped_log(ops, ops.sub(1.0, input)))
     loss = ops.neg(ops.add(pos, neg))
@@ -125,9 +141,11 @@ def _difference(where: str, input: AnyTensor, target: AnyTensor, reduction: str)
 def _quadratic_or_linear(ops: Any, d: AnyTensor, knot: float, quad_scale: float, lin_scale: float) -> AnyTensor:
     """``quad_scale * d^2 / 2`` where ``|d| < knot``, else ``lin_scale * (|d| - knot / 2)``."""
     a = ops.abs(d)
-    quad = ops.mul(ops.mul(d, d), 0.5 * quad_scale)
+    near = ops.lt(a, knot)
+    dq = ops.where(near, d, 0.0)  # the quadratic branch sees a finite d, so an infinite d keeps gradient +-1
+    quad = ops.mul(ops.mul(dq, dq), 0.5 * quad_scale)
     lin = ops.mul(ops.sub(a, 0.5 * knot), lin_scale)
-    return ops.where(ops.lt(a, knot), quad, lin)  # type: ignore[no-any-return]
+    return ops.where(near, quad, lin)  # type: ignore[no-any-return]
 
 
 def smooth_l1_loss(input: AnyTensor, target: AnyTensor, reduction: str = "mean", beta: float = 1.0) -> AnyTensor:
