@@ -41,14 +41,32 @@ def log10(ops: Interpreter, x: AnyTensor) -> AnyTensor:
     return ops.mul(ops.log(x), _LOG10_E)
 
 
+_HALF_E = math.e / 2
+
+
+def _half_exp(ops: Interpreter, v: AnyTensor) -> AnyTensor:
+    """``exp(v) / 2`` as ``exp(v - 1) * (e / 2)``: finite wherever the result is (``exp(v)`` itself overflows
+    first: float32 ``exp(89)``, while ``cosh(89)`` is 2.2e38), and so is its derivative, computed through the
+    same two factors (``v - 1`` is exact for ``v >= 0.5``)."""
+    return ops.mul(ops.exp(ops.sub(v, 1.0)), _HALF_E)
+
+
 def sinh(ops: Interpreter, x: AnyTensor) -> AnyTensor:
-    """Hyperbolic sine, ``(expm1(x) - expm1(-x)) / 2`` (accurate near 0; integer inputs give float32)."""
-    return ops.mul(ops.sub(ops.expm1(x), ops.expm1(ops.neg(x))), 0.5)
+    """Hyperbolic sine (integer inputs give float32): ``(expm1(x) - expm1(-x)) / 2`` for ``|x| < 1``
+    (accurate near 0), else ``exp(x) / 2 - exp(-x) / 2`` by :func:`_half_exp`, so it is finite up to the
+    dtype's largest ``sinh`` (float32 ``sinh(89)`` = 2.2e38). The small branch sees 0 where it is not taken,
+    so neither branch's derivative is infinite where the other is chosen."""
+    small = ops.lt(ops.abs(x), 1.0)
+    near = ops.where(small, x, 0.0)
+    near_value = ops.mul(ops.sub(ops.expm1(near), ops.expm1(ops.neg(near))), 0.5)
+    far_value = ops.sub(_half_exp(ops, x), _half_exp(ops, ops.neg(x)))
+    return ops.where(small, near_value, far_value)
 
 
 def cosh(ops: Interpreter, x: AnyTensor) -> AnyTensor:
-    """Hyperbolic cosine, ``(exp(x) + exp(-x)) / 2`` (integer inputs give float32)."""
-    return ops.mul(ops.add(ops.exp(x), ops.exp(ops.neg(x))), 0.5)
+    """Hyperbolic cosine, ``exp(x) / 2 + exp(-x) / 2`` by :func:`_half_exp` (finite up to the dtype's largest
+    ``cosh``: float32 ``cosh(89)`` = 2.2e38, and so are its derivatives; integer inputs give float32)."""
+    return ops.add(_half_exp(ops, x), _half_exp(ops, ops.neg(x)))
 
 
 def logical_xor(ops: Interpreter, x: Any, y: Any) -> AnyTensor:

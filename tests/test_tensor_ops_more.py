@@ -324,3 +324,27 @@ def test_log2_log10_within_one_ulp_of_torch(dtype: str) -> None:
         got = getattr(tp, name)(tp.tensor(values)).numpy()
         want = getattr(torch, name)(torch.tensor(values)).numpy()
         np.testing.assert_array_max_ulp(got, want, maxulp=1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sinh_cosh_stay_finite_up_to_their_own_overflow(dtype: str) -> None:
+    """``sinh``/``cosh`` are finite wherever the true value is: built from ``exp(x)``, they overflowed in the
+    band where ``exp(x)`` does but ``exp(x) / 2`` does not (float32 ``sinh(89)`` gave inf, torch 2.2448e38).
+    Against numpy's (finite there, within 2 ulp elsewhere), eager and compiled, with infinities, NaN and
+    signs; the gradients (``cosh``, ``sinh``) stay finite in that band and match numpy's to float rounding."""
+    edge = 88.9 if dtype == "float32" else 709.9
+    values = np.concatenate([[0.0, -0.0, 1e-9, -0.5, 0.9999, 1.0, -1.0, 1.0001, 3.0, -30.0, np.inf, -np.inf, np.nan],
+                             np.linspace(edge - 0.5, edge + 0.4, 9), -np.linspace(edge - 0.5, edge + 0.4, 9)]).astype(dtype)
+    for name in ("sinh", "cosh"):
+        want = getattr(np, name)(values)
+        for got in (getattr(tp, name)(tp.tensor(values)).numpy(), tp.compile(getattr(tp, name))(tp.tensor(values)).numpy()):
+            assert np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(np.isinf(got), np.isinf(want)), name
+            finite = np.isfinite(want)
+            assert np.array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)]), name
+            np.testing.assert_array_max_ulp(got[finite], want[finite], maxulp=2)
+    inside = np.linspace(edge - 0.5, edge, 5).astype(dtype)
+    for name, derivative in (("sinh", np.cosh), ("cosh", np.sinh)):
+        x = tp.tensor(inside, requires_grad=True)
+        getattr(tp, name)(x).sum().backward()
+        assert x.grad is not None
+        np.testing.assert_allclose(x.grad.numpy(), derivative(inside), rtol=1e-5 if dtype == "float32" else 1e-12)
