@@ -475,3 +475,19 @@ def test_onnx_export_of_a_model_with_several_runs_in_onnx_runtime() -> None:
     check_written(written)
     (name,) = [i.name for i in written.graph.input if i.name not in {t.name for t in written.graph.initializer}]
     assert_matches(run_ort(written, {name: x.numpy()})[0], model(x).detach().numpy(), "onnx model")
+
+
+def test_glu_exports_with_a_dynamic_even_dim() -> None:
+    pytest.importorskip("onnxruntime")
+    from tensorplay.export import Dim, export
+    from tensorplay.export.onnx import to_onnx
+    from tests.onnx_helpers import assert_matches, run_ort
+
+    k = Dim("k", min=1, max=32)
+    ep = export(lambda x: F.glu(x, 0), (tp.randn(4, 3),), dynamic_shapes={"x": {0: 2 * k}})
+    written = to_onnx(ep)
+    for n in (2, 10, 64):
+        x = tp.randn(n, 3)
+        want = TF.glu(torch.tensor(x.numpy()), 0).numpy()
+        np.testing.assert_allclose(ep.module()(x).numpy(), want, rtol=1e-6, atol=1e-6)
+        assert_matches(run_ort(written, {written.graph.input[0].name: x.numpy()})[0], want, f"glu at {n}")

@@ -203,22 +203,20 @@ def threshold(input: Tensor[*S], threshold: float, value: float, inplace: bool =
 
 def glu(input: AnyTensor, dim: int = -1) -> AnyTensor:
     """Gated linear unit: ``input`` split in halves ``a, b`` along ``dim`` (of even size ``2h``), ``a *
-    sigmoid(b)``, shaped as ``input`` with ``h`` at ``dim``. Float tensors only; a 0-d input is a
-    :class:`ShapeError`."""
+    sigmoid(b)``, shaped as ``input`` with ``h`` at ``dim``. Float tensors only; a 0-d input or an odd size is
+    a :class:`ShapeError`. To export with a dynamic ``dim``, declare its size as ``2 * k``."""
     ops = _float_ops("glu", input)
     if input.ndim == 0:
         raise ShapeError("glu: input must have at least one dim (it is halved along dim), got a 0-d tensor")
     axis = derived.normalize_axis(dim, input.ndim, "glu")
     size = input.shape[axis]
-    if not isinstance(size, int):
-        half = size // 2
-    elif size % 2:
+    if isinstance(size, int) and size % 2:
         raise ShapeError(f"glu: the size of dim {dim} must be even (it is halved), got {size} "
                          f"(input: {input.dtype.name}{list(input.shape)})")
-    else:
-        half = size // 2
-    a = derived.narrow(ops, input, axis, 0, half)
-    b = derived.narrow(ops, input, axis, half, half)
+    half = size // 2  # a symbolic size must be declared even (2 * k) for the halves to agree
+    lead = (slice(None),) * axis
+    a = derived.getitem(ops, input, lead + (slice(0, half),))
+    b = derived.getitem(ops, input, lead + (slice(half, None),))
     return ops.mul(a, ops.sigmoid(b))  # type: ignore[no-any-return]
 
 
