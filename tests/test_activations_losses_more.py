@@ -7,7 +7,9 @@ dtypes refused, modules with copied parameters and their reprs, and a few under 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import warnings
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -239,6 +241,13 @@ def test_smooth_l1_and_huber_match_torch(reduction: str, dtype: str) -> None:
                     f"huber_loss delta={delta}", grads=(0, 1))
 
 
+@contextlib.contextmanager
+def _no_warning() -> Iterator[None]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("reduction", REDUCTIONS + ["batchmean"])
 def test_kl_div_matches_torch(reduction: str, dtype: str) -> None:
@@ -252,6 +261,8 @@ def test_kl_div_matches_torch(reduction: str, dtype: str) -> None:
                 "kl_div log_target", grads=(0, 1))
     _loss_check(lambda x, t: F.kl_div(x, t, reduction=reduction),
                 lambda x, t: TF.kl_div(x, t, reduction=reduction), [logp, q[:1]], dtype, "kl_div broadcast")
+    with pytest.warns(UserWarning, match="kl_div: reduction='mean'") if reduction == "mean" else _no_warning():
+        F.kl_div(_tp(logp), _tp(q), reduction=reduction)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

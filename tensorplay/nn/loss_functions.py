@@ -11,6 +11,7 @@ and the argument.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -186,7 +187,7 @@ def kl_div(input: AnyTensor, target: AnyTensor, reduction: str = "mean", log_tar
     log-probabilities with ``log_target``), pointwise ``t (log t - x)`` (0 where ``t == 0``) or ``exp(t) (t -
     x)``. ``input`` and ``target`` broadcast together. ``reduction`` also takes ``"batchmean"``: the sum over
     the size of dim 0 (PyTorch's mathematically correct mean; ``"mean"`` averages over every element). Float
-    tensors only."""
+    tensors only. As PyTorch, ``"mean"`` warns that it is not the per-sample divergence."""
     where = "kl_div"
     if reduction not in ("mean", "sum", "none", "batchmean"):
         raise ArgumentError(f"{where}: reduction must be one of ('mean', 'sum', 'none', 'batchmean'), "
@@ -199,6 +200,10 @@ def kl_div(input: AnyTensor, target: AnyTensor, reduction: str = "mean", log_tar
         loss = ops.mul(ops.exp(target), ops.sub(target, input))
     else:
         loss = ops.sub(_xlogy(ops, target, target), ops.mul(target, input))
+    if reduction == "mean":
+        warnings.warn("kl_div: reduction='mean' divides the summed divergence by the number of elements, not by "
+                      "the batch size; reduction='batchmean' gives the KL divergence per sample", UserWarning,
+                      stacklevel=2)
     if reduction != "batchmean":
         return _reduce(ops, loss, reduction, where)
     total = _reduce(ops, loss, "sum", where)
