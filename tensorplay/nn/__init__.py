@@ -48,3 +48,18 @@ __all__ += [
     "Softsign", "GLU", "Tanhshrink", "Softshrink", "Hardshrink", "Threshold", "PReLU",
     "BCEWithLogitsLoss", "BCELoss", "SmoothL1Loss", "HuberLoss", "KLDivLoss", "CosineSimilarity", "PairwiseDistance",
 ]
+
+from tensorplay.nn.instance_norm import InstanceNorm1d, InstanceNorm2d  # noqa: E402
+from tensorplay.nn.padding_layers import (  # noqa: E402
+    ConstantPad1d, ConstantPad2d, ConstantPad3d, ReflectionPad1d, ReflectionPad2d, ReflectionPad3d, ReplicationPad1d,
+    ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d, ZeroPad3d,
+)
+from tensorplay.nn.parameter_containers import ParameterDict, ParameterList  # noqa: E402
+from tensorplay.nn.reshaping import PixelShuffle, PixelUnshuffle, Unflatten  # noqa: E402
+from tensorplay.nn.upsampling import Upsample  # noqa: E402
+
+__all__ += [
+    "Unflatten", "PixelShuffle", "PixelUnshuffle", "Upsample", "ParameterList", "ParameterDict", "InstanceNorm1d",
+    "InstanceNorm2d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
+    "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d",
+]

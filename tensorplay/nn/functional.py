@@ -832,3 +832,9 @@ __all__ += [
     "binary_cross_entropy_with_logits", "binary_cross_entropy", "smooth_l1_loss", "huber_loss", "kl_div",
     "cosine_similarity", "pairwise_distance", "normalize",
 ]
+
+from tensorplay.nn.instance_norm import instance_norm  # noqa: E402
+from tensorplay.nn.reshaping import pixel_shuffle, pixel_unshuffle  # noqa: E402
+from tensorplay.nn.upsampling import interpolate  # noqa: E402
+
+__all__ += ["pixel_shuffle", "pixel_unshuffle", "interpolate", "instance_norm"]
