@@ -84,7 +84,8 @@ class Effect:
     ``kind``: ``"copy_arg"`` (written into argument leaf ``index`` in place), ``"set_grad"`` (the new
     ``.grad`` of ``target``: ``("arg", leaf)`` or ``("state", source)``; ``has_value`` False means
     ``None``), ``"opt_state"`` / ``"opt_step"`` (an optimizer's state entry ``key`` for parameter source
-    ``index``: an array, or a step count).
+    ``index``: an array, or a step count), ``"opt_call"`` (``optimizer`` is a callable run after each call:
+    optimizer state computed in Python, such as NAdam's momentum product).
     """
 
     kind: str

@@ -169,7 +169,8 @@ def effects_function(effects: Sequence[Effect], first: int, extra_tensors: Seque
     """``apply_effects(result, leaves, reads, seen)``: each of ``effects`` applied, in order (the values of
     those that have one in ``result`` from position ``first`` on): an argument updated in place, a
     ``.grad`` set (a tensor on memory no array of ``seen`` holds, or ``None``), an optimizer's state entry
-    created, a step counted. A target ``("arg", i)`` is argument leaf ``i``, ``("state", i)`` tensor source
+    created, a step counted, an optimizer's Python-side state advanced (``"opt_call"``: its callable called).
+    A target ``("arg", i)`` is argument leaf ``i``, ``("state", i)`` tensor source
     ``i``, any other one of ``extra_tensors``."""
     src = _Source()
     body = []
@@ -190,6 +191,8 @@ def effects_function(effects: Sequence[Effect], first: int, extra_tensors: Seque
             call = f"_set_opt_state({src.const(optimizer)}, {src.const(p)}, {effect.key!r}, {value})" \
                 if kind == "opt_state" else f"_count_step({src.const(optimizer)}, {src.const(p)})"
             body.append(call)
+        elif kind == "opt_call":
+            body.append(f"{src.const(effect.optimizer)}()")
     return src.function("apply_effects", "result, leaves, reads, seen", body)
 
 

@@ -17,6 +17,8 @@ is not in PyTorch's float32 ``sqrt`` (measured: 17% of values 1 ulp apart, its e
 Without weight decay, RMSprop's square and gradient averages and Adagrad's sums (no square root reaches
 them) are PyTorch's bit for bit; the parameters and RMSprop's momentum buffer differ from PyTorch's only
 through its square root, which is not correctly rounded in float64 either (1.3% of values 1 ulp apart).
+Likewise Adamax's moments (no square root at all), NAdam's and RAdam's moments and Adadelta's square average
+are PyTorch's bit for bit without weight decay.
 """
 
 from __future__ import annotations
@@ -70,8 +72,9 @@ def sgd_update(p: Any, g: Any, buf: Any, lr: Any, momentum: Any, keep: Any, weig
 
 @_inline
 def _adam_moments(pi: Any, gi: Any, mi: Any, vi: Any, c1: Any, near: bool, w_far: Any, beta2: Any, c2: Any,
-                  weight_decay: Any, decay: Any, decoupled: bool, maximize: bool) -> tuple[Any, Any, Any]:
-    """One element's decayed parameter and new moments (:func:`adam_update`)."""
+                  weight_decay: Any, decay: Any, decoupled: bool, maximize: bool) -> tuple[Any, Any, Any, Any]:
+    """One element's decayed parameter, gradient (negated with ``maximize``, L2-decayed) and new moments
+    (:func:`adam_update`; NAdam and RAdam share it)."""
     d = -gi if maximize else gi
     if weight_decay != 0:
         if decoupled:
@@ -79,7 +82,7 @@ def _adam_moments(pi: Any, gi: Any, mi: Any, vi: Any, c1: Any, near: bool, w_far
         else:
             d = fma(weight_decay, pi, d)
     mi = fma(c1, d - mi, mi) if near else fma(w_far, d - mi, d)
-    return pi, mi, fma(c2 * d, d, vi * beta2)
+    return pi, d, mi, fma(c2 * d, d, vi * beta2)
 
 
 @_jit
@@ -100,7 +103,7 @@ def adam_update(p: Any, g: Any, m: Any, v: Any, vmax: Any, c1: Any, beta2: Any, 
     step = -step_size
     if amsgrad:
         for i in range(p.size):
-            pi, mi, vi = _adam_moments(p[i], g[i], m[i], v[i], c1, near, w_far, beta2, c2, weight_decay, decay,
+            pi, _, mi, vi = _adam_moments(p[i], g[i], m[i], v[i], c1, near, w_far, beta2, c2, weight_decay, decay,
                                        decoupled, maximize)
             m[i] = mi
             v[i] = vi
@@ -109,7 +112,7 @@ def adam_update(p: Any, g: Any, m: Any, v: Any, vmax: Any, c1: Any, beta2: Any, 
             p[i] = pi + (step * mi) / (math.sqrt(top) / bias_correction2_sqrt + eps)
         return
     for i in range(p.size):
-        pi, mi, vi = _adam_moments(p[i], g[i], m[i], v[i], c1, near, w_far, beta2, c2, weight_decay, decay,
+        pi, _, mi, vi = _adam_moments(p[i], g[i], m[i], v[i], c1, near, w_far, beta2, c2, weight_decay, decay,
                                    decoupled, maximize)
         m[i] = mi
         v[i] = vi
@@ -190,3 +193,91 @@ def adagrad_update(p: Any, g: Any, total: Any, clr: Any, eps: Any, weight_decay:
         s = fma(d, d, total[i])
         total[i] = s
         p[i] = pi + (step * d) / (math.sqrt(s) + eps)
+
+
+@_jit
+def adamax_update(p: Any, g: Any, m: Any, u: Any, c1: Any, beta2: Any, eps: Any, weight_decay: Any, step_size: Any,
+                  maximize: bool) -> None:
+    """PyTorch's Adamax on each element: ``d = -g`` with ``maximize``; ``d = d.add(p, alpha=weight_decay)``;
+    ``m = m.lerp(d, c1)``; ``u = maximum(u * beta2, |d| + eps)`` (NaN-propagating, as ``torch.maximum``);
+    ``p = p.addcdiv(m, u, value=-step_size)``. ``c1 = 1 - beta1`` comes in rounded to the parameters' dtype
+    from its exact value, ``step_size = lr / (1 - beta1^t)`` computed in float64 by the caller."""
+    near = abs(c1) < 0.5  # lerp's two forms
+    w_far = c1 - p.dtype.type(1.0)
+    step = -step_size
+    for i in range(p.size):
+        pi = p[i]
+        d = -g[i] if maximize else g[i]
+        if weight_decay != 0:
+            d = fma(weight_decay, pi, d)
+        mi = m[i]
+        mi = fma(c1, d - mi, mi) if near else fma(w_far, d - mi, d)
+        m[i] = mi
+        ui = fmaximum(u[i] * beta2, abs(d) + eps)
+        u[i] = ui
+        p[i] = pi + (step * mi) / ui
+
+
+@_jit
+def nadam_update(p: Any, g: Any, m: Any, v: Any, c1: Any, beta2: Any, c2: Any, eps: Any, weight_decay: Any,
+                 decay: Any, bias_correction2: Any, grad_coef: Any, avg_coef: Any, decoupled: bool,
+                 maximize: bool) -> None:
+    """PyTorch's NAdam on each element: the gradient, weight decay and moments as :func:`adam_update`'s, then
+    ``denom = sqrt(v / bias_correction2) + eps``, ``p = p.addcdiv(d, denom, value=grad_coef)`` and
+    ``p = p.addcdiv(m, denom, value=avg_coef)``, where the caller computes (in float64, from the momentum
+    products) ``grad_coef = -lr (1 - mu_t) / (1 - prod mu_1..t)`` and ``avg_coef = -lr mu_{t+1} / (1 -
+    prod mu_1..t+1)``."""
+    near = abs(c1) < 0.5
+    w_far = c1 - p.dtype.type(1.0)
+    for i in range(p.size):
+        pi, d, mi, vi = _adam_moments(p[i], g[i], m[i], v[i], c1, near, w_far, beta2, c2, weight_decay, decay,
+                                      decoupled, maximize)
+        m[i] = mi
+        v[i] = vi
+        denom = math.sqrt(vi / bias_correction2) + eps
+        pi = pi + (grad_coef * d) / denom
+        p[i] = pi + (avg_coef * mi) / denom
+
+
+@_jit
+def radam_update(p: Any, g: Any, m: Any, v: Any, c1: Any, beta2: Any, c2: Any, eps: Any, weight_decay: Any,
+                 decay: Any, bias_correction1: Any, lr: Any, bias_correction2_sqrt: Any, rect: Any, rectified: bool,
+                 decoupled: bool, maximize: bool) -> None:
+    """PyTorch's RAdam on each element: the gradient, weight decay and moments as :func:`adam_update`'s, then
+    with ``rectified`` (the variance's length ``rho_t > 5``) ``p = p - (m / bias_correction1) * lr *
+    (1 / (sqrt(v) + eps) * bias_correction2_sqrt) * rect``, else ``p = p - (m / bias_correction1) * lr``,
+    each product rounded in that order, as PyTorch's tensor expressions are."""
+    near = abs(c1) < 0.5
+    w_far = c1 - p.dtype.type(1.0)
+    one = p.dtype.type(1.0)
+    for i in range(p.size):
+        pi, _, mi, vi = _adam_moments(p[i], g[i], m[i], v[i], c1, near, w_far, beta2, c2, weight_decay, decay,
+                                      decoupled, maximize)
+        m[i] = mi
+        v[i] = vi
+        update = (mi / bias_correction1) * lr
+        if rectified:
+            update = (update * ((one / (math.sqrt(vi) + eps)) * bias_correction2_sqrt)) * rect
+        p[i] = pi - update
+
+
+@_jit
+def adadelta_update(p: Any, g: Any, square_avg: Any, acc_delta: Any, lr: Any, rho: Any, c: Any, eps: Any,
+                    weight_decay: Any, maximize: bool) -> None:
+    """PyTorch's Adadelta on each element: ``d = -g`` with ``maximize``; ``d = d.add(p, alpha=weight_decay)``;
+    ``square_avg = (square_avg * rho).addcmul(d, d, value=c)``; ``delta = sqrt(acc_delta + eps) /
+    sqrt(square_avg + eps) * d``; ``acc_delta = (acc_delta * rho).addcmul(delta, delta, value=c)``;
+    ``p = p.add(delta, alpha=-lr)``. ``c = 1 - rho`` comes in rounded to the parameters' dtype from its
+    exact value."""
+    step = -lr
+    for i in range(p.size):
+        pi = p[i]
+        d = -g[i] if maximize else g[i]
+        if weight_decay != 0:
+            d = fma(weight_decay, pi, d)
+        si = fma(c * d, d, square_avg[i] * rho)
+        square_avg[i] = si
+        ai = acc_delta[i]
+        delta = (math.sqrt(ai + eps) / math.sqrt(si + eps)) * d
+        acc_delta[i] = fma(c * delta, delta, ai * rho)
+        p[i] = fma(step, delta, pi)

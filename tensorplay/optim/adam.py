@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from tensorplay.optim._kernels import kernels, run_update
-from tensorplay.optim.optimizer import AnyTensor, Optimizer, OptimizerError, bump_version, check_flag, check_number
+from tensorplay.optim.optimizer import AnyTensor, Optimizer, bump_version, check_betas, check_flag, check_number
 
 
 class Adam(Optimizer):
@@ -30,11 +30,7 @@ class Adam(Optimizer):
         check_number(name, "learning rate", group["lr"])
         check_number(name, "epsilon value", group["eps"])
         check_number(name, "weight_decay value", group["weight_decay"])
-        betas = group["betas"]
-        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
-            raise OptimizerError(f"{name}: betas must be a pair (beta1, beta2), got {betas!r}")
-        check_number(name, "beta parameter at index 0", betas[0], high=1.0, high_open=True)
-        check_number(name, "beta parameter at index 1", betas[1], high=1.0, high_open=True)
+        check_betas(name, group["betas"])
         check_flag(name, "amsgrad", group["amsgrad"])
         check_flag(name, "maximize", group["maximize"])
 

@@ -99,6 +99,42 @@ def check_flag(where: str, name: str, value: Any) -> None:
         raise OptimizerError(f"{where}: {name} must be True or False, got {type(value).__name__} {value!r}")
 
 
+def check_betas(where: str, betas: Any) -> None:
+    """``betas`` must be a pair ``(beta1, beta2)`` of numbers in ``[0, 1)`` (an :class:`OptimizerError` naming
+    the bad entry otherwise)."""
+    if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+        raise OptimizerError(f"{where}: betas must be a pair (beta1, beta2), got {betas!r}")
+    check_number(where, "beta parameter at index 0", betas[0], high=1.0, high_open=True)
+    check_number(where, "beta parameter at index 1", betas[1], high=1.0, high_open=True)
+
+
+def check_adam_like(where: str, group: dict[str, Any]) -> None:
+    """The hyperparameters Adam's relatives share, checked in PyTorch's order: ``lr``, ``eps``, ``betas``,
+    ``weight_decay`` (numbers >= 0, betas in ``[0, 1)``), ``maximize`` (a bool) and the implementation options
+    (:func:`check_implementation_options`)."""
+    check_number(where, "learning rate", group["lr"])
+    check_number(where, "epsilon value", group["eps"])
+    check_betas(where, group["betas"])
+    check_number(where, "weight_decay value", group["weight_decay"])
+    check_flag(where, "maximize", group["maximize"])
+    check_implementation_options(where, group)
+
+
+# PyTorch options that select another implementation of the same update; only their defaults are accepted
+# (``foreach=False`` names the single-tensor loop, which is the one run here)
+_IMPLEMENTATION_OPTIONS: dict[str, tuple[Any, ...]] = {"foreach": (None, False), "capturable": (False,),
+                                                       "differentiable": (False,)}
+
+
+def check_implementation_options(where: str, group: dict[str, Any]) -> None:
+    """``foreach``, ``capturable`` and ``differentiable`` (where ``group`` has them) must keep PyTorch's default
+    values: an :class:`OptimizerError` naming the option as unsupported otherwise."""
+    for option, accepted in _IMPLEMENTATION_OPTIONS.items():
+        if option in group and not any(group[option] is value for value in accepted):
+            raise OptimizerError(f"{where}: {option}={group[option]!r} is not supported (accepted: "
+                                 f"{' or '.join(f'{option}={value!r}' for value in accepted)})")
+
+
 def bump_version(p: AnyTensor) -> None:
     """Record an in-place update of ``p``'s payload."""
     box = p._version
