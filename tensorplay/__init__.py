@@ -39,6 +39,10 @@ from tensorplay.functions import (  # rearrangements, selections, products, more
     logical_not, logical_or, logical_xor, moveaxis, movedim, reciprocal, repeat_interleave, roll, sinh, swapaxes,
     swapdims, tile, trace, unflatten,
 )
+from tensorplay.functions import (  # more math (tensorplay.math_more)
+    addcdiv, addcmul, cdist, clamp_max, clamp_min, count_nonzero, cumprod, erfinv, lerp, logaddexp, logaddexp2, logit,
+    meshgrid, nanmean, nansum, tensordot, xlogy,
+)
 from tensorplay.generator import Generator
 from tensorplay.dimexpr import DimExpr, dim, relate
 from tensorplay.index import Index, index
@@ -127,4 +131,7 @@ __all__ = [
     "arctan2", "atan2", "bmm", "cosh", "diag", "diagonal", "dot", "flip", "gather", "index_select", "log10", "log2",
     "logical_and", "logical_not", "logical_or", "logical_xor", "moveaxis", "movedim", "reciprocal",
     "repeat_interleave", "roll", "sinh", "swapaxes", "swapdims", "tile", "trace", "unflatten",
+    # tensorplay.math_more, through tensorplay.functions
+    "addcdiv", "addcmul", "cdist", "clamp_max", "clamp_min", "count_nonzero", "cumprod", "erfinv",
+    "lerp", "logaddexp", "logaddexp2", "logit", "meshgrid", "nanmean", "nansum", "tensordot", "xlogy",
 ]

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from tensorplay import einsum as _einsum
+from tensorplay import math_more as _more
+from tensorplay.errors import ArgumentTypeError
 from tensorplay.tensor import Tensor, highest_interpreter
 
 AnyTensor = Tensor[*tuple[Any, ...]]
@@ -130,3 +132,50 @@ def einsum(equation: str, *operands: AnyTensor | Sequence[AnyTensor]) -> AnyTens
     ops = highest_interpreter(tensors, tensors[0]._ops if tensors and isinstance(tensors[0], Tensor) else None)
     return _einsum.einsum(ops, equation, tensors)  # type: ignore[no-any-return]
 
+
+# ---- more math (tensorplay.math_more) -----------------------------------------------------------------
+addcdiv = Tensor.addcdiv
+addcmul = Tensor.addcmul
+clamp_max = Tensor.clamp_max
+clamp_min = Tensor.clamp_min
+count_nonzero = Tensor.count_nonzero
+cumprod = Tensor.cumprod
+erfinv = Tensor.erfinv
+lerp = Tensor.lerp
+logaddexp = Tensor.logaddexp
+logaddexp2 = Tensor.logaddexp2
+logit = Tensor.logit
+nanmean = Tensor.nanmean
+nansum = Tensor.nansum
+
+
+def xlogy(input: AnyTensor | float, other: AnyTensor | float) -> AnyTensor:  # noqa: A002 - PyTorch's name
+    """``input * log(other)``, 0 where ``input == 0`` unless ``other`` is NaN, as ``torch.xlogy`` (either may
+    be a number; see :func:`tensorplay.math_more.xlogy`)."""
+    tensors = [v for v in (input, other) if isinstance(v, Tensor)]
+    if not tensors:
+        raise ArgumentTypeError(f"xlogy: one of input and other must be a tensor, got {type(input).__name__} "
+                                f"and {type(other).__name__}")
+    return _more.xlogy(highest_interpreter(tensors, tensors[0]._ops), input, other)  # type: ignore[no-any-return]
+
+
+def meshgrid(*tensors: AnyTensor | Sequence[AnyTensor], indexing: str = "ij") -> tuple[AnyTensor, ...]:
+    """Coordinate grids of 1-d tensors (or one list of them), as ``torch.meshgrid``: ``indexing="ij"`` gives
+    shape ``[n_0, n_1, ...]``, ``"xy"`` swaps the first two (see :func:`tensorplay.math_more.meshgrid`)."""
+    ts: list[Any] = list(tensors[0]) if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else list(tensors)
+    ops = highest_interpreter(ts, ts[0]._ops if ts and isinstance(ts[0], Tensor) else None)
+    return _more.meshgrid(ops, ts, indexing)
+
+
+def tensordot(a: AnyTensor, b: AnyTensor, dims: int | Sequence[int] | Sequence[Sequence[int]] = 2) -> AnyTensor:
+    """Sums of products over paired dims, as ``torch.tensordot`` (``dims`` an int or a pair of lists; see
+    :func:`tensorplay.math_more.tensordot`)."""
+    ops = highest_interpreter([a, b], a._ops if isinstance(a, Tensor) else None)
+    return _more.tensordot(ops, a, b, dims)  # type: ignore[no-any-return]
+
+
+def cdist(x1: AnyTensor, x2: AnyTensor, p: float = 2.0) -> AnyTensor:
+    """Pairwise ``p``-norm distances ``[*B, P, M]``, ``[*B, R, M]`` to ``[*B, P, R]``, as ``torch.cdist`` (see
+    :func:`tensorplay.math_more.cdist`)."""
+    ops = highest_interpreter([x1, x2], x1._ops if isinstance(x1, Tensor) else None)
+    return _more.cdist(ops, x1, x2, p)  # type: ignore[no-any-return]

@@ -19,6 +19,7 @@ from tensorplay import dtypes as _dt
 from tensorplay import derived as _p
 from tensorplay import sorting as _sorting
 from tensorplay import math_ops as _math
+from tensorplay import math_more as _more
 from tensorplay import shape_ops as _shape
 from tensorplay import recording as _recording
 from tensorplay.errors import AxisError, DTypeError, ShapeError
@@ -1598,6 +1599,65 @@ class Tensor(Generic[*Shape]):
     def logical_xor(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]:
         """True where exactly one is non-zero (a bool tensor; numpy broadcasting)."""
         return _math.logical_xor(self._pick(other), self, other)  # type: ignore[no-any-return]
+
+    # ---- more math (tensorplay.math_more) ------------------------------------------------------------
+    def lerp(self, end: Tensor[*tuple[Any, ...]], weight: Tensor[*tuple[Any, ...]] | Scalar) -> Tensor[*AnyShape]:
+        """``self + weight * (end - self)`` (broadcasting; float, ``end`` of this dtype), as ``torch.lerp``."""
+        return _more.lerp(self._pick_all(end, weight), self, end, weight)  # type: ignore[no-any-return]
+
+    def addcmul(self, tensor1: Tensor[*tuple[Any, ...]], tensor2: Tensor[*tuple[Any, ...]], *,
+                value: Scalar = 1) -> Tensor[*AnyShape]:
+        """``self + value * tensor1 * tensor2`` (broadcasting), as ``torch.addcmul``."""
+        return _more.addcmul(self._pick_all(tensor1, tensor2), self, tensor1, tensor2, value)  # type: ignore[no-any-return]
+
+    def addcdiv(self, tensor1: Tensor[*tuple[Any, ...]], tensor2: Tensor[*tuple[Any, ...]], *,
+                value: Scalar = 1) -> Tensor[*AnyShape]:
+        """``self + value * tensor1 / tensor2`` (broadcasting), as ``torch.addcdiv``."""
+        return _more.addcdiv(self._pick_all(tensor1, tensor2), self, tensor1, tensor2, value)  # type: ignore[no-any-return]
+
+    def logaddexp(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]:
+        """``log(exp(self) + exp(other))`` without overflow (broadcasting)."""
+        return _more.logaddexp(self._pick(other), self, other)  # type: ignore[no-any-return]
+
+    def logaddexp2(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]:
+        """``log2(2**self + 2**other)`` without overflow (broadcasting)."""
+        return _more.logaddexp2(self._pick(other), self, other)  # type: ignore[no-any-return]
+
+    def logit(self, eps: float | None = None) -> Tensor[*Shape]:
+        """``log(x / (1 - x))``, ``x`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+        return _more.logit(self._ops, self, eps)  # type: ignore[no-any-return]
+
+    def xlogy(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]:
+        """``self * log(other)``, 0 where ``self == 0`` unless ``other`` is NaN."""
+        return _more.xlogy(self._pick(other), self, other)  # type: ignore[no-any-return]
+
+    def erfinv(self) -> Tensor[*Shape]:
+        """The inverse error function on ``[-1, 1]``."""
+        return _more.erfinv(self._ops, self)  # type: ignore[no-any-return]
+
+    def clamp_min(self, min: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]:
+        """``clamp(min=min)``."""
+        return _more.clamp_min(self._pick(min), self, min)  # type: ignore[no-any-return]
+
+    def clamp_max(self, max: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]:
+        """``clamp(max=max)``."""
+        return _more.clamp_max(self._pick(max), self, max)  # type: ignore[no-any-return]
+
+    def cumprod(self, dim: int, *, dtype: _dt.DType | str | None = None) -> Tensor[*Shape]:
+        """Running products along ``dim`` (bool and integers accumulate in int64)."""
+        return _more.cumprod(self._ops, self, dim, dtype)  # type: ignore[no-any-return]
+
+    def nansum(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*AnyShape]:
+        """The sum over ``dim`` with NaN counted as 0."""
+        return _more.nansum(self._ops, self, dim, keepdim)  # type: ignore[no-any-return]
+
+    def nanmean(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[*AnyShape]:
+        """The mean over ``dim`` of the entries that are not NaN."""
+        return _more.nanmean(self._ops, self, dim, keepdim)  # type: ignore[no-any-return]
+
+    def count_nonzero(self, dim: int | tuple[int, ...] | None = None) -> Tensor[*AnyShape]:
+        """The number of non-zero entries over ``dim`` (int64)."""
+        return _more.count_nonzero(self._ops, self, dim)  # type: ignore[no-any-return]
 
     def contiguous(self) -> Tensor[*Shape]:
         """The same values in a row-major buffer (a no-op for values that already are)."""
