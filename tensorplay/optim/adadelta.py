@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
-
 from tensorplay.optim._kernels import kernels, run_update
-from tensorplay.optim.optimizer import (AnyTensor, Optimizer, bump_version, check_flag, check_implementation_options,
+from tensorplay.optim.optimizer import (AnyTensor, Optimizer, check_flag, check_implementation_options,
                                         check_number)
 
 
@@ -40,21 +38,10 @@ class Adadelta(Optimizer):
     def _update_group(self, group: dict[str, Any]) -> None:
         lr, rho, eps = group["lr"], group["rho"], group["eps"]
         weight_decay, maximize = group["weight_decay"], bool(group["maximize"])
-        for p in group["params"]:
-            g = self._grad_array(p)
-            if g is None:
-                continue
-            data = p._data
-            state = self.state.get_state(p)
-            if not state:
-                state["step"] = 0
-                state["square_avg"] = np.zeros_like(data)
-                state["acc_delta"] = np.zeros_like(data)
-            state["step"] += 1
+        for data, g, state in self._stepped(group, ("square_avg", "acc_delta")):
             scalar = data.dtype.type
             run_update(kernels().adadelta_update, data, g, (state["square_avg"], state["acc_delta"]), scalar(lr),
                        scalar(rho), scalar(1 - rho), scalar(eps), scalar(weight_decay), maximize)
-            bump_version(p)
 
 
 __all__ = ["Adadelta"]

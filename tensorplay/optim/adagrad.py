@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from tensorplay.optim._kernels import kernels, run_update
-from tensorplay.optim.optimizer import AnyTensor, Optimizer, bump_version, check_flag, check_number
+from tensorplay.optim.optimizer import AnyTensor, Optimizer, check_flag, check_number
 
 
 class Adagrad(Optimizer):
@@ -49,18 +49,14 @@ class Adagrad(Optimizer):
     def _update_group(self, group: dict[str, Any]) -> None:
         lr, lr_decay, eps = group["lr"], group["lr_decay"], group["eps"]
         weight_decay, maximize = group["weight_decay"], bool(group["maximize"])
-        for p in group["params"]:
-            g = self._grad_array(p)
-            if g is None:
-                continue
-            data = p._data
-            state = self._init_state(p)
-            state["step"] += 1
+        for p in group["params"]:  # a group added after construction gets its state now
+            if p._grad is not None:
+                self._init_state(p)
+        for data, g, state in self._stepped(group):
             clr = lr / (1 + (state["step"] - 1) * lr_decay)
             scalar = data.dtype.type
             run_update(kernels().adagrad_update, data, g, (state["sum"],), scalar(clr), scalar(eps),
                        scalar(weight_decay), maximize)
-            bump_version(p)
 
 
 __all__ = ["Adagrad"]

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from tensorplay.optim._kernels import kernels, run_update
-from tensorplay.optim.optimizer import AnyTensor, Optimizer, bump_version, check_betas, check_flag, check_number
+from tensorplay.optim.optimizer import AnyTensor, Optimizer, check_betas, check_flag, check_number
 
 
 class Adam(Optimizer):
@@ -38,19 +38,8 @@ class Adam(Optimizer):
         lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
         b1, b2 = group["betas"]
         amsgrad, maximize = group["amsgrad"], group["maximize"]
-        for p in group["params"]:
-            g = self._grad_array(p)
-            if g is None:
-                continue
-            data = p._data
-            state = self.state.get_state(p)
-            if not state:
-                state["step"] = 0
-                state["exp_avg"] = np.zeros_like(data)
-                state["exp_avg_sq"] = np.zeros_like(data)
-                if amsgrad:
-                    state["max_exp_avg_sq"] = np.zeros_like(data)
-            state["step"] += 1
+        moments = ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if amsgrad else ())
+        for data, g, state in self._stepped(group, moments):
             step = state["step"]
             step_size = lr / (1 - b1 ** step)
             bias_correction2_sqrt = math.sqrt(1 - b2 ** step)
@@ -60,7 +49,6 @@ class Adam(Optimizer):
             run_update(kernels().adam_update, data, g, (m, v, vmax), scalar(1 - b1), scalar(b2), scalar(1 - b2),
                        scalar(eps), scalar(weight_decay), scalar(1 - lr * weight_decay), scalar(step_size),
                        scalar(bias_correction2_sqrt), self.decoupled, bool(amsgrad), bool(maximize))
-            bump_version(p)
 
 
 class AdamW(Adam):

@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
-
 from tensorplay.optim._kernels import kernels, run_update
-from tensorplay.optim.optimizer import AnyTensor, Optimizer, bump_version, check_adam_like
+from tensorplay.optim.optimizer import AnyTensor, Optimizer, check_adam_like
 
 
 class Adamax(Optimizer):
@@ -35,22 +33,11 @@ class Adamax(Optimizer):
     def _update_group(self, group: dict[str, Any]) -> None:
         lr, eps, weight_decay, maximize = group["lr"], group["eps"], group["weight_decay"], bool(group["maximize"])
         b1, b2 = group["betas"]
-        for p in group["params"]:
-            g = self._grad_array(p)
-            if g is None:
-                continue
-            data = p._data
-            state = self.state.get_state(p)
-            if not state:
-                state["step"] = 0
-                state["exp_avg"] = np.zeros_like(data)
-                state["exp_inf"] = np.zeros_like(data)
-            state["step"] += 1
+        for data, g, state in self._stepped(group, ("exp_avg", "exp_inf")):
             scalar = data.dtype.type
             run_update(kernels().adamax_update, data, g, (state["exp_avg"], state["exp_inf"]), scalar(1 - b1),
                        scalar(b2), scalar(eps), scalar(weight_decay), scalar(adamax_step_size(lr, b1, state["step"])),
                        maximize)
-            bump_version(p)
 
 
 def adamax_step_size(lr: float, beta1: float, step: int | float) -> float:

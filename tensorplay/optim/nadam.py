@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from tensorplay.optim._kernels import kernels, run_update
-from tensorplay.optim.optimizer import AnyTensor, Optimizer, bump_version, check_adam_like, check_flag, check_number
+from tensorplay.optim.optimizer import AnyTensor, Optimizer, check_adam_like, check_flag, check_number
 
 
 class NAdam(Optimizer):
@@ -43,25 +43,13 @@ class NAdam(Optimizer):
         lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
         b1, b2 = group["betas"]
         decoupled, maximize = bool(group["decoupled_weight_decay"]), bool(group["maximize"])
-        for p in group["params"]:
-            g = self._grad_array(p)
-            if g is None:
-                continue
-            data = p._data
-            state = self.state.get_state(p)
-            if not state:
-                state["step"] = 0
-                state["mu_product"] = 1.0
-                state["exp_avg"] = np.zeros_like(data)
-                state["exp_avg_sq"] = np.zeros_like(data)
-            state["step"] += 1
+        for data, g, state in self._stepped(group, ("exp_avg", "exp_avg_sq"), mu_product=1.0):
             mu_product, grad_coef, avg_coef = nadam_scalars(group, state["step"], state["mu_product"])
             state["mu_product"] = mu_product
             scalar = data.dtype.type
             run_update(kernels().nadam_update, data, g, (state["exp_avg"], state["exp_avg_sq"]), scalar(1 - b1),
                        scalar(b2), scalar(1 - b2), scalar(eps), scalar(weight_decay), scalar(1 - lr * weight_decay),
                        scalar(1 - b2 ** state["step"]), scalar(grad_coef), scalar(avg_coef), decoupled, maximize)
-            bump_version(p)
 
 
 def _momentum(beta1: float, momentum_decay: float, step: int | float) -> float:

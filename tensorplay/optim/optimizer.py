@@ -244,6 +244,28 @@ class Optimizer:
     def _update_group(self, group: dict[str, Any]) -> None:
         raise NotImplementedError
 
+    def _stepped(self, group: dict[str, Any], zeros: tuple[str, ...] = (),
+                 **initial: Any) -> Iterator[tuple[Array, Array, dict[str, Any]]]:
+        """The parameters of ``group`` that have a gradient, as ``(data, grad, state)``, with the step counted:
+        the loop's body updates ``data`` in place, and the parameter's version is bumped after it. A parameter
+        without state gets ``step`` 0, the ``initial`` entries and, for each name in ``zeros``, an array of
+        zeros like its data (in that order, as PyTorch's state dicts list them); then ``step`` goes up by one,
+        before the update, as in PyTorch."""
+        for p in group["params"]:
+            g = self._grad_array(p)
+            if g is None:
+                continue
+            data = p._data
+            state = self.state.get_state(p)
+            if not state:
+                state["step"] = 0
+                state.update(initial)
+                for name in zeros:
+                    state[name] = np.zeros_like(data)
+            state["step"] += 1
+            yield data, g, state
+            bump_version(p)
+
     @staticmethod
     def _grad_array(p: AnyTensor) -> Array | None:
         grad = p._grad

@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
-
 from tensorplay.optim._kernels import kernels, run_update
-from tensorplay.optim.optimizer import AnyTensor, Optimizer, bump_version, check_adam_like, check_flag
+from tensorplay.optim.optimizer import AnyTensor, Optimizer, check_adam_like, check_flag
 
 
 class RAdam(Optimizer):
@@ -42,24 +40,13 @@ class RAdam(Optimizer):
         lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
         b1, b2 = group["betas"]
         decoupled, maximize = bool(group["decoupled_weight_decay"]), bool(group["maximize"])
-        for p in group["params"]:
-            g = self._grad_array(p)
-            if g is None:
-                continue
-            data = p._data
-            state = self.state.get_state(p)
-            if not state:
-                state["step"] = 0
-                state["exp_avg"] = np.zeros_like(data)
-                state["exp_avg_sq"] = np.zeros_like(data)
-            state["step"] += 1
+        for data, g, state in self._stepped(group, ("exp_avg", "exp_avg_sq")):
             bias_correction1, bias_correction2_sqrt, rect = radam_scalars(b1, b2, state["step"])
             scalar = data.dtype.type
             run_update(kernels().radam_update, data, g, (state["exp_avg"], state["exp_avg_sq"]), scalar(1 - b1),
                        scalar(b2), scalar(1 - b2), scalar(eps), scalar(weight_decay), scalar(1 - lr * weight_decay),
                        scalar(bias_correction1), scalar(lr), scalar(bias_correction2_sqrt), scalar(rect or 0.0),
                        rect is not None, decoupled, maximize)
-            bump_version(p)
 
 
 def radam_scalars(beta1: float, beta2: float, step: int | float) -> tuple[float, float, float | None]:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from tensorplay.optim._kernels import kernels, run_update
-from tensorplay.optim.optimizer import AnyTensor, Optimizer, bump_version, check_flag, check_number
+from tensorplay.optim.optimizer import AnyTensor, Optimizer, check_flag, check_number
 
 
 class RMSprop(Optimizer):
@@ -41,20 +41,8 @@ class RMSprop(Optimizer):
         lr, alpha, eps, momentum = group["lr"], group["alpha"], group["eps"], group["momentum"]
         weight_decay, centered, maximize = group["weight_decay"], bool(group["centered"]), bool(group["maximize"])
         use_momentum = momentum > 0
-        for p in group["params"]:
-            g = self._grad_array(p)
-            if g is None:
-                continue
-            data = p._data
-            state = self.state.get_state(p)
-            if not state:
-                state["step"] = 0
-                state["square_avg"] = np.zeros_like(data)
-                if use_momentum:
-                    state["momentum_buffer"] = np.zeros_like(data)
-                if centered:
-                    state["grad_avg"] = np.zeros_like(data)
-            state["step"] += 1
+        zeros = ("square_avg",) + (("momentum_buffer",) if use_momentum else ()) + (("grad_avg",) if centered else ())
+        for data, g, state in self._stepped(group, zeros):
             square_avg = state["square_avg"]
             # a flag switched on after the first step starts its state then (PyTorch would fail on the lookup)
             buf = state.setdefault("momentum_buffer", np.zeros_like(data)) if use_momentum else square_avg
@@ -63,7 +51,6 @@ class RMSprop(Optimizer):
             run_update(kernels().rmsprop_update, data, g, (square_avg, grad_avg, buf), scalar(lr), scalar(alpha),
                        scalar(1 - alpha), scalar(eps), scalar(weight_decay), scalar(momentum), centered,
                        use_momentum, maximize)
-            bump_version(p)
 
 
 __all__ = ["RMSprop"]
