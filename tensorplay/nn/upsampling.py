@@ -6,8 +6,10 @@ in numpy when the graph is built: ``nearest`` gathers input entry ``min(floor(i 
 output entry ``i``; ``linear`` takes ``w0 * x[i0] + w1 * x[i1]`` of two gathers with fixed weights. The
 source coordinate of output ``i`` is ``scale * i`` with ``align_corners=True`` (``scale = (n - 1) /
 (out - 1)``) and ``max(scale * (i + 0.5) - 0.5, 0)`` otherwise, ``scale`` being ``1 / scale_factor``
-when a scale factor is given (unless ``recompute_scale_factor``) and ``n / out`` otherwise. Scales are
-float32 for ``nearest`` and of the input's dtype for ``linear``, as PyTorch's CPU kernels. Gradients are
+when a scale factor is given (unless ``recompute_scale_factor``) and ``n / out`` otherwise, computed in
+the input's dtype; ``nearest`` floors the coordinate rounded to float32, as PyTorch's CPU kernels. An axis
+whose size does not change is copied, whatever the scale (PyTorch's 1-d and 3-d nearest forward read such
+an axis with the scale, but its 2-d forward and every backward copy it). Gradients are
 the gathers' (each output's cotangent adds into the entries it read), so eager, graphs, transforms and
 export need nothing new. The resized axes need static sizes.
 """
@@ -44,12 +46,11 @@ def _source_index(n: int, out: int, scale: float | None, mode: str, align_corner
     """For ``out`` outputs from an axis of ``n``: the indices read (``nearest``: one array; ``linear``:
     ``i0``, ``i1`` and the weight ``w1`` of ``i1``)."""
     dst = np.arange(out)
-    if mode == "nearest":
-        if out == n:
-            return dst, None, None
-        s = np.float32(1.0 / scale) if scale is not None else np.float32(n) / np.float32(out)
-        return np.minimum(np.floor(dst.astype(np.float32) * s).astype(np.int64), n - 1), None, None
     t = np.dtype(dtype).type
+    if mode == "nearest":
+        s = t(1.0 / scale) if scale is not None else t(n) / t(out)
+        src = (s * dst.astype(dtype)).astype(np.float32)  # PyTorch floors in float32 for every dtype
+        return np.minimum(np.floor(src).astype(np.int64), n - 1), None, None
     if align_corners:
         s = t((n - 1) / (out - 1)) if out > 1 else t(0)
         src = s * dst.astype(dtype)
@@ -70,12 +71,10 @@ def _resize_axis(ops: Any, x: AnyTensor, axis: int, out: int, scale: float | Non
     if n == 0:
         raise ShapeError(f"{where}: cannot resize an empty axis (axis {axis} of shape {list(shape_of(x))})")
     i0, i1, w1 = _source_index(int(n), out, scale, mode, align_corners, x.dtype.name)
-    if i1 is None or w1 is None:
-        if out == n:
-            return x
-        return ops.gather(x, ops.constant(i0), axis=axis)  # type: ignore[no-any-return]
-    if out == n and not np.any(w1):
+    if out == n:  # a copy, whatever the scale (PyTorch's linear kernels, its 2-d nearest and every backward)
         return x
+    if i1 is None or w1 is None:
+        return ops.gather(x, ops.constant(i0), axis=axis)  # type: ignore[no-any-return]
     shape = (out,) + (1,) * (x.ndim - 1 - axis)
     w0 = (np.ones_like(w1) - w1).reshape(shape)
     first = ops.mul(ops.gather(x, ops.constant(i0), axis=axis), ops.constant(w0))
