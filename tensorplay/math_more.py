@@ -259,11 +259,10 @@ def erfinv(ops: Interpreter, y: AnyTensor) -> AnyTensor:
 # ---- reductions and scans ----------------------------------------------------------------------------
 
 def _static_size(x: AnyTensor, axis: int, where: str) -> int:
+    """The size of ``axis`` as an int: a symbolic size is read through ``value_for`` (``tp.compile``
+    specialises on it, with a guard; an export with that dim dynamic reports it as a specialisation)."""
     n = x.shape[axis]
-    if not isinstance(n, int):
-        raise ShapeError(f"{where}: the size of dim {axis} must be known when the program is built, got {n} "
-                         f"(shape {list(x.shape)})")
-    return n
+    return n if isinstance(n, int) else int(n.value_for(f"{where} along a dim of symbolic size"))
 
 
 def cumprod(ops: Interpreter, x: AnyTensor, dim: int, dtype: Any = None) -> AnyTensor:
@@ -272,7 +271,8 @@ def cumprod(ops: Interpreter, x: AnyTensor, dim: int, dtype: Any = None) -> AnyT
 
     Built as a doubling scan of ``ceil(log2(n))`` steps (each multiplies by the running products ``2**k``
     places back, 1 before the start), so its derivatives are those of products: exact with zeros (no
-    division), as PyTorch's. The size of ``dim`` must be known when a program is recorded."""
+    division), as PyTorch's. The number of steps needs the size of ``dim``: ``tp.compile`` specialises on it,
+    and an export cannot keep that dim dynamic."""
     if isinstance(dim, bool) or not isinstance(dim, int):
         raise ArgumentTypeError(f"cumprod: dim must be an int, got {type(dim).__name__} {dim!r}")
     if dtype is not None:

@@ -407,3 +407,34 @@ def test_onnx_export_of_erfinv_matches_in_the_reference_evaluator() -> None:
     (name,) = [i.name for i in written.graph.input if i.name not in {t.name for t in written.graph.initializer}]
     assert_matches(run_reference(written, {name: y.numpy()})[0], torch.erfinv(torch.tensor(y.numpy())).numpy() * 2,
                    "onnx erfinv")
+
+
+def _sized(x: Any) -> Any:
+    return (x.cumprod(1) + tp.nansum(x, 1, keepdim=True) + tp.cdist(x, x) @ x
+            + tp.tensordot(x, x, ([0], [0]))[:2, :1] + tp.meshgrid(x[0], x[:, 0], indexing="xy")[0].sum())
+
+
+def test_compile_follows_changing_sizes() -> None:
+    compiled = tp.compile(_sized)
+    for n in (5, 7, 9, 7):
+        x = tp.tensor(RNG.standard_normal((2, n)))
+        np.testing.assert_allclose(compiled(x).numpy(), _sized(x).numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_onnx_export_with_a_dynamic_dim() -> None:
+    pytest.importorskip("onnxruntime")
+    from tensorplay.export import Dim, export
+    from tensorplay.export.onnx import to_onnx
+    from tests.onnx_helpers import assert_matches, run_ort
+
+    def model(a: Any, b: Any) -> Any:
+        return tp.cdist(a, b, p=INF) + tp.logaddexp(a, b[:1]).sum(1, keepdim=True) + tp.tensordot(a, b, ([1], [1]))
+
+    n = Dim("n", min=2, max=64)
+    a, b = tp.randn(4, 3), tp.randn(5, 3)
+    written = to_onnx(export(model, (a, b), dynamic_shapes={"a": {0: n}, "b": None}))
+    for rows in (2, 9):
+        a = tp.randn(rows, 3)
+        names = [i.name for i in written.graph.input if i.name not in {t.name for t in written.graph.initializer}]
+        assert_matches(run_ort(written, dict(zip(names, (a.numpy(), b.numpy()))))[0], model(a, b).numpy(),
+                       f"dynamic onnx model, {rows} rows")
