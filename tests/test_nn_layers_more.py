@@ -416,3 +416,35 @@ def test_onnx_export_runs_in_onnx_runtime() -> None:
     got = run_ort(written, {name: x.numpy()})[0]
     assert got.shape == (5, 3, 12, 12)
     assert_matches(got, model(x).detach().numpy(), "onnx model")
+
+
+class _Stack(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ws = nn.ParameterList([tp.randn(4, 4) for _ in range(2)])
+        self.extra = nn.ParameterDict({"b": tp.randn(4)})
+
+    def forward(self, x: Any) -> Any:
+        for w in self.ws:
+            x = (x @ w).tanh()
+        return x + self.extra["b"]
+
+
+def test_parameter_containers_under_compile_and_backward() -> None:
+    m = _Stack()
+    compiled = tp.compile(m)
+    x = tp.randn(3, 4)
+    np.testing.assert_allclose(compiled(x).detach().numpy(), m(x).detach().numpy(), rtol=1e-6, atol=1e-6)
+    compiled(x).sum().backward()
+    got = [p.grad.numpy().copy() for p in m.parameters() if p.grad is not None]
+    m.zero_grad()
+    # the same model in torch, with our values
+    tws = [torch.tensor(w.detach().numpy(), requires_grad=True) for w in m.ws]
+    tb = torch.tensor(m.extra["b"].detach().numpy(), requires_grad=True)
+    y = torch.tensor(x.numpy())
+    for w in tws:
+        y = (y @ w).tanh()
+    (y + tb).sum().backward()
+    assert len(got) == 3
+    for g, t in zip(got, [*tws, tb]):
+        np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-5, atol=1e-6)
