@@ -25,7 +25,7 @@ its first step, guarded); the state of Adamax, NAdam, RAdam and Adadelta starts 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -134,6 +134,16 @@ class _Step:
             p._ops = self.recorder
         p._data = var  # later reads in the function see the updated parameter
 
+    def stepped(self, group: dict[str, Any], maximize: bool) -> Iterator[tuple[Any, AnyTensor, AnyTensor, str]]:
+        """The parameters of ``group`` that have a gradient, as ``(p, value, direction, dtype)``: the parameter's
+        value in the graph (:meth:`param`), its gradient (negated with ``maximize``) and its dtype's name."""
+        for index, p in enumerate(group["params"]):
+            g = self.grad(p)
+            if g is None:
+                continue
+            value = self.param(p, str(index))
+            yield p, value, self.recorder.neg(g) if maximize else g, p.dtype.name
+
     @staticmethod
     def grad(p: Any) -> AnyTensor | None:
         """``p``'s gradient as the function sees it (decided by the capture itself: the guards on the
@@ -149,14 +159,8 @@ def _sgd(step: _Step, group: dict[str, Any]) -> None:
     nesterov = guard("nesterov", lambda: bool(group["nesterov"]))
     maximize = guard("maximize", lambda: bool(group["maximize"]))
     undamped = momentum_on and guard("dampening == 0", lambda: group["dampening"] == 0)
-    for index, p in enumerate(group["params"]):
-        g = step.grad(p)
-        if g is None:
-            continue
-        dtype = p.dtype.name
+    for p, pv, d, dtype in step.stepped(group, maximize):
         lr = step.scalar("lr", lambda: float(group["lr"]), dtype, group)
-        pv = step.param(p, str(index))
-        d = r.neg(g) if maximize else g
         if decay_on:
             d = r.add(d, r.mul(step.scalar("weight_decay", lambda: float(group["weight_decay"]), dtype, group), pv))
         if momentum_on:
@@ -229,13 +233,7 @@ def _adam(step: _Step, group: dict[str, Any]) -> None:
     maximize = guard("maximize", lambda: bool(group["maximize"]))
     decoupled = bool(getattr(optimizer, "decoupled", False))
     counted_of, per_group = _counted(step, group)
-    for index, p in enumerate(group["params"]):
-        g = step.grad(p)
-        if g is None:
-            continue
-        dtype = p.dtype.name
-        pv = step.param(p, str(index))
-        d = r.neg(g) if maximize else g
+    for p, pv, d, dtype in step.stepped(group, maximize):
         counted = counted_of(p)
 
         def step_size(p: Any = counted) -> float:
@@ -267,13 +265,7 @@ def _rmsprop(step: _Step, group: dict[str, Any]) -> None:
     momentum_on = guard("momentum > 0", lambda: group["momentum"] > 0)
     centered = guard("centered", lambda: bool(group["centered"]))
     maximize = guard("maximize", lambda: bool(group["maximize"]))
-    for index, p in enumerate(group["params"]):
-        g = step.grad(p)
-        if g is None:
-            continue
-        dtype = p.dtype.name
-        pv = step.param(p, str(index))
-        d = r.neg(g) if maximize else g
+    for p, pv, d, dtype in step.stepped(group, maximize):
         if decay_on:
             d = r.add(d, r.mul(step.scalar("weight_decay", lambda: float(group["weight_decay"]), dtype, group), pv))
         alpha = step.scalar("alpha", lambda: float(group["alpha"]), dtype, group)
@@ -315,13 +307,7 @@ def _adagrad(step: _Step, group: dict[str, Any]) -> None:
     updated = [p for p in group["params"] if step.grad(p) is not None]
     # one step count for the group (guarded), so that the decayed learning rate is one input for the group
     shared = len(updated) > 1 and guard("parameters' step counts are equal", lambda: _equal_steps(optimizer, updated))
-    for index, p in enumerate(group["params"]):
-        g = step.grad(p)
-        if g is None:
-            continue
-        dtype = p.dtype.name
-        pv = step.param(p, str(index))
-        d = r.neg(g) if maximize else g
+    for p, pv, d, dtype in step.stepped(group, maximize):
         counted = updated[0] if shared else p
 
         def clr(p: Any = counted) -> float:
@@ -352,13 +338,7 @@ def _adamax(step: _Step, group: dict[str, Any]) -> None:
     decay_on = step.guard("weight_decay != 0", lambda: group["weight_decay"] != 0)
     maximize = step.guard("maximize", lambda: bool(group["maximize"]))
     counted_of, per_group = _counted(step, group)
-    for index, p in enumerate(group["params"]):
-        g = step.grad(p)
-        if g is None:
-            continue
-        dtype = p.dtype.name
-        pv = step.param(p, str(index))
-        d = r.neg(g) if maximize else g
+    for p, pv, d, dtype in step.stepped(group, maximize):
         if decay_on:
             pv, d = _decayed(step, group, pv, d, dtype, False)
         c1 = step.scalar("one_minus_beta1", lambda: 1.0 - float(group["betas"][0]), dtype, group)
@@ -393,13 +373,7 @@ def _nadam(step: _Step, group: dict[str, Any]) -> None:
 
     # the coefficients depend on the momentum product too: shared when the steps and products are all equal
     counted_of, per_group = _counted(step, group, lambda ps: len({history(p) for p in ps}) <= 1)
-    for index, p in enumerate(group["params"]):
-        g = step.grad(p)
-        if g is None:
-            continue
-        dtype = p.dtype.name
-        pv = step.param(p, str(index))
-        d = r.neg(g) if maximize else g
+    for p, pv, d, dtype in step.stepped(group, maximize):
         if decay_on:
             pv, d = _decayed(step, group, pv, d, dtype, decoupled)
         m_new, v_new = _moments(step, group, p, pv, d, dtype)
@@ -435,13 +409,7 @@ def _radam(step: _Step, group: dict[str, Any]) -> None:
     decoupled = decay_on and step.guard("decoupled_weight_decay", lambda: bool(group["decoupled_weight_decay"]))
     maximize = step.guard("maximize", lambda: bool(group["maximize"]))
     counted_of, per_group = _counted(step, group)
-    for index, p in enumerate(group["params"]):
-        g = step.grad(p)
-        if g is None:
-            continue
-        dtype = p.dtype.name
-        pv = step.param(p, str(index))
-        d = r.neg(g) if maximize else g
+    for p, pv, d, dtype in step.stepped(group, maximize):
         if decay_on:
             pv, d = _decayed(step, group, pv, d, dtype, decoupled)
         m_new, v_new = _moments(step, group, p, pv, d, dtype)
@@ -470,13 +438,7 @@ def _adadelta(step: _Step, group: dict[str, Any]) -> None:
     r = step.recorder
     decay_on = step.guard("weight_decay != 0", lambda: group["weight_decay"] != 0)
     maximize = step.guard("maximize", lambda: bool(group["maximize"]))
-    for index, p in enumerate(group["params"]):
-        g = step.grad(p)
-        if g is None:
-            continue
-        dtype = p.dtype.name
-        pv = step.param(p, str(index))
-        d = r.neg(g) if maximize else g
+    for p, pv, d, dtype in step.stepped(group, maximize):
         if decay_on:
             pv, d = _decayed(step, group, pv, d, dtype, False)
         rho = step.scalar("rho", lambda: float(group["rho"]), dtype, group)
