@@ -224,14 +224,24 @@ def _horner(ops: Interpreter, coefficients: Sequence[float], w: AnyTensor) -> An
     return p
 
 
+def _erf_slope(ops: Interpreter, x: AnyTensor) -> AnyTensor:
+    """``erf'(x) = 2 / sqrt(pi) * exp(-x**2)``."""
+    return ops.mul(ops.exp(ops.neg(ops.mul(x, x))), _TWO_OVER_SQRT_PI)
+
+
+def _newton_step(ops: Interpreter, x: AnyTensor, y: AnyTensor) -> AnyTensor:
+    """One Newton step towards ``erf(x) == y``."""
+    return ops.sub(x, ops.div(ops.sub(ops.erf(x), y), _erf_slope(ops, x)))
+
+
 def erfinv(ops: Interpreter, y: AnyTensor) -> AnyTensor:
     """The inverse of ``erf`` on ``[-1, 1]``, as ``torch.erfinv``: ``-inf``/``inf`` at ``-1``/``1``, NaN outside
     and at NaN; integers give float32. float32 is computed in float64 (Giles' approximation, two Newton steps
     on ``erf``) and rounds to float32's nearest or next value. float64 matches to ~1e-15 relative for
     ``|y| <= 0.9``; closer to 1 its error grows as ``1e-16 / (1 - |y|)`` (``erf`` near 1 holds too few bits for
     Newton's step; its derivative is ill-conditioned there too). The derivative ``sqrt(pi) / 2 * exp(x**2)``
-    (``inf`` at ``+-1``, NaN outside, as PyTorch) is exact to first order (grad, jvp); higher derivatives are
-    not (the solve is held constant)."""
+    (``inf`` at ``+-1``, NaN outside, as PyTorch) and its next two are those of ``erfinv`` (a Newton step is
+    taken on a first-order form for the derivatives; beyond the third they drift)."""
     y = _to_float(ops, y)
     dtype = y.dtype.name
     v = ops.stop_gradient(y if dtype == "float64" else ops.cast(y, dtype="float64"))
@@ -242,16 +252,17 @@ def erfinv(ops: Interpreter, y: AnyTensor) -> AnyTensor:
     tail = _horner(ops, _ERFINV_TAIL, ops.sub(ops.sqrt(ops.where(ops.lt(w, 5.0), 5.0, w)), 3.0))
     x = ops.mul(ops.where(ops.lt(w, 5.0), central, tail), safe)
     for _ in range(2):
-        slope = ops.mul(ops.exp(ops.neg(ops.mul(x, x))), _TWO_OVER_SQRT_PI)
-        x = ops.sub(x, ops.div(ops.sub(ops.erf(x), safe), slope))
+        x = _newton_step(ops, x, safe)
     edge = ops.where(ops.eq(v, 1.0), _INF, ops.where(ops.eq(v, -1.0), -_INF, float("nan")))
     solved = ops.stop_gradient(ops.where(inside, x, edge))
     held = solved if dtype == "float64" else ops.cast(solved, dtype=dtype)
-    # value: the solve; derivative: (y - stop(y)) * dx/dy, with dx/dy = sqrt(pi)/2 * exp(x**2) at the solve
     finite = _d.isfinite(ops, held)
-    tame = ops.where(finite, held, 0.0)
-    rate = ops.div(1.0, ops.mul(ops.exp(ops.neg(ops.mul(tame, tame))), _TWO_OVER_SQRT_PI))
-    inner = ops.add(held, ops.mul(ops.sub(y, ops.stop_gradient(y)), rate))
+    tame, y_tame = ops.where(finite, held, 0.0), ops.where(finite, y, 0.0)
+    # derivatives: first order from held + (y - stop(y)) / erf'(held), then one live Newton step on it, which
+    # makes them right through the third order; the value stays the solve (x - stop(x) is 0)
+    first = ops.add(tame, ops.div(ops.sub(y_tame, ops.stop_gradient(y_tame)), _erf_slope(ops, tame)))
+    newton = _newton_step(ops, first, y_tame)
+    inner = ops.add(held, ops.sub(newton, ops.stop_gradient(newton)))
     # at +-1 the value is +-inf and PyTorch's derivative +inf, NaN outside: held * y**2 has both (y**2 is 1 there)
     return ops.where(finite, inner, ops.mul(held, ops.mul(y, y)))
 

@@ -438,3 +438,17 @@ def test_onnx_export_with_a_dynamic_dim() -> None:
         names = [i.name for i in written.graph.input if i.name not in {t.name for t in written.graph.initializer}]
         assert_matches(run_ort(written, dict(zip(names, (a.numpy(), b.numpy()))))[0], model(a, b).numpy(),
                        f"dynamic onnx model, {rows} rows")
+
+
+def test_erfinv_second_and_third_derivatives_match_torch() -> None:
+    g1 = tp.func.grad(lambda z: z.erfinv())
+    g2 = tp.func.grad(g1)
+    g3 = tp.func.grad(g2)
+    for v in (0.0, 0.3, -0.7, 0.95):
+        t = torch.tensor(v, dtype=torch.float64, requires_grad=True)
+        (d1,) = torch.autograd.grad(t.erfinv(), t, create_graph=True)
+        (d2,) = torch.autograd.grad(d1, t, create_graph=True)
+        (d3,) = torch.autograd.grad(d2, t)
+        y = tp.tensor(v, dtype=tp.float64)
+        np.testing.assert_allclose([float(g1(y)), float(g2(y)), float(g3(y))],
+                                   [d1.item(), d2.item(), d3.item()], rtol=1e-13, atol=1e-14, err_msg=str(v))
