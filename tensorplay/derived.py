@@ -320,13 +320,26 @@ def clamp(ops: Interpreter, x: AnyTensor, lo: Any, hi: Any) -> AnyTensor:
     """Limit ``x`` to ``[lo, hi]`` (``hi`` wins when ``lo > hi``); NaN stays NaN. The gradient is 1
     inside the closed interval, bounds included, and 0 outside, as PyTorch (``maximum``/``minimum``
     would split it at a bound, where data already clipped to the range sits); a NaN passes its
-    gradient through (PyTorch gives it 0)."""
+    gradient through (PyTorch gives it 0). A NaN bound gives NaN where it applies (every element for a
+    Python NaN), as PyTorch."""
     out = x
     if lo is not None:
-        out = ops.where(ops.lt(out, lo), lo, out)
+        out = ops.where(_or_nan_bound(ops, ops.lt(out, lo), out, lo), lo, out)
     if hi is not None:
-        out = ops.where(ops.gt(out, hi), hi, out)
+        out = ops.where(_or_nan_bound(ops, ops.gt(out, hi), out, hi), hi, out)
     return out
+
+
+def _or_nan_bound(ops: Interpreter, past: AnyTensor, x: AnyTensor, bound: Any) -> AnyTensor:
+    """``past`` (where ``x`` lies beyond ``bound``), or'ed with where ``bound`` is NaN (a comparison with NaN
+    is false, so a NaN bound would otherwise be ignored)."""
+    if isinstance(bound, _tensor_module.Tensor):
+        if bound.dtype.numpy.kind != "f":
+            return past
+        return ops.logical_or(past, ops.ne(bound, bound))
+    if isinstance(bound, (float, np.floating)) and bound != bound:
+        return ops.logical_or(past, ops.eq(x, x) if x.dtype.numpy.kind != "f" else ops.logical_not(past))
+    return past
 
 
 def isfinite(ops: Interpreter, x: AnyTensor) -> AnyTensor:
