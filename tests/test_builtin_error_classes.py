@@ -105,9 +105,6 @@ CASES: list[tuple[str, Callable[[], Any], Callable[[], Any] | None, type[Excepti
     ("optim-group-params-int", lambda: tp.optim.SGD([_tp_param()], lr=0.1).add_param_group({"params": 5}),
      lambda: torch.optim.SGD([_torch_param()], lr=0.1).add_param_group({"params": 5}), TypeError,
      tp.optim.OptimizerTypeError, ["add_param_group", "param_group['params']", "int 5"]),
-    # PyTorch's state is a defaultdict (a missing parameter reads as {}): no torch counterpart
-    ("optim-state-missing", lambda: tp.optim.SGD([_tp_param()], lr=0.1).state[tp.zeros(3)], None, KeyError,
-     tp.optim.OptimizerKeyError, ["optimizer.state[param]", "no optimizer state", "shape [3]"]),
     # ---- modules ------------------------------------------------------------------------------------
     ("module-assign-parameter", _tp_assign("weight", tp.zeros(3)), _torch_assign("weight", torch.zeros(3)),
      TypeError, nn.ModuleTypeError, ["Linear.weight", "'Tensor'", "parameter 'weight'", "Parameter or None"]),
@@ -258,8 +255,8 @@ def test_key_errors_print_the_plain_message() -> None:
         nn.Linear(2, 3).register_buffer("a.b", None)
     assert str(info.value).startswith("register_buffer:"), str(info.value)
     with pytest.raises(KeyError) as info:
-        tp.optim.SGD([_tp_param()], lr=0.1).state[tp.zeros(1)]
-    assert str(info.value).startswith("optimizer.state[param]:"), str(info.value)
+        tp.optim.SGD([_tp_param()], lr=0.1).state.pop(tp.zeros(1))
+    assert str(info.value).startswith("optimizer.state.pop(param):"), str(info.value)
 
 
 def test_missing_attributes_keep_hasattr_and_getattr_default() -> None:

@@ -32,23 +32,23 @@ class OptimizerTypeError(TensorplayError, TypeError):
 
 
 class OptimizerKeyError(KeyLookupError):
-    """A lookup in an optimizer found nothing (a parameter without state, a parameter group without
-    ``"params"``); a KeyError, as in PyTorch, whose ``str()`` is the plain message."""
+    """A lookup in an optimizer found nothing (a parameter group without ``"params"``, ``state.pop`` of a
+    parameter without state); a KeyError, as in PyTorch, whose ``str()`` is the plain message."""
 
 
 class ParamState(MutableMapping[AnyTensor, dict[str, Any]]):
-    """Per-parameter state keyed by the parameter object itself (by identity)."""
+    """Per-parameter state keyed by the parameter object itself (by identity). As PyTorch's
+    ``defaultdict(dict)``: reading the state of a parameter that has none gives a new empty dict, kept as its
+    entry (``p in state`` is False before the read and True after it; ``state_dict()`` lists it as ``{}``)."""
 
     def __init__(self) -> None:
         self._items: dict[int, tuple[AnyTensor, dict[str, Any]]] = {}
 
     def __getitem__(self, param: AnyTensor) -> dict[str, Any]:
-        try:
-            return self._items[id(param)][1]
-        except KeyError:
-            what = f"a Tensor of shape {list(param.shape)}" if isinstance(param, Tensor) else type(param).__name__
-            raise OptimizerKeyError(f"optimizer.state[param]: no optimizer state for this parameter (given {what}); "
-                                    "a parameter gets state at its first update") from None
+        entry = self._items.get(id(param))
+        if entry is None:
+            entry = self._items[id(param)] = (param, {})
+        return entry[1]
 
     def __setitem__(self, param: AnyTensor, value: dict[str, Any]) -> None:
         self._items[id(param)] = (param, value)
@@ -65,12 +65,32 @@ class ParamState(MutableMapping[AnyTensor, dict[str, Any]]):
     def __contains__(self, param: object) -> bool:
         return id(param) in self._items
 
-    def get_state(self, param: AnyTensor) -> dict[str, Any]:
-        """The state of ``param``, created empty on first use."""
+    def get(self, param: AnyTensor, default: Any = None) -> Any:
+        """``param``'s state, or ``default`` when it has none (nothing is created, as ``defaultdict.get``)."""
+        entry = self._items.get(id(param))
+        return default if entry is None else entry[1]
+
+    _MISSING: Any = object()
+
+    def pop(self, param: AnyTensor, default: Any = _MISSING) -> Any:
+        """Remove ``param``'s state and return it; ``default`` when it has none (a KeyError without one)."""
+        entry = self._items.pop(id(param), None)
+        if entry is not None:
+            return entry[1]
+        if default is ParamState._MISSING:
+            raise OptimizerKeyError("optimizer.state.pop(param): no optimizer state for this parameter")
+        return default
+
+    def setdefault(self, param: AnyTensor, default: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``param``'s state, set to ``default`` (a new empty dict when None) when it has none."""
         entry = self._items.get(id(param))
         if entry is None:
-            entry = self._items[id(param)] = (param, {})
+            entry = self._items[id(param)] = (param, {} if default is None else default)
         return entry[1]
+
+    def get_state(self, param: AnyTensor) -> dict[str, Any]:
+        """The state of ``param``, created empty on first use (the same as ``state[param]``)."""
+        return self[param]
 
 
 def _short_repr(value: Any, limit: int = 60) -> str:

@@ -1,0 +1,90 @@
+"""More small places where tensorplay differed from PyTorch, or answered bad input with a bare Python error,
+each checked against torch:
+
+- ``optimizer.state[p]`` of a parameter without state reads as ``{}`` and creates the entry (torch's state is a
+  ``defaultdict(dict)``), which then shows in ``state_dict()`` as an empty state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import tensorplay as tp
+from tensorplay import nn, optim
+
+
+def _pair(values: Any) -> tuple[Any, Any]:
+    """A tensorplay parameter and a torch parameter holding the same float32 values."""
+    array = np.asarray(values, dtype=np.float32)
+    return nn.Parameter(array.copy()), torch.nn.Parameter(torch.tensor(array))
+
+
+# ---- 1. optimizer.state is a defaultdict -------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["SGD", "Adam"])
+def test_state_of_a_parameter_without_state_reads_as_empty(name: str) -> None:
+    p, pt = _pair([1.0, 2.0])
+    opt, opt_t = getattr(optim, name)([p], lr=0.1), getattr(torch.optim, name)([pt], lr=0.1)
+    for o, q in ((opt, p), (opt_t, pt)):
+        assert (q in o.state, len(o.state)) == (False, 0)
+    assert opt.state[p] == opt_t.state[pt] == {}
+    assert (p in opt.state, len(opt.state)) == (pt in opt_t.state, len(opt_t.state)) == (True, 1)
+    assert opt.state_dict()["state"] == opt_t.state_dict()["state"] == {0: {}}
+    opt.state[p]["note"] = 1  # the entry returned is the one kept
+    assert opt.state[p] == {"note": 1}
+
+
+def test_get_pop_and_setdefault_create_nothing_as_in_torch() -> None:
+    p, pt = _pair([1.0])
+    opt, opt_t = optim.SGD([p], lr=0.1), torch.optim.SGD([pt], lr=0.1)
+    assert opt.state.get(p) is None and opt_t.state.get(pt) is None
+    assert opt.state.get(p, 7) == opt_t.state.get(pt, 7) == 7
+    assert len(opt.state) == len(opt_t.state) == 0
+    assert opt.state.pop(p, 5) == opt_t.state.pop(pt, 5) == 5
+    with pytest.raises(KeyError):
+        opt_t.state.pop(pt)
+    with pytest.raises(KeyError):
+        opt.state.pop(p)
+    assert opt.state.setdefault(p, {"a": 1}) == opt_t.state.setdefault(pt, {"a": 1}) == {"a": 1}
+    assert opt.state.pop(p) == opt_t.state.pop(pt) == {"a": 1}
+    assert len(opt.state) == len(opt_t.state) == 0
+
+
+def test_an_empty_state_entry_starts_its_moments_at_the_first_step() -> None:
+    """An entry created by reading it is empty, so the first update still fills it (as torch's)."""
+    p, pt = _pair([1.0, -2.0, 0.5])
+    opt, opt_t = optim.Adam([p], lr=0.1), torch.optim.Adam([pt], lr=0.1)
+    assert opt.state[p] == opt_t.state[pt] == {}
+    for _ in range(3):
+        for q, o in ((p, opt), (pt, opt_t)):
+            o.zero_grad()
+            (q * q).sum().backward()
+            o.step()
+    np.testing.assert_allclose(p.detach().numpy(), pt.detach().numpy(), rtol=1e-6)
+    assert float(opt.state[p]["step"]) == float(opt_t.state[pt]["step"]) == 3.0
+    fresh, fresh_t = optim.Adam([nn.Parameter(np.ones(3, np.float32))], lr=0.1), \
+        torch.optim.Adam([torch.nn.Parameter(torch.ones(3))], lr=0.1)
+    fresh.load_state_dict(opt.state_dict())
+    fresh_t.load_state_dict(opt_t.state_dict())
+    assert sorted(fresh.state_dict()["state"][0]) == sorted(fresh_t.state_dict()["state"][0])
+
+
+def test_a_compiled_step_after_reading_an_empty_state_matches_eager() -> None:
+    p: Any = nn.Parameter(np.array([1.0, -2.0], np.float32))
+    p2: Any = nn.Parameter(np.array([1.0, -2.0], np.float32))
+    opt, opt2 = optim.Adam([p], lr=0.1), optim.Adam([p2], lr=0.1)
+    assert opt.state[p] == {}
+
+    def step(q: Any, o: Any) -> None:
+        o.zero_grad()
+        (q * q).sum().backward()
+        o.step()
+
+    compiled: Any = tp.compile(lambda: step(p, opt))
+    for _ in range(3):
+        compiled()
+        step(p2, opt2)
+    np.testing.assert_allclose(p.detach().numpy(), p2.detach().numpy(), rtol=1e-6)
