@@ -3,6 +3,10 @@ each checked against torch:
 
 - ``optimizer.state[p]`` of a parameter without state reads as ``{}`` and creates the entry (torch's state is a
   ``defaultdict(dict)``), which then shows in ``state_dict()`` as an empty state.
+- SGD, Adam, AdamW, RMSprop and Adagrad take torch's implementation options (``foreach``, ``capturable``,
+  ``differentiable``, ``fused``, each where torch's has it) at their default values, positionally or by keyword
+  as torch's signatures do, and their parameter groups have torch's keys in torch's order; Adam takes
+  ``decoupled_weight_decay`` (AdamW's update).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import torch
 
 import tensorplay as tp
 from tensorplay import nn, optim
+from tensorplay.optim import OptimizerError
 
 
 def _pair(values: Any) -> tuple[Any, Any]:
@@ -88,3 +93,75 @@ def test_a_compiled_step_after_reading_an_empty_state_matches_eager() -> None:
         compiled()
         step(p2, opt2)
     np.testing.assert_allclose(p.detach().numpy(), p2.detach().numpy(), rtol=1e-6)
+
+
+# ---- 2. implementation options of the older optimizers ------------------------------------------------------
+OLDER = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"]
+
+
+def _options(name: str) -> list[str]:
+    """The implementation options torch's optimizer ``name`` takes."""
+    import inspect
+    names = inspect.signature(getattr(torch.optim, name).__init__).parameters
+    return [o for o in ("foreach", "capturable", "differentiable", "fused") if o in names]
+
+
+@pytest.mark.parametrize("name", OLDER)
+def test_signature_and_group_keys_match_torch(name: str) -> None:
+    import inspect
+    ours, theirs = (inspect.signature(getattr(m, name).__init__).parameters for m in (optim, torch.optim))
+    assert [(n, p.kind, p.default) for n, p in ours.items()] == [(n, p.kind, p.default) for n, p in theirs.items()]
+    p, pt = _pair([1.0, 2.0])
+    opt, opt_t = getattr(optim, name)([p]), getattr(torch.optim, name)([pt])
+    assert list(opt.param_groups[0].items())[1:] == list(opt_t.param_groups[0].items())[1:]
+
+
+@pytest.mark.parametrize("name", OLDER)
+def test_implementation_options_at_their_defaults_are_accepted(name: str) -> None:
+    defaults = {"foreach": False, "capturable": False, "differentiable": False, "fused": False}
+    kwargs = {o: defaults[o] for o in _options(name)}
+    p, pt = _pair([1.0, -2.0])
+    opt, opt_t = getattr(optim, name)([p], lr=0.1, **kwargs), getattr(torch.optim, name)([pt], lr=0.1, **kwargs)
+    assert opt.param_groups[0] == {**opt_t.param_groups[0], "params": [p]}
+    for _ in range(2):
+        for q, o in ((p, opt), (pt, opt_t)):
+            o.zero_grad()
+            (q * q * q).sum().backward()
+            o.step()
+    np.testing.assert_allclose(p.detach().numpy(), pt.detach().numpy(), rtol=1e-6, atol=1e-6)
+    for option in _options(name):  # another implementation is refused by name
+        with pytest.raises(OptimizerError, match=rf"{name}: {option}=True is not supported"):
+            getattr(optim, name)([p], **{option: True})
+    unknown = next(o for o in ("fused", "capturable") if o not in _options(name)) if len(_options(name)) < 4 else None
+    if unknown is not None:  # an option torch's lacks stays a TypeError there and here
+        with pytest.raises(TypeError):
+            getattr(torch.optim, name)([pt], **{unknown: False})
+        with pytest.raises(TypeError):
+            getattr(optim, name)([p], **{unknown: False})
+
+
+@pytest.mark.parametrize("weight_decay", [0.0, 0.1])
+def test_adam_decoupled_weight_decay_is_adamw(weight_decay: float) -> None:
+    p, pt = _pair([1.0, -2.0, 0.5])
+    p2: Any = nn.Parameter(np.array([1.0, -2.0, 0.5], np.float32))
+    kwargs: dict[str, Any] = {"lr": 0.1, "weight_decay": weight_decay}
+    opts = [optim.Adam([p], decoupled_weight_decay=True, **kwargs), optim.AdamW([p2], **kwargs)]
+    opt_t = torch.optim.Adam([pt], decoupled_weight_decay=True, **kwargs)
+    assert opts[0].param_groups[0]["decoupled_weight_decay"] is opts[1].param_groups[0]["decoupled_weight_decay"]
+    compiled: Any = tp.compile(lambda: _cubic_step(p, opts[0]))
+    for _ in range(3):
+        compiled()
+        _cubic_step(p2, opts[1])
+        _cubic_step(pt, opt_t)
+    np.testing.assert_allclose(p.detach().numpy(), pt.detach().numpy(), rtol=1e-5)
+    np.testing.assert_allclose(p2.detach().numpy(), pt.detach().numpy(), rtol=1e-5)
+    with pytest.raises(OptimizerError, match="Adam: decoupled_weight_decay must be True or False"):
+        bad: dict[str, Any] = {"decoupled_weight_decay": 1}
+        optim.Adam([p], **bad)
+
+
+def _cubic_step(q: Any, o: Any) -> None:
+    """One update of ``o`` on the loss ``sum(q^3)``."""
+    o.zero_grad()
+    (q * q * q).sum().backward()
+    o.step()

@@ -231,7 +231,7 @@ def _adam(step: _Step, group: dict[str, Any]) -> None:
     decay_on = guard("weight_decay != 0", lambda: group["weight_decay"] != 0)
     amsgrad = guard("amsgrad", lambda: bool(group["amsgrad"]))
     maximize = guard("maximize", lambda: bool(group["maximize"]))
-    decoupled = bool(getattr(optimizer, "decoupled", False))
+    decoupled = decay_on and guard("decoupled_weight_decay", lambda: bool(group["decoupled_weight_decay"]))
     counted_of, per_group = _counted(step, group)
     for p, pv, d, dtype in step.stepped(group, maximize):
         counted = counted_of(p)

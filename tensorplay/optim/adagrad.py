@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from tensorplay.optim._kernels import kernels, run_update
-from tensorplay.optim.optimizer import AnyTensor, Optimizer, check_flag, check_number
+from tensorplay.optim.optimizer import AnyTensor, Optimizer, check_flag, check_implementation_options, check_number
 
 
 class Adagrad(Optimizer):
@@ -19,13 +19,16 @@ class Adagrad(Optimizer):
     As in PyTorch, every parameter gets its state at construction: ``"step"`` 0 and ``"sum"`` filled with the
     constructor's ``initial_accumulator_value`` (a parameter group's own ``initial_accumulator_value`` is kept in
     the group but not used; a group added later starts its sums at the constructor's value too). Every
-    hyperparameter must be >= 0 (an :class:`OptimizerError` otherwise)."""
+    hyperparameter must be >= 0, and ``foreach``, ``differentiable`` and ``fused`` keep their default values (an
+    :class:`OptimizerError` otherwise)."""
 
     def __init__(self, params: Iterable[AnyTensor] | Iterable[dict[str, Any]], lr: float = 1e-2,
                  lr_decay: float = 0.0, weight_decay: float = 0.0, initial_accumulator_value: float = 0.0,
-                 eps: float = 1e-10, maximize: bool = False) -> None:
+                 eps: float = 1e-10, foreach: bool | None = None, *, maximize: bool = False,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
         super().__init__(params, {"lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
-                                  "initial_accumulator_value": initial_accumulator_value, "maximize": maximize})
+                                  "initial_accumulator_value": initial_accumulator_value, "foreach": foreach,
+                                  "maximize": maximize, "differentiable": differentiable, "fused": fused})
         for group in self.param_groups:
             for p in group["params"]:
                 self._init_state(p)
@@ -45,6 +48,7 @@ class Adagrad(Optimizer):
         check_number("Adagrad", "initial_accumulator_value value", group["initial_accumulator_value"])
         check_number("Adagrad", "epsilon value", group["eps"])
         check_flag("Adagrad", "maximize", group["maximize"])
+        check_implementation_options("Adagrad", group)
 
     def _update_group(self, group: dict[str, Any]) -> None:
         lr, lr_decay, eps = group["lr"], group["lr_decay"], group["eps"]

@@ -141,14 +141,14 @@ def check_adam_like(where: str, group: dict[str, Any]) -> None:
 
 
 # PyTorch options that select another implementation of the same update; only their defaults are accepted
-# (``foreach=False`` names the single-tensor loop, which is the one run here)
+# (``foreach=False`` and ``fused=False`` name the single-tensor loop, which is the one run here)
 _IMPLEMENTATION_OPTIONS: dict[str, tuple[Any, ...]] = {"foreach": (None, False), "capturable": (False,),
-                                                       "differentiable": (False,)}
+                                                       "differentiable": (False,), "fused": (None, False)}
 
 
 def check_implementation_options(where: str, group: dict[str, Any]) -> None:
-    """``foreach``, ``capturable`` and ``differentiable`` (where ``group`` has them) must keep PyTorch's default
-    values: an :class:`OptimizerError` naming the option as unsupported otherwise."""
+    """``foreach``, ``capturable``, ``differentiable`` and ``fused`` (where ``group`` has them) must keep PyTorch's
+    default values: an :class:`OptimizerError` naming the option as unsupported otherwise."""
     for option, accepted in _IMPLEMENTATION_OPTIONS.items():
         if option in group and not any(group[option] is value for value in accepted):
             raise OptimizerError(f"{where}: {option}={group[option]!r} is not supported (accepted: "

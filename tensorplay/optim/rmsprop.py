@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from tensorplay.optim._kernels import kernels, run_update
-from tensorplay.optim.optimizer import AnyTensor, Optimizer, check_flag, check_number
+from tensorplay.optim.optimizer import AnyTensor, Optimizer, check_flag, check_implementation_options, check_number
 
 
 class RMSprop(Optimizer):
@@ -20,13 +20,16 @@ class RMSprop(Optimizer):
 
     State per parameter, created at its first update as PyTorch's: ``"step"`` (the number of updates),
     ``"square_avg"`` (zeros), ``"momentum_buffer"`` (zeros, when ``momentum > 0``) and ``"grad_avg"`` (zeros,
-    when ``centered``). Every hyperparameter must be >= 0 (an :class:`OptimizerError` otherwise)."""
+    when ``centered``). Every hyperparameter must be >= 0, and ``capturable``, ``foreach`` and ``differentiable``
+    keep their default values (an :class:`OptimizerError` otherwise)."""
 
     def __init__(self, params: Iterable[AnyTensor] | Iterable[dict[str, Any]], lr: float = 1e-2,
                  alpha: float = 0.99, eps: float = 1e-8, weight_decay: float = 0.0, momentum: float = 0.0,
-                 centered: bool = False, maximize: bool = False) -> None:
+                 centered: bool = False, capturable: bool = False, foreach: bool | None = None,
+                 maximize: bool = False, differentiable: bool = False) -> None:
         super().__init__(params, {"lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps, "centered": centered,
-                                  "weight_decay": weight_decay, "maximize": maximize})
+                                  "weight_decay": weight_decay, "capturable": capturable, "foreach": foreach,
+                                  "maximize": maximize, "differentiable": differentiable})
 
     def _check_group(self, group: dict[str, Any]) -> None:
         check_number("RMSprop", "learning rate", group["lr"])
@@ -36,6 +39,7 @@ class RMSprop(Optimizer):
         check_number("RMSprop", "alpha value", group["alpha"])
         check_flag("RMSprop", "centered", group["centered"])
         check_flag("RMSprop", "maximize", group["maximize"])
+        check_implementation_options("RMSprop", group)
 
     def _update_group(self, group: dict[str, Any]) -> None:
         lr, alpha, eps, momentum = group["lr"], group["alpha"], group["eps"], group["momentum"]
