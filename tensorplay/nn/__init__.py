@@ -23,7 +23,9 @@ from tensorplay.nn.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
 from tensorplay.nn.parameter import Parameter
 from tensorplay.nn.pooling import AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
 from tensorplay.nn.sparse import Embedding
-from tensorplay.nn.transformer import TransformerEncoder, TransformerEncoderLayer
+from tensorplay.nn.transformer import (
+    Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
+)
 
 __all__ = [
     "functional", "init", "utils", "Module", "Parameter", "StateDictError", "IncompatibleKeys",
@@ -32,7 +34,7 @@ __all__ = [
     "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "Embedding",
     "Dropout", "MultiheadAttention", "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "LeakyReLU", "Softmax",
     "LogSoftmax", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "Dropout1d", "Dropout2d", "Dropout3d", "GroupNorm",
-    "RMSNorm", "TransformerEncoderLayer", "TransformerEncoder", "Sequential", "ModuleList", "ModuleDict", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss",
+    "RMSNorm", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer", "TransformerDecoder", "Transformer", "Sequential", "ModuleList", "ModuleDict", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss",
 ]
 
 from tensorplay.nn.activation import (  # noqa: E402
