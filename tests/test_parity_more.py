@@ -7,6 +7,10 @@ each checked against torch:
   ``differentiable``, ``fused``, each where torch's has it) at their default values, positionally or by keyword
   as torch's signatures do, and their parameter groups have torch's keys in torch's order; Adam takes
   ``decoupled_weight_decay`` (AdamW's update).
+- The transforms of ``tensorplay.func`` refuse bad arguments (a non-scalar output of ``grad``, ``remove=`` of
+  ``functionalize``, tangents or cotangents of another structure, duplicate or tied keys of ``functional_call``,
+  models ``stack_module_state`` cannot stack, bad ``argnums``, bad ``vmap`` options) with tensorplay errors that
+  are ValueErrors (torch raises a RuntimeError or a ValueError) naming the transform and the argument.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ import pytest
 import torch
 
 import tensorplay as tp
+import tensorplay.func as tpf
 from tensorplay import nn, optim
+from tensorplay.errors import ArgumentError, ShapeError, TensorplayError
 from tensorplay.optim import OptimizerError
 
 
@@ -165,3 +171,82 @@ def _cubic_step(q: Any, o: Any) -> None:
     o.zero_grad()
     (q * q * q).sum().backward()
     o.step()
+
+
+# ---- 3. errors of the function transforms ------------------------------------------------------------------
+def _tied(lib: Any) -> Any:
+    """A module whose two linear layers share one weight."""
+    m = lib.nn.Sequential(lib.nn.Linear(2, 2, bias=False), lib.nn.Linear(2, 2, bias=False))
+    m[1].weight = m[0].weight
+    return m
+
+
+def _func_cases(lib: Any, func: Any) -> dict[str, Any]:
+    """name -> a call of ``func`` (torch.func or tensorplay.func) with a bad argument."""
+    x, w = lib.ones(3), lib.ones(2, 2)
+    lin = lib.nn.Linear(2, 2)
+    return {
+        "grad-non-scalar": lambda: func.grad(lambda x: x * 2)(x),
+        "grad-tuple-output": lambda: func.grad(lambda x: (x.sum(), x.sum()))(x),
+        "functionalize-remove": lambda: func.functionalize(lambda x: x, remove="views")(x),
+        "jvp-tangents": lambda: func.jvp(lambda x: x, (x,), (x, x)),
+        "vjp_fn-cotangents": lambda: func.vjp(lambda x: x * 2, x)[1]((x, x)),
+        "functional_call-duplicate": lambda: func.functional_call(lin, ({"weight": w}, {"weight": w}), (lib.ones(2),)),
+        "functional_call-tied": lambda: func.functional_call(_tied(lib), {"0.weight": w, "1.weight": w * 2},
+                                                             (lib.ones(2),)),
+        "stack_module_state-empty": lambda: func.stack_module_state([]),
+        "stack_module_state-class": lambda: func.stack_module_state([lin, lib.nn.Tanh()]),
+        "stack_module_state-mode": lambda: func.stack_module_state([lin, lib.nn.Linear(2, 2).eval()]),
+        "argnums-empty": lambda: func.grad(lambda x: x.sum(), argnums=())(x),
+        "argnums-range": lambda: func.grad(lambda x: x.sum(), argnums=3)(x),
+        "argnums-duplicate": lambda: func.grad(lambda x, y: x.sum(), argnums=(0, 0))(x, x),
+        "vmap-randomness": lambda: func.vmap(lambda x: x, randomness="bad")(x),
+        "vmap-chunk_size": lambda: func.vmap(lambda x: x, chunk_size=0)(x),
+        "vmap-in_dims-length": lambda: func.vmap(lambda x: x, in_dims=(0, 0))(x),
+        "vmap-in_dims-type": lambda: func.vmap(lambda x: x, in_dims="a")(x),
+        "vmap-in_dims-float": lambda: func.vmap(lambda x: x, in_dims=(1.5,))(x),
+        "vmap-in_dim-non-tensor": lambda: func.vmap(lambda x, y: x, in_dims=(0, 0))(x, 3.0),
+        "vmap-in_dim-range": lambda: func.vmap(lambda x: x, in_dims=1)(x),
+        "vmap-sizes": lambda: func.vmap(lambda x, y: x)(x, lib.ones(4)),
+        "vmap-nothing-mapped": lambda: func.vmap(lambda x: x, in_dims=None)(x),
+    }
+
+
+FUNC_ERRORS: dict[str, tuple[type[Exception], list[str]]] = {
+    "grad-non-scalar": (ShapeError, ["grad(<lambda>)", "scalar", "shape [3]"]),
+    "grad-tuple-output": (ArgumentError, ["grad(<lambda>)", "scalar tensor", "structure"]),
+    "functionalize-remove": (ArgumentError, ["functionalize", "remove", "'mutations'", "'views'"]),
+    "jvp-tangents": (ArgumentError, ["jvp", "tangents", "structure of the primals"]),
+    "vjp_fn-cotangents": (ArgumentError, ["vjp_fn", "cotangents", "structure of the output"]),
+    "functional_call-duplicate": (ArgumentError, ["functional_call", "parameter_and_buffer_dicts", "'weight'",
+                                                  "entries 0 and 1"]),
+    "functional_call-tied": (ArgumentError, ["functional_call", "parameter_and_buffer_dicts", "'0.weight'",
+                                             "'1.weight'", "which are tied", "tie_weights=False"]),
+    "stack_module_state-empty": (ArgumentError, ["stack_module_state", "models", "at least one model"]),
+    "stack_module_state-class": (ArgumentError, ["stack_module_state", "models", "same class", "Linear", "Tanh"]),
+    "stack_module_state-mode": (ArgumentError, ["stack_module_state", "models", "training/eval mode"]),
+    "argnums-empty": (ArgumentError, ["grad", "argnums", "non-empty", "got ()"]),
+    "argnums-range": (ArgumentError, ["grad", "argnums", "3", "1 positional argument", "-1 <= argnum < 1"]),
+    "argnums-duplicate": (ArgumentError, ["grad", "argnums", "(0, 0)", "duplicates"]),
+    "vmap-randomness": (ArgumentError, ["vmap", "randomness", "'same'", "'bad'"]),
+    "vmap-chunk_size": (ArgumentError, ["vmap", "chunk_size", "positive int", "0"]),
+    "vmap-in_dims-length": (ArgumentError, ["vmap", "in_dims", "one in_dim per positional argument", "2 in_dims"]),
+    "vmap-in_dims-type": (ArgumentError, ["vmap", "in_dims", "'a'"]),
+    "vmap-in_dims-float": (ArgumentError, ["vmap", "in_dims", "1.5"]),
+    "vmap-in_dim-non-tensor": (ArgumentError, ["vmap", "in_dim=0", "input 1", "float"]),
+    "vmap-in_dim-range": (ArgumentError, ["vmap", "in_dim=1", "rank 1", "-1 <= in_dim < 1"]),
+    "vmap-sizes": (ArgumentError, ["vmap", "same size in the mapped dimension", "[3, 4]"]),
+    "vmap-nothing-mapped": (ArgumentError, ["vmap", "at least one input must be mapped"]),
+}
+
+
+@pytest.mark.parametrize("case", list(FUNC_ERRORS))
+def test_transform_argument_errors_are_tensorplay_value_errors(case: str) -> None:
+    with pytest.raises((RuntimeError, ValueError)):
+        _func_cases(torch, torch.func)[case]()
+    cls, parts = FUNC_ERRORS[case]
+    with pytest.raises(ValueError) as info:
+        _func_cases(tp, tpf)[case]()
+    assert type(info.value) is cls and isinstance(info.value, TensorplayError), type(info.value).__mro__
+    for part in parts:
+        assert part in str(info.value), (part, str(info.value))

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from tensorplay.errors import ArgumentError
 from tensorplay.pytree import tree_flatten, tree_unflatten
 from tensorplay.tensor import Tensor
 
@@ -49,7 +50,7 @@ def functionalize(func: Callable[..., Any], *, remove: str = "mutations") -> Cal
     (tensor([4., 6.]), tensor([1., 2.]))
     """
     if remove not in _MODES:
-        raise ValueError(f"functionalize: remove must be 'mutations' or 'mutations_and_views', got {remove!r}")
+        raise ArgumentError(f"functionalize: remove must be 'mutations' or 'mutations_and_views', got {remove!r}")
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:

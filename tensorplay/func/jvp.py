@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tensorplay.errors import ArgumentError
 from tensorplay.interpreters.graph.evaluate import evaluate
 from tensorplay.interpreters.graph.recorder import Recorder
 from tensorplay.pytree import TreeSpec, check_leaves_like, tensor_leaves, tree_flatten, tree_unflatten
@@ -33,7 +34,7 @@ def check_tangents(where: str, primal_leaves: Sequence[AnyTensor], primal_spec: 
     """The tangent leaves, checked against the primals: same structure, shapes and dtypes."""
     leaves, spec = tree_flatten(tangents)
     if spec != primal_spec:
-        raise ValueError(f"{where}: tangents must have the structure of the primals {primal_spec}, got {spec}")
+        raise ArgumentError(f"{where}: tangents must have the structure of the primals {primal_spec}, got {spec}")
     check_leaves_like(where, leaves, primal_leaves, "tangent", "primal")
     return leaves
 

@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from tensorplay.creation import stack
+from tensorplay.errors import ArgumentError
 from tensorplay.nn.module import Module
 from tensorplay.nn.normalization import _BatchNorm
 from tensorplay.swaps import replaced
@@ -22,15 +23,18 @@ def _merge(dicts: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> dict[str, 
     if not isinstance(dicts, (tuple, list)):
         raise TypeError(f"functional_call: expected a dict or a tuple of dicts of tensors, got {type(dicts).__name__}")
     merged: dict[str, Any] = {}
+    source: dict[str, int] = {}
     for i, d in enumerate(dicts):
         if not isinstance(d, Mapping):
             raise TypeError(f"functional_call: entry {i} of parameter_and_buffer_dicts is a {type(d).__name__}, "
                             "expected a dict")
         for key, value in d.items():
             if key in merged:
-                raise ValueError(f"functional_call: {key!r} appeared in multiple dictionaries; behavior of "
-                                 "functional call is ambiguous")
+                raise ArgumentError(f"functional_call: parameter_and_buffer_dicts gives {key!r} in entries "
+                                    f"{source[key]} and {i}: each name must appear in one dict only ({key!r} appeared "
+                                    "in multiple dictionaries; the call would be ambiguous)")
             merged[key] = value
+            source[key] = i
     return merged
 
 
@@ -132,8 +136,9 @@ def functional_call(module: Module, parameter_and_buffer_dicts: Mapping[str, Any
                 continue
             first = values[given[0]]
             if any(values[name] is not first for name in given[1:]):
-                raise ValueError(f"functional_call got multiple values for keys {given}, which are tied. "
-                                 "Consider using tie_weights=False")
+                raise ArgumentError(f"functional_call: parameter_and_buffer_dicts gives different tensors for the "
+                                    f"names {given}, which are tied (one tensor in the module); expected one tensor "
+                                    "for all of them, or pass tie_weights=False to replace each on its own")
             for name in group:
                 values.setdefault(name, first)
     call_args = args if isinstance(args, tuple) else (() if args is None else (args,))
@@ -159,14 +164,14 @@ def stack_module_state(models: Sequence[Module]) -> tuple[dict[str, AnyTensor], 
     """
     models = list(models)
     if not models:
-        raise ValueError("stack_module_state: expected at least one model, got an empty sequence")
+        raise ArgumentError("stack_module_state: models must hold at least one model, got an empty sequence")
     first = models[0]
     for i, m in enumerate(models):
         if type(m) is not type(first):
-            raise ValueError(f"stack_module_state: expected all models to be of the same class; model 0 is a "
+            raise ArgumentError(f"stack_module_state: expected all models to be of the same class; model 0 is a "
                              f"{type(first).__name__}, model {i} a {type(m).__name__}")
         if m.training != first.training:
-            raise ValueError(f"stack_module_state: expected all models to have the same training/eval mode; model 0 "
+            raise ArgumentError(f"stack_module_state: expected all models to have the same training/eval mode; model 0 "
                              f"has training={first.training}, model {i} training={m.training}")
 
     def stacked(named: list[dict[str, AnyTensor]], grad: bool) -> dict[str, AnyTensor]:

@@ -12,6 +12,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tensorplay.errors import ArgumentError, ShapeError
 from tensorplay.pytree import TreeSpec, check_leaves_like, tensor_leaves, tree_flatten, tree_map, tree_unflatten
 from tensorplay.func.tracing import (
     Dispatch, InlineTrace, aux_output, backward, caller_of, forward, ones_like, read, sweep_ops, trace_for_transform,
@@ -107,7 +108,7 @@ def _cotangent_leaves(cotangents: Any, more: tuple[Any, ...], out_spec: TreeSpec
                         f"got {1 + len(more)} arguments")
     ct_leaves, ct_spec = tree_flatten(cotangents)
     if ct_spec != out_spec:
-        raise ValueError(f"vjp_fn: expected cotangents with the structure of the output {out_spec}, got {ct_spec}")
+        raise ArgumentError(f"vjp_fn: cotangents must have the structure of the output {out_spec}, got {ct_spec}")
     check_leaves_like("vjp_fn", ct_leaves, outs, "cotangent", "output")
     return ct_leaves
 
@@ -152,17 +153,17 @@ def _argnums(argnums: ArgNums, n_args: int, where: str) -> tuple[int, ...]:
     single = isinstance(argnums, int)
     items = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     if not items:
-        raise ValueError(f"{where}: argnums must be non-empty")
+        raise ArgumentError(f"{where}: argnums must be non-empty (an int or a tuple of ints), got {argnums!r}")
     out = []
     for a in items:
         if not isinstance(a, int) or isinstance(a, bool):
             raise TypeError(f"{where}: argnums must be an int or a tuple of ints, got {argnums!r}")
         if not -n_args <= a < n_args:
-            raise ValueError(f"{where}: argnums {a} is out of range for a function called with {n_args} "
-                             f"positional argument(s)")
+            raise ArgumentError(f"{where}: argnums {a} is out of range for a function called with {n_args} "
+                                f"positional argument(s) (expected {-n_args} <= argnum < {n_args})")
         out.append(a % n_args)
     if len(set(out)) != len(out):
-        raise ValueError(f"{where}: argnums {argnums!r} has duplicates")
+        raise ArgumentError(f"{where}: argnums {argnums!r} has duplicates (expected distinct positions)")
     del single
     return tuple(out)
 
@@ -240,11 +241,11 @@ def grad_and_value_uncached(func: Callable[..., Any], argnums: ArgNums = 0, has_
 
     def _grad_and_value(traced: Any, inline: InlineTrace | None, args: tuple[Any, ...], inputs: list[Any]) -> Any:
         if len(traced.out_vars) != 1 or traced.out_spec.num_nodes != 1:
-            raise ValueError(f"grad({name}): expected the function to return a scalar tensor, got an output with "
-                             f"structure {traced.out_spec}; use vjp or jacrev for functions with several outputs")
+            raise ArgumentError(f"grad({name}): expected the function to return a scalar tensor, got an output with "
+                                f"structure {traced.out_spec}; use vjp or jacrev for functions with several outputs")
         out_var = traced.out_vars[0]
         if tuple(out_var.shape) != ():
-            raise ValueError(f"grad({name}): expected the function to return a scalar (a 0-d tensor), got shape "
+            raise ShapeError(f"grad({name}): expected the function to return a scalar (a 0-d tensor), got shape "
                              f"{list(out_var.shape)}; use vjp or jacrev for non-scalar outputs")
         if out_var.dtype.kind != "f":
             raise TypeError(f"grad({name}): expected a float scalar output, got dtype {out_var.dtype}")

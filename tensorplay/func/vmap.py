@@ -17,6 +17,7 @@ from typing import Any
 from tensorplay.interpreters.graph.batched import (
     RANDOMNESS, BatchedWalker, place, placeholder_values, random_keys,
 )
+from tensorplay.errors import ArgumentError
 from tensorplay.interpreters.graph.evaluate import apply_mutations
 from tensorplay.interpreters.graph.ir import Var
 from tensorplay.spec.aval import Aval
@@ -32,16 +33,16 @@ Dim = int | None
 
 def _check_options(in_dims: Any, out_dims: Any, randomness: str, chunk_size: int | None, where: str) -> None:
     if randomness not in RANDOMNESS:
-        raise ValueError(f"{where}: randomness must be 'error', 'different' or 'same', got {randomness!r}")
+        raise ArgumentError(f"{where}: randomness must be 'error', 'different' or 'same', got {randomness!r}")
     if chunk_size is not None and (not isinstance(chunk_size, int) or isinstance(chunk_size, bool)
                                    or chunk_size < 1):
-        raise ValueError(f"{where}: chunk_size must be None or a positive int, got {chunk_size!r}")
+        raise ArgumentError(f"{where}: chunk_size must be None or a positive int, got {chunk_size!r}")
     for what, dims in (("in_dims", in_dims), ("out_dims", out_dims)):
         leaves, _ = tree_flatten(dims)
         for d in leaves:
             if not isinstance(d, int) or isinstance(d, bool):
-                raise ValueError(f"{where}: {what} must be an int, None, or a (nested) tuple/list/dict of them; "
-                                 f"got {d!r} in {what}={dims!r}")
+                raise ArgumentError(f"{where}: {what} must be an int, None, or a (nested) tuple/list/dict of them; "
+                                    f"got {d!r} in {what}={dims!r}")
 
 
 def _in_dims(func_name: str, in_dims: Any, args: tuple[Any, ...]) -> tuple[list[Any], Any, list[Dim], Any]:
@@ -50,11 +51,11 @@ def _in_dims(func_name: str, in_dims: Any, args: tuple[Any, ...]) -> tuple[list[
     if isinstance(in_dims, (tuple, list)) and not isinstance(in_dims, tuple):
         in_dims = tuple(in_dims)
     if isinstance(in_dims, tuple) and len(in_dims) != len(args):
-        raise ValueError(f"{where}: expected one in_dim per positional argument, got {len(in_dims)} in_dims for "
-                         f"{len(args)} argument(s)")
+        raise ArgumentError(f"{where}: expected one in_dim per positional argument, got {len(in_dims)} in_dims for "
+                            f"{len(args)} argument(s)")
     if not isinstance(in_dims, (int, tuple)) and in_dims is not None:
-        raise ValueError(f"{where}: in_dims must be an int, None or a tuple with one entry per argument, got "
-                         f"{type(in_dims).__name__}")
+        raise ArgumentError(f"{where}: in_dims must be an int, None or a tuple with one entry per argument, got "
+                            f"{type(in_dims).__name__}")
     leaves, spec = tree_flatten(args)
     dims = broadcast_prefix(in_dims, args, f"{where}: in_dims")
     size: Any = None
@@ -64,25 +65,25 @@ def _in_dims(func_name: str, in_dims: Any, args: tuple[Any, ...]) -> tuple[list[
             out.append(None)
             continue
         if not isinstance(leaf, Tensor):
-            raise ValueError(f"{where}: got in_dim={d} for input {i}, which is a {type(leaf).__name__}; vmap can only "
-                             "map over tensors, use None as the in_dim of other arguments")
+            raise ArgumentError(f"{where}: got in_dim={d} for input {i}, which is a {type(leaf).__name__}; vmap can "
+                                "only map over tensors, use None as the in_dim of other arguments")
         n = leaf.ndim
         if not -n <= d < n:
-            raise ValueError(f"{where}: got in_dim={d} for input {i} of rank {n} (shape {list(leaf.shape)}); expected "
-                             f"{-n} <= in_dim < {n}" if n else f"{where}: input {i} is 0-d and has no axis to map "
-                             f"over (in_dim={d}); use None for it")
+            raise ArgumentError(f"{where}: got in_dim={d} for input {i} of rank {n} (shape {list(leaf.shape)}); "
+                                f"expected {-n} <= in_dim < {n}" if n else f"{where}: input {i} is 0-d and has no axis to map "
+                                f"over (in_dim={d}); use None for it")
         d %= n
         s = leaf.shape[d]
         if size is None:
             size = s
         elif s != size:
             sizes = [leaves[j].shape[dd] for j, dd in enumerate(dims[:i + 1]) if dd is not None]
-            raise ValueError(f"{where}: expected all mapped inputs to have the same size in the mapped dimension, "
-                             f"got sizes {[int(x) if isinstance(x, int) else x for x in sizes]}")
+            raise ArgumentError(f"{where}: expected all mapped inputs to have the same size in the mapped dimension, "
+                                f"got sizes {[int(x) if isinstance(x, int) else x for x in sizes]}")
         out.append(d)
     if size is None:
-        raise ValueError(f"{where}: at least one input must be mapped (every in_dim is None or no argument is a "
-                         "tensor)")
+        raise ArgumentError(f"{where}: at least one input must be mapped (every in_dim is None or no argument is a "
+                            "tensor)")
     return leaves, spec, out, size
 
 
@@ -152,7 +153,7 @@ def chunk_vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, ra
     tensor([0., 2., 4., 6., 8.])
     """
     if not isinstance(chunks, int) or isinstance(chunks, bool) or chunks < 1:
-        raise ValueError(f"chunk_vmap: chunks must be a positive int, got {chunks!r}")
+        raise ArgumentError(f"chunk_vmap: chunks must be a positive int, got {chunks!r}")
     _check_options(in_dims, out_dims, randomness, None, "chunk_vmap")
     name = getattr(func, "__name__", "f")
     options = {"in_dims": in_dims, "out_dims": out_dims, "randomness": randomness, "chunks": chunks}
@@ -239,7 +240,7 @@ def _write_state(graph: Any, ops: Any, values: dict[Any, tuple[Any, Dim]], env: 
     for placeholder, value in graph.mutations:
         new, dim = env[value] if isinstance(value, Var) else (value.value, None)
         if dim is not None:
-            raise ValueError(
+            raise ArgumentError(
                 f"vmap: the function updates {placeholder.name!r}, state from outside it (a module buffer such as "
                 "batch-norm running statistics), with a value that depends on the mapped inputs: there would be "
                 "one update per sample. Put the module in eval mode, replace its batch norms with "
