@@ -43,11 +43,15 @@ from tensorplay.functions import (  # more math (tensorplay.math_more)
     addcdiv, addcmul, cdist, clamp_max, clamp_min, count_nonzero, cumprod, erfinv, lerp, logaddexp, logaddexp2, logit,
     meshgrid, nanmean, nansum, tensordot, xlogy,
 )
+from tensorplay.functions import (  # index-driven operations (tensorplay.indexing_ops)
+    bincount, bucketize, median, quantile, scatter, scatter_add, searchsorted, take_along_dim,
+)
 from tensorplay.generator import Generator
 from tensorplay.dimexpr import DimExpr, dim, relate
 from tensorplay.index import Index, index
 from tensorplay.ops import Interpreter, Ops
 from tensorplay.sampling import multinomial
+from tensorplay.sampling_more import bernoulli, normal, randperm
 from tensorplay.shapecheck import shapecheck
 from tensorplay.tensor import Size, Tensor, ValuesIndices
 
@@ -134,4 +138,7 @@ __all__ = [
     # tensorplay.math_more, through tensorplay.functions
     "addcdiv", "addcmul", "cdist", "clamp_max", "clamp_min", "count_nonzero", "cumprod", "erfinv",
     "lerp", "logaddexp", "logaddexp2", "logit", "meshgrid", "nanmean", "nansum", "tensordot", "xlogy",
+    # tensorplay.indexing_ops, through tensorplay.functions, and tensorplay.sampling_more
+    "bernoulli", "bincount", "bucketize", "median", "normal", "quantile", "randperm", "scatter", "scatter_add",
+    "searchsorted", "take_along_dim",
 ]

@@ -15,6 +15,7 @@ from typing import Any
 
 from tensorplay import einsum as _einsum
 from tensorplay import math_more as _more
+from tensorplay import indexing_ops as _idx
 from tensorplay.errors import ArgumentTypeError
 from tensorplay.tensor import Tensor, highest_interpreter
 
@@ -147,6 +148,33 @@ logaddexp2 = Tensor.logaddexp2
 logit = Tensor.logit
 nanmean = Tensor.nanmean
 nansum = Tensor.nansum
+
+# ---- index-driven operations (tensorplay.indexing_ops) ----------------------------------------------
+bincount = Tensor.bincount
+median = Tensor.median
+quantile = Tensor.quantile
+scatter = Tensor.scatter
+scatter_add = Tensor.scatter_add
+take_along_dim = Tensor.take_along_dim
+
+
+def searchsorted(sorted_sequence: AnyTensor, values: AnyTensor | float, *, right: bool = False,
+                 side: str | None = None, out_int32: bool = False) -> AnyTensor:
+    """Insertion points of ``values`` in the ascending last dim of ``sorted_sequence``, as
+    ``torch.searchsorted`` (``side="right"`` is ``right=True``; see :func:`tensorplay.indexing_ops.searchsorted`)."""
+    if side not in (None, "left", "right"):
+        raise ArgumentTypeError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    ops = highest_interpreter([sorted_sequence, values], sorted_sequence._ops if isinstance(sorted_sequence, Tensor)
+                              else None)
+    return _idx.searchsorted(ops, sorted_sequence, values, right or side == "right", out_int32)  # type: ignore[no-any-return]
+
+
+def bucketize(input: AnyTensor | float, boundaries: AnyTensor, *, right: bool = False,  # noqa: A002
+              out_int32: bool = False) -> AnyTensor:
+    """The bucket of each entry of ``input`` among the ascending 1-d ``boundaries``, as ``torch.bucketize``
+    (see :func:`tensorplay.indexing_ops.bucketize`)."""
+    ops = highest_interpreter([input, boundaries], boundaries._ops if isinstance(boundaries, Tensor) else None)
+    return _idx.bucketize(ops, input, boundaries, right, out_int32)  # type: ignore[no-any-return]
 
 
 def xlogy(input: AnyTensor | float, other: AnyTensor | float) -> AnyTensor:  # noqa: A002 - PyTorch's name

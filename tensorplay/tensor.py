@@ -20,6 +20,7 @@ from tensorplay import derived as _p
 from tensorplay import sorting as _sorting
 from tensorplay import math_ops as _math
 from tensorplay import math_more as _more
+from tensorplay import indexing_ops as _idx
 from tensorplay import shape_ops as _shape
 from tensorplay import recording as _recording
 from tensorplay.errors import AxisError, DTypeError, ShapeError
@@ -1658,6 +1659,38 @@ class Tensor(Generic[*Shape]):
     def count_nonzero(self, dim: int | tuple[int, ...] | None = None) -> Tensor[*AnyShape]:
         """The number of non-zero entries over ``dim`` (int64)."""
         return _more.count_nonzero(self._ops, self, dim)  # type: ignore[no-any-return]
+
+    # ---- index-driven operations (tensorplay.indexing_ops) -------------------------------------------
+    def scatter(self, dim: int, index: Tensor[*tuple[Any, ...]], src: Tensor[*tuple[Any, ...]] | Scalar) -> Tensor[*Shape]:
+        """``torch.scatter`` out of place: ``out[index[i][j]][j] = src[i][j]`` for ``dim=0`` (int64 index)."""
+        return _idx.scatter(self._pick_all(index, src), self, dim, index, src)  # type: ignore[no-any-return]
+
+    def scatter_add(self, dim: int, index: Tensor[*tuple[Any, ...]], src: Tensor[*tuple[Any, ...]]) -> Tensor[*Shape]:
+        """``torch.scatter_add`` out of place: ``out[index[i][j]][j] += src[i][j]`` for ``dim=0``."""
+        return _idx.scatter_add(self._pick_all(index, src), self, dim, index, src)  # type: ignore[no-any-return]
+
+    def take_along_dim(self, indices: Tensor[*tuple[Any, ...]], dim: int | None = None) -> Tensor[*AnyShape]:
+        """``torch.take_along_dim``: the entries at ``indices`` (int64) along ``dim`` (``None``: flattened)."""
+        return _idx.take_along_dim(self._pick(indices), self, indices, dim)  # type: ignore[no-any-return]
+
+    def bincount(self, weights: Tensor[*tuple[Any, ...]] | None = None, minlength: int = 0) -> Tensor[*AnyShape]:
+        """Counts (or summed ``weights``) of each value of a 1-d non-negative int tensor (eager only)."""
+        return _idx.bincount(self._pick(weights), self, weights, minlength)  # type: ignore[no-any-return]
+
+    def median(self, dim: int | None = None, keepdim: bool = False) -> Any:
+        """The lower median: of all entries (0-d) or ``(values, indices)`` along ``dim``."""
+        out = _idx.median(self._ops, self, dim, keepdim)
+        return ValuesIndices(*out) if isinstance(out, tuple) else out
+
+    def quantile(self, q: Tensor[*tuple[Any, ...]] | float, dim: int | None = None, keepdim: bool = False, *,
+                 interpolation: str = "linear") -> Tensor[*AnyShape]:
+        """The ``q``-quantiles along ``dim`` (``None``: all entries), as ``torch.quantile``."""
+        return _idx.quantile(self._pick(q), self, q, dim, keepdim, interpolation)  # type: ignore[no-any-return]
+
+    def bernoulli(self, p: float | None = None, *, generator: Any = None) -> Tensor[*Shape]:
+        """0/1 draws, 1 with probability ``self`` (or ``p``), as ``torch.bernoulli``."""
+        from tensorplay.sampling_more import bernoulli
+        return bernoulli(self, p, generator=generator)
 
     def contiguous(self) -> Tensor[*Shape]:
         """The same values in a row-major buffer (a no-op for values that already are)."""
