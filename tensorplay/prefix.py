@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, TypeVarTuple, overload
 
 import numpy as np
 
+from tensorplay.dropout_probability import dropout_probability
 from tensorplay.errors import DTypeError, ShapeError
 from tensorplay.spec.shapes import fmt_shape
 from tensorplay.derived import matmul, numel_of, reshape, unsqueeze  # noqa: F401 (reshape re-exported)
@@ -703,8 +704,7 @@ def dropout(ops: Ops, x: Tensor[*S], p: float = 0.5, training: bool = True, *,
     ``training``. The mask is drawn from ``key`` (``[2]`` int64); by default from a fresh key of the
     interpreter (``ops.random_key()``: the global generator eagerly, a key input of a recorded graph,
     so a compiled or exported graph draws a new mask each call)."""
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
-        raise ShapeError(f"dropout: probability must be a number in [0, 1], got {p!r}")
+    p = dropout_probability("dropout", p)
     if not training or p == 0.0:
         return x
     if p == 1.0:

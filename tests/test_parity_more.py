@@ -11,6 +11,9 @@ each checked against torch:
   ``functionalize``, tangents or cotangents of another structure, duplicate or tied keys of ``functional_call``,
   models ``stack_module_state`` cannot stack, bad ``argnums``, bad ``vmap`` options) with tensorplay errors that
   are ValueErrors (torch raises a RuntimeError or a ValueError) naming the transform and the argument.
+- A dropout probability that is not a number (``F.dropout``, ``dropout1d/2d/3d`` and the ``Dropout`` modules)
+  is an ``ArgumentTypeError`` naming the function and ``p`` (a TypeError, as torch's from its comparison); a
+  numpy number is taken as torch takes it.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import torch
 import tensorplay as tp
 import tensorplay.func as tpf
 from tensorplay import nn, optim
-from tensorplay.errors import ArgumentError, ShapeError, TensorplayError
+from tensorplay.errors import ArgumentError, ArgumentTypeError, ShapeError, TensorplayError
 from tensorplay.optim import OptimizerError
 
 
@@ -250,3 +253,34 @@ def test_transform_argument_errors_are_tensorplay_value_errors(case: str) -> Non
     assert type(info.value) is cls and isinstance(info.value, TensorplayError), type(info.value).__mro__
     for part in parts:
         assert part in str(info.value), (part, str(info.value))
+
+
+# ---- 4. the dropout probability ----------------------------------------------------------------------------
+def _dropouts(lib: Any) -> dict[str, Any]:
+    """name -> a call ``p -> output`` of each dropout function and module, on an input of a rank it takes."""
+    F_, x4, x5 = lib.nn.functional, lib.ones(2, 3, 4, 5), lib.ones(2, 3, 4, 5, 6)
+    return {"dropout": lambda p: F_.dropout(x4, p), "dropout1d": lambda p: F_.dropout1d(x4[0], p),
+            "dropout2d": lambda p: F_.dropout2d(x4, p), "dropout3d": lambda p: F_.dropout3d(x5, p),
+            "Dropout": lambda p: lib.nn.Dropout(p)(x4), "Dropout1d": lambda p: lib.nn.Dropout1d(p)(x4[0]),
+            "Dropout2d": lambda p: lib.nn.Dropout2d(p)(x4), "Dropout3d": lambda p: lib.nn.Dropout3d(p)(x5)}
+
+
+@pytest.mark.parametrize("name", list(_dropouts(torch)))
+@pytest.mark.parametrize("p", ["a", None, [0.5]], ids=["str", "None", "list"])
+def test_a_dropout_probability_that_is_not_a_number_is_an_argument_type_error(name: str, p: Any) -> None:
+    with pytest.raises(TypeError):
+        _dropouts(torch)[name](p)
+    with pytest.raises(ArgumentTypeError) as info:
+        _dropouts(tp)[name](p)
+    assert isinstance(info.value, TypeError)
+    for part in (f"{name}:", "dropout probability p", type(p).__name__, repr(p)):
+        assert part in str(info.value), (part, str(info.value))
+
+
+@pytest.mark.parametrize("name", list(_dropouts(torch)))
+def test_a_numpy_dropout_probability_is_taken_as_torch_takes_it(name: str) -> None:
+    for p in (np.float32(1.0), np.float64(0.0), np.int64(1)):
+        ours, theirs = _dropouts(tp)[name](p), _dropouts(torch)[name](p)
+        np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())
+    kept = _dropouts(tp)[name](np.float32(0.5)).detach().numpy()  # the kept entries are scaled by 1 / (1 - p)
+    assert set(np.unique(kept)) <= {0.0, 2.0} and 0 < (kept == 2.0).sum() < kept.size

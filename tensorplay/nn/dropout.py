@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeVarTuple
 
-from tensorplay.errors import ArgumentError
+from tensorplay.dropout_probability import dropout_probability
 from tensorplay.nn import functional as F
 from tensorplay.nn.module import Module
 from tensorplay.tensor import Tensor
@@ -18,9 +18,7 @@ class _DropoutBase(Module):
 
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
-        if not 0.0 <= p <= 1.0:
-            raise ArgumentError(f"{type(self).__name__}: dropout probability p has to be between 0 and 1, but got "
-                                f"{p!r}")
+        dropout_probability(type(self).__name__, p)
         self.p = p
         self.inplace = inplace
 

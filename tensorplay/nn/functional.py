@@ -16,6 +16,7 @@ import numpy as np
 
 from tensorplay import prefix as _prefix_module
 from tensorplay.interpreters.eager import losses as _eager_losses
+from tensorplay.dropout_probability import dropout_probability
 from tensorplay.errors import (
     ArgumentError, DTypeError, GraphCaptureError, IndexRangeError, ShapeError,
 )
@@ -380,8 +381,7 @@ def dropout(input: Tensor[*S], p: float = 0.5, training: bool = True, inplace: b
     The mask comes from a fresh key of the global generator (``tp.manual_seed``), or from the
     interpreter's own key source when it has one (a compiled graph takes its key as an input).
     """
-    if not 0.0 <= p <= 1.0:
-        raise ArgumentError(f"dropout: dropout probability p has to be between 0 and 1, but got {p!r}")
+    p = dropout_probability("dropout", p)
     if not training or p == 0.0:
         return input
     ops = ops_for("dropout", input)
@@ -423,8 +423,7 @@ def dropout1d(input: Tensor[*S], p: float = 0.5, training: bool = True, inplace:
     """Channel-wise dropout of ``input[N, C, L]`` or ``[C, L]``: each channel's ``L`` row is zeroed with
     probability ``p`` (one draw per ``[N, C]``, or per ``C``), the others scaled by ``1/(1-p)``, when
     training. Any other rank is a :class:`ShapeError`, as PyTorch raises."""
-    if not 0.0 <= p <= 1.0:
-        raise ArgumentError(f"dropout1d: dropout probability p has to be between 0 and 1, but got {p!r}")
+    p = dropout_probability("dropout1d", p)
     if input.ndim not in (2, 3):
         raise ShapeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input (shape "
                          f"{list(shape_of(input))}). Note that dropout1d exists to provide channel-wise dropout on "
@@ -441,8 +440,7 @@ def dropout2d(input: Tensor[*S], p: float = 0.5, training: bool = True, inplace:
     ``[N, C, L]`` (with PyTorch's warning that this will change); a 2-d one (element-wise) or 5-d and
     more (``[N, C, D, H, W]``: one draw per ``[N, C]``) warn that the rank is deprecated; fewer than 2
     axes are a :class:`ShapeError` when training."""
-    if not 0.0 <= p <= 1.0:
-        raise ArgumentError(f"dropout2d: dropout probability p has to be between 0 and 1, but got {p!r}")
+    p = dropout_probability("dropout2d", p)
     _warn_rank("dropout2d", input.ndim)
     if input.ndim == 3:
         warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
@@ -461,8 +459,7 @@ def dropout3d(input: Tensor[*S], p: float = 0.5, training: bool = True, inplace:
     As PyTorch 2.x: an input that is not 5-d is read as unbatched, one draw per entry of its first axis;
     ranks other than 4 and 5 warn that they are deprecated; a 0-d input is a :class:`ShapeError` when
     training."""
-    if not 0.0 <= p <= 1.0:
-        raise ArgumentError(f"dropout3d: dropout probability p has to be between 0 and 1, but got {p!r}")
+    p = dropout_probability("dropout3d", p)
     _warn_rank("dropout3d", input.ndim)
     return _feature_dropout(input, p, training, "dropout3d", 2 if input.ndim == 5 else 1)
 
