@@ -220,8 +220,8 @@ def searchsorted(ops: Interpreter, sorted_sequence: AnyTensor, values: Any, righ
     """``torch.searchsorted``: for each value, the number of entries of ``sorted_sequence`` (ascending along
     its last dim) below it (``right=False``: ``s < v``) or at most it (``right=True``: ``s <= v``), so
     inserting there keeps the order. A 1-d sequence serves every value (any shape, or a number: 0-d
-    result); an N-d one has ``values``' leading dims (``[*B, K]`` with ``[*B, M]``). A NaN value counts
-    past every entry, as PyTorch. int64 (int32 with ``out_int32``); no derivative."""
+    result); an N-d one has ``values``' leading dims (``[*B, K]`` with ``[*B, M]``). NaN sorts last, as
+    PyTorch: a NaN value counts past every entry, a NaN entry lies past every other value. int64 (int32 with ``out_int32``); no derivative."""
     where = "searchsorted"
     if not _is_tensor(sorted_sequence):
         raise ArgumentTypeError(f"{where}: sorted_sequence must be a tensor, got {type(sorted_sequence).__name__}")
@@ -248,6 +248,8 @@ def searchsorted(ops: Interpreter, sorted_sequence: AnyTensor, values: Any, righ
         s = ops.reshape(s, shape=tuple(sorted_sequence.shape[:-1]) + (1, k))
     vv = ops.reshape(v, shape=tuple(values.shape) + (1,))
     beyond = ops.gt(s, vv) if right else ops.ge(s, vv)  # false for a NaN value: it goes past every entry
+    if sorted_sequence.dtype.name in ("float32", "float64"):  # a NaN entry sorts last: past every other value
+        beyond = ops.logical_or(beyond, ops.logical_and(ops.ne(s, s), ops.eq(vv, vv)))
     count = ops.sub(k, ops.reduce_sum(beyond, axes=(v.ndim,), keepdims=False))
     return ops.cast(count, dtype="int32" if out_int32 else "int64")
 

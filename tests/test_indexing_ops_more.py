@@ -161,10 +161,17 @@ def test_searchsorted_and_bucketize_match_torch(right: bool, dtype: str) -> None
 
 def test_searchsorted_nan_values_and_errors() -> None:
     seq = np.array([1.0, 2.0, 3.0])
-    vals = np.array([np.nan, 2.0, -np.inf, np.inf])
+    vals = np.array([np.nan, 2.0, -np.inf, np.inf, 0.0, 1.5])
     for right in (False, True):
         _same(tp.searchsorted(_t(seq), _t(vals), right=right),
               torch.searchsorted(torch.from_numpy(seq), torch.from_numpy(vals), right=right))
+        # NaN entries sort last (numpy's order; torch's binary search answers by where it probes them, e.g.
+        # 4 for inf in [1, 2, 3, nan]); a NaN value counts past every entry, as in torch
+        finite = vals[~np.isnan(vals)]
+        for with_nan in (np.array([1.0, 2.0, 3.0, np.nan]), np.array([1.0, 2.0, np.nan, np.nan])):
+            _same(tp.searchsorted(_t(with_nan), _t(finite), right=right),
+                  np.searchsorted(with_nan, finite, side="right" if right else "left").astype(np.int64))
+            assert tp.searchsorted(_t(with_nan), float("nan"), right=right).item() == 4
     with pytest.raises(ShapeError, match="searchsorted: sorted_sequence .* must share their leading dims"):
         tp.searchsorted(_t(np.zeros((2, 3))), _t(np.zeros((3, 3))))
     with pytest.raises(ShapeError, match="bucketize: boundaries must be a 1-d tensor"):
