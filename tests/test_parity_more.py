@@ -14,6 +14,9 @@ each checked against torch:
 - A dropout probability that is not a number (``F.dropout``, ``dropout1d/2d/3d`` and the ``Dropout`` modules)
   is an ``ArgumentTypeError`` naming the function and ``p`` (a TypeError, as torch's from its comparison); a
   numpy number is taken as torch takes it.
+- ``del ModuleList[i]`` out of range is an ``IndexRangeError`` naming the index and the length (an IndexError, as
+  torch's); ``ModuleList.insert`` past the end appends, as torch's does (its length and iteration), and an index
+  that is not an integer is an ``ArgumentTypeError`` (a TypeError, as torch's).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import torch
 import tensorplay as tp
 import tensorplay.func as tpf
 from tensorplay import nn, optim
-from tensorplay.errors import ArgumentError, ArgumentTypeError, ShapeError, TensorplayError
+from tensorplay.errors import ArgumentError, ArgumentTypeError, IndexRangeError, ShapeError, TensorplayError
 from tensorplay.optim import OptimizerError
 
 
@@ -284,3 +287,77 @@ def test_a_numpy_dropout_probability_is_taken_as_torch_takes_it(name: str) -> No
         np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())
     kept = _dropouts(tp)[name](np.float32(0.5)).detach().numpy()  # the kept entries are scaled by 1 / (1 - p)
     assert set(np.unique(kept)) <= {0.0, 2.0} and 0 < (kept == 2.0).sum() < kept.size
+
+
+# ---- 5. ModuleList positions -------------------------------------------------------------------------------
+def _linears(lib: Any, n: int = 3) -> Any:
+    """A ModuleList of ``n`` linear layers told apart by their output sizes 1 .. n."""
+    return lib.nn.ModuleList([lib.nn.Linear(1, i + 1) for i in range(n)])
+
+
+def _sizes(m: Any) -> list[int]:
+    """The output sizes of a ModuleList's layers, in iteration order."""
+    return [layer.out_features for layer in m]
+
+
+@pytest.mark.parametrize("index", [99, 3, -4, -99])
+def test_deleting_a_module_list_entry_out_of_range_is_an_index_range_error(index: int) -> None:
+    with pytest.raises(IndexError):
+        del _linears(torch)[index]
+    m = _linears(tp)
+    with pytest.raises(IndexRangeError) as info:
+        del m[index]
+    assert isinstance(info.value, IndexError)
+    for part in ("ModuleList", f"index {index}", "3 modules"):
+        assert part in str(info.value), (part, str(info.value))
+    assert _sizes(m) == [1, 2, 3]
+
+
+@pytest.mark.parametrize("index", [0, -1, 2, -3, slice(1, 99), slice(None, None, 2)], ids=str)
+def test_deleting_module_list_entries_in_range_matches_torch(index: Any) -> None:
+    ours, theirs = _linears(tp), _linears(torch)
+    del ours[index]
+    del theirs[index]
+    assert _sizes(ours) == _sizes(theirs) and list(ours._modules) == list(theirs._modules)
+
+
+@pytest.mark.parametrize("index", [0, 1, 3, 4, 99])
+def test_inserting_into_a_module_list_matches_torch_length_and_order(index: int) -> None:
+    ours, theirs = _linears(tp), _linears(torch)
+    ours.insert(index, tp.nn.Linear(1, 7))
+    theirs.insert(index, torch.nn.Linear(1, 7))
+    assert len(ours) == len(theirs) == 4 and _sizes(ours) == _sizes(theirs)
+    position = min(index, 3)  # past the end appends
+    assert ours[position].out_features == 7 and ours[-1 if index >= 3 else position].out_features == 7
+    assert list(ours._modules) == ["0", "1", "2", "3"]  # renumbered (torch keeps the key '99' past the end)
+
+
+@pytest.mark.parametrize("index", [-1, -3, -99])
+def test_inserting_at_a_negative_index_follows_list_insert(index: int) -> None:
+    """torch's ModuleList.insert fails on a negative index (a KeyError, after shifting the modules); here it
+    counts from the end as ``list.insert`` does."""
+    m, expected = _linears(tp), [1, 2, 3]
+    m.insert(index, tp.nn.Linear(1, 7))
+    expected.insert(index, 7)
+    assert _sizes(m) == expected and list(m._modules) == ["0", "1", "2", "3"]
+
+
+@pytest.mark.parametrize("call", ["getitem", "delitem", "insert", "setitem"])
+def test_a_module_list_index_that_is_not_an_integer_is_an_argument_type_error(call: str) -> None:
+    def run(lib: Any) -> None:
+        m = _linears(lib)
+        if call == "getitem":
+            m["a"]
+        elif call == "delitem":
+            del m["a"]
+        elif call == "insert":
+            m.insert("a", lib.nn.Tanh())
+        else:
+            m["a"] = lib.nn.Tanh()
+
+    with pytest.raises(TypeError):
+        run(torch)
+    with pytest.raises(ArgumentTypeError) as info:
+        run(tp)
+    for part in ("ModuleList", "index", "an integer", "str 'a'"):
+        assert part in str(info.value), (part, str(info.value))

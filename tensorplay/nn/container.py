@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import operator
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, overload
 
-from tensorplay.errors import IndexRangeError, TensorplayError
+from tensorplay.errors import ArgumentTypeError, IndexRangeError, TensorplayError
 from tensorplay.nn.module import Module, _indent
 
 
@@ -21,9 +22,21 @@ def _check_module(where: str, module: Any) -> Module:
     return module
 
 
+def _as_index(where: str, index: Any) -> int:
+    """``index`` as an int (anything with ``__index__``, as PyTorch's containers take), or an
+    :class:`ArgumentTypeError` naming ``where`` and what was given (a TypeError, as PyTorch's)."""
+    try:
+        return operator.index(index)
+    except TypeError:
+        raise ArgumentTypeError(f"{where}: index must be an integer (or a slice), got {type(index).__name__} "
+                                f"{index!r}") from None
+
+
 def _position(where: str, index: int, n: int, end_ok: bool = False) -> int:
     """``index`` into ``n`` children (negative counts from the end) as ``0 .. n - 1`` (``0 .. n`` with
-    ``end_ok``, for an insertion), or an :class:`IndexRangeError` naming the index and the length."""
+    ``end_ok``, for an insertion), or an :class:`IndexRangeError` naming the index and the length (an
+    :class:`ArgumentTypeError` when it is not an integer)."""
+    index = _as_index(where, index)
     high = n if end_ok else n - 1
     if not -n <= index <= high:
         raise IndexRangeError(f"{where}: index {index} is out of range for {n} modules")
@@ -163,8 +176,13 @@ class ModuleList(Module):
         self.register_module(self._key(index), module)
 
     def __delitem__(self, index: int | slice) -> None:
+        """Remove the module(s) at ``index`` (an int, negative counting from the end, or a slice); the rest
+        are renamed ``"0"`` .. in order. An int out of range is an :class:`IndexRangeError`."""
         remaining = list(self)
-        del remaining[index]
+        if isinstance(index, slice):
+            del remaining[index]
+        else:
+            del remaining[_position("ModuleList.__delitem__", index, len(remaining))]
         _renumber(self, remaining)
 
     def __len__(self) -> int:
@@ -188,9 +206,11 @@ class ModuleList(Module):
         return self
 
     def insert(self, index: int, module: Module) -> None:
-        """Insert ``module`` before position ``index``."""
+        """Insert ``module`` before position ``index``, as ``list.insert``: an index past the end appends (as
+        PyTorch's, whose length and iteration order this matches), a negative one counts from the end; the
+        modules are renamed ``"0"`` .. ``"n"`` in order."""
         items = list(self)
-        items.insert(index, _check_module("ModuleList.insert", module))
+        items.insert(_as_index("ModuleList.insert", index), _check_module("ModuleList.insert", module))
         _renumber(self, items)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
