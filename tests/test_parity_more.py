@@ -10,7 +10,8 @@ each checked against torch:
 - The transforms of ``tensorplay.func`` refuse bad arguments (a non-scalar output of ``grad``, ``remove=`` of
   ``functionalize``, tangents or cotangents of another structure, duplicate or tied keys of ``functional_call``,
   models ``stack_module_state`` cannot stack, bad ``argnums``, bad ``vmap`` options) with tensorplay errors that
-  are ValueErrors (torch raises a RuntimeError or a ValueError) naming the transform and the argument.
+  are ValueErrors (torch raises a RuntimeError or a ValueError) naming the transform and the argument; an
+  argument of the wrong type or dtype is an ``ArgumentTypeError`` or ``DTypeError`` (TypeErrors, as before).
 - A dropout probability that is not a number (``F.dropout``, ``dropout1d/2d/3d`` and the ``Dropout`` modules)
   is an ``ArgumentTypeError`` naming the function and ``p`` (a TypeError, as torch's from its comparison); a
   numpy number is taken as torch takes it.
@@ -30,7 +31,8 @@ import torch
 import tensorplay as tp
 import tensorplay.func as tpf
 from tensorplay import nn, optim
-from tensorplay.errors import ArgumentError, ArgumentTypeError, IndexRangeError, ShapeError, TensorplayError
+from tensorplay.errors import (ArgumentError, ArgumentTypeError, DTypeError, IndexRangeError, ShapeError,
+                               TensorplayError)
 from tensorplay.optim import OptimizerError
 
 
@@ -253,6 +255,51 @@ def test_transform_argument_errors_are_tensorplay_value_errors(case: str) -> Non
     cls, parts = FUNC_ERRORS[case]
     with pytest.raises(ValueError) as info:
         _func_cases(tp, tpf)[case]()
+    assert type(info.value) is cls and isinstance(info.value, TensorplayError), type(info.value).__mro__
+    for part in parts:
+        assert part in str(info.value), (part, str(info.value))
+
+
+def _func_type_cases(lib: Any, func: Any) -> dict[str, Any]:
+    """name -> a call of ``func`` with an argument of the wrong type or dtype."""
+    x, xi, lin = lib.ones(3), lib.ones(3, dtype=lib.int64), lib.nn.Linear(2, 2)
+    return {
+        "jvp-primals-not-tuple": lambda: func.jvp(lambda x: x, x, (x,)),
+        "jvp-tangents-not-tuple": lambda: func.jvp(lambda x: x, (x,), x),
+        "jvp-int-primal": lambda: func.jvp(lambda x: x, (xi,), (xi,)),
+        "functional_call-not-dict": lambda: func.functional_call(lin, 5, (lib.ones(2),)),
+        "has_aux-not-pair": lambda: func.grad(lambda x: x.sum(), has_aux=True)(x),
+        "output-not-tensor": lambda: func.vjp(lambda x: 3.0, x),
+        "vjp-int-primal": lambda: func.vjp(lambda x: x, xi),
+        "vjp_fn-two-arguments": lambda: func.vjp(lambda x: x * 2, x)[1](x, x),
+        "argnums-float": lambda: func.grad(lambda x: x.sum(), argnums=0.5)(x),
+        "grad-int-argument": lambda: func.grad(lambda x: x.sum())(xi),
+        "grad-non-tensor-argument": lambda: func.grad(lambda x: x)(3.0),
+    }
+
+
+FUNC_TYPE_ERRORS: dict[str, tuple[type[Exception], list[str]]] = {
+    "jvp-primals-not-tuple": (ArgumentTypeError, ["jvp", "primals", "tuple", "Tensor"]),
+    "jvp-tangents-not-tuple": (ArgumentTypeError, ["jvp", "tangents", "tuple", "Tensor"]),
+    "jvp-int-primal": (DTypeError, ["jvp", "primal 0", "int64", "float"]),
+    "functional_call-not-dict": (ArgumentTypeError, ["functional_call", "parameter_and_buffer_dicts", "int"]),
+    "has_aux-not-pair": (ArgumentTypeError, ["has_aux=True", "pair (output, aux)", "Tensor"]),
+    "output-not-tensor": (ArgumentTypeError, ["vjp", "must return tensors", "float"]),
+    "vjp-int-primal": (DTypeError, ["vjp", "primal 0", "int64"]),
+    "vjp_fn-two-arguments": (ArgumentTypeError, ["vjp_fn", "one argument", "got 2"]),
+    "argnums-float": (ArgumentTypeError, ["grad", "argnums", "0.5"]),
+    "grad-int-argument": (DTypeError, ["grad", "float tensors", "int64"]),
+    "grad-non-tensor-argument": (ArgumentTypeError, ["grad", "argument 0", "float"]),
+}
+
+
+@pytest.mark.parametrize("case", list(FUNC_TYPE_ERRORS))
+def test_transform_argument_type_errors_are_tensorplay_type_errors(case: str) -> None:
+    with pytest.raises((RuntimeError, ValueError, TypeError)):
+        _func_type_cases(torch, torch.func)[case]()
+    cls, parts = FUNC_TYPE_ERRORS[case]
+    with pytest.raises(TypeError) as info:
+        _func_type_cases(tp, tpf)[case]()
     assert type(info.value) is cls and isinstance(info.value, TensorplayError), type(info.value).__mro__
     for part in parts:
         assert part in str(info.value), (part, str(info.value))

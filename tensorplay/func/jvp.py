@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tensorplay.errors import ArgumentError
+from tensorplay.errors import ArgumentError, ArgumentTypeError, DTypeError
 from tensorplay.interpreters.graph.evaluate import evaluate
 from tensorplay.interpreters.graph.recorder import Recorder
 from tensorplay.pytree import TreeSpec, check_leaves_like, tensor_leaves, tree_flatten, tree_unflatten
@@ -42,8 +42,8 @@ def check_tangents(where: str, primal_leaves: Sequence[AnyTensor], primal_spec: 
 def _float_primals(where: str, leaves: Sequence[AnyTensor]) -> None:
     for i, p in enumerate(leaves):
         if p.dtype.name not in ("float32", "float64"):
-            raise TypeError(f"{where}: primal {i} has dtype {p.dtype.name}; forward-mode derivatives need float "
-                            "tensors")
+            raise DTypeError(f"{where}: primal {i} has dtype {p.dtype.name}; forward-mode derivatives need float "
+                             "tensors")
 
 
 def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, strict: bool = False,
@@ -72,10 +72,11 @@ def jvp_named(func: Callable[..., Any], primals: Any, tangents: Any, strict: boo
               transform: str) -> Any:
     """:func:`jvp`, naming ``transform`` in its errors (``jacfwd`` is built on it)."""
     if not isinstance(primals, tuple):
-        raise TypeError(f"jvp: expected primals to be a tuple (so that func(*primals) is valid), got "
-                        f"{type(primals).__name__}")
+        raise ArgumentTypeError(f"jvp: expected primals to be a tuple (so that func(*primals) is valid), got "
+                                f"{type(primals).__name__}")
     if not isinstance(tangents, tuple):
-        raise TypeError(f"jvp: expected tangents to be a tuple like the primals, got {type(tangents).__name__}")
+        raise ArgumentTypeError(f"jvp: expected tangents to be a tuple like the primals, got "
+                                f"{type(tangents).__name__}")
     leaves, spec = tensor_leaves(primals, "jvp: primals")
     _float_primals(transform, leaves)
     t_leaves = check_tangents(transform, leaves, spec, tangents)

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from tensorplay.creation import stack
-from tensorplay.errors import ArgumentError
+from tensorplay.errors import ArgumentError, ArgumentTypeError
 from tensorplay.nn.module import Module
 from tensorplay.nn.normalization import _BatchNorm
 from tensorplay.swaps import replaced
@@ -21,13 +21,14 @@ def _merge(dicts: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> dict[str, 
     if isinstance(dicts, Mapping):
         return dict(dicts)
     if not isinstance(dicts, (tuple, list)):
-        raise TypeError(f"functional_call: expected a dict or a tuple of dicts of tensors, got {type(dicts).__name__}")
+        raise ArgumentTypeError(f"functional_call: parameter_and_buffer_dicts must be a dict or a tuple of dicts of "
+                                f"tensors, got {type(dicts).__name__}")
     merged: dict[str, Any] = {}
     source: dict[str, int] = {}
     for i, d in enumerate(dicts):
         if not isinstance(d, Mapping):
-            raise TypeError(f"functional_call: entry {i} of parameter_and_buffer_dicts is a {type(d).__name__}, "
-                            "expected a dict")
+            raise ArgumentTypeError(f"functional_call: entry {i} of parameter_and_buffer_dicts is a "
+                                    f"{type(d).__name__}, expected a dict")
         for key, value in d.items():
             if key in merged:
                 raise ArgumentError(f"functional_call: parameter_and_buffer_dicts gives {key!r} in entries "
@@ -115,9 +116,10 @@ def functional_call(module: Module, parameter_and_buffer_dicts: Mapping[str, Any
     values = _merge(parameter_and_buffer_dicts)
     for key, value in values.items():
         if not isinstance(key, str):
-            raise TypeError(f"functional_call: keys must be dotted names (str), got {key!r}")
+            raise ArgumentTypeError(f"functional_call: keys must be dotted names (str), got {key!r}")
         if value is not None and not isinstance(value, Tensor):
-            raise TypeError(f"functional_call: the value for {key!r} is a {type(value).__name__}, expected a tensor")
+            raise ArgumentTypeError(f"functional_call: the value for {key!r} is a {type(value).__name__}, expected a "
+                                    "tensor")
     if strict:
         names = _all_names(module)
         missing = sorted(names - set(values))

@@ -17,7 +17,7 @@ from typing import Any
 
 from tensorplay.derived import reshape
 from tensorplay.creation import stack
-from tensorplay.errors import ShapeError
+from tensorplay.errors import ArgumentTypeError, ShapeError
 from tensorplay.tensor import Tensor
 
 AnyTensor = Tensor[*tuple[Any, ...]]
@@ -125,7 +125,7 @@ def rearrange(tensor: AnyTensor | Sequence[AnyTensor], pattern: str, **axes_leng
             raise RearrangeError("rearrange: got an empty sequence of tensors")
         tensor = stack(items)
     if not isinstance(tensor, Tensor):
-        raise TypeError(f"rearrange: expected a tensor or a sequence of tensors, got {type(tensor).__name__}")
+        raise ArgumentTypeError(f"rearrange: expected a tensor or a sequence of tensors, got {type(tensor).__name__}")
     if pattern.count("->") != 1:
         raise RearrangeError(f"rearrange: pattern {pattern!r} must have exactly one '->'")
     left_text, right_text = pattern.split("->")

@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from tensorplay import compile_hooks
+from tensorplay.errors import ArgumentTypeError
 from tensorplay.interpreters.eager import tape
 from tensorplay.interpreters.eager.interpreter import eager
 from tensorplay.interpreters.graph.evaluate import apply_mutations, input_values
@@ -230,15 +231,15 @@ def _outputs(recorder: Recorder, result: Any, transform: str,
     """``(out_vars, out_spec, aux)`` of :class:`Traced` for what the traced function returned."""
     if has_aux:
         if not (isinstance(result, tuple) and len(result) == 2):
-            raise TypeError(f"{transform}(f, has_aux=True): f must return a pair (output, aux), got "
-                            f"{type(result).__name__}")
+            raise ArgumentTypeError(f"{transform}(f, has_aux=True): f must return a pair (output, aux), got "
+                                    f"{type(result).__name__}")
         result, aux_tree = result
     out_leaves, out_spec = tree_flatten(result)
     out_vars: list[Any] = []
     for i, leaf in enumerate(out_leaves):
         if not isinstance(leaf, Tensor):
-            raise TypeError(f"{transform}: the function must return tensors (or tuples, lists and dicts of "
-                            f"tensors); output leaf {i} is a {type(leaf).__name__}")
+            raise ArgumentTypeError(f"{transform}: the function must return tensors (or tuples, lists and dicts of "
+                                    f"tensors); output leaf {i} is a {type(leaf).__name__}")
         out_vars.append(recorder.lift(leaf))
     aux = None
     if has_aux:

@@ -12,7 +12,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tensorplay.errors import ArgumentError, ShapeError
+from tensorplay.errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
 from tensorplay.pytree import TreeSpec, check_leaves_like, tensor_leaves, tree_flatten, tree_map, tree_unflatten
 from tensorplay.func.tracing import (
     Dispatch, InlineTrace, aux_output, backward, caller_of, forward, ones_like, read, sweep_ops, trace_for_transform,
@@ -95,8 +95,8 @@ def _traced_forward(func: Callable[..., Any], primals: tuple[Any, ...], has_aux:
     leaves, spec = tensor_leaves(primals, f"{transform}: primals")
     for i, leaf in enumerate(leaves):
         if not _is_float(leaf):
-            raise TypeError(f"{transform}: primal {i} has dtype {leaf.dtype.name}; only float tensors can be "
-                            "differentiated (close over integer inputs instead of passing them as primals)")
+            raise DTypeError(f"{transform}: primal {i} has dtype {leaf.dtype.name}; only float tensors can be "
+                             "differentiated (close over integer inputs instead of passing them as primals)")
     traced = trace_for_transform(func, leaves, spec, range(len(leaves)), transform, has_aux=has_aux)
     return leaves, spec, traced, forward(traced, caller_of(traced, leaves), leaves)
 
@@ -104,8 +104,8 @@ def _traced_forward(func: Callable[..., Any], primals: tuple[Any, ...], has_aux:
 def _cotangent_leaves(cotangents: Any, more: tuple[Any, ...], out_spec: TreeSpec, outs: Sequence[Any]) -> list[Any]:
     """The leaves of a ``vjp_fn`` argument, checked against the output (structure, shapes, dtypes)."""
     if more:
-        raise TypeError(f"vjp_fn takes the output's cotangents as one argument (a pytree like the output), "
-                        f"got {1 + len(more)} arguments")
+        raise ArgumentTypeError(f"vjp_fn takes the output's cotangents as one argument (a pytree like the output), "
+                                f"got {1 + len(more)} arguments")
     ct_leaves, ct_spec = tree_flatten(cotangents)
     if ct_spec != out_spec:
         raise ArgumentError(f"vjp_fn: cotangents must have the structure of the output {out_spec}, got {ct_spec}")
@@ -151,13 +151,13 @@ def _fill(ops: Any, cts: Sequence[Any], like: Sequence[AnyTensor]) -> list[AnyTe
 def _argnums(argnums: ArgNums, n_args: int, where: str) -> tuple[int, ...]:
     """``argnums`` normalised to a tuple of positions in ``range(n_args)``."""
     single = isinstance(argnums, int)
-    items = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    items = tuple(argnums) if isinstance(argnums, (tuple, list)) else (argnums,)  # a single int (or a bad value)
     if not items:
         raise ArgumentError(f"{where}: argnums must be non-empty (an int or a tuple of ints), got {argnums!r}")
     out = []
     for a in items:
         if not isinstance(a, int) or isinstance(a, bool):
-            raise TypeError(f"{where}: argnums must be an int or a tuple of ints, got {argnums!r}")
+            raise ArgumentTypeError(f"{where}: argnums must be an int or a tuple of ints, got {argnums!r}")
         if not -n_args <= a < n_args:
             raise ArgumentError(f"{where}: argnums {a} is out of range for a function called with {n_args} "
                                 f"positional argument(s) (expected {-n_args} <= argnum < {n_args})")
@@ -183,11 +183,11 @@ def diff_args(args: tuple[Any, ...], argnums: ArgNums, where: str) -> tuple[list
     for i in positions:
         for j, leaf in enumerate(leaves[first[i]:first[i + 1]]):
             if not isinstance(leaf, Tensor):
-                raise TypeError(f"{where}: argument {i} (in argnums) must be a tensor or a pytree of tensors; "
-                                f"leaf {j} is a {type(leaf).__name__}")
+                raise ArgumentTypeError(f"{where}: argument {i} (in argnums) must be a tensor or a pytree of tensors; "
+                                        f"leaf {j} is a {type(leaf).__name__}")
             if not _is_float(leaf):
-                raise TypeError(f"{where}: can only differentiate with respect to float tensors; argument "
-                                f"{i}, leaf {j} has dtype {leaf.dtype.name}")
+                raise DTypeError(f"{where}: can only differentiate with respect to float tensors; argument "
+                                 f"{i}, leaf {j} has dtype {leaf.dtype.name}")
             wrt.append(first[i] + j)
     _, spec = tree_flatten(args)
     return leaves, spec, wrt
@@ -248,7 +248,7 @@ def grad_and_value_uncached(func: Callable[..., Any], argnums: ArgNums = 0, has_
             raise ShapeError(f"grad({name}): expected the function to return a scalar (a 0-d tensor), got shape "
                              f"{list(out_var.shape)}; use vjp or jacrev for non-scalar outputs")
         if out_var.dtype.kind != "f":
-            raise TypeError(f"grad({name}): expected a float scalar output, got dtype {out_var.dtype}")
+            raise DTypeError(f"grad({name}): expected a float scalar output, got dtype {out_var.dtype}")
         if inline is not None:  # the values are those of the recording the function was recorded into
             caller: Any = inline.recorder
             env: dict[Any, Any] = inline.values
