@@ -35,6 +35,17 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 # ---- small helpers -----------------------------------------------------------------------------
 
+
+def _concrete_value(x: Any) -> Any:
+    """The numpy value of ``x`` when it has one without recording anything (an eager tensor's array, or the
+    value of an execute-mode recording); ``None`` otherwise (a symbolic trace). Read from the tensor itself:
+    this module is part of the tensor's methods and imports no interpreter."""
+    data = x._data
+    if isinstance(data, np.ndarray):
+        return data
+    value = getattr(data, "value", None)
+    return value if isinstance(value, np.ndarray) else None
+
 def _is_tensor(value: Any) -> bool:
     from tensorplay.tensor import Tensor
     return isinstance(value, Tensor)
@@ -288,8 +299,7 @@ def bincount(ops: Interpreter, x: AnyTensor, weights: AnyTensor | None = None, m
         if tuple(weights.shape) != tuple(x.shape):
             raise ShapeError(f"{where}: weights must have the input's shape {list(x.shape)}, got "
                              f"{list(weights.shape)}")
-    from tensorplay.func.tracing import concrete_value
-    known = concrete_value(x)
+    known = _concrete_value(x)
     if known is not None and known.size and known.min() < 0:  # eagerly, a plainer message than the check's
         raise IndexRangeError(f"{where}: input must be non-negative, got {int(known.min())} at position "
                               f"{int(np.argmin(known))}")
@@ -358,8 +368,7 @@ def _quantiles(ops: Interpreter, q: Any, dtype: str) -> tuple[AnyTensor, bool]:
             raise ShapeError(f"{where}: q must be a number, a 0-d or a 1-d tensor, got shape {list(q.shape)}")
         if q.dtype.name not in ("float32", "float64"):
             raise DTypeError(f"{where}: q must be a float tensor, got {q.dtype.name}")
-        from tensorplay.func.tracing import concrete_value
-        known = concrete_value(q)
+        known = _concrete_value(q)
         if known is not None and np.any(~((np.asarray(known) >= 0) & (np.asarray(known) <= 1))):
             raise ArgumentError(f"{where}: q values must be in [0, 1], got {np.asarray(known).tolist()}")
         flat = _d.reshape(ops, ops.stop_gradient(q), (_d.numel_of(tuple(q.shape)),))

@@ -22,7 +22,7 @@ from tensorplay import creation as _creation
 from tensorplay.errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
 from tensorplay.generator import Generator
 from tensorplay.indexing_ops import _broadcast
-from tensorplay.tensor import Tensor
+from tensorplay.tensor import SAMPLERS, Tensor
 
 from tensorplay.interpreters.eager.interpreter import eager
 
@@ -115,3 +115,6 @@ def normal(mean: AnyTensor | float, std: AnyTensor | float = 1.0, size: Sequence
 
 
 __all__ = ["bernoulli", "normal", "randperm"]
+
+
+SAMPLERS["bernoulli"] = bernoulli  # Tensor.bernoulli

@@ -29,6 +29,11 @@ from tensorplay.pydata import check_scalar_fits
 if TYPE_CHECKING:
     from tensorplay.ops import Interpreter
 
+SAMPLERS: dict[str, Any] = {}
+"""Random draws that tensor methods call but that need the creation layer, which the tensor core does not
+import: :mod:`tensorplay.sampling_more` registers ``bernoulli`` here when imported (``import tensorplay``
+imports it)."""
+
 Shape = TypeVarTuple("Shape")
 S2 = TypeVarTuple("S2")
 VS = TypeVarTuple("VS")
@@ -1689,8 +1694,7 @@ class Tensor(Generic[*Shape]):
 
     def bernoulli(self, p: float | None = None, *, generator: Any = None) -> Tensor[*Shape]:
         """0/1 draws, 1 with probability ``self`` (or ``p``), as ``torch.bernoulli``."""
-        from tensorplay.sampling_more import bernoulli
-        return bernoulli(self, p, generator=generator)
+        return SAMPLERS["bernoulli"](self, p, generator=generator)  # type: ignore[no-any-return]
 
     def contiguous(self) -> Tensor[*Shape]:
         """The same values in a row-major buffer (a no-op for values that already are)."""
