@@ -51,7 +51,7 @@ from tensorplay.dimexpr import DimExpr, dim, relate
 from tensorplay.index import Index, index
 from tensorplay.ops import Interpreter, Ops
 from tensorplay.sampling import multinomial
-from tensorplay.sampling_more import bernoulli, normal, randperm
+from tensorplay.random_draws import bernoulli, normal, randperm
 from tensorplay.shapecheck import shapecheck
 from tensorplay.tensor import Size, Tensor, ValuesIndices
 
@@ -138,7 +138,7 @@ __all__ = [
     # tensorplay.math_more, through tensorplay.functions
     "addcdiv", "addcmul", "cdist", "clamp_max", "clamp_min", "count_nonzero", "cumprod", "erfinv",
     "lerp", "logaddexp", "logaddexp2", "logit", "meshgrid", "nanmean", "nansum", "tensordot", "xlogy",
-    # tensorplay.indexing_ops, through tensorplay.functions, and tensorplay.sampling_more
+    # tensorplay.indexing_ops, through tensorplay.functions, and tensorplay.random_draws
     "bernoulli", "bincount", "bucketize", "median", "normal", "quantile", "randperm", "scatter", "scatter_add",
     "searchsorted", "take_along_dim",
 ]

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 SAMPLERS: dict[str, Any] = {}
 """Random draws that tensor methods call but that need the creation layer, which the tensor core does not
-import: :mod:`tensorplay.sampling_more` registers ``bernoulli`` here when imported (``import tensorplay``
+import: :mod:`tensorplay.random_draws` registers ``bernoulli`` here when imported (``import tensorplay``
 imports it)."""
 
 Shape = TypeVarTuple("Shape")

@@ -1,5 +1,5 @@
 """``scatter``, ``scatter_add``, ``take_along_dim``, ``searchsorted``, ``bucketize``, ``bincount``, ``median``,
-``quantile`` (tensorplay.indexing_ops) and ``randperm``, ``bernoulli``, ``normal`` (tensorplay.sampling_more)
+``quantile`` (tensorplay.indexing_ops) and ``randperm``, ``bernoulli``, ``normal`` (tensorplay.random_draws)
 against PyTorch: values for int and float dtypes, negative dims, non-contiguous inputs, gradients against
 torch.autograd, ``tp.compile`` and ``vmap`` against eager loops, errors, and for the random draws their
 distributions, reproducibility under ``tp.manual_seed`` and fresh numbers at every compiled call."""
