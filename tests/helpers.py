@@ -185,3 +185,18 @@ def training_step(model: Any, opt: Any, loss_fn: Any) -> Any:
         opt.step()
         return out
     return step
+
+
+def assert_optimizer_states_match(params: Any, twin_params: Any, opt: Any, twin_opt: Any, where: str) -> None:
+    """An optimizer's state equals its twin's, parameter by parameter (``params`` and ``twin_params`` in the
+    same order): the same parameters have state, with the same entries, each equal to float32 rounding (rtol
+    1e-4, atol 1e-6: a compiled step's fused kernels round differently from the eager ones in the last bits,
+    which Adam-like divisions amplify). ``where`` names the step in the failure message."""
+    for p, q in zip(params, twin_params):
+        assert (p in opt.state) == (q in twin_opt.state), where
+        if q not in twin_opt.state:
+            continue
+        assert set(opt.state[p]) == set(twin_opt.state[q]), where
+        for key, value in twin_opt.state[q].items():
+            np.testing.assert_allclose(np.asarray(opt.state[p][key]), np.asarray(value), rtol=1e-4, atol=1e-6,
+                                       err_msg=f"{where}: {key}")

@@ -16,6 +16,7 @@ import tensorplay.nn.functional as F
 from tensorplay import nn, optim
 from tensorplay import random_state
 from tensorplay.errors import AutogradError, GraphCaptureError
+from tests.helpers import assert_optimizer_states_match
 
 
 def test_a_first_call_changes_module_state_exactly_like_one_eager_call() -> None:
@@ -241,11 +242,7 @@ def test_a_training_step_is_one_specialization_from_the_first_step(name: str) ->
         twin_opt.step()
         # float32, fused kernels vs eager: rounding differs in the last bits, which Adam's division amplifies
         np.testing.assert_allclose(compiled(x).item(), expected.item(), rtol=1e-4, err_msg=f"step {i}")
-        for p, q in zip(model.parameters(), twin.parameters()):
-            assert set(opt.state[p]) == set(twin_opt.state[q]), f"step {i}"
-            for key, value in twin_opt.state[q].items():
-                np.testing.assert_allclose(np.asarray(opt.state[p][key]), np.asarray(value), rtol=1e-4, atol=1e-6,
-                                           err_msg=f"step {i}: {key}")
+        assert_optimizer_states_match(model.parameters(), twin.parameters(), opt, twin_opt, f"step {i}")
     for p, q in zip(model.parameters(), twin.parameters()):
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-6)
     assert compiled.compile_count == expected_compiles, [str(e) for e in compiled.recompile_reasons]

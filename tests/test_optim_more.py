@@ -17,6 +17,7 @@ import tensorplay as tp
 from tensorplay import nn, optim
 from tensorplay.optim import OptimizerError
 from tests import test_optim_rmsprop_adagrad as base
+from tests.helpers import assert_optimizer_states_match
 
 CONFIGS: list[tuple[str, dict[str, Any]]] = [
     ("Adamax", {}),
@@ -184,14 +185,7 @@ def test_a_compiled_training_step_matches_eager_in_one_specialization(name: str,
         expected.backward()
         twin_opt.step()
         np.testing.assert_allclose(compiled(x).item(), expected.item(), rtol=1e-4, err_msg=f"step {i}")
-        for p, q in zip(model.parameters(), twin.parameters()):
-            assert (p in opt.state) == (q in twin_opt.state)
-            if q not in twin_opt.state:
-                continue
-            assert set(opt.state[p]) == set(twin_opt.state[q]), f"step {i}"
-            for key, value in twin_opt.state[q].items():
-                np.testing.assert_allclose(np.asarray(opt.state[p][key]), np.asarray(value), rtol=1e-4, atol=1e-6,
-                                           err_msg=f"step {i}: {key}")
+        assert_optimizer_states_match(model.parameters(), twin.parameters(), opt, twin_opt, f"step {i}")
         if i == 1:
             arrays = [(p, key, value) for p in model.parameters() if p in opt.state
                       for key, value in opt.state[p].items() if isinstance(value, np.ndarray)]

@@ -16,6 +16,7 @@ import torch
 import tensorplay as tp
 from tensorplay import nn, optim
 from tensorplay.optim import OptimizerError
+from tests.helpers import assert_optimizer_states_match
 
 Array = np.ndarray[Any, Any]
 
@@ -266,11 +267,7 @@ def test_a_compiled_training_step_matches_eager_in_one_specialization(name: str)
         expected.backward()
         twin_opt.step()
         np.testing.assert_allclose(compiled(x).item(), expected.item(), rtol=1e-4, err_msg=f"step {i}")
-        for p, q in zip(model.parameters(), twin.parameters()):
-            assert set(opt.state[p]) == set(twin_opt.state[q]), f"step {i}"
-            for key, value in twin_opt.state[q].items():
-                np.testing.assert_allclose(np.asarray(opt.state[p][key]), np.asarray(value), rtol=1e-4, atol=1e-6,
-                                           err_msg=f"step {i}: {key}")
+        assert_optimizer_states_match(model.parameters(), twin.parameters(), opt, twin_opt, f"step {i}")
         if i == 1:  # the state arrays the first calls created, to be updated in place from now on
             arrays = [(p, key, value) for p in model.parameters() for key, value in opt.state[p].items()
                       if isinstance(value, np.ndarray)]
