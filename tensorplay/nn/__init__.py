@@ -69,3 +69,9 @@ __all__ += [
 from tensorplay.nn.recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: E402
 
 __all__ += ["RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"]
+
+from tensorplay.nn.adaptive_max import AdaptiveMaxPool1d, AdaptiveMaxPool2d  # noqa: E402
+from tensorplay.nn.bilinear import Bilinear  # noqa: E402
+from tensorplay.nn.unfold import Fold, Unfold  # noqa: E402
+
+__all__ += ["Unfold", "Fold", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Bilinear"]

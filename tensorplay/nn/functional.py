@@ -835,3 +835,9 @@ from tensorplay.nn.reshaping import pixel_shuffle, pixel_unshuffle  # noqa: E402
 from tensorplay.nn.upsampling import interpolate  # noqa: E402
 
 __all__ += ["pixel_shuffle", "pixel_unshuffle", "interpolate", "instance_norm"]
+
+from tensorplay.nn.adaptive_max import adaptive_max_pool1d, adaptive_max_pool2d  # noqa: E402
+from tensorplay.nn.bilinear import bilinear  # noqa: E402
+from tensorplay.nn.unfold import fold, unfold  # noqa: E402
+
+__all__ += ["unfold", "fold", "adaptive_max_pool1d", "adaptive_max_pool2d", "bilinear"]
