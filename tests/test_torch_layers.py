@@ -12,7 +12,7 @@ import torch
 
 import tensorplay as tp
 from tensorplay import nn
-from tensorplay.errors import AxisError, ShapeError
+from tensorplay.errors import ArgumentError, AxisError, ShapeError
 from tensorplay.nn import functional as F
 from tensorplay.testing import check_interpreters
 
@@ -246,7 +246,8 @@ def test_transformer_encoder_under_every_way_of_running(training: bool) -> None:
 
 
 def test_transformer_rejects_an_unknown_activation() -> None:
-    with pytest.raises(ShapeError, match="relu"):
+    with pytest.raises(ArgumentError, match=r"TransformerEncoderLayer: activation must be 'relu', 'gelu' or a "
+                                            r"callable, got 'swishy'"):
         nn.TransformerEncoderLayer(8, 2, activation="swishy")
 
 

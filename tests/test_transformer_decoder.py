@@ -15,7 +15,7 @@ import torch
 
 import tensorplay as tp
 from tensorplay import nn
-from tensorplay.errors import ArgumentTypeError, ShapeError
+from tensorplay.errors import ArgumentError, ArgumentTypeError, ShapeError
 from tensorplay.testing import check_interpreters
 
 D, H, FF = 16, 2, 32
@@ -231,8 +231,10 @@ def _layer_call(**overrides: Any) -> Callable[[], Any]:
 
 
 @pytest.mark.parametrize("overrides, message", [
-    ({"tgt": tp.randn(T, B, D + 1)}, r"tgt must be \[n, B, 16\] \(batch_first=False\), got \[5, 3, 17\]"),
-    ({"tgt": tp.randn(B, D)}, r"tgt must be \[n, B, 16\]"),
+    ({"tgt": tp.randn(T, B, D + 1)}, r"tgt must be \[n, B, 16\] or unbatched \[n, 16\] \(batch_first=False\), got \[5, 3, 17\]"),
+    ({"tgt": tp.randn(B, D)}, r"memory \[4, 3, 16\] and tgt \[3, 16\] must have the same batch axes \(one is "
+                              r"batched, the other unbatched\)"),
+    ({"tgt": tp.randn(B, D, 1, 1)}, r"tgt must be \[n, B, 16\] or unbatched \[n, 16\]"),
     ({"memory": tp.randn(S, B, 8)}, r"memory must be \[n, B, 16\]"),
     ({"memory": tp.randn(S, B + 1, D)}, r"memory \[4, 4, 16\] and tgt \[5, 3, 16\] must have the same batch"),
     ({"tgt_mask": tp.zeros(T, S)}, r"tgt_mask must be \[5, 5\] or \[6, 5, 5\], got \[5, 4\]"),
@@ -255,7 +257,7 @@ def test_transformer_and_decoder_errors() -> None:
         model(tp.randn(B, S, D), tp.randn(B, T, D), src_key_padding_mask=tp.zeros(B, T))
     with pytest.raises(ArgumentTypeError, match="decoder_layer must be a TransformerDecoderLayer"):
         nn.TransformerDecoder(nn.TransformerEncoderLayer(D, H), 2)  # type: ignore[arg-type]
-    with pytest.raises(ShapeError, match="TransformerDecoderLayer: activation should be 'relu' or 'gelu'"):
+    with pytest.raises(ArgumentError, match="TransformerDecoderLayer: activation must be 'relu', 'gelu' or a callable"):
         nn.TransformerDecoderLayer(D, H, activation="swish")
     with pytest.raises(ShapeError, match="num_layers must be an int"):
         nn.TransformerDecoder(nn.TransformerDecoderLayer(D, H), 2.0)  # type: ignore[arg-type]

@@ -49,6 +49,22 @@ def _merge_heads(ops: Any, t: AnyTensor) -> AnyTensor:
     return ops.reshape(t, shape=lead + (n, h * dh))  # type: ignore[no-any-return]
 
 
+def _check_time_major(query: AnyTensor, key: AnyTensor, value: AnyTensor, d: int) -> bool:
+    """Whether ``batch_first=False`` inputs are unbatched: ``query[n, D]``, ``key`` / ``value[m, D]`` (True)
+    or batched ``[n, B, D]``, ``[m, B, D]`` (False); any other rank, or a mix of the two, is a
+    :class:`ShapeError` naming the arguments. Unbatched inputs need no transposition: they are one
+    sequence, the ``[*lead, n, D]`` layout with no leading axes."""
+    if query.ndim not in (2, 3):
+        raise ShapeError(f"MultiheadAttention: batch_first=False expects query [n, B, {d}] (batched) or "
+                         f"[n, {d}] (unbatched), got {list(query.shape)}")
+    for name, t in (("key", key), ("value", value)):
+        if t.ndim != query.ndim:
+            kind = "batched" if query.ndim == 3 else "unbatched"
+            raise ShapeError(f"MultiheadAttention: query {list(query.shape)} is {kind}, so {name} must be "
+                             f"{query.ndim}-d as well, got {list(t.shape)}")
+    return query.ndim == 2
+
+
 class MultiheadAttention(Module, Generic[D]):
     """Multi-head attention ``softmax(q k^T / sqrt(d_head)) v`` with input and output projections.
 
@@ -56,7 +72,10 @@ class MultiheadAttention(Module, Generic[D]):
     and ``value`` default to ``query`` (self-attention, one fused projection). Masks follow PyTorch:
     a bool ``attn_mask`` ``[n, m]`` or ``[B*heads, n, m]`` and ``key_padding_mask[*lead, m]`` are
     True where attention is *not* allowed; float masks are added to the scores. Unlike PyTorch,
-    ``batch_first`` defaults to True (inputs ``[*lead, n, D]``).
+    ``batch_first`` defaults to True (inputs ``[*lead, n, D]``). With ``batch_first=False`` inputs are
+    ``[n, B, D]``, or unbatched ``query[n, D]``, ``key``/``value[m, D]`` as PyTorch (then
+    ``key_padding_mask[m]``, ``attn_mask[n, m]`` or ``[heads, n, m]``, output ``[n, D]`` and weights
+    ``[n, m]`` or ``[heads, n, m]``: the unbatched shapes of both layouts are the same).
     """
 
     def __init__(self, embed_dim: D, num_heads: int, dropout: float = 0.0, bias: bool = True,
@@ -158,7 +177,10 @@ class MultiheadAttention(Module, Generic[D]):
                 attn_mask: AnyTensor | None = None, average_attn_weights: bool = True,
                 is_causal: bool = False) -> tuple[Tensor[*Lead, N, D], AnyTensor | None]:
         """``(output[*lead, n, D], weights)``; weights are ``None`` unless ``need_weights`` (then
-        ``[*lead, n, m]`` averaged over heads, or ``[*lead, heads, n, m]``)."""
+        ``[*lead, n, m]`` averaged over heads, or ``[*lead, heads, n, m]``). With ``batch_first=False``
+        the output is ``[n, B, D]`` and the weights ``[B, n, m]`` / ``[B, heads, n, m]`` (PyTorch's), or
+        for unbatched ``[n, D]`` inputs ``[n, D]`` and ``[n, m]`` / ``[heads, n, m]``; a mix of batched
+        and unbatched inputs is a :class:`ShapeError`."""
         key = query if key is None else key
         value = key if value is None else value
         ops = ops_for("MultiheadAttention", query, key, value, self.in_proj_weight, self.in_proj_bias,
@@ -167,10 +189,8 @@ class MultiheadAttention(Module, Generic[D]):
         if query.ndim < 2 or query.shape[-1] != d or key.shape[-1] != d or value.shape[-1] != d:
             raise ShapeError(f"MultiheadAttention: expected inputs [*lead, n, {d}], got query {list(query.shape)}, "
                              f"key {list(key.shape)}, value {list(value.shape)}")
-        if not self.batch_first:
-            if query.ndim != 3:
-                raise ShapeError(f"MultiheadAttention: batch_first=False expects [n, B, {d}] inputs, got "
-                                 f"{list(query.shape)}")
+        unbatched = not self.batch_first and _check_time_major(query, key, value, d)
+        if not self.batch_first and not unbatched:
             same_kv = key is query and value is query
             key_in, value_in = key, value
             query = transpose(ops, query, 0, 1)
@@ -204,7 +224,7 @@ class MultiheadAttention(Module, Generic[D]):
                 probs = prefix.dropout(ops, probs, drop, True, key=random_key(ops))
             o = ops.matmul(probs, v)
         out = self.out_proj(_merge_heads(ops, o))
-        if not self.batch_first:
+        if not self.batch_first and not unbatched:
             out = transpose(ops, out, 0, 1)
         return out, weights
 

@@ -3,7 +3,9 @@ loads: ``TransformerEncoderLayer``/``TransformerEncoder``, ``TransformerDecoderL
 and the whole encoder-decoder ``Transformer``.
 
 Every layer is post-norm by default (``norm_first=True`` for pre-norm) and takes ``batch_first=False`` by
-default, as PyTorch: sequences are ``[n, B, d_model]``, or ``[*lead, n, d_model]`` with ``batch_first=True``.
+default, as PyTorch: sequences are ``[n, B, d_model]`` (or one unbatched ``[n, d_model]``), or
+``[*lead, n, d_model]`` with ``batch_first=True``. Unbatched arguments take unbatched masks (key padding
+``[m]``, attention ``[n, m]`` or ``[nhead, n, m]``); mixing batched and unbatched arguments is a ShapeError.
 Masks are those of :class:`MultiheadAttention`: a bool attention mask ``[n, m]`` (or ``[B * nhead, n, m]``)
 and a bool key padding mask ``[B, m]`` are True where attention is *not* allowed, a float mask is added to
 the scores; ``is_causal=True`` without a mask applies the causal mask (PyTorch wants the mask as well and
@@ -20,7 +22,7 @@ import numpy as np
 
 from tensorplay.creation import tensor as _tensor
 from tensorplay.devices import check_device
-from tensorplay.errors import ArgumentTypeError, DTypeError, ShapeError
+from tensorplay.errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
 from tensorplay.nn import functional as F
 from tensorplay.nn import init
 from tensorplay.nn._util import layer_size, numel
@@ -40,12 +42,15 @@ _ACTIVATIONS: dict[str, Callable[[AnyTensor], AnyTensor]] = {"relu": F.relu, "ge
 
 
 def _activation(activation: Any, owner: str) -> Callable[[AnyTensor], AnyTensor]:
+    """The feed-forward activation of layer ``owner``: ``'relu'``, ``'gelu'`` or a callable; an unknown name
+    is an :class:`ArgumentError`, anything else not callable an :class:`ArgumentTypeError`."""
     if isinstance(activation, str):
         if activation not in _ACTIVATIONS:
-            raise ShapeError(f"{owner}: activation should be 'relu' or 'gelu' (or a callable), got {activation!r}")
+            raise ArgumentError(f"{owner}: activation must be 'relu', 'gelu' or a callable, got {activation!r}")
         return _ACTIVATIONS[activation]
     if not callable(activation):
-        raise ShapeError(f"{owner}: activation must be 'relu', 'gelu' or a callable, got {activation!r}")
+        raise ArgumentTypeError(f"{owner}: activation must be 'relu', 'gelu' or a callable, got "
+                                f"{type(activation).__name__} {activation!r}")
     return activation  # type: ignore[no-any-return]
 
 
@@ -57,8 +62,9 @@ def _residual(x: AnyTensor, norm: Module, block: Callable[[AnyTensor], AnyTensor
 
 
 def _sequence(owner: str, name: str, x: Any, d_model: int, batch_first: bool) -> tuple[tuple[Any, ...], Any]:
-    """``(batch axes, length)`` of the sequence argument ``name``: ``[n, B, d_model]`` (``batch_first=False``)
-    or ``[*lead, n, d_model]``; anything else is a :class:`ShapeError` naming ``owner`` and ``name``."""
+    """``(batch axes, length)`` of the sequence argument ``name``: ``[n, B, d_model]`` or unbatched
+    ``[n, d_model]`` (no batch axes; ``batch_first=False``) or ``[*lead, n, d_model]``; anything else is a
+    :class:`ShapeError` naming ``owner`` and ``name``."""
     if not isinstance(x, Tensor):
         raise DTypeError(f"{owner}: {name} must be a tensorplay Tensor, got {type(x).__name__}")
     shape = tuple(x.shape)
@@ -69,8 +75,21 @@ def _sequence(owner: str, name: str, x: Any, d_model: int, batch_first: bool) ->
     else:
         if len(shape) == 3 and shape[-1] == d_model:
             return shape[1:2], shape[0]
-        expected = f"[n, B, {d_model}] (batch_first=False)"
+        if len(shape) == 2 and shape[-1] == d_model:
+            return (), shape[0]
+        expected = f"[n, B, {d_model}] or unbatched [n, {d_model}] (batch_first=False)"
     raise ShapeError(f"{owner}: {name} must be {expected}, got {list(shape)}")
+
+
+def _same_batch(owner: str, a_name: str, a: AnyTensor, a_lead: tuple[Any, ...], b_name: str, b: AnyTensor,
+                b_lead: tuple[Any, ...]) -> None:
+    """Two sequence arguments with batch axes ``a_lead`` and ``b_lead`` must have the same ones (both
+    unbatched, as PyTorch, which rejects a mix); otherwise a :class:`ShapeError` naming both."""
+    if a_lead == b_lead:
+        return
+    mixed = " (one is batched, the other unbatched)" if not a_lead or not b_lead else ""
+    raise ShapeError(f"{owner}: {a_name} {list(a.shape)} and {b_name} {list(b.shape)} must have the same batch "
+                     f"axes{mixed}")
 
 
 def _check_masks(owner: str, heads: int, lead: tuple[Any, ...], n: Any, m: Any, mask_name: str, mask: Any,
@@ -206,9 +225,7 @@ class TransformerDecoderLayer(_Layer, Generic[D]):
         ``memory_is_causal`` without the matching mask apply the causal mask."""
         lead, t = self._sequence("tgt", tgt)
         memory_lead, s = self._sequence("memory", memory)
-        if memory_lead != lead:
-            raise ShapeError(f"TransformerDecoderLayer: memory {list(memory.shape)} and tgt {list(tgt.shape)} must "
-                             f"have the same batch axes")
+        _same_batch("TransformerDecoderLayer", "memory", memory, memory_lead, "tgt", tgt, lead)
         heads = self.self_attn.num_heads
         _check_masks("TransformerDecoderLayer", heads, lead, t, t, "tgt_mask", tgt_mask, "tgt_key_padding_mask",
                      tgt_key_padding_mask)
@@ -340,9 +357,7 @@ class Transformer(Module, Generic[D]):
         ``src`` and ``tgt`` must have the same batch axes and ``d_model`` features."""
         src_lead, _ = _sequence("Transformer", "src", src, self.d_model, self.batch_first)
         tgt_lead, _ = _sequence("Transformer", "tgt", tgt, self.d_model, self.batch_first)
-        if src_lead != tgt_lead:
-            raise ShapeError(f"Transformer: src {list(src.shape)} and tgt {list(tgt.shape)} must have the same "
-                             f"batch axes")
+        _same_batch("Transformer", "src", src, src_lead, "tgt", tgt, tgt_lead)
         memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal)
         return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,  # type: ignore[no-any-return]
                             tgt_key_padding_mask=tgt_key_padding_mask,
