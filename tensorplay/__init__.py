@@ -46,6 +46,10 @@ from tensorplay.functions import (  # more math (tensorplay.math_more)
 from tensorplay.functions import (  # index-driven operations (tensorplay.indexing_ops)
     bincount, bucketize, median, quantile, scatter, scatter_add, searchsorted, take_along_dim,
 )
+from tensorplay.functions import (  # sequences and structure (tensorplay.sequence_ops)
+    block_diag, cartesian_prod, cross, cummax, cummin, diff,
+    histc, kron, trapezoid, tril_indices, triu_indices,
+)
 from tensorplay.generator import Generator
 from tensorplay.dimexpr import DimExpr, dim, relate
 from tensorplay.index import Index, index
@@ -138,6 +142,9 @@ __all__ = [
     # tensorplay.math_more, through tensorplay.functions
     "addcdiv", "addcmul", "cdist", "clamp_max", "clamp_min", "count_nonzero", "cumprod", "erfinv",
     "lerp", "logaddexp", "logaddexp2", "logit", "meshgrid", "nanmean", "nansum", "tensordot", "xlogy",
+    # tensorplay.sequence_ops, through tensorplay.functions
+    "block_diag", "cartesian_prod", "cross", "cummax", "cummin", "diff",
+    "histc", "kron", "trapezoid", "tril_indices", "triu_indices",
     # tensorplay.indexing_ops, through tensorplay.functions, and tensorplay.random_draws
     "bernoulli", "bincount", "bucketize", "median", "normal", "quantile", "randperm", "scatter", "scatter_add",
     "searchsorted", "take_along_dim",

@@ -15,6 +15,7 @@ from typing import Any
 
 from tensorplay import einsum as _einsum
 from tensorplay import math_more as _more
+from tensorplay import sequence_ops as _seq
 from tensorplay import indexing_ops as _idx
 from tensorplay.errors import ArgumentTypeError
 from tensorplay.tensor import Tensor, highest_interpreter
@@ -207,3 +208,57 @@ def cdist(x1: AnyTensor, x2: AnyTensor, p: float = 2.0) -> AnyTensor:
     :func:`tensorplay.math_more.cdist`)."""
     ops = highest_interpreter([x1, x2], x1._ops if isinstance(x1, Tensor) else None)
     return _more.cdist(ops, x1, x2, p)  # type: ignore[no-any-return]
+
+
+# ---- sequences and structure (tensorplay.sequence_ops) ------------------------------------------------
+diff = Tensor.diff
+cross = Tensor.cross
+kron = Tensor.kron
+cummax = Tensor.cummax
+cummin = Tensor.cummin
+histc = Tensor.histc
+
+
+def _tensor_list(tensors: tuple[Any, ...]) -> list[Any]:
+    return list(tensors[0]) if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else list(tensors)
+
+
+def block_diag(*tensors: AnyTensor) -> AnyTensor:
+    """The block-diagonal matrix ``[sum rows, sum cols]`` of 0-d, 1-d (``[1, n]``) and 2-d blocks, as
+    ``torch.block_diag`` (see :func:`tensorplay.sequence_ops.block_diag`)."""
+    ts = _tensor_list(tensors)
+    ops = highest_interpreter(ts, ts[0]._ops if ts and isinstance(ts[0], Tensor) else None)
+    return _seq.block_diag(ops, ts)  # type: ignore[no-any-return]
+
+
+def cartesian_prod(*tensors: AnyTensor) -> AnyTensor:
+    """The Cartesian product ``[n_0 * n_1 * ..., k]`` of ``k`` 1-d tensors, as ``torch.cartesian_prod`` (see
+    :func:`tensorplay.sequence_ops.cartesian_prod`)."""
+    ts = _tensor_list(tensors)
+    ops = highest_interpreter(ts, ts[0]._ops if ts and isinstance(ts[0], Tensor) else None)
+    return _seq.cartesian_prod(ops, ts)  # type: ignore[no-any-return]
+
+
+def trapezoid(y: AnyTensor, x: AnyTensor | None = None, *, dx: float = 1.0, dim: int = -1) -> AnyTensor:
+    """The trapezoid rule along ``dim``: ``[..., m, ...]`` to ``[...]``, spacing ``dx`` or the steps of ``x``,
+    as ``torch.trapezoid`` (see :func:`tensorplay.sequence_ops.trapezoid`)."""
+    if not isinstance(y, Tensor):
+        raise ArgumentTypeError(f"trapezoid: y must be a tensor, got {type(y).__name__}")
+    return _seq.trapezoid(highest_interpreter([x], y._ops), y, x, dx, dim)  # type: ignore[no-any-return]
+
+
+def _indices(lower: bool, row: int, col: int, offset: int, dtype: Any) -> AnyTensor:
+    from tensorplay.creation import tensor
+    return tensor(_seq.triangle_indices(row, col, offset, lower), dtype="int64" if dtype is None else dtype)
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None) -> AnyTensor:
+    """The ``[2, k]`` int64 (row, column) coordinates of the lower triangle (``j - i <= offset``) of a
+    ``row x col`` matrix, row-major, as ``torch.tril_indices``."""
+    return _indices(True, row, col, offset, dtype)
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None) -> AnyTensor:
+    """The ``[2, k]`` int64 (row, column) coordinates of the upper triangle (``j - i >= offset``) of a
+    ``row x col`` matrix, row-major, as ``torch.triu_indices``."""
+    return _indices(False, row, col, offset, dtype)

@@ -20,6 +20,7 @@ from tensorplay import derived as _p
 from tensorplay import sorting as _sorting
 from tensorplay import math_ops as _math
 from tensorplay import math_more as _more
+from tensorplay import sequence_ops as _seq
 from tensorplay import indexing_ops as _idx
 from tensorplay import shape_ops as _shape
 from tensorplay import recording as _recording
@@ -1664,6 +1665,34 @@ class Tensor(Generic[*Shape]):
     def count_nonzero(self, dim: int | tuple[int, ...] | None = None) -> Tensor[*AnyShape]:
         """The number of non-zero entries over ``dim`` (int64)."""
         return _more.count_nonzero(self._ops, self, dim)  # type: ignore[no-any-return]
+
+    # ---- sequences and structure (tensorplay.sequence_ops) ----------------------------------------
+    def diff(self, n: int = 1, dim: int = -1, prepend: Tensor[*tuple[Any, ...]] | None = None,
+             append: Tensor[*tuple[Any, ...]] | None = None) -> Tensor[*AnyShape]:
+        """The ``n``-th forward difference along ``dim`` (after joining ``prepend``/``append``)."""
+        return _seq.diff(self._pick_all(prepend, append), self, n, dim, prepend, append)  # type: ignore[no-any-return]
+
+    def cross(self, other: Tensor[*tuple[Any, ...]], dim: int = -1) -> Tensor[*AnyShape]:
+        """The cross product of 3-vectors along ``dim`` (broadcasting), as ``torch.linalg.cross``."""
+        return _seq.cross(self._pick(other), self, other, dim)  # type: ignore[no-any-return]
+
+    def kron(self, other: Tensor[*tuple[Any, ...]]) -> Tensor[*AnyShape]:
+        """The Kronecker product: sizes multiply axis by axis."""
+        return _seq.kron(self._pick(other), self, other)  # type: ignore[no-any-return]
+
+    def cummax(self, dim: int) -> ValuesIndices[*Shape]:
+        """Running maxima along ``dim`` and their (int64, latest on ties) positions; NaN is the largest."""
+        values, indices = _seq.cummax(self._ops, self, dim)
+        return ValuesIndices(values, indices)
+
+    def cummin(self, dim: int) -> ValuesIndices[*Shape]:
+        """Running minima along ``dim`` and their (int64, latest on ties) positions; NaN is the smallest."""
+        values, indices = _seq.cummin(self._ops, self, dim)
+        return ValuesIndices(values, indices)
+
+    def histc(self, bins: int = 100, min: float = 0.0, max: float = 0.0) -> Tensor[Any]:  # noqa: A002
+        """Counts in ``bins`` equal bins over ``[min, max]`` (the data's range when equal); float input."""
+        return _seq.histc(self._ops, self, bins, min, max)  # type: ignore[no-any-return]
 
     # ---- index-driven operations (tensorplay.indexing_ops) -------------------------------------------
     def scatter(self, dim: int, index: Tensor[*tuple[Any, ...]], src: Tensor[*tuple[Any, ...]] | Scalar) -> Tensor[*Shape]:
