@@ -42,12 +42,19 @@ def _sizes(output_size: Any, rank: int, where: str) -> tuple[int | None, ...]:
     return tuple(None if s is None else int(s) for s in sizes)
 
 
-def _pool_axis(ops: Any, x: AnyTensor, axis: int, out: int, where: str) -> AnyTensor:
+def pooled_length(x: AnyTensor, axis: int, where: str) -> int:
+    """The size of ``x``'s ``axis``, which adaptive pooling needs static and non-zero (a ShapeError naming
+    ``where`` otherwise): its windows are computed from it."""
     n = shape_of(x)[axis]
     if not isinstance(n, (int, np.integer)):
         raise ShapeError(f"{where}: the pooled axis {axis} needs a static size, got the symbolic size {n}")
     if n == 0:
         raise ShapeError(f"{where}: cannot pool an empty axis (axis {axis} of shape {list(x.shape)})")
+    return int(n)
+
+
+def _pool_axis(ops: Any, x: AnyTensor, axis: int, out: int, where: str) -> AnyTensor:
+    n = pooled_length(x, axis, where)
     if out == n:
         return x
     last = axis == x.ndim - 1

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeVarTuple
 import numpy as np
 
 from tensorplay.errors import ArgumentError, ShapeError
-from tensorplay.nn._util import ops_for, shape_of
-from tensorplay.nn.adaptive import OutputSize, _sizes
+from tensorplay.nn._util import ops_for
+from tensorplay.nn.adaptive import OutputSize, _sizes, pooled_length
 from tensorplay.nn.module import Module
 from tensorplay.tensor import Tensor
 
@@ -38,11 +38,7 @@ def window_table(n: int, out: int) -> np.ndarray[Any, Any]:
 
 
 def _pool_axis(ops: Any, x: AnyTensor, axis: int, out: int, where: str) -> AnyTensor:
-    n = shape_of(x)[axis]
-    if not isinstance(n, (int, np.integer)):
-        raise ShapeError(f"{where}: the pooled axis {axis} needs a static size, got the symbolic size {n}")
-    if n == 0:
-        raise ShapeError(f"{where}: cannot pool an empty axis (axis {axis} of shape {list(x.shape)})")
+    n = pooled_length(x, axis, where)
     if out == n:
         return x
     windows = ops.gather(x, ops.constant(window_table(int(n), out)), axis=axis)  # [..., out, kmax, ...]
