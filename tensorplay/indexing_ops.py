@@ -25,6 +25,7 @@ from tensorplay import sorting as _sorting
 from tensorplay.errors import (ArgumentError, ArgumentTypeError, DTypeError, GraphCaptureError, IndexRangeError,
                                ShapeError)
 from tensorplay.symbolic import SymDim
+from tensorplay.op_args import is_tensor as _is_tensor, static_size as _static
 
 if TYPE_CHECKING:
     from tensorplay.ops import Interpreter
@@ -46,11 +47,6 @@ def _concrete_value(x: Any) -> Any:
     value = getattr(data, "value", None)
     return value if isinstance(value, np.ndarray) else None
 
-def _is_tensor(value: Any) -> bool:
-    from tensorplay.tensor import Tensor
-    return isinstance(value, Tensor)
-
-
 def _int64_index(index: Any, where: str, what: str = "index") -> None:
     """``index`` must be an int64 tensor: an :class:`ArgumentTypeError` / :class:`DTypeError` otherwise."""
     if not _is_tensor(index):
@@ -58,11 +54,6 @@ def _int64_index(index: Any, where: str, what: str = "index") -> None:
     if index.dtype.name != "int64":
         raise DTypeError(f"{where}: {what} must be an int64 tensor, got {index.dtype.name} "
                          f"({what}: {index.dtype.name}{list(index.shape)})")
-
-
-def _static(n: Any, where: str) -> int:
-    """A size as an int: a symbolic one through ``value_for`` (``tp.compile`` specialises with a guard)."""
-    return n if isinstance(n, int) else int(n.value_for(f"{where} along a dim of symbolic size"))
 
 
 def _numel(shape: Sequence[Any]) -> int:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tensorplay import derived as _d  # a module import: derived imports tensor, which imports this module
 from tensorplay.errors import ArgumentError, ArgumentTypeError, AxisError, DTypeError, ShapeError
+from tensorplay.op_args import check_tensor as _check_tensor, is_tensor as _is_tensor, static_size as _static
 
 if TYPE_CHECKING:
     from tensorplay.ops import Interpreter
@@ -27,11 +28,6 @@ _LN2 = math.log(2.0)
 _INF = float("inf")
 
 
-def _is_tensor(value: Any) -> bool:
-    from tensorplay.tensor import Tensor
-    return isinstance(value, Tensor)
-
-
 def _kind(value: Any) -> str:
     """numpy's dtype kind of a tensor or a Python scalar: ``'f'``, ``'i'`` or ``'b'``."""
     if _is_tensor(value):
@@ -39,11 +35,6 @@ def _kind(value: Any) -> str:
     if isinstance(value, bool):
         return "b"
     return "i" if isinstance(value, int) else "f"
-
-
-def _check_tensor(value: Any, where: str, name: str) -> None:
-    if not _is_tensor(value):
-        raise ArgumentTypeError(f"{where}: {name} must be a tensor, got {type(value).__name__}")
 
 
 def _check_operand(value: Any, where: str, name: str) -> None:
@@ -269,13 +260,6 @@ def erfinv(ops: Interpreter, y: AnyTensor) -> AnyTensor:
 
 # ---- reductions and scans ----------------------------------------------------------------------------
 
-def _static_size(x: AnyTensor, axis: int, where: str) -> int:
-    """The size of ``axis`` as an int: a symbolic size is read through ``value_for`` (``tp.compile``
-    specialises on it, with a guard; an export with that dim dynamic reports it as a specialisation)."""
-    n = x.shape[axis]
-    return n if isinstance(n, int) else int(n.value_for(f"{where} along a dim of symbolic size"))
-
-
 def cumprod(ops: Interpreter, x: AnyTensor, dim: int, dtype: Any = None) -> AnyTensor:
     """Running products along ``dim``, as ``torch.cumprod``: bool and integer inputs accumulate in int64,
     floats keep their dtype (``dtype`` converts first); a 0-d tensor is its own running product.
@@ -294,7 +278,7 @@ def cumprod(ops: Interpreter, x: AnyTensor, dim: int, dtype: Any = None) -> AnyT
         _d.check_scalar_dim(dim, "cumprod")
         return x
     axis = _d.normalize_axis(dim, x.ndim, "cumprod")
-    n = _static_size(x, axis, "cumprod")
+    n = _static(x.shape[axis], "cumprod")
     out = x
     step = 1
     while step < n:

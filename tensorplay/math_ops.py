@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from tensorplay import derived as _d  # a module import: derived imports tensor, which imports this module
 from tensorplay.errors import DTypeError, ShapeError
+from tensorplay.op_args import check_tensor as _check_tensor
 
 if TYPE_CHECKING:
     from tensorplay.ops import Interpreter
@@ -78,12 +79,6 @@ def _same_dtype(a: AnyTensor, b: AnyTensor, where: str) -> None:
     if a.dtype != b.dtype:
         raise DTypeError(f"{where}: expected both operands to have the same dtype, got {a.dtype}{list(a.shape)} "
                          f"and {b.dtype}{list(b.shape)}")
-
-
-def _check_tensor(value: Any, where: str, name: str) -> None:
-    from tensorplay.tensor import Tensor
-    if not isinstance(value, Tensor):
-        raise DTypeError(f"{where}: {name} must be a tensor, got {type(value).__name__}")
 
 
 def trace(ops: Interpreter, x: AnyTensor) -> AnyTensor:

@@ -18,6 +18,7 @@ import numpy as np
 from tensorplay import derived as _d  # a module import: derived imports tensor, which imports this module
 from tensorplay import sorting as _sorting
 from tensorplay.errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
+from tensorplay.op_args import check_tensor as _check_tensor, static_size as _static
 
 if TYPE_CHECKING:
     from tensorplay.ops import Interpreter
@@ -25,27 +26,10 @@ if TYPE_CHECKING:
 AnyTensor = Any
 
 
-def _is_tensor(value: Any) -> bool:
-    from tensorplay.tensor import Tensor
-    return isinstance(value, Tensor)
-
-
-def _check_tensor(value: Any, where: str, name: str) -> None:
-    if not _is_tensor(value):
-        raise ArgumentTypeError(f"{where}: {name} must be a tensor, got {type(value).__name__}")
-
-
 def _check_int(value: Any, where: str, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ArgumentTypeError(f"{where}: {name} must be an int, got {type(value).__name__} {value!r}")
     return int(value)
-
-
-def _static_size(x: AnyTensor, axis: int, where: str) -> int:
-    """The size of ``axis`` as an int (a symbolic size is read through ``value_for``: ``tp.compile``
-    specialises on it)."""
-    n = x.shape[axis]
-    return n if isinstance(n, int) else int(n.value_for(f"{where} along a dim of symbolic size"))
 
 
 def _cut(ops: Interpreter, x: AnyTensor, axis: int, start: int, stop: int) -> AnyTensor:
@@ -93,7 +77,7 @@ def diff(ops: Interpreter, x: AnyTensor, n: int = 1, dim: int = -1, prepend: Any
         pieces = [p for name, p in parts if name == "prepend"] + [x] + [p for name, p in parts if name == "append"]
         x = ops.concat(*pieces, axis=axis)
     for _ in range(count):
-        m = _static_size(x, axis, where)
+        m = _static(x.shape[axis], where)
         if m == 0:
             break
         later, earlier = _cut(ops, x, axis, 1, m), _cut(ops, x, axis, 0, m - 1)
@@ -111,7 +95,7 @@ def trapezoid(ops: Interpreter, y: AnyTensor, x: AnyTensor | None = None, dx: fl
     axis = _tensor_axis(y, dim, where)
     if y.dtype.numpy.kind != "f":
         y = ops.cast(y, dtype="float32")
-    m = _static_size(y, axis, where)
+    m = _static(y.shape[axis], where)
     ends: AnyTensor = y
     if m:
         ends = ops.add(_cut(ops, y, axis, 1, m), _cut(ops, y, axis, 0, m - 1))
@@ -151,7 +135,7 @@ def _cum_extreme(ops: Interpreter, x: AnyTensor, dim: int, largest: bool) -> tup
         _d.check_scalar_dim(int(dim), where)
         return x, ops.full(shape=(), value=0, dtype="int64")
     axis = _d.normalize_axis(int(dim), x.ndim, where)
-    n = _static_size(x, axis, where)
+    n = _static(x.shape[axis], where)
     held = ops.stop_gradient(x)
     floats = x.dtype.numpy.kind == "f"
     coord = ops.reshape(ops.iota(length=n, dtype="int64"), shape=tuple(n if a == axis else 1 for a in range(x.ndim)))
@@ -238,7 +222,7 @@ def block_diag(ops: Interpreter, tensors: Sequence[AnyTensor]) -> AnyTensor:
             raise ShapeError(f"{where}: expected 0-d, 1-d or 2-d tensors, got shape {list(t.shape)} at position {i}")
         blocks.append(_d.reshape(ops, t, (1, 1)) if t.ndim == 0 else _d.reshape(ops, t, (1, t.shape[0]))
                       if t.ndim == 1 else t)
-    widths = [_static_size(t, 1, where) for t in blocks]
+    widths = [_static(t.shape[1], where) for t in blocks]
     total = sum(widths)
     rows = []
     left = 0
