@@ -200,3 +200,40 @@ def assert_optimizer_states_match(params: Any, twin_params: Any, opt: Any, twin_
         for key, value in twin_opt.state[q].items():
             np.testing.assert_allclose(np.asarray(opt.state[p][key]), np.asarray(value), rtol=1e-4, atol=1e-6,
                                        err_msg=f"{where}: {key}")
+
+
+def train_compiled_against_eager_twin(model: Any, twin: Any, opt: Any, twin_opt: Any, *, steps: int,
+                                      shape: tuple[int, ...], seed: int, before: Any = None,
+                                      after: Any = None) -> Any:
+    """Run a training step (``zero_grad``, the squared mean of the model's output, ``backward``, ``opt.step()``)
+    compiled with ``tp.compile`` on ``model``/``opt`` and eagerly on its twin, on the same ``steps`` float32
+    inputs of ``shape`` (numpy's generator seeded with ``seed``). ``before(i)`` runs before step ``i`` (to
+    change hyperparameters of both optimizers), ``after(i)`` after it. Every step's loss, and the parameters
+    at the end, agree to float32 rounding (rtol 1e-4; parameters atol 1e-6). Returns the compiled step, for
+    its ``compile_count`` and ``recompile_reasons``."""
+    import tensorplay as tp
+
+    def step(x: Any) -> Any:
+        opt.zero_grad()
+        loss = model(x).square().mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = tp.compile(step)
+    gen = np.random.default_rng(seed)
+    for i in range(steps):
+        if before is not None:
+            before(i)
+        x = tp.tensor(gen.standard_normal(shape).astype(np.float32))
+        twin_opt.zero_grad()
+        expected = twin(x).square().mean()
+        expected.backward()
+        twin_opt.step()
+        # fused kernels vs eager: float32 rounding differs in the last bits, which Adam-like divisions amplify
+        np.testing.assert_allclose(compiled(x).item(), expected.item(), rtol=1e-4, err_msg=f"step {i}")
+        if after is not None:
+            after(i)
+    for p, q in zip(model.parameters(), twin.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-6)
+    return compiled

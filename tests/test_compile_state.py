@@ -16,7 +16,7 @@ import tensorplay.nn.functional as F
 from tensorplay import nn, optim
 from tensorplay import random_state
 from tensorplay.errors import AutogradError, GraphCaptureError
-from tests.helpers import assert_optimizer_states_match
+from tests.helpers import assert_optimizer_states_match, train_compiled_against_eager_twin
 
 
 def test_a_first_call_changes_module_state_exactly_like_one_eager_call() -> None:
@@ -225,26 +225,10 @@ def test_a_training_step_is_one_specialization_from_the_first_step(name: str) ->
     twin = copy.deepcopy(model)
     opt, twin_opt = make_opt(model.parameters()), make_opt(twin.parameters())
 
-    def step(x: Any) -> Any:
-        opt.zero_grad()
-        loss = model(x).square().mean()
-        loss.backward()
-        opt.step()
-        return loss
-
-    compiled = tp.compile(step)
-    gen = np.random.default_rng(0)
-    for i in range(4):
-        x = tp.tensor(gen.standard_normal((6, 4)).astype(np.float32))
-        twin_opt.zero_grad()
-        expected = twin(x).square().mean()
-        expected.backward()
-        twin_opt.step()
-        # float32, fused kernels vs eager: rounding differs in the last bits, which Adam's division amplifies
-        np.testing.assert_allclose(compiled(x).item(), expected.item(), rtol=1e-4, err_msg=f"step {i}")
-        assert_optimizer_states_match(model.parameters(), twin.parameters(), opt, twin_opt, f"step {i}")
-    for p, q in zip(model.parameters(), twin.parameters()):
-        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-6)
+    compiled = train_compiled_against_eager_twin(
+        model, twin, opt, twin_opt, steps=4, shape=(6, 4), seed=0,
+        after=lambda i: assert_optimizer_states_match(model.parameters(), twin.parameters(), opt, twin_opt,
+                                                      f"step {i}"))
     assert compiled.compile_count == expected_compiles, [str(e) for e in compiled.recompile_reasons]
 
 

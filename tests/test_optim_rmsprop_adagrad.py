@@ -16,7 +16,7 @@ import torch
 import tensorplay as tp
 from tensorplay import nn, optim
 from tensorplay.optim import OptimizerError
-from tests.helpers import assert_optimizer_states_match
+from tests.helpers import assert_optimizer_states_match, train_compiled_against_eager_twin
 
 Array = np.ndarray[Any, Any]
 
@@ -243,16 +243,9 @@ def test_a_compiled_training_step_matches_eager_in_one_specialization(name: str)
     twin = copy.deepcopy(model)
     opt, twin_opt = COMPILED[name](model.parameters()), COMPILED[name](twin.parameters())
 
-    def step(x: Any) -> Any:
-        opt.zero_grad()
-        loss = model(x).square().mean()
-        loss.backward()
-        opt.step()
-        return loss
+    arrays: list[tuple[Any, str, Any]] = []
 
-    compiled: Any = tp.compile(step)
-    gen = np.random.default_rng(0)
-    for i in range(6):
+    def before(i: int) -> None:
         if i == 3:
             for o in (opt, twin_opt):
                 for group in o.param_groups:
@@ -261,18 +254,16 @@ def test_a_compiled_training_step_matches_eager_in_one_specialization(name: str)
                     for key, scale in (("alpha", 0.9), ("momentum", 0.5), ("lr_decay", 2.0)):
                         if group.get(key):
                             group[key] *= scale
-        x = tp.tensor(gen.standard_normal((6, 4)).astype(np.float32))
-        twin_opt.zero_grad()
-        expected = twin(x).square().mean()
-        expected.backward()
-        twin_opt.step()
-        np.testing.assert_allclose(compiled(x).item(), expected.item(), rtol=1e-4, err_msg=f"step {i}")
+
+    def after(i: int) -> None:
         assert_optimizer_states_match(model.parameters(), twin.parameters(), opt, twin_opt, f"step {i}")
         if i == 1:  # the state arrays the first calls created, to be updated in place from now on
-            arrays = [(p, key, value) for p in model.parameters() for key, value in opt.state[p].items()
-                      if isinstance(value, np.ndarray)]
-    for p, q in zip(model.parameters(), twin.parameters()):
-        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-6)
+            arrays.extend((p, key, value) for p in model.parameters() for key, value in opt.state[p].items()
+                          if isinstance(value, np.ndarray))
+
+    compiled = train_compiled_against_eager_twin(model, twin, opt, twin_opt, steps=6, shape=(6, 4), seed=0,
+                                                 before=before, after=after)
+    for p in model.parameters():
         assert opt.state[p]["step"] == 6
     assert arrays and all(opt.state[p][key] is value for p, key, value in arrays)
     assert compiled.compile_count == 1, [str(e) for e in compiled.recompile_reasons]
@@ -292,24 +283,8 @@ def test_a_compiled_adagrad_step_for_a_group_added_later() -> None:
         opts.append(o)
     opt, twin_opt = opts
 
-    def step(x: Any) -> Any:
-        opt.zero_grad()
-        loss = model(x).square().mean()
-        loss.backward()
-        opt.step()
-        return loss
-
-    compiled: Any = tp.compile(step)
-    gen = np.random.default_rng(1)
-    for i in range(4):
-        x = tp.tensor(gen.standard_normal((5, 3)).astype(np.float32))
-        twin_opt.zero_grad()
-        expected = twin(x).square().mean()
-        expected.backward()
-        twin_opt.step()
-        np.testing.assert_allclose(compiled(x).item(), expected.item(), rtol=1e-4, err_msg=f"step {i}")
+    compiled = train_compiled_against_eager_twin(model, twin, opt, twin_opt, steps=4, shape=(5, 3), seed=1)
     for p, q in zip(model.parameters(), twin.parameters()):
-        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-6)
         np.testing.assert_allclose(opt.state[p]["sum"], twin_opt.state[q]["sum"], rtol=1e-4)
         assert opt.state[p]["step"] == twin_opt.state[q]["step"] == 4
     assert compiled.compile_count == 2, [str(e) for e in compiled.recompile_reasons]
