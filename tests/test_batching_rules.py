@@ -183,7 +183,7 @@ def test_gather_with_batched_indices_wraps_negative_ones_per_sample() -> None:
     for bad in (4, -5):  # out of range for one sample: an error, not a row of the other sample
         idx_bad = idx.copy()
         idx_bad[0, 1] = bad
-        with pytest.raises(IndexError):
+        with pytest.raises(tp.IndexRangeError, match=r"vmap\(gather\): index .* at position \[0, 1\]"):
             BATCH_RULES["gather"](ops, (tp.from_numpy(x), tp.from_numpy(idx_bad)), (0, 0), axis=0)
 
 
@@ -199,6 +199,23 @@ def test_scatter_add_with_batched_indices_accumulates_within_each_sample() -> No
     expected[0, :, 2] = 1
     expected[1, :, 3] = 3
     np.testing.assert_array_equal(got, expected)
+    bad = idx.copy()
+    bad[1, 2] = 4  # in range of the flattened rows (sample 0's), out of range for sample 1
+    with pytest.raises(tp.IndexRangeError, match=r"vmap\(scatter_add\): index 4 at position \[1, 2\]"):
+        BATCH_RULES["scatter_add"](ops, (tp.from_numpy(base), tp.from_numpy(bad), tp.from_numpy(upd)),
+                                   (0, 0, 0), axis=-1)
+
+
+def test_vmapped_gather_refuses_a_sample_index_out_of_range() -> None:
+    """Through tp.func.vmap and its cached path: a bad index of one sample raises, naming vmap."""
+    import tensorplay.func as T
+    x = tp.from_numpy(np.arange(12.0).reshape(3, 4))
+    f = T.vmap(lambda row, i: row[i])
+    good = tp.from_numpy(np.array([3, -4, 0]))
+    for _ in range(3):  # uncached, traced into the cache, cached
+        np.testing.assert_array_equal(f(x, good).numpy(), [3.0, 4.0, 8.0])
+        with pytest.raises(IndexError):
+            f(x, tp.from_numpy(np.array([0, 4, 0])))
 
 
 @pytest.mark.parametrize("groups", [1, 2])

@@ -253,19 +253,18 @@ def concat_batch(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, axis: int) ->
     return ops.concat(*_fronts(ops, inputs, dims), axis=ax + 1), 0
 
 
-def _flat_indices(ops: Ops, indices: AnyTensor, n: Any) -> AnyTensor:
+def _flat_indices(ops: Ops, indices: AnyTensor, n: Any, name: str) -> AnyTensor:
     """Front-batched ``indices[B, *I]`` (into an axis of size ``n``) as indices into the ``B*n`` rows of
-    that axis flattened with the batch axis: ``b * n + (i mod n)``. An index outside ``[-n, n)`` becomes
-    ``B*n``, out of range of the flattened axis too, so it still raises instead of reading another sample."""
+    that axis flattened with the batch axis: ``b * n + i`` (``i + n`` for a negative ``i``). An index
+    outside ``[-n, n)`` raises (``check_index``, naming ``name``) rather than reading another sample's rows."""
     ishape = shape_of(indices)
     size = ishape[0]
-    lifted = ops.add(indices, n)  # i + n: in [0, 2n) exactly for the valid indices
-    wrapped = ops.where(ops.lt(indices, 0), lifted, indices)
-    valid = ops.logical_and(ops.ge(lifted, 0), ops.lt(indices, n))
+    wrapped = ops.where(ops.lt(indices, 0), ops.add(indices, n), indices)
+    checked = ops.check_index(wrapped, bound=n, what=f"vmap({name}): index")
     offsets = ops.mul(ops.iota(length=size, dtype=dtype_name(indices)), n)
     if len(ishape) > 1:
         offsets = ops.reshape(offsets, shape=(size,) + (1,) * (len(ishape) - 1))
-    return ops.where(valid, ops.add(wrapped, offsets), size * n)
+    return ops.add(checked, offsets)
 
 
 @_register("gather")
@@ -285,7 +284,7 @@ def gather_batch(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, axis: int) ->
     # x[B, *A, n, *C] -> [B, n, *A, *C] -> [B*n, *A, *C]; result [B, *I, *A, *C] -> [B, *A, *I, *C]
     xf = _permute(ops, move_to_front(ops, x, dx), (0, ax + 1) + tuple(i for i in range(1, rank + 1) if i != ax + 1))
     n = shape_of(xf)[1]
-    out = ops.gather(_fold(ops, xf), _flat_indices(ops, idx, n), axis=0)
+    out = ops.gather(_fold(ops, xf), _flat_indices(ops, idx, n, "gather"), axis=0)
     n_idx = len(shape_of(idx)) - 1
     lead = tuple(range(1 + n_idx, 1 + n_idx + ax))
     perm = (0,) + lead + tuple(range(1, 1 + n_idx)) + tuple(range(1 + n_idx + ax, len(shape_of(out))))
@@ -315,7 +314,7 @@ def scatter_add_batch(ops: Ops, inputs: tuple[Any, ...], dims: Dims, *, axis: in
     uperm = (0,) + tuple(range(1 + ax, 1 + ax + n_idx)) + tuple(range(1, 1 + ax)) + tuple(
         range(1 + ax + n_idx, len(shape_of(uf))))
     up = _permute(ops, uf, uperm)
-    out = ops.scatter_add(_fold(ops, bp), _flat_indices(ops, idx, n), up, axis=0)
+    out = ops.scatter_add(_fold(ops, bp), _flat_indices(ops, idx, n, "scatter_add"), up, axis=0)
     out = ops.reshape(out, shape=shape_of(bp))
     inverse = [0] * len(to_axis_first)
     for i, p in enumerate(to_axis_first):
