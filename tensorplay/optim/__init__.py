@@ -1,5 +1,5 @@
 """``tensorplay.optim``: optimizers (``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``, ``Adamax``, ``NAdam``,
-``RAdam``, ``Adadelta``) and
+``RAdam``, ``Adadelta``, ``LBFGS``) and
 learning-rate schedulers, with PyTorch's update rules and interface (parameter groups, ``zero_grad``, state dicts)."""
 
 from tensorplay.optim import lr_scheduler
@@ -31,3 +31,7 @@ __all__ = ["Optimizer", "OptimizerError", "OptimizerKeyError", "OptimizerTypeErr
            "lr_scheduler", "LRScheduler", "StepLR", "CosineAnnealingLR", "MultiStepLR", "ExponentialLR", "LambdaLR",
            "MultiplicativeLR", "LinearLR", "ConstantLR", "OneCycleLR", "ReduceLROnPlateau", "SchedulerTypeError"]
 __all__ += ["RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta"]
+
+from tensorplay.optim.lbfgs import LBFGS  # noqa: E402
+
+__all__ += ["LBFGS"]
