@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 from tensorplay.interpreters.eager import tape as _tape
 from tensorplay.interpreters.eager.interpreter import eager
+from tensorplay.interpreters.eager import hooks as _hooks  # noqa: F401  (Tensor.register_hook and friends)
+from tensorplay.interpreters.eager.inference import inference_mode, is_inference_mode_enabled
 from tensorplay import autograd, cuda, dims, graph
 from tensorplay.creation import (
     arange, cat, empty, empty_like, eye, from_numpy, full, full_like, linspace, manual_seed, ones,
@@ -145,6 +147,8 @@ __all__ = [
     # tensorplay.sequence_ops, through tensorplay.functions
     "block_diag", "cartesian_prod", "cross", "cummax", "cummin", "diff",
     "histc", "kron", "trapezoid", "tril_indices", "triu_indices",
+    # inference mode (tensorplay.interpreters.eager.inference)
+    "inference_mode", "is_inference_mode_enabled",
     # tensorplay.indexing_ops, through tensorplay.functions, and tensorplay.random_draws
     "bernoulli", "bincount", "bucketize", "median", "normal", "quantile", "randperm", "scatter", "scatter_add",
     "searchsorted", "take_along_dim",

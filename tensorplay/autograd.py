@@ -1,4 +1,4 @@
-"""``tp.autograd``: ``grad`` and ``backward`` over the eager tape."""
+"""``tp.autograd``: ``grad`` and ``backward`` over the eager tape, and the grad-mode context managers."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tensorplay.interpreters.eager import tape
+from tensorplay.interpreters.eager.inference import inference_mode, is_inference_mode_enabled
 from tensorplay.tensor import Tensor
 
 
@@ -29,4 +30,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     return tape.grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused)
 
 
-__all__ = ["backward", "grad"]
+no_grad = tape.no_grad
+enable_grad = tape.enable_grad
+
+__all__ = ["backward", "enable_grad", "grad", "inference_mode", "is_inference_mode_enabled", "no_grad"]

@@ -9,7 +9,7 @@ operation (an outer transform's value seen inside an inner one is lifted).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, TypeVar, TypeVarTuple, overload
 
 import numpy as np
@@ -82,6 +82,11 @@ def _factories() -> Any:
     if not _FACTORY_HOOK:  # only while ``tensorplay`` itself is still being imported
         raise RuntimeError("Tensor.new_*: tensorplay.creation is not imported yet")
     return _FACTORY_HOOK[0]
+
+
+_TENSOR_HOOKS: list[Any] = []
+"""The tape's tensor hooks behind ``register_hook``, ``retain_grad`` and friends:
+:mod:`tensorplay.interpreters.eager.hooks` registers itself here at import (``import tensorplay`` imports it)."""
 
 
 def pick_interpreter(a: Interpreter, b: Interpreter) -> Interpreter:
@@ -291,6 +296,26 @@ class Tensor(Generic[*Shape]):
     def detach(self) -> Tensor[*Shape]:
         """The same value, cut from the tape (shares memory)."""
         return self._ops.detach(self)
+
+    def register_hook(self, hook: Callable[[Tensor[*Shape]], Tensor[*Shape] | None]) -> Any:
+        """Call ``hook(grad)`` with this tensor's gradient (same shape) in each backward pass; a returned
+        tensor replaces the gradient. Returns a handle whose ``remove()`` unregisters it. Eager only
+        (see :mod:`tensorplay.interpreters.eager.hooks`)."""
+        return _TENSOR_HOOKS[0].register_hook(self, hook)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor[*Shape]], None]) -> Any:
+        """For a leaf: call ``hook(self)`` in ``backward()`` once ``self.grad`` is accumulated; returns a
+        handle with ``remove()``."""
+        return _TENSOR_HOOKS[0].register_post_accumulate_grad_hook(self, hook)
+
+    def retain_grad(self) -> None:
+        """Keep this non-leaf tensor's gradient in ``.grad`` after backward (a no-op for a leaf)."""
+        _TENSOR_HOOKS[0].retain_grad(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        """Whether ``retain_grad()`` was called on this non-leaf tensor (``False`` for a leaf)."""
+        return bool(_TENSOR_HOOKS[0].retains_grad(self))
 
     # ---- arithmetic --------------------------------------------------------------------------
     def _binary(self, name: str, other: Any, reverse: bool = False) -> Any:

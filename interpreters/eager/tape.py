@@ -12,11 +12,12 @@ with ``create_graph=True`` the backward pass is itself recorded.
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -63,28 +64,46 @@ class _GradMode:
     def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         mode = self.mode
 
+        @functools.wraps(fn)
         def wrapped(*args: Any, **kwargs: Any) -> Any:
             with _GradMode(mode):
                 return fn(*args, **kwargs)
-        wrapped.__name__ = getattr(fn, "__name__", "wrapped")
-        wrapped.__doc__ = fn.__doc__
         return wrapped
 
 
-def no_grad() -> _GradMode:
-    """``with tp.no_grad():`` (or ``@tp.no_grad()``): nothing inside is recorded."""
-    return _GradMode(False)
+@overload
+def no_grad() -> _GradMode: ...
 
 
-def enable_grad() -> _GradMode:
-    """``with tp.enable_grad():`` turns recording back on inside ``no_grad``."""
-    return _GradMode(True)
+@overload
+def no_grad(fn: Callable[..., Any]) -> Callable[..., Any]: ...
+
+
+def no_grad(fn: Callable[..., Any] | None = None) -> _GradMode | Callable[..., Any]:
+    """``with tp.no_grad():``, ``@tp.no_grad()`` or ``@tp.no_grad``: nothing inside is recorded."""
+    return _GradMode(False) if fn is None else _GradMode(False)(fn)
+
+
+@overload
+def enable_grad() -> _GradMode: ...
+
+
+@overload
+def enable_grad(fn: Callable[..., Any]) -> Callable[..., Any]: ...
+
+
+def enable_grad(fn: Callable[..., Any] | None = None) -> _GradMode | Callable[..., Any]:
+    """``with tp.enable_grad():`` (or as a decorator, with or without ``()``) turns recording back on
+    inside ``no_grad``."""
+    return _GradMode(True) if fn is None else _GradMode(True)(fn)
 
 
 class Node:
     """One recorded operation. ``name`` is the primitive (``grad_fn`` prints it)."""
 
-    __slots__ = ("name", "inputs", "params", "edges", "versions", "out_data", "out_box", "out_version")
+    # ``hooks``: the result's tensor hooks (:mod:`tensorplay.interpreters.eager.hooks`), unset on most nodes
+    __slots__ = ("name", "inputs", "params", "edges", "versions", "out_data", "out_box", "out_version", "hooks")
+    hooks: Any  # (declared only: reading it on a node without hooks raises AttributeError, hence getattr)
 
     def __init__(self, name: str, inputs: tuple[Any, ...], params: dict[str, Any], output: Tensor[*tuple[Any, ...]]):
         self.name = name
@@ -290,6 +309,11 @@ def _run_ready_hooks(leaf: Tensor[*tuple[Any, ...]]) -> None:
             fn(leaf)
 
 
+TENSOR_HOOKS: list[Any] = []
+"""The module :mod:`tensorplay.interpreters.eager.hooks` once a tensor hook or ``retain_grad`` was registered
+(empty before: a backward then never looks for hooks)."""
+
+
 # ---- the backward sweep ----------------------------------------------------------------------------
 
 def _toposort(roots: Sequence[Node]) -> list[Node]:
@@ -394,6 +418,8 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
     order = _toposort(roots)
     order.reverse()
     ready = _ready_plan(order) if _READY_HOOKS and targets is None else None
+    th = TENSOR_HOOKS[0] if TENSOR_HOOKS else None  # tensor hooks (their module), None when none exist
+    reach = th.reach(order, target_nodes, targets) if th is not None and targets is not None else None
     outer_queue = _HOOK_STATE.queued
     if ready is not None:
         _HOOK_STATE.queued = []
@@ -407,11 +433,14 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
             if ready is not None and key in ready:  # leaves whose last user was the previous node: final now
                 for final in ready.pop(key):
                     if id(final) in leaf_grads:  # (no local holds the cotangent: see _unshared_payload)
-                        _store_leaf_grad(final, dense(leaf_grads.pop(id(final))), create_graph)
+                        _store_leaf_grad(final, th.on_leaf(final, dense(leaf_grads.pop(id(final))), create_graph)
+                                         if th else dense(leaf_grads.pop(id(final))), create_graph)
                         _run_ready_hooks(final)
             g = dense(node_grads.pop(key, None))
             if key in target_nodes:
                 found[target_nodes[key]] = g
+            if th is not None and g is not None:
+                g = th.on_node(node, g, reach, found, target_nodes)
             if g is None:
                 continue  # never push a cotangent through a node that received none
             inputs = node.inputs
@@ -455,7 +484,8 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
     if targets is not None:
         for i, t in enumerate(targets):
             if t._node is None:
-                found[i] = dense(leaf_grads.get(id(t)))
+                g = dense(leaf_grads.get(id(t)))
+                found[i] = g if th is None else th.on_leaf(t, g, create_graph)
         return found
     try:
         for key in list(leaf_grads):
@@ -466,7 +496,8 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
                 del leaf_grads[key]
                 continue
             # the dict lets go of the cotangent and no local holds it: see _unshared_payload
-            _store_leaf_grad(leaf, dense(leaf_grads.pop(key)), create_graph)
+            _store_leaf_grad(leaf, th.on_leaf(leaf, dense(leaf_grads.pop(key)), create_graph) if th
+                             else dense(leaf_grads.pop(key)), create_graph)
             if ready is not None:
                 _run_ready_hooks(leaf)
         queued = _HOOK_STATE.queued
@@ -704,6 +735,8 @@ def _write(ops: Any, x: Tensor[*tuple[Any, ...]], new: Tensor[*tuple[Any, ...]],
         box = x._version = [0]
     box[0] += 1
     if new._node is not None:
+        if TENSOR_HOOKS and x._node is not None:  # retain_grad follows x to its new node
+            TENSOR_HOOKS[0].moved(x, x._node, new._node)
         x._node = new._node
         x._requires_grad = True
     elif x._node is not None and grad_enabled():
