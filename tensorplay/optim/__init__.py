@@ -1,6 +1,6 @@
 """``tensorplay.optim``: optimizers (``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``, ``Adamax``, ``NAdam``,
-``RAdam``, ``Adadelta``, ``LBFGS``) and
-learning-rate schedulers, with PyTorch's update rules and interface (parameter groups, ``zero_grad``, state dicts)."""
+``RAdam``, ``Adadelta``) and
+learning-rate schedulers (all of PyTorch's), with PyTorch's update rules and interface (parameter groups, ``zero_grad``, state dicts)."""
 
 from tensorplay.optim import lr_scheduler
 from tensorplay.optim.adadelta import Adadelta
@@ -8,8 +8,11 @@ from tensorplay.optim.adagrad import Adagrad
 from tensorplay.optim.adam import Adam, AdamW
 from tensorplay.optim.adamax import Adamax
 from tensorplay.optim.lr_scheduler import (
+    ChainedScheduler,
     ConstantLR,
     CosineAnnealingLR,
+    CosineAnnealingWarmRestarts,
+    CyclicLR,
     ExponentialLR,
     LambdaLR,
     LinearLR,
@@ -17,8 +20,10 @@ from tensorplay.optim.lr_scheduler import (
     MultiplicativeLR,
     MultiStepLR,
     OneCycleLR,
+    PolynomialLR,
     ReduceLROnPlateau,
     SchedulerTypeError,
+    SequentialLR,
     StepLR,
 )
 from tensorplay.optim.nadam import NAdam
@@ -30,8 +35,5 @@ from tensorplay.optim.sgd import SGD
 __all__ = ["Optimizer", "OptimizerError", "OptimizerKeyError", "OptimizerTypeError", "SGD", "Adam", "AdamW",
            "lr_scheduler", "LRScheduler", "StepLR", "CosineAnnealingLR", "MultiStepLR", "ExponentialLR", "LambdaLR",
            "MultiplicativeLR", "LinearLR", "ConstantLR", "OneCycleLR", "ReduceLROnPlateau", "SchedulerTypeError"]
+__all__ += ["PolynomialLR", "CosineAnnealingWarmRestarts", "CyclicLR", "SequentialLR", "ChainedScheduler"]
 __all__ += ["RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta"]
-
-from tensorplay.optim.lbfgs import LBFGS  # noqa: E402
-
-__all__ += ["LBFGS"]

@@ -1,7 +1,8 @@
 """Learning-rate schedulers with PyTorch's semantics (call ``step()`` once per epoch, after the optimizer's):
 ``StepLR``, ``MultiStepLR``, ``ExponentialLR``, ``LambdaLR``, ``MultiplicativeLR``, ``LinearLR``,
 ``ConstantLR``, ``CosineAnnealingLR``, ``OneCycleLR`` (stepped once per batch) and ``ReduceLROnPlateau``
-(``step(metric)``).
+(``step(metric)``); ``PolynomialLR``, ``CosineAnnealingWarmRestarts``, ``CyclicLR``, ``SequentialLR`` and
+``ChainedScheduler`` live in :mod:`tensorplay.optim.lr_schedulers_more` and are re-exported here.
 
 As in PyTorch, ``step()`` updates each group's *current* ``lr`` (the chained form), so a learning rate
 changed by hand between steps carries on from the new value; ``step(epoch)`` (deprecated there too) jumps
@@ -73,8 +74,15 @@ class LRScheduler:
         self.base_lrs: list[float] = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
         self._last_lr: list[float] = []
-        # The construction step (epoch last_epoch + 1) runs with _is_initial set: schedulers whose step is
-        # chained from the current lr keep it there, as PyTorch's do.
+        self._initial_step()
+
+    # set (on the instance) only while the construction step runs
+    _is_initial: bool = False
+
+    def _initial_step(self) -> None:
+        """The construction step (epoch ``last_epoch + 1``), with the step count reset and ``_is_initial`` set:
+        schedulers whose step is chained from the current lr keep it there, as PyTorch's do. ``SequentialLR``
+        runs it again for the scheduler it starts with."""
         self._step_count = 0
         self._is_initial = True
         try:
@@ -94,11 +102,17 @@ class LRScheduler:
         """Advance one epoch and set the new learning rates. ``epoch`` (deprecated, as in PyTorch) sets
         ``last_epoch`` to it and uses the closed form where the scheduler has one."""
         self._step_count += 1
+        if epoch is not None:
+            warnings.warn(_EPOCH_DEPRECATION, UserWarning, stacklevel=2)
+        self._update_lr(epoch)
+
+    def _update_lr(self, epoch: int | None) -> None:
+        """:meth:`step` without the step count and the warning (``SequentialLR`` restarts a scheduler at its
+        milestone with ``_update_lr(0)``, as PyTorch's does)."""
         if epoch is None:
             self.last_epoch += 1
             lrs = self.get_lr()
         else:
-            warnings.warn(_EPOCH_DEPRECATION, UserWarning, stacklevel=2)
             self.last_epoch = epoch
             closed = self._get_closed_form_lr()
             lrs = self.get_lr() if closed is None else closed
@@ -220,6 +234,20 @@ class ExponentialLR(LRScheduler):
         return [base * self.gamma ** self.last_epoch for base in self.base_lrs]
 
 
+def _callable_state(fn: Callable[..., Any] | None) -> dict[str, Any] | None:
+    """What a state dict keeps of a user's callable, as PyTorch's do: ``None`` for a plain function or lambda
+    (or no callable), a copy of the attributes of a callable object."""
+    if fn is None or isinstance(fn, types.FunctionType):
+        return None
+    return dict(getattr(fn, "__dict__", {}))
+
+
+def _restore_callable(fn: Callable[..., Any] | None, attributes: dict[str, Any] | None) -> None:
+    """Put the attributes saved by :func:`_callable_state` back into the scheduler's own callable."""
+    if fn is not None and attributes is not None:
+        fn.__dict__.update(attributes)
+
+
 class _LambdaScheduler(LRScheduler):
     """Shared by :class:`LambdaLR` and :class:`MultiplicativeLR`: one callable ``f(epoch) -> float`` per
     group. Their state dicts hold, as PyTorch's do, ``None`` for a plain function or lambda (not saved) and
@@ -239,8 +267,7 @@ class _LambdaScheduler(LRScheduler):
     def state_dict(self) -> dict[str, Any]:
         """Everything but the optimizer; the lambdas as described in the class docstring."""
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-        state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else dict(fn.__dict__)
-                               for fn in self.lr_lambdas]
+        state["lr_lambdas"] = [_callable_state(fn) for fn in self.lr_lambdas]
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -248,8 +275,7 @@ class _LambdaScheduler(LRScheduler):
         saved = state_dict.get("lr_lambdas", [])
         self.__dict__.update({k: v for k, v in state_dict.items() if k != "lr_lambdas"})
         for fn, attributes in zip(self.lr_lambdas, saved):
-            if attributes is not None:
-                fn.__dict__.update(attributes)
+            _restore_callable(fn, attributes)
 
 
 class LambdaLR(_LambdaScheduler):
@@ -340,6 +366,24 @@ def _anneal(strategy: str, start: float, end: float, pct: float) -> float:
     return (end - start) * pct + start
 
 
+def _uses_beta1(where: str, optimizer: Optimizer, cycle_momentum: bool) -> bool:
+    """Whether a scheduler cycling the momentum sets ``betas[0]`` (Adam and its relatives) rather than
+    ``momentum`` (SGD, RMSprop); an :class:`OptimizerError` when it cycles it and the optimizer has neither."""
+    use_beta1 = "betas" in optimizer.defaults
+    if cycle_momentum and "momentum" not in optimizer.defaults and not use_beta1:
+        raise OptimizerError(f"{where}: cycle_momentum=True needs an optimizer with a momentum (SGD) or betas "
+                             f"(Adam); got {type(optimizer).__name__}, which has neither (pass cycle_momentum=False)")
+    return use_beta1
+
+
+def set_momentum(group: dict[str, Any], value: float, use_beta1: bool) -> None:
+    """Set a parameter group's momentum: ``betas[0]`` with ``use_beta1``, else ``momentum``."""
+    if use_beta1:
+        group["betas"] = (value, *group["betas"][1:])
+    else:
+        group["momentum"] = value
+
+
 class OneCycleLR(LRScheduler):
     """The 1cycle policy (stepped once per batch, ``total_steps`` or ``epochs * steps_per_epoch`` times):
     the lr rises from ``max_lr / div_factor`` to ``max_lr`` over the first ``pct_start`` of the steps, then
@@ -391,10 +435,7 @@ class OneCycleLR(LRScheduler):
         for i, value in enumerate(max_lrs):
             check_number(where, f"max_lr[{i}]", value)
         self.cycle_momentum = bool(cycle_momentum)
-        self.use_beta1 = "betas" in opt.defaults
-        if self.cycle_momentum and "momentum" not in opt.defaults and not self.use_beta1:
-            raise OptimizerError(f"{where}: cycle_momentum needs an optimizer with a momentum (SGD) or betas "
-                                 f"(Adam); {type(opt).__name__} has neither (pass cycle_momentum=False)")
+        self.use_beta1 = _uses_beta1(where, opt, self.cycle_momentum)
         max_ms = _per_group(where, "max_momentum", opt, max_momentum)
         base_ms = _per_group(where, "base_momentum", opt, base_momentum)
         if last_epoch == -1:
@@ -416,10 +457,7 @@ class OneCycleLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def _set_momentum(self, group: dict[str, Any], value: float) -> None:
-        if self.use_beta1:
-            group["betas"] = (value, *group["betas"][1:])
-        else:
-            group["momentum"] = value
+        set_momentum(group, value, self.use_beta1)
 
     def get_lr(self) -> list[float]:
         """The lrs at step ``last_epoch``; sets the groups' momentum too when cycling it."""
@@ -531,3 +569,17 @@ class ReduceLROnPlateau(LRScheduler):
             new = max(old * self.factor, floor)
             if old - new > self.eps:
                 group["lr"] = new
+
+
+# defined there on top of the classes above; importable from here as in PyTorch
+from tensorplay.optim.lr_schedulers_more import (  # noqa: E402
+    ChainedScheduler,
+    CosineAnnealingWarmRestarts,
+    CyclicLR,
+    PolynomialLR,
+    SequentialLR,
+)
+
+__all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "LambdaLR", "MultiplicativeLR", "LinearLR",
+           "ConstantLR", "CosineAnnealingLR", "OneCycleLR", "ReduceLROnPlateau", "SchedulerTypeError",
+           "PolynomialLR", "CosineAnnealingWarmRestarts", "CyclicLR", "SequentialLR", "ChainedScheduler"]
