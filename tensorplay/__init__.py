@@ -48,6 +48,12 @@ from tensorplay.functions import (  # more math (tensorplay.math_more)
 from tensorplay.functions import (  # index-driven operations (tensorplay.indexing_ops)
     bincount, bucketize, median, quantile, scatter, scatter_add, searchsorted, take_along_dim,
 )
+from tensorplay.functions import (  # tensorplay.structure_ops
+    atleast_1d, atleast_2d, atleast_3d, broadcast_shapes, broadcast_tensors, clone, column_stack, diag_embed,
+    diagflat, diagonal_scatter, dsplit, dstack, fliplr, flipud, hsplit, hstack, index_add, index_copy, index_fill,
+    narrow, numel, ravel, rot90, row_stack, scatter_reduce, select, select_scatter, slice_scatter, split_with_sizes,
+    t, take, tensor_split, unbind, vsplit, vstack,
+)
 from tensorplay.functions import (  # sequences and structure (tensorplay.sequence_ops)
     block_diag, cartesian_prod, cross, cummax, cummin, diff,
     histc, kron, trapezoid, tril_indices, triu_indices,
@@ -152,4 +158,10 @@ __all__ = [
     # tensorplay.indexing_ops, through tensorplay.functions, and tensorplay.random_draws
     "bernoulli", "bincount", "bucketize", "median", "normal", "quantile", "randperm", "scatter", "scatter_add",
     "searchsorted", "take_along_dim",
+    # tensorplay.structure_ops, through tensorplay.functions
+    "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_shapes", "broadcast_tensors", "clone", "column_stack",
+    "diag_embed", "diagflat", "diagonal_scatter", "dsplit", "dstack", "fliplr", "flipud", "hsplit", "hstack",
+    "index_add", "index_copy", "index_fill", "narrow", "numel", "ravel", "rot90", "row_stack", "scatter_reduce",
+    "select", "select_scatter", "slice_scatter", "split_with_sizes", "t", "take", "tensor_split", "unbind", "vsplit",
+    "vstack",
 ]

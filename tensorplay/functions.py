@@ -17,6 +17,7 @@ from tensorplay import einsum as _einsum
 from tensorplay import math_more as _more
 from tensorplay import sequence_ops as _seq
 from tensorplay import indexing_ops as _idx
+from tensorplay import structure_ops as _struct
 from tensorplay.errors import ArgumentTypeError
 from tensorplay.tensor import Tensor, highest_interpreter
 
@@ -262,3 +263,98 @@ def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None) -> A
     """The ``[2, k]`` int64 (row, column) coordinates of the upper triangle (``j - i >= offset``) of a
     ``row x col`` matrix, row-major, as ``torch.triu_indices``."""
     return _indices(False, row, col, offset, dtype)
+
+
+# ---- structure and index-structure functions (tensorplay.structure_ops) -------------------------------
+clone = Tensor.clone
+numel = Tensor.numel
+narrow = Tensor.narrow
+select = Tensor.select
+unbind = Tensor.unbind
+t = Tensor.t
+ravel = Tensor.ravel
+tensor_split = Tensor.tensor_split
+hsplit = Tensor.hsplit
+vsplit = Tensor.vsplit
+dsplit = Tensor.dsplit
+split_with_sizes = Tensor.split_with_sizes
+rot90 = Tensor.rot90
+fliplr = Tensor.fliplr
+flipud = Tensor.flipud
+take = Tensor.take
+index_add = Tensor.index_add
+index_copy = Tensor.index_copy
+index_fill = Tensor.index_fill
+scatter_reduce = Tensor.scatter_reduce
+select_scatter = Tensor.select_scatter
+slice_scatter = Tensor.slice_scatter
+diagonal_scatter = Tensor.diagonal_scatter
+diag_embed = Tensor.diag_embed
+diagflat = Tensor.diagflat
+broadcast_shapes = _struct.broadcast_shapes
+
+
+def _stack_operands(tensors: Any, where: str) -> tuple[list[Any], Any]:
+    """``f(a, b)`` or ``f([a, b])``: the tensors and the interpreter that runs an operation on them."""
+    ts = list(tensors[0]) if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else list(tensors)
+    if not ts:
+        raise ArgumentTypeError(f"{where}: expects at least one tensor")
+    return ts, highest_interpreter(ts, ts[0]._ops if isinstance(ts[0], Tensor) else None)
+
+
+def hstack(tensors: Sequence[AnyTensor]) -> AnyTensor:
+    """Join along dim 1 (dim 0 for 1-d tensors), as ``torch.hstack`` (see :mod:`tensorplay.structure_ops`)."""
+    ts, ops = _stack_operands((tensors,), "hstack")
+    return _struct.hstack(ops, ts)  # type: ignore[no-any-return]
+
+
+def vstack(tensors: Sequence[AnyTensor]) -> AnyTensor:
+    """The tensors made at least 2-d and joined along dim 0, as ``torch.vstack``."""
+    ts, ops = _stack_operands((tensors,), "vstack")
+    return _struct.vstack(ops, ts)  # type: ignore[no-any-return]
+
+
+def row_stack(tensors: Sequence[AnyTensor]) -> AnyTensor:
+    """:func:`vstack`, as ``torch.row_stack``."""
+    ts, ops = _stack_operands((tensors,), "row_stack")
+    return _struct.vstack(ops, ts, "row_stack")  # type: ignore[no-any-return]
+
+
+def dstack(tensors: Sequence[AnyTensor]) -> AnyTensor:
+    """The tensors made at least 3-d and joined along dim 2, as ``torch.dstack``."""
+    ts, ops = _stack_operands((tensors,), "dstack")
+    return _struct.dstack(ops, ts)  # type: ignore[no-any-return]
+
+
+def column_stack(tensors: Sequence[AnyTensor]) -> AnyTensor:
+    """0-d and 1-d tensors as columns, all joined along dim 1, as ``torch.column_stack``."""
+    ts, ops = _stack_operands((tensors,), "column_stack")
+    return _struct.column_stack(ops, ts)  # type: ignore[no-any-return]
+
+
+def _atleast(k: int, tensors: tuple[Any, ...]) -> Any:
+    ts, ops = _stack_operands(tensors, f"atleast_{k}d")
+    out = tuple(_struct.atleast(ops, x, k) for x in ts)
+    return out[0] if len(tensors) == 1 and not isinstance(tensors[0], (list, tuple)) else out
+
+
+def atleast_1d(*tensors: Any) -> Any:
+    """One tensor (or a tuple of several, or of a list) with at least 1 dim, as ``torch.atleast_1d``."""
+    return _atleast(1, tensors)
+
+
+def atleast_2d(*tensors: Any) -> Any:
+    """One tensor (or a tuple of several) with at least 2 dims (``[n]`` to ``[1, n]``), as ``torch.atleast_2d``."""
+    return _atleast(2, tensors)
+
+
+def atleast_3d(*tensors: Any) -> Any:
+    """One tensor (or a tuple of several) with at least 3 dims (``[n]`` to ``[1, n, 1]``, ``[m, n]`` to
+    ``[m, n, 1]``), as ``torch.atleast_3d``."""
+    return _atleast(3, tensors)
+
+
+def broadcast_tensors(*tensors: AnyTensor) -> tuple[AnyTensor, ...]:
+    """Every tensor broadcast to their common shape, as ``torch.broadcast_tensors``."""
+    ts, ops = _stack_operands(tensors, "broadcast_tensors")
+    return _struct.broadcast_tensors(ops, ts)

@@ -22,6 +22,7 @@ from tensorplay import math_ops as _math
 from tensorplay import math_more as _more
 from tensorplay import sequence_ops as _seq
 from tensorplay import indexing_ops as _idx
+from tensorplay import structure_ops as _struct
 from tensorplay import shape_ops as _shape
 from tensorplay import recording as _recording
 from tensorplay.errors import AxisError, DTypeError, ShapeError
@@ -1718,6 +1719,120 @@ class Tensor(Generic[*Shape]):
     def histc(self, bins: int = 100, min: float = 0.0, max: float = 0.0) -> Tensor[Any]:  # noqa: A002
         """Counts in ``bins`` equal bins over ``[min, max]`` (the data's range when equal); float input."""
         return _seq.histc(self._ops, self, bins, min, max)  # type: ignore[no-any-return]
+
+    # ---- structure and index-structure functions (tensorplay.structure_ops) ---------------------------
+    def select(self, dim: int, index: int) -> Tensor[*AnyShape]:
+        """The slice at ``index`` of axis ``dim``, which the result drops, as ``torch.select``."""
+        return _struct.select(self._ops, self, dim, index)  # type: ignore[no-any-return]
+
+    def unbind(self, dim: int = 0) -> tuple[Tensor[*AnyShape], ...]:
+        """The slices along ``dim`` (each without that axis), as ``torch.unbind``."""
+        return _struct.unbind(self._ops, self, dim)
+
+    def t(self) -> Tensor[*AnyShape]:
+        """A 2-d tensor transposed (0-d and 1-d unchanged), as ``torch.t``."""
+        return _struct.t(self._ops, self)  # type: ignore[no-any-return]
+
+    def ravel(self) -> Tensor[int]:
+        """The entries in row-major order, 1-d, as ``torch.ravel``."""
+        return _struct.ravel(self._ops, self)  # type: ignore[no-any-return]
+
+    def view_as(self, other: Tensor[*S2]) -> Tensor[*S2]:
+        """``self`` reshaped to ``other``'s shape (same element count)."""
+        return _struct.reshape_as(self._ops, self, other, "view_as")  # type: ignore[no-any-return]
+
+    def reshape_as(self, other: Tensor[*S2]) -> Tensor[*S2]:
+        """``self`` reshaped to ``other``'s shape (same element count)."""
+        return _struct.reshape_as(self._ops, self, other)  # type: ignore[no-any-return]
+
+    def type_as(self, other: Tensor[*tuple[Any, ...]]) -> Tensor[*Shape]:
+        """``self`` converted to ``other``'s dtype."""
+        return _struct.type_as(self._ops, self, other)  # type: ignore[no-any-return]
+
+    def tensor_split(self, indices_or_sections: Any, dim: int = 0) -> tuple[Tensor[*AnyShape], ...]:
+        """``n`` near-equal pieces, or the pieces between listed indices, along ``dim`` (``torch.tensor_split``)."""
+        return _struct.tensor_split(self._pick(indices_or_sections), self, indices_or_sections, dim)
+
+    def hsplit(self, indices_or_sections: Any) -> tuple[Tensor[*AnyShape], ...]:
+        """:meth:`tensor_split` along dim 1 (dim 0 when 1-d); an int must divide the size."""
+        return _struct.hsplit(self._ops, self, indices_or_sections)
+
+    def vsplit(self, indices_or_sections: Any) -> tuple[Tensor[*AnyShape], ...]:
+        """:meth:`tensor_split` along dim 0 (at least 2-d); an int must divide the size."""
+        return _struct.vsplit(self._ops, self, indices_or_sections)
+
+    def dsplit(self, indices_or_sections: Any) -> tuple[Tensor[*AnyShape], ...]:
+        """:meth:`tensor_split` along dim 2 (at least 3-d); an int must divide the size."""
+        return _struct.dsplit(self._ops, self, indices_or_sections)
+
+    def split_with_sizes(self, split_sizes: list[int] | tuple[int, ...], dim: int = 0) -> tuple[Tensor[*AnyShape], ...]:
+        """Pieces of the listed sizes along ``dim`` (they must add up to its size)."""
+        return _struct.split_with_sizes(self._ops, self, split_sizes, dim)
+
+    def rot90(self, k: int = 1, dims: tuple[int, int] | list[int] = (0, 1)) -> Tensor[*AnyShape]:
+        """Rotated ``k`` quarter turns in the plane ``dims``, as ``torch.rot90``."""
+        return _struct.rot90(self._ops, self, k, dims)  # type: ignore[no-any-return]
+
+    def fliplr(self) -> Tensor[*Shape]:
+        """Reversed along dim 1 (at least 2-d)."""
+        return _struct.fliplr(self._ops, self)  # type: ignore[no-any-return]
+
+    def flipud(self) -> Tensor[*Shape]:
+        """Reversed along dim 0 (at least 1-d)."""
+        return _struct.flipud(self._ops, self)  # type: ignore[no-any-return]
+
+    def take(self, index: Tensor[*S2]) -> Tensor[*S2]:
+        """The flattened entries at ``index`` (int64, negative from the end), of ``index``'s shape."""
+        return _struct.take(self._pick(index), self, index)  # type: ignore[no-any-return]
+
+    def index_add(self, dim: int, index: Tensor[*tuple[Any, ...]], source: Tensor[*tuple[Any, ...]], *,
+                  alpha: Scalar = 1) -> Tensor[*Shape]:
+        """``out[..., index[i], ...] += alpha * source[..., i, ...]`` along ``dim``, out of place."""
+        return _struct.index_add(self._pick_all(index, source), self, dim, index, source, alpha)  # type: ignore[no-any-return]
+
+    def index_copy(self, dim: int, index: Tensor[*tuple[Any, ...]], source: Tensor[*tuple[Any, ...]]) -> Tensor[*Shape]:
+        """``out[..., index[i], ...] = source[..., i, ...]`` along ``dim``, out of place."""
+        return _struct.index_copy(self._pick_all(index, source), self, dim, index, source)  # type: ignore[no-any-return]
+
+    def index_fill(self, dim: int, index: Tensor[*tuple[Any, ...]], value: Tensor[()] | Scalar) -> Tensor[*Shape]:
+        """The slices at ``index`` along ``dim`` set to ``value``, out of place."""
+        return _struct.index_fill(self._pick_all(index, value), self, dim, index, value)  # type: ignore[no-any-return]
+
+    def scatter_reduce(self, dim: int, index: Tensor[*tuple[Any, ...]], src: Tensor[*tuple[Any, ...]], reduce: str, *,
+                       include_self: bool = True) -> Tensor[*Shape]:
+        """``src`` combined into its targets by ``reduce`` (sum, prod, mean, amax, amin), out of place."""
+        return _struct.scatter_reduce(self._pick_all(index, src), self, dim, index, src, reduce,  # type: ignore[no-any-return]
+                                      include_self)
+
+    def select_scatter(self, src: Tensor[*tuple[Any, ...]], dim: int, index: int) -> Tensor[*Shape]:
+        """A copy with ``select(dim, index)`` replaced by ``src``."""
+        return _struct.select_scatter(self._pick(src), self, src, dim, index)  # type: ignore[no-any-return]
+
+    def slice_scatter(self, src: Tensor[*tuple[Any, ...]], dim: int = 0, start: int | None = None,
+                      end: int | None = None, step: int = 1) -> Tensor[*Shape]:
+        """A copy with the slice ``start:end:step`` of axis ``dim`` replaced by ``src``."""
+        return _struct.slice_scatter(self._pick(src), self, src, dim, start, end, step)  # type: ignore[no-any-return]
+
+    def diagonal_scatter(self, src: Tensor[*tuple[Any, ...]], offset: int = 0, dim1: int = 0,
+                         dim2: int = 1) -> Tensor[*Shape]:
+        """A copy with ``diagonal(offset, dim1, dim2)`` replaced by ``src``."""
+        return _struct.diagonal_scatter(self._pick(src), self, src, offset, dim1, dim2)  # type: ignore[no-any-return]
+
+    def diag_embed(self, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor[*AnyShape]:
+        """The last axis placed on diagonal ``offset`` of new planes ``(dim1, dim2)``, zeros elsewhere."""
+        return _struct.diag_embed(self._ops, self, offset, dim1, dim2)  # type: ignore[no-any-return]
+
+    def diagflat(self, offset: int = 0) -> Tensor[Any, Any]:
+        """The flattened tensor on diagonal ``offset`` of a square matrix."""
+        return _struct.diagflat(self._ops, self, offset)  # type: ignore[no-any-return]
+
+    def unfold(self, dimension: int, size: int, step: int) -> Tensor[*AnyShape]:
+        """Windows of ``size`` entries every ``step`` along ``dimension``, in a new last axis."""
+        return _struct.unfold(self._ops, self, dimension, size, step)  # type: ignore[no-any-return]
+
+    def sum_to_size(self, *size: Any) -> Tensor[*AnyShape]:
+        """Summed down to ``size``, which must broadcast to this tensor's shape."""
+        return _struct.sum_to_size(self._ops, self, *size)  # type: ignore[no-any-return]
 
     # ---- index-driven operations (tensorplay.indexing_ops) -------------------------------------------
     def scatter(self, dim: int, index: Tensor[*tuple[Any, ...]], src: Tensor[*tuple[Any, ...]] | Scalar) -> Tensor[*Shape]:

@@ -344,3 +344,19 @@ def test_cyclic_momentum_cycles_between_the_bounds() -> None:
         assert momenta == pytest.approx([0.9, 0.8, 0.7, 0.8, 0.9], rel=1e-12)
         assert opt.param_groups[1]["base_momentum"] == 0.7 and opt.param_groups[1]["max_momentum"] == 0.9
     assert math.isclose(sched.get_last_lr()[0], 0.01, rel_tol=1e-12)
+
+
+RESUMED: list[tuple[str, str, Build]] = [
+    ("poly", "sgd", lambda o, L: L.PolynomialLR(o, total_iters=6, power=2.0, last_epoch=3)),
+    ("restarts-mult2", "sgd", lambda o, L: L.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=2, last_epoch=5)),
+    ("cyclic-adam", "adam", lambda o, L: L.CyclicLR(o, 0.01, 0.1, step_size_up=3, mode="triangular2", last_epoch=4)),
+    ("cyclic-sgd", "sgd", lambda o, L: L.CyclicLR(o, 0.01, 0.1, step_size_up=2, last_epoch=7)),
+]
+
+
+@pytest.mark.parametrize("name,kind,build", RESUMED, ids=[r[0] for r in RESUMED])
+def test_resume_with_last_epoch_matches_pytorch(name: str, kind: str, build: Build) -> None:
+    opt, opt_t = optimizers(kind)
+    for group, group_t, initial in zip(opt.param_groups, opt_t.param_groups, (0.2, 0.05)):
+        group["initial_lr"] = group_t["initial_lr"] = initial
+    assert_same(train(opt, build(opt, OURS), 12), train(opt_t, build(opt_t, TORCH), 12))
