@@ -385,3 +385,37 @@ def test_imports_and_methods_exist_where_torch_has_them() -> None:
         assert hasattr(tp, n) and n in tp.__all__, n
     for n in ["view_as", "reshape_as", "type_as", "unfold", "sum_to_size"]:
         assert hasattr(tp.Tensor, n), n
+
+
+JVP_FNS: list[tuple[str, Fn]] = [
+    ("amax", lambda m, a: a.scatter_reduce(0, m.tensor(np.array([[0, 1, 2], [3, 0, 0], [0, 2, 1]])), a[:3] * 2, "amax")),
+    ("unfold", lambda m, a: a.unfold(0, 2, 1)),
+    ("index_copy", lambda m, a: a.index_copy(1, m.tensor(np.array([2, 0])), a[:, :2] * 3)),
+    ("rot90", lambda m, a: m.rot90(a, 3)),
+    ("diag_embed", lambda m, a: m.diag_embed(a, -1)),
+]
+
+
+@pytest.mark.parametrize("fn", [f for _, f in JVP_FNS], ids=[n for n, _ in JVP_FNS])
+def test_jvp_matches_torch_func(fn: Fn) -> None:
+    x, t = RNG.standard_normal((4, 3)), RNG.standard_normal((4, 3))
+    out, dout = TF.jvp(lambda a: fn(tp, a), (tp.tensor(x),), (tp.tensor(t),))
+    theirs: Any = torch.func.jvp(lambda a: fn(torch, a), (torch.tensor(x),), (torch.tensor(t),))
+    w_out, w_dout = theirs[0], theirs[1]
+    _same(out, w_out, "float64")
+    _same(dout, w_dout, "float64")
+
+
+def test_scatter_reduce_prod_jvp_matches_finite_differences() -> None:
+    """``torch.func.jvp`` gives a zero tangent for ``scatter_reduce(..., "prod")``; the central difference is
+    the reference here."""
+    idx = np.array([[0, 1, 2], [3, 0, 0], [0, 2, 1]])
+
+    def f(m: Any, a: Any) -> Any:
+        return a.scatter_reduce(0, m.tensor(idx), a[:3], "prod", include_self=False)
+
+    x, t = RNG.standard_normal((4, 3)), RNG.standard_normal((4, 3))
+    _, dout = TF.jvp(lambda a: f(tp, a), (tp.tensor(x),), (tp.tensor(t),))
+    eps = 1e-6
+    central = (f(torch, torch.tensor(x + eps * t)) - f(torch, torch.tensor(x - eps * t))) / (2 * eps)
+    np.testing.assert_allclose(dout.numpy(), central.numpy(), rtol=1e-6, atol=1e-8)
