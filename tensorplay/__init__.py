@@ -58,6 +58,13 @@ from tensorplay.functions import (  # sequences and structure (tensorplay.sequen
     block_diag, cartesian_prod, cross, cummax, cummin, diff,
     histc, kron, trapezoid, tril_indices, triu_indices,
 )
+from tensorplay.functions import (  # tensorplay.elementwise_ops
+    absolute, acos, acosh, add, arccos, arccosh, arcsin, arcsinh, arctan, arctanh, asin, asinh, atan, atanh,
+    bitwise_and, bitwise_not, bitwise_or, bitwise_xor, copysign, deg2rad, div, divide, eq, equal, erfc, exp2, fix,
+    float_power, fmax, fmin, fmod, frac, ge, greater, greater_equal, gt, heaviside, hypot, isin, isneginf,
+    isposinf, isreal, ldexp, le, less, less_equal, lt, mul, multiply, ne, negative, not_equal, positive, rad2deg,
+    sgn, signbit, sinc, sub, subtract, tan, true_divide, trunc,
+)
 from tensorplay.generator import Generator
 from tensorplay.dimexpr import DimExpr, dim, relate
 from tensorplay.index import Index, index
@@ -164,4 +171,11 @@ __all__ = [
     "index_add", "index_copy", "index_fill", "narrow", "numel", "ravel", "rot90", "row_stack", "scatter_reduce",
     "select", "select_scatter", "slice_scatter", "split_with_sizes", "t", "take", "tensor_split", "unbind", "vsplit",
     "vstack",
+    # tensorplay.elementwise_ops, through tensorplay.functions
+    "absolute", "acos", "acosh", "add", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "asin",
+    "asinh", "atan", "atanh", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "copysign", "deg2rad",
+    "div", "divide", "eq", "equal", "erfc", "exp2", "fix", "float_power", "fmax", "fmin", "fmod", "frac", "ge",
+    "greater", "greater_equal", "gt", "heaviside", "hypot", "isin", "isneginf", "isposinf", "isreal", "ldexp",
+    "le", "less", "less_equal", "lt", "mul", "multiply", "ne", "negative", "not_equal", "positive", "rad2deg",
+    "sgn", "signbit", "sinc", "sub", "subtract", "tan", "true_divide", "trunc",
 ]

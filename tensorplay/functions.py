@@ -358,3 +358,122 @@ def broadcast_tensors(*tensors: AnyTensor) -> tuple[AnyTensor, ...]:
     """Every tensor broadcast to their common shape, as ``torch.broadcast_tensors``."""
     ts, ops = _stack_operands(tensors, "broadcast_tensors")
     return _struct.broadcast_tensors(ops, ts)
+
+
+# ---- elementwise aliases and more elementwise math (tensorplay.elementwise_ops) ----------------------------
+from collections.abc import Callable  # noqa: E402
+
+from tensorplay import elementwise_ops as _ew  # noqa: E402
+
+negative = Tensor.neg
+positive = Tensor.positive
+absolute = Tensor.abs
+sgn = Tensor.sign
+bitwise_not = Tensor.bitwise_not
+tan = Tensor.tan
+asin = arcsin = Tensor.asin
+acos = arccos = Tensor.acos
+atan = arctan = Tensor.atan
+asinh = arcsinh = Tensor.asinh
+acosh = arccosh = Tensor.acosh
+atanh = arctanh = Tensor.atanh
+trunc = fix = Tensor.trunc
+frac = Tensor.frac
+signbit = Tensor.signbit
+exp2 = Tensor.exp2
+erfc = Tensor.erfc
+deg2rad = Tensor.deg2rad
+rad2deg = Tensor.rad2deg
+sinc = Tensor.sinc
+isposinf = Tensor.isposinf
+isneginf = Tensor.isneginf
+isreal = Tensor.isreal
+equal = Tensor.equal
+
+
+def _operands_ops(where: str, *values: Any) -> Any:
+    """The interpreter of a binary function's operands (a number may come first, as ``torch.add(2, x)``)."""
+    tensors = [v for v in values if isinstance(v, Tensor)]
+    if not tensors:
+        raise ArgumentTypeError(f"{where}: expected a tensor operand, got {', '.join(type(v).__name__ for v in values)}")
+    return highest_interpreter(tensors, tensors[0]._ops)
+
+
+def add(input: AnyTensor | float, other: AnyTensor | float, *, alpha: float = 1) -> AnyTensor:  # noqa: A002
+    """``input + alpha * other`` (broadcasting, dtypes promote), as ``torch.add``."""
+    return _ew.add(_operands_ops("add", input, other), input, other, alpha)  # type: ignore[no-any-return]
+
+
+def sub(input: AnyTensor | float, other: AnyTensor | float, *, alpha: float = 1) -> AnyTensor:  # noqa: A002
+    """``input - alpha * other`` (broadcasting; bool refused), as ``torch.sub``."""
+    return _ew.sub(_operands_ops("sub", input, other), input, other, alpha)  # type: ignore[no-any-return]
+
+
+def mul(input: AnyTensor | float, other: AnyTensor | float) -> AnyTensor:  # noqa: A002
+    """``input * other`` (broadcasting, dtypes promote), as ``torch.mul``."""
+    return _ew.mul(_operands_ops("mul", input, other), input, other)  # type: ignore[no-any-return]
+
+
+def div(input: AnyTensor | float, other: AnyTensor | float, *, rounding_mode: str | None = None) -> AnyTensor:  # noqa: A002
+    """``input / other``, or its quotient rounded (``rounding_mode`` ``'trunc'``/``'floor'``), as ``torch.div``."""
+    return _ew.div(_operands_ops("div", input, other), input, other, rounding_mode)  # type: ignore[no-any-return]
+
+
+def true_divide(input: AnyTensor | float, other: AnyTensor | float) -> AnyTensor:  # noqa: A002
+    """``input / other`` (integers give float32), as ``torch.true_divide``."""
+    return _ew.div(_operands_ops("true_divide", input, other), input, other)  # type: ignore[no-any-return]
+
+
+subtract, multiply, divide = sub, mul, div
+
+
+_Binary = Callable[[Any, Any], AnyTensor]
+
+
+def _named(function: _Binary, name: str, doc: str) -> _Binary:
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = doc
+    return function
+
+
+def _binary(name: str, doc: str) -> _Binary:
+    """``tp.<name>(input, other)``: :func:`tensorplay.elementwise_ops.<name>` on the operands' interpreter."""
+    implementation = getattr(_ew, name)
+    return _named(lambda input, other: implementation(_operands_ops(name, input, other), input, other), name, doc)
+
+
+def _comparison(prim: str, name: str, what: str) -> _Binary:
+    """``tp.<name>(input, other)``: the primitive ``prim`` (a comparison or a bitwise operation)."""
+    return _named(lambda input, other: _ew.compare(_operands_ops(name, input, other), prim, input, other), name,
+                  f"``{what}`` elementwise (broadcasting), as ``torch.{name}``.")
+
+
+eq = _comparison("eq", "eq", "input == other")
+ne = _comparison("ne", "ne", "input != other")
+not_equal = _comparison("ne", "not_equal", "input != other")
+lt = _comparison("lt", "lt", "input < other")
+less = _comparison("lt", "less", "input < other")
+le = _comparison("le", "le", "input <= other")
+less_equal = _comparison("le", "less_equal", "input <= other")
+gt = _comparison("gt", "gt", "input > other")
+greater = _comparison("gt", "greater", "input > other")
+ge = _comparison("ge", "ge", "input >= other")
+greater_equal = _comparison("ge", "greater_equal", "input >= other")
+bitwise_and = _comparison("bitwise_and", "bitwise_and", "input & other")
+bitwise_or = _comparison("bitwise_or", "bitwise_or", "input | other")
+bitwise_xor = _comparison("bitwise_xor", "bitwise_xor", "input ^ other")
+hypot = _binary("hypot", "``sqrt(input^2 + other^2)`` without overflow (float), as ``torch.hypot``.")
+copysign = _binary("copysign", "``|input|`` with the sign of ``other`` (a float result), as ``torch.copysign``.")
+fmax = _binary("fmax", "The elementwise maximum ignoring NaN, as ``torch.fmax``.")
+fmin = _binary("fmin", "The elementwise minimum ignoring NaN, as ``torch.fmin``.")
+fmod = _binary("fmod", "C's remainder (the sign of ``input``), as ``torch.fmod``.")
+heaviside = _binary("heaviside", "0 below 0, ``values`` at 0, 1 above, as ``torch.heaviside``.")
+float_power = _binary("float_power", "``input ** exponent`` in float64, as ``torch.float_power``.")
+ldexp = _binary("ldexp", "``input * 2**other`` (a float result), as ``torch.ldexp``.")
+
+
+def isin(elements: AnyTensor | float, test_elements: AnyTensor | float, *, invert: bool = False) -> AnyTensor:
+    """Whether each of ``elements`` is among ``test_elements`` (a bool tensor shaped like ``elements``), as
+    ``torch.isin`` (see :func:`tensorplay.elementwise_ops.isin`)."""
+    ops = _operands_ops("isin", elements, test_elements)
+    return _ew.isin(ops, elements, test_elements, invert)  # type: ignore[no-any-return]

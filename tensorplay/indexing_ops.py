@@ -351,9 +351,8 @@ def _median_along(ops: Interpreter, x: AnyTensor, dim: int, keepdim: bool) -> tu
     return values, indices
 
 
-def _quantiles(ops: Interpreter, q: Any, dtype: str) -> tuple[AnyTensor, bool]:
-    """``q`` as a 1-d tensor of ``dtype`` and whether it was a number or a 0-d tensor."""
-    where = "quantile"
+def _quantiles(ops: Interpreter, q: Any, dtype: str, where: str) -> tuple[AnyTensor, bool]:
+    """``q`` as a 1-d tensor of ``dtype`` and whether it was a number or a 0-d tensor (errors name ``where``)."""
     if _is_tensor(q):
         if q.ndim > 1:
             raise ShapeError(f"{where}: q must be a number, a 0-d or a 1-d tensor, got shape {list(q.shape)}")
@@ -372,13 +371,14 @@ def _quantiles(ops: Interpreter, q: Any, dtype: str) -> tuple[AnyTensor, bool]:
 
 
 def quantile(ops: Interpreter, x: AnyTensor, q: Any, dim: int | None = None, keepdim: bool = False,
-             interpolation: str = "linear") -> AnyTensor:
+             interpolation: str = "linear", ignore_nan: bool = False) -> AnyTensor:
     """``torch.quantile``: the ``q``-quantiles along ``dim`` (``None``: of all entries) of a float tensor,
     at rank ``q * (n - 1)`` of the ascending sort, between the neighbouring entries by ``interpolation``
     (``linear``, ``lower``, ``higher``, ``midpoint`` or ``nearest``, which rounds half to even). ``q`` is a
     number or 0-d tensor (``dim`` dropped unless ``keepdim``) or a 1-d tensor ``[Q]`` (a leading axis of
-    ``Q``); values in ``[0, 1]``. A row holding NaN gives NaN. Differentiable in ``x``."""
-    where = "quantile"
+    ``Q``); values in ``[0, 1]``. A row holding NaN gives NaN; with ``ignore_nan`` (``torch.nanquantile``) the
+    quantiles are those of the row's other entries, NaN only where all are NaN. Differentiable in ``x``."""
+    where = "nanquantile" if ignore_nan else "quantile"
     if not _is_tensor(x):
         raise ArgumentTypeError(f"{where}: input must be a tensor, got {type(x).__name__}")
     if x.dtype.name not in ("float32", "float64"):
@@ -386,7 +386,7 @@ def quantile(ops: Interpreter, x: AnyTensor, q: Any, dim: int | None = None, kee
     if interpolation not in _INTERPOLATIONS:
         raise ArgumentError(f"{where}: interpolation must be one of {list(_INTERPOLATIONS)}, got {interpolation!r}")
     dtype = x.dtype.name
-    qs, single = _quantiles(ops, q, dtype)
+    qs, single = _quantiles(ops, q, dtype, where)
     given = tuple(x.shape)
     if dim is None:
         v, axis = _d.reshape(ops, x, (_d.numel_of(given),)), 0
@@ -403,7 +403,11 @@ def quantile(ops: Interpreter, x: AnyTensor, q: Any, dim: int | None = None, kee
     ranks = ops.mul(qs, float(n - 1))  # [Q]
     nq = qs.shape[0]
     nans = ops.reduce_sum(ops.ne(moved, moved), axes=(last,), keepdims=True)  # [*lead, 1]
-    ranks = ops.where(ops.gt(nans, 0), float(n - 1), ops.reshape(ranks, shape=(1,) * last + (nq,)))
+    if ignore_nan:  # the sorted NaN sit last: rank among the row's first n - nans entries (0 when all are NaN)
+        valid = ops.cast(ops.maximum(ops.sub(n - 1, nans), 0), dtype=dtype)
+        ranks = ops.mul(ops.reshape(qs, shape=(1,) * last + (nq,)), valid)
+    else:
+        ranks = ops.where(ops.gt(nans, 0), float(n - 1), ops.reshape(ranks, shape=(1,) * last + (nq,)))
     ranks = ops.broadcast_to(ranks, shape=lead + (nq,))
 
     def at(position: AnyTensor) -> AnyTensor:

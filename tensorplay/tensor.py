@@ -20,6 +20,7 @@ from tensorplay import derived as _p
 from tensorplay import sorting as _sorting
 from tensorplay import math_ops as _math
 from tensorplay import math_more as _more
+from tensorplay import elementwise_ops as _ew
 from tensorplay import sequence_ops as _seq
 from tensorplay import indexing_ops as _idx
 from tensorplay import structure_ops as _struct
@@ -1632,6 +1633,202 @@ class Tensor(Generic[*Shape]):
     def logical_xor(self, other: Tensor[*Shape] | Tensor[()] | Scalar) -> Tensor[*Shape]:
         """True where exactly one is non-zero (a bool tensor; numpy broadcasting)."""
         return _math.logical_xor(self._pick(other), self, other)  # type: ignore[no-any-return]
+
+    # ---- elementwise aliases and more elementwise math (tensorplay.elementwise_ops) ---------------------
+    def add(self, other: Tensor[*tuple[Any, ...]] | Scalar, *, alpha: Scalar = 1) -> Tensor[*AnyShape]:
+        """``self + alpha * other`` (broadcasting), as ``torch.add``: see :func:`tensorplay.elementwise_ops.add`."""
+        if alpha == 1 and not isinstance(alpha, bool):
+            return self._binary("add", other)  # type: ignore[no-any-return]
+        return _ew.add(self._pick(other), self, other, alpha)  # type: ignore[no-any-return]
+
+    def sub(self, other: Tensor[*tuple[Any, ...]] | Scalar, *, alpha: Scalar = 1) -> Tensor[*AnyShape]:
+        """``self - alpha * other`` (broadcasting; bool refused), as ``torch.sub``."""
+        return _ew.sub(self._pick(other), self, other, alpha)  # type: ignore[no-any-return]
+
+    subtract = sub
+
+    def mul(self, other: Tensor[*tuple[Any, ...]] | Scalar) -> Tensor[*AnyShape]:
+        """``self * other`` (broadcasting), as ``torch.mul``."""
+        return self._binary("mul", other)  # type: ignore[no-any-return]
+
+    multiply = mul
+
+    def div(self, other: Tensor[*tuple[Any, ...]] | Scalar, *, rounding_mode: str | None = None) -> Tensor[*AnyShape]:
+        """``self / other``; ``rounding_mode`` ``'trunc'`` or ``'floor'`` rounds the quotient (integers stay
+        integer), as ``torch.div``: see :func:`tensorplay.elementwise_ops.div`."""
+        return _ew.div(self._pick(other), self, other, rounding_mode)  # type: ignore[no-any-return]
+
+    divide = div
+
+    def true_divide(self, other: Tensor[*tuple[Any, ...]] | Scalar) -> Tensor[*AnyShape]:
+        """``self / other`` (integers give float32)."""
+        return self._binary("div", other)  # type: ignore[no-any-return]
+
+    negative = neg
+    absolute = abs
+    sgn = sign
+
+    def positive(self) -> Tensor[*Shape]:
+        """``self`` (bool refused, as ``torch.positive``)."""
+        return _ew.positive(self._ops, self)  # type: ignore[no-any-return]
+
+    def eq(self, other: Tensor[*tuple[Any, ...]] | Scalar) -> Tensor[*AnyShape]:
+        """``self == other`` elementwise (broadcasting, a bool tensor)."""
+        return self._binary("eq", other)  # type: ignore[no-any-return]
+
+    def ne(self, other: Tensor[*tuple[Any, ...]] | Scalar) -> Tensor[*AnyShape]:
+        """``self != other`` elementwise (broadcasting, a bool tensor)."""
+        return self._binary("ne", other)  # type: ignore[no-any-return]
+
+    def lt(self, other: Tensor[*tuple[Any, ...]] | Scalar) -> Tensor[*AnyShape]:
+        """``self < other`` elementwise (broadcasting, a bool tensor)."""
+        return self._binary("lt", other)  # type: ignore[no-any-return]
+
+    def le(self, other: Tensor[*tuple[Any, ...]] | Scalar) -> Tensor[*AnyShape]:
+        """``self <= other`` elementwise (broadcasting, a bool tensor)."""
+        return self._binary("le", other)  # type: ignore[no-any-return]
+
+    def gt(self, other: Tensor[*tuple[Any, ...]] | Scalar) -> Tensor[*AnyShape]:
+        """``self > other`` elementwise (broadcasting, a bool tensor)."""
+        return self._binary("gt", other)  # type: ignore[no-any-return]
+
+    def ge(self, other: Tensor[*tuple[Any, ...]] | Scalar) -> Tensor[*AnyShape]:
+        """``self >= other`` elementwise (broadcasting, a bool tensor)."""
+        return self._binary("ge", other)  # type: ignore[no-any-return]
+
+    not_equal, less, less_equal, greater, greater_equal = ne, lt, le, gt, ge
+
+    def equal(self, other: Tensor[*tuple[Any, ...]]) -> bool:
+        """Whether ``other`` has this shape and these values (a Python bool), as ``torch.equal``."""
+        return _ew.equal(self._pick(other), self, other)
+
+    def bitwise_and(self, other: Tensor[*tuple[Any, ...]] | bool | int) -> Tensor[*AnyShape]:
+        """``self & other`` (integers and bools)."""
+        return self._binary("bitwise_and", other)  # type: ignore[no-any-return]
+
+    def bitwise_or(self, other: Tensor[*tuple[Any, ...]] | bool | int) -> Tensor[*AnyShape]:
+        """``self | other`` (integers and bools)."""
+        return self._binary("bitwise_or", other)  # type: ignore[no-any-return]
+
+    def bitwise_xor(self, other: Tensor[*tuple[Any, ...]] | bool | int) -> Tensor[*AnyShape]:
+        """``self ^ other`` (integers and bools)."""
+        return self._binary("bitwise_xor", other)  # type: ignore[no-any-return]
+
+    def bitwise_not(self) -> Tensor[*Shape]:
+        """``~self`` (integers and bools)."""
+        return self._ops.bitwise_not(self)
+
+    def tan(self) -> Tensor[*Shape]:
+        """Tangent (integers give float32)."""
+        return self._ops.tan(self._ops.cast(self, dtype="float32") if self.dtype.numpy.kind != "f" else self)
+
+    def asin(self) -> Tensor[*Shape]:
+        """Arcsine (NaN outside ``[-1, 1]``)."""
+        return _ew.asin(self._ops, self)  # type: ignore[no-any-return]
+
+    def acos(self) -> Tensor[*Shape]:
+        """Arccosine (NaN outside ``[-1, 1]``)."""
+        return _ew.acos(self._ops, self)  # type: ignore[no-any-return]
+
+    def atan(self) -> Tensor[*Shape]:
+        """Arctangent."""
+        return _ew.atan(self._ops, self)  # type: ignore[no-any-return]
+
+    def asinh(self) -> Tensor[*Shape]:
+        """Inverse hyperbolic sine."""
+        return _ew.asinh(self._ops, self)  # type: ignore[no-any-return]
+
+    def acosh(self) -> Tensor[*Shape]:
+        """Inverse hyperbolic cosine (NaN below 1)."""
+        return _ew.acosh(self._ops, self)  # type: ignore[no-any-return]
+
+    def atanh(self) -> Tensor[*Shape]:
+        """Inverse hyperbolic tangent (NaN outside ``[-1, 1]``)."""
+        return _ew.atanh(self._ops, self)  # type: ignore[no-any-return]
+
+    arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh
+
+    def trunc(self) -> Tensor[*Shape]:
+        """Rounded toward zero (bool refused)."""
+        return _ew.trunc(self._ops, self)  # type: ignore[no-any-return]
+
+    fix = trunc
+
+    def frac(self) -> Tensor[*Shape]:
+        """``self - trunc(self)`` (float tensors)."""
+        return _ew.frac(self._ops, self)  # type: ignore[no-any-return]
+
+    def signbit(self) -> Tensor[*Shape]:
+        """True where the sign bit is set (``-0.0`` included), a bool tensor."""
+        return _ew.signbit(self._ops, self)  # type: ignore[no-any-return]
+
+    def exp2(self) -> Tensor[*Shape]:
+        """``2**self``."""
+        return _ew.exp2(self._ops, self)  # type: ignore[no-any-return]
+
+    def erfc(self) -> Tensor[*Shape]:
+        """``1 - erf(self)``, accurate for large values."""
+        return _ew.erfc(self._ops, self)  # type: ignore[no-any-return]
+
+    def deg2rad(self) -> Tensor[*Shape]:
+        """Degrees to radians."""
+        return _ew.deg2rad(self._ops, self)  # type: ignore[no-any-return]
+
+    def rad2deg(self) -> Tensor[*Shape]:
+        """Radians to degrees."""
+        return _ew.rad2deg(self._ops, self)  # type: ignore[no-any-return]
+
+    def sinc(self) -> Tensor[*Shape]:
+        """``sin(pi x) / (pi x)``, 1 at 0."""
+        return _ew.sinc(self._ops, self)  # type: ignore[no-any-return]
+
+    def isposinf(self) -> Tensor[*Shape]:
+        """True where ``+inf``."""
+        return _ew.isposinf(self._ops, self)  # type: ignore[no-any-return]
+
+    def isneginf(self) -> Tensor[*Shape]:
+        """True where ``-inf``."""
+        return _ew.isneginf(self._ops, self)  # type: ignore[no-any-return]
+
+    def isreal(self) -> Tensor[*Shape]:
+        """True everywhere (no complex dtypes)."""
+        return _ew.isreal(self._ops, self)  # type: ignore[no-any-return]
+
+    def isin(self, test_elements: Tensor[*tuple[Any, ...]] | Scalar, *, invert: bool = False) -> Tensor[*Shape]:
+        """True where the entry equals one of ``test_elements``, as ``torch.isin``."""
+        return _ew.isin(self._pick(test_elements), self, test_elements, invert)  # type: ignore[no-any-return]
+
+    def hypot(self, other: Tensor[*tuple[Any, ...]] | Scalar) -> Tensor[*AnyShape]:
+        """``sqrt(self^2 + other^2)`` without overflow (float)."""
+        return _ew.hypot(self._pick(other), self, other)  # type: ignore[no-any-return]
+
+    def copysign(self, other: Tensor[*tuple[Any, ...]] | Scalar) -> Tensor[*AnyShape]:
+        """``|self|`` with the sign of ``other`` (float result)."""
+        return _ew.copysign(self._pick(other), self, other)  # type: ignore[no-any-return]
+
+    def fmax(self, other: Tensor[*tuple[Any, ...]] | Scalar) -> Tensor[*AnyShape]:
+        """The elementwise maximum ignoring NaN."""
+        return _ew.fmax(self._pick(other), self, other)  # type: ignore[no-any-return]
+
+    def fmin(self, other: Tensor[*tuple[Any, ...]] | Scalar) -> Tensor[*AnyShape]:
+        """The elementwise minimum ignoring NaN."""
+        return _ew.fmin(self._pick(other), self, other)  # type: ignore[no-any-return]
+
+    def fmod(self, other: Tensor[*tuple[Any, ...]] | Scalar) -> Tensor[*AnyShape]:
+        """C's remainder, the sign of ``self``."""
+        return _ew.fmod(self._pick(other), self, other)  # type: ignore[no-any-return]
+
+    def heaviside(self, values: Tensor[*tuple[Any, ...]]) -> Tensor[*AnyShape]:
+        """0 below 0, ``values`` at 0, 1 above (``values`` of this dtype)."""
+        return _ew.heaviside(self._pick(values), self, values)  # type: ignore[no-any-return]
+
+    def float_power(self, exponent: Tensor[*tuple[Any, ...]] | Scalar) -> Tensor[*AnyShape]:
+        """``self ** exponent`` in float64."""
+        return _ew.float_power(self._pick(exponent), self, exponent)  # type: ignore[no-any-return]
+
+    def ldexp(self, other: Tensor[*tuple[Any, ...]] | Scalar) -> Tensor[*AnyShape]:
+        """``self * 2**other`` (float result)."""
+        return _ew.ldexp(self._pick(other), self, other)  # type: ignore[no-any-return]
 
     # ---- more math (tensorplay.math_more) ------------------------------------------------------------
     def lerp(self, end: Tensor[*tuple[Any, ...]], weight: Tensor[*tuple[Any, ...]] | Scalar) -> Tensor[*AnyShape]:

@@ -155,6 +155,12 @@ def retains_grad(t: AnyTensor) -> bool:
     return hooks is not None and hooks.retain is not None and hooks.retain() is t
 
 
+def has_hooks(leaf: AnyTensor) -> bool:
+    """Whether ``register_hook`` hooks are registered (and not removed) on leaf ``leaf``."""
+    entry = _LEAVES.get(id(leaf))
+    return entry is not None and entry[0]() is leaf and bool(entry[1].fns)
+
+
 def register_post_accumulate_grad_hook(t: AnyTensor, hook: Callable[[AnyTensor], None]) -> HookHandle:
     """``leaf.register_post_accumulate_grad_hook(hook)``: ``hook(leaf)`` after ``leaf.grad`` is accumulated
     in a ``backward()`` (not ``tp.autograd.grad``)."""
@@ -256,5 +262,5 @@ def moved(x: AnyTensor, old: Node, new: Node) -> None:
 
 _tensor_module._TENSOR_HOOKS[:] = [sys.modules[__name__]]  # Tensor.register_hook and friends call this module
 
-__all__ = ["RemovableHandle", "TensorHooks", "moved", "on_leaf", "on_node", "reach", "register_hook",
+__all__ = ["RemovableHandle", "TensorHooks", "has_hooks", "moved", "on_leaf", "on_node", "reach", "register_hook",
            "register_post_accumulate_grad_hook", "retain_grad", "retains_grad"]

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tensorplay.interpreters.eager import tape
+from tensorplay.interpreters.eager import hooks as tensor_hooks
 from tensorplay.interpreters.graph.ir import Var
 from tensorplay.interpreters.graph.recorder import Recorder, user_location
 from tensorplay.spec.errors import AutogradError, GraphCaptureError, TensorplayError
@@ -184,10 +185,11 @@ class CaptureRecorder(Recorder):
         if self.backward_started is None:
             self.backward_started = len(self.graph.nodes)
         leaves = [(v, t) for v, t in self.grad_leaf.items() if t._requires_grad]
-        if any(tape.has_grad_ready_hooks(t) for _, t in leaves):
+        if any(tape.has_grad_ready_hooks(t) or tensor_hooks.has_hooks(t) for _, t in leaves):
             raise GraphCaptureError(
                 f"backward() inside a compiled function{at} reaches parameters with gradient-ready hooks (e.g. "
-                "tensorplay.distributed.DistributedDataParallel's gradient averaging), which cannot run inside "
+                "tensorplay.distributed.DistributedDataParallel's gradient averaging, or "
+                "register_post_accumulate_grad_hook) or tensor hooks (register_hook), which cannot run inside "
                 "the compiled code; compile the forward and the loss only and call loss.backward() and "
                 "optimizer.step() outside the compiled function")
         wanted = [v for v, _ in leaves]
