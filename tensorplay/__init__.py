@@ -65,6 +65,11 @@ from tensorplay.functions import (  # tensorplay.elementwise_ops
     isposinf, isreal, ldexp, le, less, less_equal, lt, mul, multiply, ne, negative, not_equal, positive, rad2deg,
     sgn, signbit, sinc, sub, subtract, tan, true_divide, trunc,
 )
+from tensorplay.functions import (  # products, statistics, data-dependent selections (product_ops, statistics_ops, selection_ops)
+    addbmm, addmm, addmv, addr, aminmax, argwhere, baddbmm, chain_matmul, corrcoef, cov, cumulative_trapezoid, ger,
+    inner, kthvalue, logcumsumexp, masked_select, matrix_power, mm, mode, msort, mv, nanmedian, nanquantile, nonzero,
+    std_mean, unique, unique_consecutive, var_mean, vdot,
+)
 from tensorplay.generator import Generator
 from tensorplay.dimexpr import DimExpr, dim, relate
 from tensorplay.index import Index, index
@@ -178,4 +183,9 @@ __all__ = [
     "greater", "greater_equal", "gt", "heaviside", "hypot", "isin", "isneginf", "isposinf", "isreal", "ldexp",
     "le", "less", "less_equal", "lt", "mul", "multiply", "ne", "negative", "not_equal", "positive", "rad2deg",
     "sgn", "signbit", "sinc", "sub", "subtract", "tan", "true_divide", "trunc",
+    # tensorplay.product_ops, statistics_ops and selection_ops, through tensorplay.functions
+    "addbmm", "addmm", "addmv", "addr", "aminmax", "argwhere", "baddbmm", "chain_matmul", "corrcoef", "cov",
+    "cumulative_trapezoid", "ger", "inner", "kthvalue", "logcumsumexp", "masked_select", "matrix_power", "mm", "mode",
+    "msort", "mv", "nanmedian", "nanquantile", "nonzero", "std_mean", "unique", "unique_consecutive", "var_mean",
+    "vdot",
 ]

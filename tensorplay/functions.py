@@ -17,6 +17,8 @@ from tensorplay import einsum as _einsum
 from tensorplay import math_more as _more
 from tensorplay import sequence_ops as _seq
 from tensorplay import indexing_ops as _idx
+from tensorplay import product_ops as _prod
+from tensorplay import statistics_ops as _stats
 from tensorplay import structure_ops as _struct
 from tensorplay.errors import ArgumentTypeError
 from tensorplay.tensor import Tensor, highest_interpreter
@@ -477,3 +479,68 @@ def isin(elements: AnyTensor | float, test_elements: AnyTensor | float, *, inver
     ``torch.isin`` (see :func:`tensorplay.elementwise_ops.isin`)."""
     ops = _operands_ops("isin", elements, test_elements)
     return _ew.isin(ops, elements, test_elements, invert)  # type: ignore[no-any-return]
+
+
+# ---- products, statistics and data-dependent selections (product_ops, statistics_ops, selection_ops) ------
+mm = Tensor.mm
+mv = Tensor.mv
+addmm = Tensor.addmm
+addmv = Tensor.addmv
+addr = Tensor.addr
+baddbmm = Tensor.baddbmm
+addbmm = Tensor.addbmm
+inner = Tensor.inner
+vdot = Tensor.vdot
+ger = Tensor.ger
+matrix_power = Tensor.matrix_power
+aminmax = Tensor.aminmax
+kthvalue = Tensor.kthvalue
+mode = Tensor.mode
+msort = Tensor.msort
+logcumsumexp = Tensor.logcumsumexp
+cov = Tensor.cov
+corrcoef = Tensor.corrcoef
+nanmedian = Tensor.nanmedian
+nanquantile = Tensor.nanquantile
+nonzero = Tensor.nonzero
+argwhere = Tensor.argwhere
+masked_select = Tensor.masked_select
+unique = Tensor.unique
+unique_consecutive = Tensor.unique_consecutive
+
+
+def chain_matmul(*matrices: AnyTensor) -> AnyTensor:
+    """The product of 2-d matrices ``[d0, d1] @ [d1, d2] @ ...`` in the cheapest order, as
+    ``torch.chain_matmul`` (see :func:`tensorplay.product_ops.chain_matmul`)."""
+    ms = _tensor_list(matrices)
+    ops = highest_interpreter(ms, ms[0]._ops if ms and isinstance(ms[0], Tensor) else None)
+    return _prod.chain_matmul(ops, ms)  # type: ignore[no-any-return]
+
+
+def var_mean(input: AnyTensor, dim: int | Sequence[int] | bool | None = None,  # noqa: A002 - PyTorch's name
+             unbiased: bool | None = None, keepdim: bool = False, *,
+             correction: float | None = None) -> tuple[AnyTensor, AnyTensor]:
+    """``(var, mean)`` over ``dim`` with Bessel's ``correction`` (1 by default; ``unbiased=False`` is 0), as
+    ``torch.var_mean`` (``var_mean(x, False)`` passes ``unbiased``; see :func:`tensorplay.statistics_ops.var_mean`)."""
+    if not isinstance(input, Tensor):
+        raise ArgumentTypeError(f"var_mean: input must be a tensor, got {type(input).__name__}")
+    return _stats.var_mean(input._ops, input, dim, unbiased, keepdim, correction)
+
+
+def std_mean(input: AnyTensor, dim: int | Sequence[int] | bool | None = None,  # noqa: A002 - PyTorch's name
+             unbiased: bool | None = None, keepdim: bool = False, *,
+             correction: float | None = None) -> tuple[AnyTensor, AnyTensor]:
+    """``(std, mean)`` over ``dim``, as ``torch.std_mean`` (see :func:`var_mean`)."""
+    if not isinstance(input, Tensor):
+        raise ArgumentTypeError(f"std_mean: input must be a tensor, got {type(input).__name__}")
+    return _stats.std_mean(input._ops, input, dim, unbiased, keepdim, correction)
+
+
+def cumulative_trapezoid(y: AnyTensor, x: AnyTensor | None = None, *, dx: float | None = None,
+                         dim: int = -1) -> AnyTensor:
+    """Running trapezoid-rule integrals along ``dim``: ``[..., m, ...]`` to ``[..., m - 1, ...]``, spacing ``dx``
+    or the steps of ``x``, as ``torch.cumulative_trapezoid`` (see
+    :func:`tensorplay.statistics_ops.cumulative_trapezoid`)."""
+    if not isinstance(y, Tensor):
+        raise ArgumentTypeError(f"cumulative_trapezoid: y must be a tensor, got {type(y).__name__}")
+    return _stats.cumulative_trapezoid(highest_interpreter([x], y._ops), y, x, dx, dim)  # type: ignore[no-any-return]

@@ -23,6 +23,9 @@ from tensorplay import math_more as _more
 from tensorplay import elementwise_ops as _ew
 from tensorplay import sequence_ops as _seq
 from tensorplay import indexing_ops as _idx
+from tensorplay import product_ops as _prod
+from tensorplay import statistics_ops as _stats
+from tensorplay import selection_ops as _select
 from tensorplay import structure_ops as _struct
 from tensorplay import shape_ops as _shape
 from tensorplay import recording as _recording
@@ -2120,6 +2123,116 @@ class Tensor(Generic[*Shape]):
     def bool(self) -> Tensor[*Shape]:
         """Convert to bool."""
         return self.astype(_dt.bool_)
+
+    # ---- products, statistics and data-dependent selections (tensorplay.product_ops, statistics_ops, selection_ops) ---
+    def mm(self: Tensor[M, K], mat2: Tensor[K, N]) -> Tensor[M, N]:
+        """The matrix product ``[M, K] @ [K, N]`` of two 2-d tensors of one dtype (no broadcasting)."""
+        return _prod.mm(self._pick(mat2), self, mat2)  # type: ignore[no-any-return]
+
+    def mv(self: Tensor[M, N], vec: Tensor[N]) -> Tensor[M]:
+        """The matrix-vector product ``[M, N] @ [N]``."""
+        return _prod.mv(self._pick(vec), self, vec)  # type: ignore[no-any-return]
+
+    def addmm(self, mat1: Tensor[*tuple[Any, ...]], mat2: Tensor[*tuple[Any, ...]], *, beta: Scalar = 1,
+              alpha: Scalar = 1) -> Tensor[*AnyShape]:
+        """``beta * self + alpha * (mat1 @ mat2)`` (``self`` broadcasts to ``[n, m]``), as ``torch.addmm``."""
+        return _prod.addmm(self._pick_all(mat1, mat2), self, mat1, mat2, beta, alpha)  # type: ignore[no-any-return]
+
+    def addmv(self, mat: Tensor[*tuple[Any, ...]], vec: Tensor[*tuple[Any, ...]], *, beta: Scalar = 1,
+              alpha: Scalar = 1) -> Tensor[*AnyShape]:
+        """``beta * self + alpha * (mat @ vec)`` (``self`` broadcasts to ``[n]``), as ``torch.addmv``."""
+        return _prod.addmv(self._pick_all(mat, vec), self, mat, vec, beta, alpha)  # type: ignore[no-any-return]
+
+    def addr(self, vec1: Tensor[*tuple[Any, ...]], vec2: Tensor[*tuple[Any, ...]], *, beta: Scalar = 1,
+             alpha: Scalar = 1) -> Tensor[*AnyShape]:
+        """``beta * self + alpha * outer(vec1, vec2)``, as ``torch.addr``."""
+        return _prod.addr(self._pick_all(vec1, vec2), self, vec1, vec2, beta, alpha)  # type: ignore[no-any-return]
+
+    def baddbmm(self, batch1: Tensor[*tuple[Any, ...]], batch2: Tensor[*tuple[Any, ...]], *, beta: Scalar = 1,
+                alpha: Scalar = 1) -> Tensor[*AnyShape]:
+        """``beta * self + alpha * bmm(batch1, batch2)`` (``self`` broadcasts to ``[B, n, m]``)."""
+        return _prod.baddbmm(self._pick_all(batch1, batch2), self, batch1, batch2, beta, alpha)  # type: ignore[no-any-return]
+
+    def addbmm(self, batch1: Tensor[*tuple[Any, ...]], batch2: Tensor[*tuple[Any, ...]], *, beta: Scalar = 1,
+               alpha: Scalar = 1) -> Tensor[*AnyShape]:
+        """``beta * self + alpha * bmm(batch1, batch2).sum(0)`` (``self`` broadcasts to ``[n, m]``)."""
+        return _prod.addbmm(self._pick_all(batch1, batch2), self, batch1, batch2, beta, alpha)  # type: ignore[no-any-return]
+
+    def inner(self, other: Tensor[*tuple[Any, ...]]) -> Tensor[*AnyShape]:
+        """Sums of products over the last dims: ``[*A, k]``, ``[*B, k]`` to ``[*A, *B]``, as ``torch.inner``."""
+        return _prod.inner(self._pick(other), self, other)  # type: ignore[no-any-return]
+
+    def vdot(self: Tensor[N], other: Tensor[N]) -> Tensor[()]:
+        """The inner product of two vectors (``dot``: tensorplay's dtypes are real)."""
+        return _prod.vdot(self._pick(other), self, other)  # type: ignore[no-any-return]
+
+    ger = outer
+
+    def matrix_power(self, n: int) -> Tensor[*Shape]:
+        """The square matrix (or batch ``[*B, m, m]``) to the power ``n >= 0`` (0: the identity)."""
+        return _prod.matrix_power(self._ops, self, n)  # type: ignore[no-any-return]
+
+    def aminmax(self, *, dim: int | None = None, keepdim: Flag = False) -> _stats.MinMax:
+        """The named tuple ``(min, max)`` over ``dim`` (``None``: every entry), as ``torch.aminmax``."""
+        return _stats.aminmax(self._ops, self, dim, keepdim)
+
+    def kthvalue(self, k: int, dim: int = -1, keepdim: Flag = False) -> ValuesIndices[*AnyShape]:
+        """``(values, indices)`` of the ``k``-th smallest entry along ``dim`` (NaN the largest)."""
+        return ValuesIndices(*_stats.kthvalue(self._ops, self, k, dim, keepdim))
+
+    def mode(self, dim: int = -1, keepdim: Flag = False) -> ValuesIndices[*AnyShape]:
+        """``(values, indices)`` of the most frequent value along ``dim`` (the smallest of ties; its last index)."""
+        return ValuesIndices(*_stats.mode(self._ops, self, dim, keepdim))
+
+    def msort(self) -> Tensor[*Shape]:
+        """Sorted ascending along the first dim (NaN last)."""
+        return _stats.msort(self._ops, self)  # type: ignore[no-any-return]
+
+    def logcumsumexp(self, dim: int) -> Tensor[*Shape]:
+        """``log(cumsum(exp(self)))`` along ``dim``, without overflow (float input)."""
+        return _stats.logcumsumexp(self._ops, self, dim)  # type: ignore[no-any-return]
+
+    def cov(self, *, correction: int = 1, fweights: Tensor[*tuple[Any, ...]] | None = None,
+            aweights: Tensor[*tuple[Any, ...]] | None = None) -> Tensor[*AnyShape]:
+        """The covariance matrix ``[V, V]`` of the rows (variables) of ``[V, N]``, as ``torch.cov``."""
+        return _stats.cov(self._pick_all(fweights, aweights), self, correction, fweights, aweights)  # type: ignore[no-any-return]
+
+    def corrcoef(self) -> Tensor[*AnyShape]:
+        """Pearson correlation coefficients ``[V, V]`` of the rows of ``[V, N]``, as ``torch.corrcoef``."""
+        return _stats.corrcoef(self._ops, self)  # type: ignore[no-any-return]
+
+    def nanmedian(self, dim: int | None = None, keepdim: Flag = False) -> Any:
+        """The lower median of the entries that are not NaN: of all (0-d) or ``(values, indices)`` along ``dim``."""
+        out = _stats.nanmedian(self._ops, self, dim, keepdim)
+        return ValuesIndices(*out) if isinstance(out, tuple) else out
+
+    def nanquantile(self, q: Tensor[*tuple[Any, ...]] | Scalar, dim: int | None = None, keepdim: Flag = False, *,
+                    interpolation: str = "linear") -> Tensor[*AnyShape]:
+        """The ``q``-quantiles of the entries that are not NaN along ``dim``, as ``torch.nanquantile``."""
+        return _stats.nanquantile(self._pick(q), self, q, dim, keepdim, interpolation)  # type: ignore[no-any-return]
+
+    def nonzero(self, *, as_tuple: Flag = False) -> Any:
+        """The ``[k, ndim]`` int64 coordinates of the non-zero entries (a tuple of ``[k]`` with ``as_tuple``);
+        reads the values (eager and execute-mode recording only)."""
+        return _select.nonzero(self._ops, self, as_tuple)
+
+    def argwhere(self) -> Tensor[Any, Any]:
+        """``nonzero()``: the ``[k, ndim]`` int64 coordinates of the non-zero entries."""
+        return _select.argwhere(self._ops, self)  # type: ignore[no-any-return]
+
+    def masked_select(self, mask: Tensor[*tuple[Any, ...]]) -> Tensor[Any]:
+        """The entries where the bool ``mask`` (broadcasting) is True, 1-d; reads the mask."""
+        return _select.masked_select(self._pick(mask), self, mask)  # type: ignore[no-any-return]
+
+    def unique(self, sorted: Flag = True, return_inverse: Flag = False, return_counts: Flag = False,
+               dim: int | None = None) -> Any:
+        """The distinct values (or slices along ``dim``), ascending, with the inverse and counts when asked."""
+        return _select.unique(self._ops, self, sorted, return_inverse, return_counts, dim)
+
+    def unique_consecutive(self, return_inverse: Flag = False, return_counts: Flag = False,
+                           dim: int | None = None) -> Any:
+        """Each run of equal consecutive entries (or slices along ``dim``) kept once."""
+        return _select.unique_consecutive(self._ops, self, return_inverse, return_counts, dim)
 
     # ---- indexing ------------------------------------------------------------------------------
     @overload
