@@ -1,5 +1,5 @@
 """``tensorplay.optim``: optimizers (``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``, ``Adamax``, ``NAdam``,
-``RAdam``, ``Adadelta``) and
+``RAdam``, ``Adadelta``, ``LBFGS``) and
 learning-rate schedulers (all of PyTorch's), with PyTorch's update rules and interface (parameter groups, ``zero_grad``, state dicts)."""
 
 from tensorplay.optim import lr_scheduler
@@ -37,3 +37,7 @@ __all__ = ["Optimizer", "OptimizerError", "OptimizerKeyError", "OptimizerTypeErr
            "MultiplicativeLR", "LinearLR", "ConstantLR", "OneCycleLR", "ReduceLROnPlateau", "SchedulerTypeError"]
 __all__ += ["PolynomialLR", "CosineAnnealingWarmRestarts", "CyclicLR", "SequentialLR", "ChainedScheduler"]
 __all__ += ["RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta"]
+
+from tensorplay.optim.lbfgs import LBFGS  # noqa: E402
+
+__all__ += ["LBFGS"]
