@@ -49,5 +49,5 @@ def test_eager_matmul_of_outer_shapes_and_its_gradient() -> None:
     out = ta @ tb
     np.testing.assert_allclose(out.detach().numpy(), a * b, rtol=1e-6)
     out.sum().backward()
-    np.testing.assert_allclose(ta.grad.numpy(), np.broadcast_to(b.sum(-1, keepdims=True), a.shape), rtol=1e-5)
-    np.testing.assert_allclose(tb.grad.numpy(), np.broadcast_to(a.sum(-2, keepdims=True), b.shape), rtol=1e-5)
+    np.testing.assert_allclose(ta.grad.numpy(), np.broadcast_to(b.sum(-1, keepdims=True), a.shape), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(tb.grad.numpy(), np.broadcast_to(a.sum(-2, keepdims=True), b.shape), rtol=1e-5, atol=1e-5)
