@@ -217,6 +217,27 @@ def test_dependent_groups_are_not_merged() -> None:
     _same_results(graph, before, [x])
 
 
+def test_two_partner_groups_where_one_feeds_the_other_are_not_both_merged() -> None:
+    """A node reading three groups of one shape: ``g`` (the condition) and two it is independent of, where the
+    second depends on the first through a numpy node (exp). Merging all three made a cycle (tp.compile raised
+    "the fusion groups form a cycle"); only partners independent of each other are merged."""
+    def f(x: Any, y: Any) -> Any:
+        a = x + 1.0
+        c = a.exp() * 2.0
+        cond = (y * 3.0) > 0.0
+        return tp.where(cond, a, c)
+
+    x, y = tp.randn(7, 3), tp.randn(7, 3)
+    graph = _graph(f, x, y)
+    before = evaluate(graph, tp.eager, x, y)
+    group_pointwise(graph)
+    typecheck(graph)
+    _same_results(graph, before, [x, y])
+    compiled = tp.compile(f)
+    for _ in range(2):
+        np.testing.assert_array_equal(compiled(x, y).numpy(), f(x, y).numpy())
+
+
 def test_shape_propagation_annotates() -> None:
     graph, _ = block_graph()
     assert propagate_shapes(graph) == len(graph.nodes)

@@ -123,10 +123,17 @@ def group_pointwise(graph: Graph) -> list[list[Node]]:
                     continue
                 # other groups of this shape the node reads, independent of ``g``, are merged into it
                 # (``buf * momentum + grad * (1 - dampening)``: two chains meeting in one kernel)
-                partners = {h for u in inputs if (h := group_of_var(u)) is not None and h != g
-                            and shape_of[h] == shape_of[g] and not reduced.get(h) and not reduction
-                            and g not in closure(direct[h]) and h not in closure(direct[g])}
-                joined = {g} | partners
+                # (each partner independent of ``g`` and of the partners taken before it: two partners where
+                # one feeds the other through a node outside both would make the merged group a cycle)
+                joined = {g}
+                for u in inputs:
+                    h = group_of_var(u)
+                    if h is None or h in joined or shape_of[h] != shape_of[g] or reduced.get(h) or reduction:
+                        continue
+                    upstream_of_h = closure(direct[h])
+                    if all(k not in upstream_of_h and h not in closure(direct[k]) for k in joined):
+                        joined.add(h)
+                partners = joined - {g}
                 outside = [u for u in inputs if group_of_var(u) not in joined]
                 if any(joined & closure(sources(u)) for u in outside):
                     continue  # joining would make the group depend on itself
