@@ -145,14 +145,55 @@ def _float64_floor(ops: Any, x: Any, y: Any) -> tuple[Any, Any]:
 
 def _float_special(ops: Any, x: Any, y: Any, q: Any, r: Any) -> tuple[Any, Any]:
     """PyTorch's values where the division is not ordinary: a zero divisor gives ``x / y`` (inf or nan) and a
-    nan remainder; an infinite or nan dividend gives nan for both."""
+    nan remainder; an infinite or nan dividend gives nan for both; a finite dividend over an infinite divisor
+    gives Python's ``//`` and ``%`` (see :func:`_infinite_divisor`)."""
     nan = ops.mul(ops.sub(r, r), 0.0)  # 0 where the remainder is finite, nan elsewhere
     bad = ops.ne(nan, 0.0)
     q, r = ops.where(bad, nan, q), ops.where(bad, nan, r)
+    q, r = _infinite_divisor(ops, x, y, q, r)
     if isinstance(y, Tensor):
         zero = ops.eq(y, 0.0)
         return ops.where(zero, ops.div(x, y), q), r
     return (ops.div(x, y), r) if y == 0 else (q, r)
+
+
+def _infinite_divisor(ops: Any, x: Any, y: Any, q: Any, r: Any) -> tuple[Any, Any]:
+    """``q`` and ``r`` with Python's (and PyTorch's) values where ``x`` is finite and ``y`` infinite: ``x // y`` is
+    ``-1`` and ``x % y`` is ``y`` when ``x`` is non-zero with the other sign (``-1 // inf == -1``, ``-1 % inf ==
+    inf``), else ``x / y`` (a signed zero) and ``x`` (``1 // inf == 0``, ``1 % inf == 1``). Nothing is recorded
+    for a finite number ``y``."""
+    if not isinstance(y, Tensor) and not np.isinf(y):
+        return q, r
+    y_infinite = ops.eq(ops.abs(y), np.inf) if isinstance(y, Tensor) else True
+    x_finite = ops.eq(ops.sub(x, x), 0.0) if isinstance(x, Tensor) else bool(np.isfinite(x))
+    if x_finite is False:
+        return q, r
+    x_neg = ops.lt(x, 0.0) if isinstance(x, Tensor) else x < 0
+    x_nonzero = ops.ne(x, 0.0) if isinstance(x, Tensor) else x != 0
+    y_neg = ops.lt(y, 0.0) if isinstance(y, Tensor) else y < 0
+    signs_differ = _logical(ops, "ne", x_neg, y_neg)
+    opposite = _logical(ops, "logical_and", x_nonzero, signs_differ)
+    take = _logical(ops, "logical_and", y_infinite, x_finite)
+    if not isinstance(take, Tensor):  # a number dividend and divisor cannot reach here (one is a tensor)
+        take = ops.full(shape=(), value=bool(take), dtype="bool")
+    if not isinstance(opposite, Tensor):
+        opposite = ops.full(shape=(), value=bool(opposite), dtype="bool")
+    q_inf = ops.where(opposite, -1.0, ops.div(x, y))
+    r_inf = ops.where(opposite, y, x)
+    return ops.where(take, q_inf, q), ops.where(take, r_inf, r)
+
+
+def _logical(ops: Any, name: str, a: Any, b: Any) -> Any:
+    """``ops.<name>(a, b)`` of bool tensors or Python bools (``ne`` or ``logical_and``); Python for two bools."""
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        return (a != b) if name == "ne" else (a and b)
+    if not isinstance(a, Tensor):
+        a, b = b, a
+    if not isinstance(b, Tensor):
+        if name == "ne":
+            return ops.logical_not(a) if b else a
+        return a if b else ops.full(shape=tuple(a.shape), value=False, dtype="bool")
+    return getattr(ops, name)(a, b)
 
 
 def floor_divide(input: Any, other: Any) -> AnyTensor:  # noqa: A002 - PyTorch's name

@@ -105,6 +105,25 @@ def test_a_zero_float_divisor_is_inf_or_nan_as_torch(op: str, dtype: Any) -> Non
     _check(op, a, np.array([2.0, -2.0, 3.0, 2.0, 1.0], dtype=dtype))  # inf or nan dividends give nan
 
 
+@pytest.mark.parametrize("op", ["floordiv", "mod"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_an_infinite_float_divisor_gives_pythons_quotient_and_remainder(op: str, dtype: Any) -> None:
+    """-1 // inf == -1 and -1 % inf == inf, 1 // inf == 0 and 1 % inf == 1 (Python's and torch's), signed zeros
+    included; an infinite or nan dividend still gives nan."""
+    inf, nan = np.inf, np.nan
+    a = np.array([0.0, -0.0, 1.0, -1.0, 5.5, -5.5, inf, nan], dtype=dtype)
+    for divisor in (inf, -inf):
+        _check(op, a, divisor)
+        _check(op, a, np.full(8, divisor, dtype=dtype))
+    _check(op, a, np.array([inf, -inf, -inf, inf, 2.0, -inf, inf, 0.0], dtype=dtype))  # mixed divisors
+    compiled = tp.compile(lambda x, y: (x // y, x % y))
+    y = np.array([inf, -inf, inf, -inf, 2.0, 0.5, 1.0, 3.0], dtype=dtype)
+    for _ in range(2):
+        q, r = compiled(tp.tensor(a), tp.tensor(y))
+        np.testing.assert_array_equal(q.numpy(), (torch.from_numpy(a) // torch.from_numpy(y)).numpy())
+        np.testing.assert_array_equal(r.numpy(), (torch.from_numpy(a) % torch.from_numpy(y)).numpy())
+
+
 @pytest.mark.parametrize("op", ["floordiv", "mod", "floor_divide", "remainder"])
 def test_an_integer_division_by_zero_is_a_clear_error(op: str) -> None:
     ours, theirs = OPS[op]
