@@ -2,14 +2,17 @@
 ``tp.einsum("bij,bjk->bik", a, b)``, ...
 
 Where the function is exactly a :class:`~tensorplay.tensor.Tensor` method (``torch.sum(x, 1)`` is
-``x.sum(1)``) it *is* that method, so its typed overloads are written once and mypy infers the same
-result shapes for both spellings (its messages name the method). Every one runs under every
+``x.sum(1)``) it is bound to that method, so its typed overloads are written once and mypy infers the same
+result shapes for both spellings (its messages name the method); at run time it is the method behind a
+check that the first argument is a tensor (see :func:`_tensor_input`). Every one runs under every
 interpreter and transform, since the methods call the tensor's interpreter. ``einsum`` is a function
 of its own. ``tensorplay/__init__.py`` imports every name here and lists it in its ``__all__``.
 """
 
 from __future__ import annotations
 
+import functools
+import types
 from collections.abc import Sequence
 from typing import Any
 
@@ -544,3 +547,38 @@ def cumulative_trapezoid(y: AnyTensor, x: AnyTensor | None = None, *, dx: float 
     if not isinstance(y, Tensor):
         raise ArgumentTypeError(f"cumulative_trapezoid: y must be a tensor, got {type(y).__name__}")
     return _stats.cumulative_trapezoid(highest_interpreter([x], y._ops), y, x, dx, dim)  # type: ignore[no-any-return]
+
+
+# ---- the method forms' first argument -------------------------------------------------------------
+def _tensor_input(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` (a :class:`Tensor` method used as ``tp.<name>``) refusing a first argument that is not a
+    tensor with an :class:`ArgumentTypeError` naming the function, as ``torch.<name>`` raises a TypeError
+    (called unwrapped, a list or a number would fail inside the method with an AttributeError)."""
+
+    def call(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002 - PyTorch's name
+        if not isinstance(input, Tensor):
+            if name == "pow" and isinstance(input, (int, float)) and args and isinstance(args[0], Tensor):
+                return args[0].__rpow__(input)  # torch.pow(2, x): a number raised to a tensor's powers
+            raise ArgumentTypeError(f"tp.{name}(): argument 'input' (position 1) must be a Tensor, got "
+                                    f"{type(input).__name__}; make one with tp.tensor(...)")
+        return method(input, *args, **kwargs)
+
+    functools.update_wrapper(call, method)
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+def _wrap_method_forms() -> None:
+    """Every module-level name bound to a :class:`Tensor` method above (``sum = Tensor.sum``, ``clip =
+    Tensor.clamp``) becomes its :func:`_tensor_input` form; mypy still sees the method's own (overloaded)
+    signature, which the wrapper keeps."""
+    namespace = globals()
+    for name, bound in list(namespace.items()):
+        if name.startswith("_") or not isinstance(bound, types.FunctionType):
+            continue
+        method: Callable[..., Any] = bound
+        if getattr(Tensor, bound.__name__, None) is method:
+            namespace[name] = _tensor_input(name, method)
+
+
+_wrap_method_forms()
