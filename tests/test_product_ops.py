@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import tensorplay as tp
+from tests.torch_cases import as_numpy as _np, assert_close
 from tensorplay.errors import ArgumentError, DTypeError, ShapeError, TensorplayError
 
 torch = pytest.importorskip("torch")
@@ -22,15 +23,8 @@ TOL: dict[str, dict[str, float]] = {"float32": dict(rtol=2e-5, atol=2e-5), "floa
 RNG = np.random.default_rng(11)
 
 
-def _np(t: Any) -> Any:
-    return t.detach().numpy() if hasattr(t, "detach") else np.asarray(t)
-
-
 def _close(got: Any, want: Any, dtype: str, what: str) -> None:
-    g, w = _np(got), _np(want)
-    assert g.dtype == w.dtype and g.shape == w.shape, (what, g.dtype, w.dtype, g.shape, w.shape)
-    tol = TOL.get(dtype, {"rtol": 0.0, "atol": 0.0})
-    np.testing.assert_allclose(g, w, rtol=tol["rtol"], atol=tol["atol"], equal_nan=True, err_msg=what)
+    assert_close(got, want, TOL.get(dtype, {"rtol": 0.0, "atol": 0.0}), what)
 
 
 def _check(ours: Callable[..., Any], theirs: Callable[..., Any], arrays: list[Any], dtype: str, what: str) -> None:

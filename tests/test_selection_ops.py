@@ -13,16 +13,13 @@ import numpy as np
 import pytest
 
 import tensorplay as tp
+from tests.torch_cases import as_numpy as _np
 from tensorplay.errors import AxisError, DTypeError, GraphCaptureError, ShapeError
 
 torch = pytest.importorskip("torch")
 
 RNG = np.random.default_rng(3)
 NAN = float("nan")
-
-
-def _np(t: Any) -> Any:
-    return t.detach().numpy() if hasattr(t, "detach") else np.asarray(t)
 
 
 def _same(got: Any, want: Any, what: str) -> None:

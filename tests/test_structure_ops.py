@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,33 +19,12 @@ import torch
 import tensorplay as tp
 import tensorplay.func as TF
 from tensorplay.errors import ArgumentError, AxisError, DTypeError, IndexRangeError, ShapeError
+from tests.torch_cases import DTYPES, Case
+from tests.torch_cases import as_tensor as _as, assert_same as _same, case_arrays as _arrays
+from tests.torch_cases import i as _i, p as _p, value_slots as _slots, x as _x
 
 Fn = Callable[..., Any]
-
-
-@dataclass(frozen=True)
-class Case:
-    """``fn(m, *inputs)`` with ``m`` = ``tp`` or ``torch``; inputs ``("x", shape)`` of the tested dtype or
-    ``("i", shape, high)`` int64 in ``[0, high)`` (``("p", n, k)``: ``k`` distinct values of ``[0, n)``).
-    The result may be a tensor or a tuple of tensors."""
-
-    name: str
-    fn: Fn
-    inputs: tuple[tuple[Any, ...], ...]
-    ints: bool = True
-    grad: bool = True
-
-
-def _x(*shape: int) -> tuple[Any, ...]:
-    return ("x", shape)
-
-
-def _i(high: int, *shape: int) -> tuple[Any, ...]:
-    return ("i", shape, high)
-
-
-def _p(n: int, k: int) -> tuple[Any, ...]:
-    return ("p", n, k)
+RNG = np.random.default_rng(0)
 
 
 def _tuple(m: Any, xs: Any) -> Any:
@@ -110,50 +88,6 @@ for _reduce in ("sum", "prod", "mean", "amax", "amin"):
         CASES.append(Case(f"scatter_reduce_{_reduce}_{_self}",
                           (lambda r, s: lambda m, x, src, i: m.scatter_reduce(x, 0, i, src, r, include_self=s))(
                               _reduce, _self), (_x(4, 3), _x(5, 2), _i(4, 5, 2))))
-
-DTYPES = ["float32", "float64", "int64"]
-RNG = np.random.default_rng(0)
-
-
-def _arrays(case: Case, dtype: str, seed: int = 0) -> list[np.ndarray[Any, Any]]:
-    rng = np.random.default_rng(seed)
-    out = []
-    for spec in case.inputs:
-        if spec[0] == "i":
-            out.append(rng.integers(0, spec[2], spec[1]).astype(np.int64))
-        elif spec[0] == "p":
-            out.append(rng.permutation(spec[1])[:spec[2]].astype(np.int64))
-        elif dtype == "int64":
-            out.append(rng.integers(-3, 4, spec[1]).astype(np.int64))
-        else:
-            out.append(rng.standard_normal(spec[1]).astype(dtype))
-    return out
-
-
-def _as(module: Any, a: np.ndarray[Any, Any], transposed: bool, requires_grad: bool = False) -> Any:
-    if transposed and a.ndim >= 2:
-        t = module.tensor(np.ascontiguousarray(a.swapaxes(-1, -2))).transpose(-1, -2)
-    else:
-        t = module.tensor(a)
-    if requires_grad:
-        t = t.detach().requires_grad_(True) if module is torch else t.requires_grad_(True)
-    return t
-
-
-def _same(got: Any, want: Any, dtype: str) -> None:
-    g, w = np.asarray(got.numpy()), want.detach().numpy()
-    assert g.shape == w.shape, (g.shape, w.shape)
-    assert g.dtype == w.dtype, (g.dtype, w.dtype)
-    if w.dtype.kind == "f":
-        tol = 1e-5 if dtype == "float32" or w.dtype == np.float32 else 1e-12
-        np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
-    else:
-        np.testing.assert_array_equal(g, w)
-
-
-def _slots(case: Case) -> list[int]:
-    return [k for k, spec in enumerate(case.inputs) if spec[0] == "x"]
-
 
 PARAMS = [(c, d, t) for c in CASES for d in DTYPES if d != "int64" or c.ints for t in (False, True)]
 

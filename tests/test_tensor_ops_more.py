@@ -8,7 +8,6 @@ dims, zero-size axes), then gradients against torch autograd, ``tp.compile`` (st
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,29 +16,12 @@ import torch
 
 import tensorplay as tp
 import tensorplay.func as TF
+from tests.torch_cases import DTYPES, Case
+from tests.torch_cases import as_tensor as _as, assert_same as _same, case_arrays as _arrays
+from tests.torch_cases import i as _i, tolerance as _tolerance, x as _x
 
 Fn = Callable[..., Any]
-
-
-@dataclass(frozen=True)
-class Case:
-    """``fn(m, *inputs)`` runs with ``m`` = ``tp`` or ``torch``; ``inputs`` are ``("x", shape)`` values of
-    the tested dtype or ``("i", shape, high)`` int64 indices in ``[0, high)``; ``ints``: int64 inputs are
-    valid; ``grad``: differentiable."""
-
-    name: str
-    fn: Fn
-    inputs: tuple[tuple[Any, ...], ...]
-    ints: bool = True
-    grad: bool = True
-
-
-def _x(*shape: int) -> tuple[Any, ...]:
-    return ("x", shape)
-
-
-def _i(high: int, *shape: int) -> tuple[Any, ...]:
-    return ("i", shape, high)
+RNG = np.random.default_rng(0)
 
 
 CASES = [
@@ -94,50 +76,6 @@ CASES = [
     Case("dot", lambda m, a, b: m.dot(a, b), (_x(5), _x(5))),
     Case("dot_method", lambda m, a, b: a.dot(b), (_x(0), _x(0))),
 ]
-
-DTYPES = ["float32", "float64", "int64"]
-RNG = np.random.default_rng(0)
-
-
-def _arrays(case: Case, dtype: str, seed: int = 0) -> list[np.ndarray[Any, Any]]:
-    rng = np.random.default_rng(seed)
-    out = []
-    for spec in case.inputs:
-        if spec[0] == "i":
-            out.append(rng.integers(0, spec[2], spec[1]).astype(np.int64))
-        elif dtype == "int64":
-            out.append(rng.integers(-3, 4, spec[1]).astype(np.int64))
-        else:
-            out.append(rng.standard_normal(spec[1]).astype(dtype))
-    return out
-
-
-def _as(module: Any, a: np.ndarray[Any, Any], transposed: bool, requires_grad: bool = False) -> Any:
-    """``a`` as a tensor of ``module``; ``transposed``: a non-contiguous view (the last two axes swapped back)."""
-    if transposed and a.ndim >= 2:
-        t = module.tensor(np.ascontiguousarray(a.swapaxes(-1, -2))).transpose(-1, -2)
-    else:
-        t = module.tensor(a)
-    if requires_grad:
-        t = t.detach().requires_grad_(True) if module is torch else t.requires_grad_(True)
-    return t
-
-
-def _tolerance(dtype: str) -> tuple[float, float]:
-    """``(rtol, atol)`` for results of ``dtype``."""
-    return (1e-5, 1e-6) if dtype == "float32" else (1e-12, 1e-12)
-
-
-def _same(got: Any, want: Any, dtype: str) -> None:
-    g, w = got.numpy(), want.detach().numpy()
-    assert g.shape == w.shape, (g.shape, w.shape)
-    assert g.dtype == w.dtype, (g.dtype, w.dtype)
-    if w.dtype.kind == "f":
-        rtol, atol = _tolerance(str(w.dtype) if dtype == "int64" else dtype)
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
-    else:
-        np.testing.assert_array_equal(g, w)
-
 
 PARAMS = [(c, d, t) for c in CASES for d in DTYPES if d != "int64" or c.ints for t in (False, True)]
 
