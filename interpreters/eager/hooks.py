@@ -233,21 +233,6 @@ def on_leaf(leaf: AnyTensor, g: Any, create_graph: bool) -> Any:
         return _run(entry[1], g)
 
 
-def reach(order: Sequence[Node], target_nodes: dict[int, int], targets: Sequence[AnyTensor]) -> dict[int, bool]:
-    """The nodes of ``order`` (consumers first) a ``tp.autograd.grad`` pass needs: ``id(node) -> runs``, with
-    ``runs`` true for a node with a path on to a target (a target node, or an edge to a target leaf) and
-    false for a target node without one (it is only captured)."""
-    target_leaves = {id(t) for t in targets if t._node is None}
-    needed: dict[int, bool] = {}
-    for node in reversed(order):  # producers first: a node's producers are decided before it
-        key = id(node)
-        runs = any((id(e) in needed) if type(e) is Node else (e is not None and id(e) in target_leaves)
-                   for e in node.edges)
-        if runs or key in target_nodes:
-            needed[key] = runs
-    return needed
-
-
 def moved(x: AnyTensor, old: Node, new: Node) -> None:
     """An in-place update rebound ``x`` from node ``old`` to ``new``: ``retain_grad`` follows ``x``."""
     hooks: TensorHooks | None = getattr(old, "hooks", None)
@@ -262,5 +247,5 @@ def moved(x: AnyTensor, old: Node, new: Node) -> None:
 
 _tensor_module._TENSOR_HOOKS[:] = [sys.modules[__name__]]  # Tensor.register_hook and friends call this module
 
-__all__ = ["RemovableHandle", "TensorHooks", "has_hooks", "moved", "on_leaf", "on_node", "reach", "register_hook",
+__all__ = ["RemovableHandle", "TensorHooks", "has_hooks", "moved", "on_leaf", "on_node", "register_hook",
            "register_post_accumulate_grad_hook", "retain_grad", "retains_grad"]

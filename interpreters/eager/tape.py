@@ -337,6 +337,22 @@ def _toposort(roots: Sequence[Node]) -> list[Node]:
     return order  # producers before consumers
 
 
+def paths_to_targets(order: Sequence[Node], target_nodes: dict[int, int],
+                     targets: Sequence[Tensor[*tuple[Any, ...]]]) -> dict[int, bool]:
+    """The nodes of ``order`` (consumers first) a ``tp.autograd.grad`` pass needs: ``id(node) -> runs``, with
+    ``runs`` true for a node with a path on to a target (a target node, or an edge to a target leaf) and
+    false for a target node without one (its cotangent is only captured)."""
+    target_leaves = {id(t) for t in targets if t._node is None}
+    needed: dict[int, bool] = {}
+    for node in reversed(order):  # producers first: a node's producers are decided before it
+        key = id(node)
+        runs = any((id(e) in needed) if type(e) is Node else (e is not None and id(e) in target_leaves)
+                   for e in node.edges)
+        if runs or key in target_nodes:
+            needed[key] = runs
+    return needed
+
+
 def _accumulate(store: dict[int, Any], key: int, value: Any) -> None:
     old = store.get(key)
     store[key] = value if old is None else old + value
@@ -419,7 +435,10 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
     order.reverse()
     ready = _ready_plan(order) if _READY_HOOKS and targets is None else None
     th = TENSOR_HOOKS[0] if TENSOR_HOOKS else None  # tensor hooks (their module), None when none exist
-    reach = th.reach(order, target_nodes, targets) if th is not None and targets is not None else None
+    # tp.autograd.grad: only the nodes with a path on to a target run (the rest, e.g. a weight's GEMM when the
+    # targets are inputs, are skipped as PyTorch skips them)
+    reach = paths_to_targets(order, target_nodes, targets) if targets is not None else None
+    target_leaves = {id(t) for t in targets or () if t._node is None}
     outer_queue = _HOOK_STATE.queued
     if ready is not None:
         _HOOK_STATE.queued = []
@@ -443,6 +462,8 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
                 g = th.on_node(node, g, reach, found, target_nodes)
             if g is None:
                 continue  # never push a cotangent through a node that received none
+            if reach is not None and not reach.get(key):
+                continue  # no path on to a target
             inputs = node.inputs
             if inputs is None:  # freed by an earlier backward
                 raise AutogradError(
@@ -455,11 +476,16 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
                 _raise_stale(node, *stale)
             rule = (fused.get(name) if fused is not None else None) or _vjp_rule(name)
             output = node.saved_output() if name in uses_output else None  # other rules never read it
-            needed.mask = (edges[0] is not None,) if len(edges) == 1 else tuple([e is not None for e in edges])
+            if reach is None:
+                mask = (edges[0] is not None,) if len(edges) == 1 else tuple([e is not None for e in edges])
+            else:  # an edge is wanted when it leads on to a target
+                mask = tuple([e is not None and (id(e) in reach if type(e) is Node else id(e) in target_leaves)
+                              for e in edges])
+            needed.mask = mask
             cotangents = rule(eager, g, inputs, output, **node.params)
             needed.mask = None
-            for edge, ct in zip(edges, cotangents):
-                if edge is None or ct is None:
+            for edge, ct, wanted in zip(edges, cotangents, mask):
+                if not wanted or ct is None:
                     continue
                 if not create_graph and isinstance(ct, Tensor):
                     ct = Tensor(eager, ct._data)
