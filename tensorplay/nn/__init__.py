@@ -75,3 +75,19 @@ from tensorplay.nn.bilinear import Bilinear  # noqa: E402
 from tensorplay.nn.unfold import Fold, Unfold  # noqa: E402
 
 __all__ += ["Unfold", "Fold", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Bilinear"]
+
+from tensorplay.nn.layers_3d import (  # noqa: E402
+    AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d, BatchNorm3d, ConvTranspose3d, InstanceNorm3d, MaxPool3d,
+)
+from tensorplay.nn.layers_misc import (  # noqa: E402
+    ChannelShuffle, CircularPad1d, CircularPad2d, CircularPad3d, LocalResponseNorm, LPPool1d, LPPool2d, LPPool3d,
+    Softmax2d, Softmin, UpsamplingBilinear2d, UpsamplingNearest2d,
+)
+from tensorplay.nn.random_layers import AlphaDropout, FeatureAlphaDropout, RReLU  # noqa: E402
+
+__all__ += [
+    "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "BatchNorm3d", "InstanceNorm3d",
+    "ConvTranspose3d", "Softmin", "Softmax2d", "LPPool1d", "LPPool2d", "LPPool3d", "LocalResponseNorm",
+    "ChannelShuffle", "CircularPad1d", "CircularPad2d", "CircularPad3d", "UpsamplingNearest2d",
+    "UpsamplingBilinear2d", "RReLU", "AlphaDropout", "FeatureAlphaDropout",
+]

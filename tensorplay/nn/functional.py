@@ -841,3 +841,17 @@ from tensorplay.nn.bilinear import bilinear  # noqa: E402
 from tensorplay.nn.unfold import fold, unfold  # noqa: E402
 
 __all__ += ["unfold", "fold", "adaptive_max_pool1d", "adaptive_max_pool2d", "bilinear"]
+
+from tensorplay.nn.layers_3d import (  # noqa: E402
+    adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d, conv_transpose3d, max_pool3d,
+)
+from tensorplay.nn.layers_misc import (  # noqa: E402
+    channel_shuffle, local_response_norm, lp_pool1d, lp_pool2d, lp_pool3d, softmin,
+)
+from tensorplay.nn.random_layers import alpha_dropout, feature_alpha_dropout, rrelu  # noqa: E402
+
+__all__ += [
+    "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d", "conv_transpose3d", "softmin",
+    "lp_pool1d", "lp_pool2d", "lp_pool3d", "local_response_norm", "channel_shuffle", "rrelu", "alpha_dropout",
+    "feature_alpha_dropout",
+]
