@@ -91,3 +91,7 @@ __all__ += [
     "ChannelShuffle", "CircularPad1d", "CircularPad2d", "CircularPad3d", "UpsamplingNearest2d",
     "UpsamplingBilinear2d", "RReLU", "AlphaDropout", "FeatureAlphaDropout",
 ]
+
+from tensorplay.nn.embedding_bag import EmbeddingBag  # noqa: E402
+
+__all__ += ["EmbeddingBag"]

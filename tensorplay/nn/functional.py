@@ -855,3 +855,9 @@ __all__ += [
     "lp_pool1d", "lp_pool2d", "lp_pool3d", "local_response_norm", "channel_shuffle", "rrelu", "alpha_dropout",
     "feature_alpha_dropout",
 ]
+
+from tensorplay.nn.embedding_bag import embedding_bag  # noqa: E402
+from tensorplay.nn.grid_sampling import affine_grid, grid_sample  # noqa: E402
+from tensorplay.nn.gumbel import gumbel_softmax  # noqa: E402
+
+__all__ += ["embedding_bag", "affine_grid", "grid_sample", "gumbel_softmax"]
