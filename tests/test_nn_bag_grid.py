@@ -102,6 +102,17 @@ def test_embedding_bag_empty_input_and_max_ties() -> None:
     _bag_compare(np.zeros((0,), dtype=np.int64), [0, 0], "mean", None, False, False, "float64")
     # the same row twice in a bag: its maximum's gradient reaches that row once, as PyTorch's
     _bag_compare(np.array([3, 3, 1]), [0, 2], "max", None, False, False, "float64")
+    # equal values of different rows: the first one of the bag gets the gradient, as PyTorch's
+    table = np.array([[1.0, 2.0], [1.0, 3.0], [0.0, 0.0]])
+    for ids, offsets in ((np.array([[2, 0, 1]]), None), (np.array([2, 0, 1, 1]), np.array([0, 1]))):
+        ours = tp.tensor(table, requires_grad=True)
+        theirs = torch.tensor(table, requires_grad=True)
+        want: Any = TF.embedding_bag(torch.tensor(ids), theirs, None if offsets is None else torch.tensor(offsets),
+                                     mode="max")
+        want.sum().backward()
+        F.embedding_bag(tp.tensor(ids), ours, None if offsets is None else tp.tensor(offsets),
+                        mode="max").sum().backward()
+        _close(ours.grad, theirs.grad, "float64")
 
 
 def test_include_last_offset_ignores_indices_after_the_last_offset() -> None:

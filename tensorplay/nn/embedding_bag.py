@@ -117,9 +117,15 @@ def _segments(ops: Any, offsets: AnyTensor, n: Any) -> AnyTensor:
 
 
 def _masked_max(ops: Any, values: AnyTensor, members: AnyTensor, count: AnyTensor, axis: int) -> AnyTensor:
-    """The maximum of ``values`` over ``axis`` among the ``members`` (bool, broadcast), 0 where a bag is empty."""
+    """The maximum of ``values`` over ``axis`` among the ``members`` (bool, broadcast), 0 where a bag is empty.
+    The first maximal member is selected (an ``argmax``), so its gradient goes there alone, as PyTorch's."""
     expanded = ops.reshape(members, shape=shape_of(members) + (1,))
-    best = ops.reduce_max(ops.where(expanded, values, float("-inf")), axes=(axis,))
+    masked = ops.where(expanded, values, float("-inf"))
+    first = ops.argmax(masked, axis=axis, keepdims=True)
+    size = shape_of(masked)[axis]
+    positions = ops.reshape(ops.iota(length=size, dtype="int64"),
+                            shape=tuple(size if i == axis else 1 for i in range(masked.ndim)))
+    best = ops.reduce_sum(ops.where(ops.eq(positions, first), masked, 0.0), axes=(axis,))
     present = ops.reshape(ops.gt(count, 0), shape=shape_of(count) + (1,))
     return ops.where(present, best, 0.0)  # type: ignore[no-any-return]
 
@@ -132,8 +138,7 @@ def embedding_bag(input: AnyTensor, weight: AnyTensor, offsets: AnyTensor | None
 
     ``input`` is ``[B, N]`` (``offsets`` None) or ``[n]`` with ``offsets[B]`` (``[B + 1]`` with
     ``include_last_offset``): see the module docstring. ``mode`` ``"sum"``, ``"mean"`` (the default) or
-    ``"max"`` (per column; the gradient goes to the maximal entry, split between equal ones of different
-    indices). ``per_sample_weights`` (the input's shape, ``mode="sum"`` only) scales each row before the
+    ``"max"`` (per column; the gradient goes to the first maximal entry of the bag). ``per_sample_weights`` (the input's shape, ``mode="sum"`` only) scales each row before the
     sum. Indices equal to ``padding_idx`` are left out of their bag (and of a mean's count); an empty bag
     gives zeros. ``sparse`` is accepted and ignored (gradients are dense); ``max_norm`` and
     ``scale_grad_by_freq`` are not supported (an :class:`ArgumentError`). Bad offsets (not starting at 0,
