@@ -95,3 +95,15 @@ __all__ += [
 from tensorplay.nn.embedding_bag import EmbeddingBag  # noqa: E402
 
 __all__ += ["EmbeddingBag"]
+
+from tensorplay.nn.margin_loss_modules import (  # noqa: E402
+    CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss, MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss, MultiMarginLoss, PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
+)
+
+__all__ += [
+    "CosineEmbeddingLoss", "HingeEmbeddingLoss", "MarginRankingLoss", "MultiMarginLoss", "MultiLabelMarginLoss",
+    "MultiLabelSoftMarginLoss", "SoftMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
+    "PoissonNLLLoss", "GaussianNLLLoss",
+]

@@ -861,3 +861,15 @@ from tensorplay.nn.grid_sampling import affine_grid, grid_sample  # noqa: E402
 from tensorplay.nn.gumbel import gumbel_softmax  # noqa: E402
 
 __all__ += ["embedding_bag", "affine_grid", "grid_sample", "gumbel_softmax"]
+
+from tensorplay.nn.likelihood_losses import gaussian_nll_loss, poisson_nll_loss  # noqa: E402
+from tensorplay.nn.margin_losses import (  # noqa: E402
+    cosine_embedding_loss, hinge_embedding_loss, margin_ranking_loss, multi_margin_loss, multilabel_margin_loss,
+    multilabel_soft_margin_loss, soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss,
+)
+
+__all__ += [
+    "cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss", "multi_margin_loss",
+    "multilabel_margin_loss", "multilabel_soft_margin_loss", "soft_margin_loss", "triplet_margin_loss",
+    "triplet_margin_with_distance_loss", "poisson_nll_loss", "gaussian_nll_loss",
+]
