@@ -16,6 +16,7 @@ import tensorplay as tp
 import tensorplay.nn.functional as F
 from tensorplay import nn
 from tensorplay.errors import ArgumentError, DTypeError, ShapeError, TensorplayError
+from tests.torch_cases import assert_values_and_grads_match
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -36,15 +37,7 @@ def _close(got: Any, want: Any, dtype: str) -> None:
 def _check(f_tp: Any, f_torch: Any, arrays: list[np.ndarray[Any, Any]], dtype: str,
            params: tuple[Any, Any] | None = None) -> None:
     """Values of ``f`` and the gradients of ``sum(f(*xs) * w)`` in the inputs (and the modules' parameters)."""
-    xs = [tp.tensor(a.astype(dtype), requires_grad=True) for a in arrays]
-    ts = [torch.tensor(a.astype(dtype), requires_grad=True) for a in arrays]
-    y, ty = f_tp(*xs), f_torch(*ts)
-    _close(y, ty, dtype)
-    w = RNG.standard_normal(tuple(ty.shape)).astype(dtype)
-    (y * tp.tensor(w)).sum().backward()
-    (ty * torch.tensor(w)).sum().backward()
-    for x, t in zip(xs, ts):
-        _close(x.grad, t.grad, dtype)
+    assert_values_and_grads_match(tp, torch, f_tp, f_torch, arrays, dtype, _close, RNG)
     if params is not None:
         ours, theirs = dict(params[0].named_parameters()), dict(params[1].named_parameters())
         assert set(ours) == set(theirs)

@@ -14,6 +14,7 @@ import tensorplay as tp
 import tensorplay.nn.functional as F
 from tensorplay import nn
 from tensorplay.errors import ArgumentError, DTypeError, ShapeError
+from tests.torch_cases import assert_values_and_grads_match
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -39,15 +40,7 @@ def _close(got: Any, want: Any, dtype: str) -> None:
 
 def _grad_check(f_tp: Any, f_torch: Any, arrays: list[np.ndarray[Any, Any]], dtype: str) -> None:
     """Values of ``f`` and the gradients of ``sum(f(*xs) * w)`` against torch autograd."""
-    xs = [tp.tensor(a.astype(dtype), requires_grad=True) for a in arrays]
-    ts = [torch.tensor(a.astype(dtype), requires_grad=True) for a in arrays]
-    y, ty = f_tp(*xs), f_torch(*ts)
-    _close(y, ty, dtype)
-    w = RNG.standard_normal(tuple(ty.shape)).astype(dtype)
-    (y * tp.tensor(w)).sum().backward()
-    (ty * torch.tensor(w)).sum().backward()
-    for x, t in zip(xs, ts):
-        _close(x.grad, t.grad, dtype)
+    assert_values_and_grads_match(tp, torch, f_tp, f_torch, arrays, dtype, _close, RNG)
 
 
 # ---- unfold / fold ------------------------------------------------------------------------------------------

@@ -108,3 +108,21 @@ def assert_close(got: Any, want: Any, tol: dict[str, float], what: str) -> None:
     g, w = as_numpy(got), as_numpy(want)
     assert g.dtype == w.dtype and g.shape == w.shape, (what, g.dtype, w.dtype, g.shape, w.shape)
     np.testing.assert_allclose(g, w, rtol=tol["rtol"], atol=tol["atol"], equal_nan=True, err_msg=what)
+
+
+def assert_values_and_grads_match(tp: Any, torch: Any, f_tp: Fn, f_torch: Fn, arrays: list[Array], dtype: str,
+                                  close: Callable[[Any, Any, str], None],
+                                  rng: np.random.Generator) -> tuple[list[Any], list[Any]]:
+    """``f_tp(*xs)`` against ``f_torch(*ts)`` on ``arrays`` in ``dtype``, then the gradients of ``sum(f(*xs) * w)``
+    (``w`` drawn from ``rng``) in every input, each pair compared with ``close(ours, theirs, dtype)``; returns
+    the inputs ``(xs, ts)`` (their functions' parameters hold gradients too)."""
+    xs = [tp.tensor(a.astype(dtype), requires_grad=True) for a in arrays]
+    ts = [torch.tensor(a.astype(dtype), requires_grad=True) for a in arrays]
+    y, ty = f_tp(*xs), f_torch(*ts)
+    close(y, ty, dtype)
+    w = rng.standard_normal(tuple(ty.shape)).astype(dtype)
+    (y * tp.tensor(w)).sum().backward()
+    (ty * torch.tensor(w)).sum().backward()
+    for x, t in zip(xs, ts):
+        close(x.grad, t.grad, dtype)
+    return xs, ts
