@@ -19,7 +19,7 @@ import torch
 import tensorplay as tp
 import tensorplay.func as TF
 from tensorplay.errors import ArgumentError, AxisError, DTypeError, IndexRangeError, ShapeError
-from tests.torch_cases import DTYPES, Case
+from tests.torch_cases import Case, assert_case_matches_torch, case_params, param_ids
 from tests.torch_cases import as_tensor as _as, assert_same as _same, case_arrays as _arrays
 from tests.torch_cases import i as _i, p as _p, value_slots as _slots, x as _x
 
@@ -89,16 +89,12 @@ for _reduce in ("sum", "prod", "mean", "amax", "amin"):
                           (lambda r, s: lambda m, x, src, i: m.scatter_reduce(x, 0, i, src, r, include_self=s))(
                               _reduce, _self), (_x(4, 3), _x(5, 2), _i(4, 5, 2))))
 
-PARAMS = [(c, d, t) for c in CASES for d in DTYPES if d != "int64" or c.ints for t in (False, True)]
+PARAMS = case_params(CASES)
 
 
-@pytest.mark.parametrize("case,dtype,transposed", PARAMS,
-                         ids=[f"{c.name}-{d}-{'view' if t else 'contig'}" for c, d, t in PARAMS])
+@pytest.mark.parametrize("case,dtype,transposed", PARAMS, ids=param_ids(PARAMS))
 def test_matches_torch(case: Case, dtype: str, transposed: bool) -> None:
-    arrays = _arrays(case, dtype)
-    got = case.fn(tp, *(_as(tp, a, transposed) for a in arrays))
-    want = case.fn(torch, *(_as(torch, a, transposed) for a in arrays))
-    _same(got, want, dtype)
+    assert_case_matches_torch(tp, torch, case, dtype, transposed)
 
 
 GRAD_CASES = [c for c in CASES if c.grad]

@@ -126,3 +126,21 @@ def assert_values_and_grads_match(tp: Any, torch: Any, f_tp: Fn, f_torch: Fn, ar
     for x, t in zip(xs, ts):
         close(x.grad, t.grad, dtype)
     return xs, ts
+
+
+def case_params(cases: list[Case]) -> list[tuple[Case, str, bool]]:
+    """``(case, dtype, transposed)`` for every case, dtype it takes (:data:`DTYPES`) and layout."""
+    return [(c, d, t) for c in cases for d in DTYPES if d != "int64" or c.ints for t in (False, True)]
+
+
+def param_ids(params: list[tuple[Case, str, bool]]) -> list[str]:
+    """Test ids of :func:`case_params`: ``name-dtype-view`` or ``name-dtype-contig``."""
+    return [f"{c.name}-{d}-{'view' if t else 'contig'}" for c, d, t in params]
+
+
+def assert_case_matches_torch(tp: Any, torch: Any, case: Case, dtype: str, transposed: bool) -> None:
+    """``case`` run with ``tp`` and with ``torch`` on the same inputs gives the same result (:func:`assert_same`)."""
+    arrays = case_arrays(case, dtype)
+    got = case.fn(tp, *(as_tensor(tp, a, transposed) for a in arrays))
+    want = case.fn(torch, *(as_tensor(torch, a, transposed) for a in arrays))
+    assert_same(got, want, dtype)
