@@ -94,3 +94,25 @@ def test_user_inputs_are_not_mutated() -> None:
         _expect_same(name, x, y)
     np.testing.assert_array_equal(x, before_x)
     np.testing.assert_array_equal(y, before_y)
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES)
+def test_where_of_an_int_tensor_and_a_python_int_matches_the_reference(dtype: str) -> None:
+    """``where(cond, int tensor, python int)`` (index masking, ``where(valid, t, 0)``): the reference's values and
+    dtype for every scalar the dtype holds, broadcasting, 0-d and empty operands; the checked path's
+    OverflowError for one it cannot hold."""
+    info = np.iinfo(dtype)
+    for shape_c, shape_x in (((6,), (6,)), ((2, 1), (1, 3)), ((), ()), ((0, 3), (1, 3))):
+        x = _ints(dtype, shape_x, 5)
+        cond = np.random.default_rng(6).random(shape_c) > 0.5
+        for scalar in SCALARS:
+            if info.min <= scalar <= info.max:
+                expected = SPECS["where"].reference(cond, x, scalar)
+                got = tp.eager.where(tp.tensor(cond), tp.tensor(x), scalar)._data
+                assert got.dtype == expected.dtype and got.shape == expected.shape, (got.dtype, expected.dtype)
+                np.testing.assert_array_equal(got, expected)
+            else:
+                with pytest.raises(OverflowError, match=f"does not fit {dtype}"):
+                    tp.eager.where(tp.tensor(cond), tp.tensor(x), scalar)
+    with pytest.raises(TensorplayError):  # shapes that do not broadcast: the rule's error
+        tp.eager.where(tp.tensor(np.ones(3, bool)), tp.tensor(np.ones(4, dtype)), 0)

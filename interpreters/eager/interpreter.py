@@ -647,6 +647,20 @@ class EagerInterpreter(BaseInterpreter):
                     raise
                 if out.dtype is td.dtype:
                     return _result(self, "where", (cond, x, y), {}, out)
+        elif isinstance(cond, Tensor) and isinstance(x, Tensor) and type(y) is int:
+            # an integer tensor against a Python int in its range (index masking: where(valid, t, 0)): the
+            # int takes the tensor's dtype, as the rule says, and numpy (NEP 50) does the same
+            cd, xd = cond._data, x._data
+            if type(cd) is np.ndarray and type(xd) is np.ndarray and cd.dtype.kind == "b" and xd.dtype.kind == "i":
+                info = np.iinfo(xd.dtype)
+                if info.min <= y <= info.max:
+                    try:
+                        out = np.where(cd, xd, y)
+                    except ValueError:
+                        _rule("where", (cond, x, y), {})
+                        raise
+                    if out.dtype is xd.dtype:
+                        return _result(self, "where", (cond, x, y), {}, out)
         if _has_foreign((cond, x, y)):
             return self._foreign("where", (cond, x, y), {})
         aval = _rule("where", (cond, x, y), {})
