@@ -51,3 +51,17 @@ def test_eager_matmul_of_outer_shapes_and_its_gradient() -> None:
     out.sum().backward()
     np.testing.assert_allclose(ta.grad.numpy(), np.broadcast_to(b.sum(-1, keepdims=True), a.shape), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(tb.grad.numpy(), np.broadcast_to(a.sum(-2, keepdims=True), b.shape), rtol=1e-5, atol=1e-5)
+
+
+def test_one_and_two_threads_give_the_same_bits() -> None:
+    """Every entry is one product: the bits are the same with one kernel thread and two (a split of the rows over
+    the threads was tried and dropped: right after a step's GEMMs it ran against OpenBLAS's spinning threads)."""
+    from tests.helpers import on_one_then_two_threads
+
+    rng = np.random.default_rng(4)
+    for dtype in (np.float32, np.float64):
+        a = rng.standard_normal((33, 128, 1)).astype(dtype)  # 33 rows: chunks of unequal size
+        b = rng.standard_normal((33, 1, 257)).astype(dtype)
+        one, two = on_one_then_two_threads(lambda: outer_matmul(a, b))
+        np.testing.assert_array_equal(one, two)
+        np.testing.assert_array_equal(one, a * b)
