@@ -187,6 +187,17 @@ def training_step(model: Any, opt: Any, loss_fn: Any) -> Any:
     return step
 
 
+def square_loss_step(model: Any, opt: Any) -> Any:
+    """``step(x) -> loss``: zero the gradients, ``loss = mean(model(x) ** 2)``, backward, update."""
+    def step(x: Any) -> Any:
+        opt.zero_grad()
+        loss = model(x).square().mean()
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
 def assert_optimizer_states_match(params: Any, twin_params: Any, opt: Any, twin_opt: Any, where: str) -> None:
     """An optimizer's state equals its twin's, parameter by parameter (``params`` and ``twin_params`` in the
     same order): the same parameters have state, with the same entries, each equal to float32 rounding (rtol
@@ -213,14 +224,7 @@ def train_compiled_against_eager_twin(model: Any, twin: Any, opt: Any, twin_opt:
     its ``compile_count`` and ``recompile_reasons``."""
     import tensorplay as tp
 
-    def step(x: Any) -> Any:
-        opt.zero_grad()
-        loss = model(x).square().mean()
-        loss.backward()
-        opt.step()
-        return loss
-
-    compiled = tp.compile(step)
+    compiled = tp.compile(square_loss_step(model, opt))
     gen = np.random.default_rng(seed)
     for i in range(steps):
         if before is not None:

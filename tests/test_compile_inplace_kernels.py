@@ -14,6 +14,7 @@ import pytest
 import tensorplay as tp
 from tensorplay import nn, optim
 from tensorplay.compiler.numba_backend import runtime
+from tests.helpers import square_loss_step
 
 OPTIMIZERS = {
     "sgd-momentum": lambda ps: optim.SGD(ps, lr=0.05, momentum=0.9),
@@ -35,22 +36,12 @@ def test_state_updates_are_written_through_their_input(name: str, dtype: str) ->
     twin = copy.deepcopy(model)
     opt, twin_opt = OPTIMIZERS[name](model.parameters()), OPTIMIZERS[name](twin.parameters())
 
-    def step(x: Any) -> Any:
-        opt.zero_grad()
-        loss = model(x).square().mean()
-        loss.backward()
-        opt.step()
-        return loss
-
-    compiled = tp.compile(step)
+    compiled, eager_step = tp.compile(square_loss_step(model, opt)), square_loss_step(twin, twin_opt)
     gen = np.random.default_rng(1)
     tol = {"rtol": 1e-4, "atol": 1e-6} if dtype == "float32" else {"rtol": 1e-10, "atol": 1e-12}
     for i in range(4):
         x = tp.tensor(gen.standard_normal((11, 97)).astype(dtype))
-        twin_opt.zero_grad()
-        expected = twin(x).square().mean()
-        expected.backward()
-        twin_opt.step()
+        expected = eager_step(x)
         np.testing.assert_allclose(compiled(x).item(), expected.item(), **tol, err_msg=f"step {i}")
     for p, q in zip(model.parameters(), twin.parameters()):
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), **tol)

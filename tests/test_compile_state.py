@@ -16,7 +16,7 @@ import tensorplay.nn.functional as F
 from tensorplay import nn, optim
 from tensorplay import random_state
 from tensorplay.errors import AutogradError, GraphCaptureError
-from tests.helpers import assert_optimizer_states_match, train_compiled_against_eager_twin
+from tests.helpers import assert_optimizer_states_match, square_loss_step, train_compiled_against_eager_twin
 
 
 def test_a_first_call_changes_module_state_exactly_like_one_eager_call() -> None:
@@ -186,14 +186,7 @@ def test_optimizer_updates_happen_in_place_in_the_parameters_memory() -> None:
     model = nn.Linear(4, 3)
     opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 
-    def step(x: Any) -> Any:
-        opt.zero_grad()
-        loss = model(x).square().mean()
-        loss.backward()
-        opt.step()
-        return loss
-
-    compiled = tp.compile(step)
+    compiled = tp.compile(square_loss_step(model, opt))
     x = tp.randn(6, 4)
     arrays = [p._data for p in model.parameters()]
     versions = [p._version[0] if p._version else 0 for p in model.parameters()]

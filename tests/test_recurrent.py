@@ -33,10 +33,16 @@ def grad_of(t: Any) -> np.ndarray[Any, Any]:
     return t.grad.numpy()  # type: ignore[no-any-return]
 
 
-def layer_pair(kind: str, dtype: str, seed: int = 0, **kw: Any) -> tuple[Any, Any]:
-    """A torch layer (seeded) and ours built with the same arguments, holding torch's parameters."""
-    ours_cls, theirs_cls = {"rnn_tanh": (nn.RNN, torch.nn.RNN), "rnn_relu": (nn.RNN, torch.nn.RNN),
-                            "lstm": (nn.LSTM, torch.nn.LSTM), "gru": (nn.GRU, torch.nn.GRU)}[kind]
+LAYERS = {"rnn_tanh": (nn.RNN, torch.nn.RNN), "rnn_relu": (nn.RNN, torch.nn.RNN), "lstm": (nn.LSTM, torch.nn.LSTM),
+          "gru": (nn.GRU, torch.nn.GRU)}
+CELLS = {"rnn_tanh": (nn.RNNCell, torch.nn.RNNCell), "rnn_relu": (nn.RNNCell, torch.nn.RNNCell),
+         "lstm": (nn.LSTMCell, torch.nn.LSTMCell), "gru": (nn.GRUCell, torch.nn.GRUCell)}
+
+
+def _pair(classes: dict[str, Any], kind: str, dtype: str, seed: int, kw: dict[str, Any]) -> tuple[Any, Any]:
+    """A torch module of ``classes[kind]`` (seeded) and ours built with the same arguments, holding torch's
+    parameters."""
+    ours_cls, theirs_cls = classes[kind]
     if kind.startswith("rnn"):
         kw["nonlinearity"] = kind[4:]
     torch.manual_seed(seed)
@@ -44,18 +50,16 @@ def layer_pair(kind: str, dtype: str, seed: int = 0, **kw: Any) -> tuple[Any, An
     ours = ours_cls(I, H, dtype=dtype, **kw)
     copy_params(theirs, ours)
     return theirs, ours
+
+
+def layer_pair(kind: str, dtype: str, seed: int = 0, **kw: Any) -> tuple[Any, Any]:
+    """A torch recurrent layer (seeded) and ours, holding torch's parameters."""
+    return _pair(LAYERS, kind, dtype, seed, kw)
 
 
 def cell_pair(kind: str, dtype: str, seed: int = 0, **kw: Any) -> tuple[Any, Any]:
-    ours_cls, theirs_cls = {"rnn_tanh": (nn.RNNCell, torch.nn.RNNCell), "rnn_relu": (nn.RNNCell, torch.nn.RNNCell),
-                            "lstm": (nn.LSTMCell, torch.nn.LSTMCell), "gru": (nn.GRUCell, torch.nn.GRUCell)}[kind]
-    if kind.startswith("rnn"):
-        kw["nonlinearity"] = kind[4:]
-    torch.manual_seed(seed)
-    theirs = theirs_cls(I, H, **kw).to(getattr(torch, dtype))
-    ours = ours_cls(I, H, dtype=dtype, **kw)
-    copy_params(theirs, ours)
-    return theirs, ours
+    """A torch recurrent cell (seeded) and ours, holding torch's parameters."""
+    return _pair(CELLS, kind, dtype, seed, kw)
 
 
 def copy_params(theirs: Any, ours: Any) -> None:
