@@ -57,6 +57,9 @@ def dtype_name(dtype: np.dtype[Any]) -> str:
 
 
 _INT64 = _NUMPY_DTYPES["int64"]
+_INT_BOUNDS = {np.dtype(t).itemsize: (int(np.iinfo(t).min), int(np.iinfo(t).max))
+               for t in (np.int8, np.int16, np.int32, np.int64)}
+"""Signed integer dtypes' ``(min, max)`` by item size (where's int-scalar fast path: read once, not per call)."""
 _RULE_CACHE: dict[Any, Aval] = {}
 _RULE_CACHE_LIMIT = 8192
 
@@ -652,8 +655,8 @@ class EagerInterpreter(BaseInterpreter):
             # int takes the tensor's dtype, as the rule says, and numpy (NEP 50) does the same
             cd, xd = cond._data, x._data
             if type(cd) is np.ndarray and type(xd) is np.ndarray and cd.dtype.kind == "b" and xd.dtype.kind == "i":
-                info = np.iinfo(xd.dtype)
-                if info.min <= y <= info.max:
+                low, high = _INT_BOUNDS[xd.dtype.itemsize]
+                if low <= y <= high:
                     try:
                         out = np.where(cd, xd, y)
                     except ValueError:

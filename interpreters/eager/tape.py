@@ -309,6 +309,8 @@ def _run_ready_hooks(leaf: Tensor[*tuple[Any, ...]]) -> None:
             fn(leaf)
 
 
+_NO_TARGETS: frozenset[int] = frozenset()  # loss.backward(): no target leaves (the mask then ignores them)
+
 TENSOR_HOOKS: list[Any] = []
 """The module :mod:`tensorplay.interpreters.eager.hooks` once a tensor hook or ``retain_grad`` was registered
 (empty before: a backward then never looks for hooks)."""
@@ -438,7 +440,7 @@ def run_backward(outputs: Sequence[Tensor[*tuple[Any, ...]]], grad_outputs: Sequ
     # tp.autograd.grad: only the nodes with a path on to a target run (the rest, e.g. a weight's GEMM when the
     # targets are inputs, are skipped as PyTorch skips them)
     reach = paths_to_targets(order, target_nodes, targets) if targets is not None else None
-    target_leaves = {id(t) for t in targets or () if t._node is None}
+    target_leaves = {id(t) for t in targets if t._node is None} if targets is not None else _NO_TARGETS
     outer_queue = _HOOK_STATE.queued
     if ready is not None:
         _HOOK_STATE.queued = []
